@@ -1,0 +1,132 @@
+//! Shared test scaffolding: a temp project and data dir, the mock model server,
+//! and a way to run the real `cadre` binary against it.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use cadre_mock::{MockServer, Record};
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// Which wire format a test drives.
+#[derive(Debug, Clone, Copy)]
+pub enum Wire {
+    Anthropic,
+    OpenAi,
+}
+
+pub const BOTH_WIRES: [Wire; 2] = [Wire::Anthropic, Wire::OpenAi];
+
+/// A temp project directory, a temp `CADRE_HOME`, and a running mock.
+pub struct Harness {
+    pub project: TempDir,
+    pub home: TempDir,
+    pub mock: MockServer,
+    pub wire: Wire,
+}
+
+impl Harness {
+    pub async fn new(script: &str, wire: Wire) -> Harness {
+        let mock = MockServer::start(script, None).await.expect("mock starts");
+        Harness {
+            project: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+            mock,
+            wire,
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.project.path().join(rel)
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(p, text).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap()
+    }
+
+    /// Runs `cadre <args>` in the project against the mock, with a clean environment.
+    pub async fn cadre(&self, args: &[&str]) -> Output {
+        self.cadre_env(args, &[]).await
+    }
+
+    pub async fn cadre_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let (provider, base) = match self.wire {
+            Wire::Anthropic => ("anthropic", self.mock.url()),
+            Wire::OpenAi => ("openai", format!("{}/v1", self.mock.url())),
+        };
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"));
+        cmd.args(args)
+            .current_dir(self.project.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("CADRE_HOME", self.home.path().join("cadre"))
+            .env("CADRE_PROVIDER", provider)
+            .env("CADRE_BASE_URL", base)
+            .env("CADRE_MODEL", "mock-model")
+            .stdin(std::process::Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().await.expect("cadre runs")
+    }
+
+    pub fn records(&self) -> Vec<Record> {
+        let mut r = self.mock.records();
+        r.sort_by_key(|r| r.t_start_ms);
+        r
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The tool results a request carried back to the model, as (content, is_error), in order.
+pub fn tool_results(body: &Value) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        match m["role"].as_str() {
+            // OpenAI: one `tool` message per result; errors are prefixed.
+            Some("tool") => {
+                let c = m["content"].as_str().unwrap_or("").to_string();
+                let err = c.starts_with("Error: ");
+                out.push((c.trim_start_matches("Error: ").to_string(), err));
+            }
+            Some("user") => {
+                for b in m["content"].as_array().into_iter().flatten() {
+                    if b["type"] == "tool_result" {
+                        out.push((
+                            b["content"].as_str().unwrap_or("").to_string(),
+                            b["is_error"].as_bool().unwrap_or(false),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The last request the mock received.
+pub fn last_body(h: &Harness) -> Value {
+    h.records().last().expect("a request").body.clone()
+}
+
+pub fn assert_exists(p: &Path) {
+    assert!(p.exists(), "{} should exist", p.display());
+}

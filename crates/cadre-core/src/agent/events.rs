@@ -1,0 +1,164 @@
+//! The event half of the protocol between the core and its front ends. Every
+//! behaviour a user can see is one of these; `exec --json` prints them as JSONL.
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::model::Usage;
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// The model gave its final answer.
+    Completed,
+    /// The user interrupted it.
+    Interrupted,
+    /// A per-turn limit stopped it.
+    LimitReached,
+    /// A model or I/O error stopped it.
+    Failed,
+}
+
+/// Something the core tells front ends.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A session began.
+    SessionStarted {
+        /// Session id.
+        session_id: String,
+        /// Provider name.
+        provider: String,
+        /// Model id.
+        model: String,
+        /// Working directory.
+        cwd: String,
+    },
+    /// An agent began a turn.
+    TurnStarted {
+        /// Agent id (`main` for the top-level agent).
+        agent: String,
+    },
+    /// An agent sent a model request.
+    RequestStarted {
+        /// Agent id.
+        agent: String,
+        /// 1-based request number within the turn.
+        request: u32,
+    },
+    /// Streamed assistant text.
+    TextDelta {
+        /// Agent id.
+        agent: String,
+        /// The new text.
+        text: String,
+    },
+    /// A transient model failure is being retried.
+    Retrying {
+        /// Agent id.
+        agent: String,
+        /// The try about to be made.
+        attempt: u32,
+        /// HTTP status that caused it, if any.
+        status: Option<u16>,
+        /// Wait before the try.
+        wait_ms: u64,
+    },
+    /// A complete assistant message arrived.
+    AssistantMessage {
+        /// Agent id.
+        agent: String,
+        /// Its text.
+        text: String,
+        /// How many tool calls it holds.
+        tool_calls: usize,
+    },
+    /// A tool call is about to run.
+    ToolCallStarted {
+        /// Agent id.
+        agent: String,
+        /// Call id.
+        call_id: String,
+        /// Canonical tool name (or the unknown name the model used).
+        tool: String,
+        /// Arguments (the raw text when it is not JSON).
+        input: Value,
+        /// One-line argument summary.
+        summary: String,
+    },
+    /// A tool call finished.
+    ToolCallEnded {
+        /// Agent id.
+        agent: String,
+        /// Call id.
+        call_id: String,
+        /// Canonical tool name.
+        tool: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// One-line outcome.
+        outcome: String,
+        /// Bytes of result text sent to the model.
+        output_bytes: usize,
+        /// How long it ran.
+        duration_ms: u64,
+    },
+    /// Tokens used by one model request.
+    Usage {
+        /// Agent id.
+        agent: String,
+        /// Counts.
+        #[serde(flatten)]
+        usage: Usage,
+    },
+    /// An agent's turn ended.
+    TurnEnded {
+        /// Agent id.
+        agent: String,
+        /// How it ended.
+        status: TurnStatus,
+        /// The last assistant text.
+        final_text: String,
+        /// Why it did not complete, when it did not.
+        error: Option<String>,
+        /// Model requests made in the turn.
+        requests: u32,
+        /// Tool calls made in the turn.
+        tool_calls: u32,
+        /// Tokens used in the turn.
+        usage: Usage,
+    },
+    /// A warning for the user that does not stop anything.
+    Warning {
+        /// The text.
+        message: String,
+    },
+}
+
+/// Where an agent sends its events. Cheap to clone; a closed receiver is ignored.
+#[derive(Clone, Debug)]
+pub struct EventSink {
+    tx: Option<mpsc::UnboundedSender<Event>>,
+}
+
+impl EventSink {
+    /// A sink and the receiver a front end reads.
+    pub fn channel() -> (EventSink, mpsc::UnboundedReceiver<Event>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (EventSink { tx: Some(tx) }, rx)
+    }
+
+    /// A sink that drops everything.
+    pub fn discard() -> EventSink {
+        EventSink { tx: None }
+    }
+
+    /// Sends an event.
+    pub fn emit(&self, event: Event) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(event);
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The main agent's system prompt: what cadre is, how to work, facts about the
+//! environment, and the project's own instructions (`AGENTS.md`/`CLAUDE.md`).
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What the base prompt tells every top-level agent about working here.
+const BASE_PROMPT: &str = "You are cadre, a coding agent working in the user's terminal, inside their project.
+
+Work the task through to the end with your tools: read and search before you change anything, make the smallest correct change, and run the project's own commands (tests, builds, linters) to check it when that is cheap. Prefer Grep and Glob over Bash for searching, Read over `cat`, and Edit over rewriting whole files. Paths may be relative to the working directory.
+
+Several independent read-only calls (Read, Grep, Glob) may go in one reply; they run at once.
+
+When you are done, answer in plain text: what you found or changed, and anything the user must still do. Be brief and exact; quote file paths and line numbers where they help.";
+
+/// The pieces a system prompt is built from.
+#[derive(Debug, Clone, Default)]
+pub struct SystemPromptParts {
+    /// Role and working rules.
+    pub base: String,
+    /// Environment facts block.
+    pub environment: String,
+    /// Project instructions, if any.
+    pub instructions: Option<String>,
+}
+
+/// The full prompt for the main agent in `cwd`.
+pub fn build_system_prompt(cwd: &Path) -> String {
+    let parts = SystemPromptParts {
+        base: BASE_PROMPT.to_string(),
+        environment: environment_facts(cwd),
+        instructions: project_instructions(cwd),
+    };
+    let mut out = parts.base;
+    out.push_str("\n\n");
+    out.push_str(&parts.environment);
+    if let Some(instr) = parts.instructions {
+        out.push_str("\n\n# Project instructions\n\n");
+        out.push_str(&instr);
+    }
+    out
+}
+
+/// Working directory, platform, date and git branch, as a prompt block.
+pub fn environment_facts(cwd: &Path) -> String {
+    let mut s = String::from("# Environment\n");
+    s.push_str(&format!("- Working directory: {}\n", cwd.display()));
+    s.push_str(&format!(
+        "- Platform: {} ({})\n",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ));
+    s.push_str(&format!("- Date: {}\n", today()));
+    match git_branch(cwd) {
+        Some(b) => s.push_str(&format!("- Git branch: {b}\n")),
+        None => s.push_str("- Not a git repository\n"),
+    }
+    s
+}
+
+/// The first of `AGENTS.md`, `CLAUDE.md` found in `cwd`, if any.
+pub fn project_instructions(cwd: &Path) -> Option<String> {
+    ["AGENTS.md", "CLAUDE.md"].iter().find_map(|name| {
+        let text = std::fs::read_to_string(cwd.join(name)).ok()?;
+        let text = text.trim();
+        (!text.is_empty()).then(|| format!("From {name}:\n\n{text}"))
+    })
+}
+
+/// Today's date as YYYY-MM-DD (UTC), without a date crate.
+fn today() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// The current branch, read from `.git/HEAD` in `cwd` or a parent (no process spawned).
+fn git_branch(cwd: &Path) -> Option<String> {
+    let mut dir = Some(cwd);
+    while let Some(d) = dir {
+        let git = d.join(".git");
+        let head_path = if git.is_dir() {
+            git.join("HEAD")
+        } else if git.is_file() {
+            // A worktree: `.git` is a file `gitdir: <path>`.
+            let text = std::fs::read_to_string(&git).ok()?;
+            let gitdir = text.strip_prefix("gitdir:")?.trim();
+            d.join(gitdir).join("HEAD")
+        } else {
+            dir = d.parent();
+            continue;
+        };
+        let head = std::fs::read_to_string(head_path).ok()?;
+        let head = head.trim();
+        return Some(match head.strip_prefix("ref: refs/heads/") {
+            Some(branch) => branch.to_string(),
+            None => format!("(detached at {})", &head[..head.len().min(12)]),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_787), (2026, 11, 30));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn instructions_prefer_agents_md() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("CLAUDE.md"), "claude").unwrap();
+        std::fs::write(dir.path().join("AGENTS.md"), "agents").unwrap();
+        assert!(project_instructions(dir.path()).unwrap().contains("agents"));
+        let prompt = build_system_prompt(dir.path());
+        assert!(prompt.contains("From AGENTS.md"));
+        assert!(prompt.contains("Not a git repository"));
+    }
+}

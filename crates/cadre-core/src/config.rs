@@ -1,0 +1,260 @@
+//! Settings from `$CADRE_HOME/config.toml` (user) and `.cadre/config.toml`
+//! (project), merged; the binary layers environment and flags on top. A
+//! project file is untrusted: it may not redirect requests (and so the API key)
+//! to a non-loopback server.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::model::{Provider, is_loopback_url};
+
+/// A problem with configuration files or the data directory.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// A config file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// File path.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A config file is not valid TOML for cadre.
+    #[error("{path}: {message}")]
+    Parse {
+        /// File path.
+        path: PathBuf,
+        /// Parser message (with line and column).
+        message: String,
+    },
+    /// The data directory could not be created or secured.
+    #[error("cannot prepare the data directory {path}: {source}")]
+    DataDir {
+        /// Directory path.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// No home directory to put `~/.cadre` in.
+    #[error("no home directory found; set CADRE_HOME")]
+    NoHome,
+}
+
+/// Per-turn ceilings in config.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsFile {
+    /// Model requests per turn.
+    pub max_requests_per_turn: Option<u32>,
+    /// Tool calls per turn.
+    pub max_tool_calls_per_turn: Option<u32>,
+}
+
+/// Tool settings in config.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsFile {
+    /// Cap on a tool result's size in bytes.
+    pub output_cap_bytes: Option<usize>,
+}
+
+/// One config file's contents. Every key is optional; later files override.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConfigFile {
+    /// `anthropic` or `openai`.
+    pub provider: Option<String>,
+    /// Model id or alias.
+    pub model: Option<String>,
+    /// Endpoint base URL.
+    pub base_url: Option<String>,
+    /// Output tokens per request.
+    pub max_tokens: Option<u32>,
+    /// Alias → model id, per provider (`[models.anthropic] sonnet = "…"`).
+    #[serde(default)]
+    pub models: BTreeMap<String, BTreeMap<String, String>>,
+    /// Per-turn limits.
+    #[serde(default)]
+    pub limits: LimitsFile,
+    /// Tool settings.
+    #[serde(default)]
+    pub tools: ToolsFile,
+    /// Sections later features read; kept so a newer file still loads.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, toml::Value>,
+}
+
+impl ConfigFile {
+    /// Reads and parses one file; a missing file is an empty config.
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Lays `over` on top of `self`.
+    fn merge(&mut self, over: ConfigFile) {
+        if over.provider.is_some() {
+            self.provider = over.provider;
+        }
+        if over.model.is_some() {
+            self.model = over.model;
+        }
+        if over.base_url.is_some() {
+            self.base_url = over.base_url;
+        }
+        if over.max_tokens.is_some() {
+            self.max_tokens = over.max_tokens;
+        }
+        for (provider, aliases) in over.models {
+            self.models.entry(provider).or_default().extend(aliases);
+        }
+        if over.limits.max_requests_per_turn.is_some() {
+            self.limits.max_requests_per_turn = over.limits.max_requests_per_turn;
+        }
+        if over.limits.max_tool_calls_per_turn.is_some() {
+            self.limits.max_tool_calls_per_turn = over.limits.max_tool_calls_per_turn;
+        }
+        if over.tools.output_cap_bytes.is_some() {
+            self.tools.output_cap_bytes = over.tools.output_cap_bytes;
+        }
+        self.other.extend(over.other);
+    }
+}
+
+/// The merged settings of the user and project files, plus warnings to show.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Merged values.
+    pub file: ConfigFile,
+    /// Things the user should know (ignored project keys and such).
+    pub warnings: Vec<String>,
+}
+
+impl Settings {
+    /// Loads `<home>/config.toml` then `<project>/.cadre/config.toml`.
+    pub fn load(home: &Path, project: &Path) -> Result<Settings, ConfigError> {
+        let mut file = ConfigFile::load(&home.join("config.toml"))?;
+        let project_path = project.join(".cadre").join("config.toml");
+        let mut project_file = ConfigFile::load(&project_path)?;
+        let mut warnings = Vec::new();
+        if let Some(url) = &project_file.base_url {
+            if !is_loopback_url(url) {
+                warnings.push(format!(
+                    "{}: base_url {url} ignored: a project file may only point at a loopback server (set it in your user config, CADRE_BASE_URL or --base-url)",
+                    project_path.display()
+                ));
+                project_file.base_url = None;
+            }
+        }
+        file.merge(project_file);
+        Ok(Settings { file, warnings })
+    }
+
+    /// Resolves a model alias (`sonnet`, `opus`, `haiku`) for `provider`
+    /// through `[models.<provider>]`, then built-in defaults; other names pass through.
+    pub fn resolve_model(&self, provider: Provider, name: &str) -> String {
+        if let Some(id) = self
+            .file
+            .models
+            .get(provider.as_str())
+            .and_then(|m| m.get(name))
+        {
+            return id.clone();
+        }
+        match (provider, name) {
+            (Provider::Anthropic, "sonnet") => "claude-sonnet-4-5".into(),
+            (Provider::Anthropic, "opus") => "claude-opus-4-1".into(),
+            (Provider::Anthropic, "haiku") => "claude-haiku-4-5".into(),
+            (Provider::OpenAI, "sonnet" | "opus") => "gpt-4.1".into(),
+            (Provider::OpenAI, "haiku") => "gpt-4.1-mini".into(),
+            (_, other) => other.to_string(),
+        }
+    }
+}
+
+/// The data directory: `$CADRE_HOME`, else `~/.cadre`.
+pub fn data_dir() -> Result<PathBuf, ConfigError> {
+    if let Some(h) = std::env::var_os("CADRE_HOME").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(h));
+    }
+    dirs::home_dir()
+        .map(|h| h.join(".cadre"))
+        .ok_or(ConfigError::NoHome)
+}
+
+/// Creates `dir` (and parents) if needed and makes it private (0700): it holds
+/// logs that may quote the user's code and, later, credentials.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), ConfigError> {
+    let err = |source| ConfigError::DataDir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_overrides_user_but_cannot_redirect_to_remote() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            "model = \"a\"\nbase_url = \"https://example.com\"\n[limits]\nmax_requests_per_turn = 7\n",
+        )
+        .unwrap();
+        std::fs::create_dir(proj.path().join(".cadre")).unwrap();
+        std::fs::write(
+            proj.path().join(".cadre/config.toml"),
+            "model = \"b\"\nbase_url = \"https://evil.example\"\n[subagents]\nmax_depth = 2\n",
+        )
+        .unwrap();
+        let s = Settings::load(home.path(), proj.path()).unwrap();
+        assert_eq!(s.file.model.as_deref(), Some("b"));
+        assert_eq!(s.file.base_url.as_deref(), Some("https://example.com"));
+        assert_eq!(s.file.limits.max_requests_per_turn, Some(7));
+        assert_eq!(s.warnings.len(), 1);
+    }
+
+    #[test]
+    fn bad_toml_names_the_file() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.toml"), "model = \n").unwrap();
+        let err = Settings::load(home.path(), home.path()).unwrap_err();
+        assert!(err.to_string().contains("config.toml"));
+    }
+
+    #[test]
+    fn aliases_resolve_per_provider() {
+        let mut s = Settings::default();
+        s.file
+            .models
+            .entry("openai".into())
+            .or_default()
+            .insert("sonnet".into(), "qwen".into());
+        assert_eq!(s.resolve_model(Provider::OpenAI, "sonnet"), "qwen");
+        assert_eq!(s.resolve_model(Provider::Anthropic, "x-1"), "x-1");
+    }
+}

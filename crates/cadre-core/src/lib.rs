@@ -1,0 +1,8 @@
+//! cadre's core: model clients, tools, the agent loop, configuration.
+//! Front ends drive it through operations and read its events; it never prints.
+
+pub mod agent;
+pub mod config;
+pub mod model;
+pub mod session;
+pub mod tools;

@@ -1,0 +1,353 @@
+//! The HTTP client shared by every agent of a session: sends a request in the
+//! configured wire format, streams the reply, retries transient failures, and
+//! keeps the API key out of every error it returns.
+
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use super::anthropic::{self, AnthropicDecoder};
+use super::openai::{self, OpenAiDecoder};
+use super::{ClientConfig, ModelError, ModelRequest, ModelResponse, Provider, StreamDelta};
+
+/// Longest we honour a server's `retry-after`, so a bad header cannot stall a run.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
+/// First backoff when the server gives no `retry-after`; doubles per try.
+const BASE_BACKOFF: Duration = Duration::from_millis(500);
+
+/// A model client. Cheap to clone; clones share the connection pool.
+#[derive(Clone, Debug)]
+pub struct ModelClient {
+    http: reqwest::Client,
+    config: ClientConfig,
+}
+
+enum Decoder {
+    Anthropic(AnthropicDecoder),
+    OpenAi(OpenAiDecoder),
+}
+
+impl Decoder {
+    fn new(p: Provider) -> Self {
+        match p {
+            Provider::Anthropic => Decoder::Anthropic(AnthropicDecoder::default()),
+            Provider::OpenAI => Decoder::OpenAi(OpenAiDecoder::default()),
+        }
+    }
+    fn on_event(
+        &mut self,
+        data: &str,
+        emit: &mut (dyn FnMut(StreamDelta) + Send),
+    ) -> Result<(), ModelError> {
+        match self {
+            Decoder::Anthropic(d) => d.on_event(data, emit),
+            Decoder::OpenAi(d) => d.on_event(data, emit),
+        }
+    }
+    fn finish(self) -> Result<ModelResponse, ModelError> {
+        match self {
+            Decoder::Anthropic(d) => d.finish(),
+            Decoder::OpenAi(d) => d.finish(),
+        }
+    }
+}
+
+/// How one try ended.
+enum Attempt {
+    Done(ModelResponse),
+    Retry {
+        status: u16,
+        message: String,
+        wait: Option<Duration>,
+    },
+}
+
+impl ModelClient {
+    /// A client for `config`. Fails if the HTTP stack cannot be built or a key is missing.
+    pub fn new(config: ClientConfig) -> Result<Self, ModelError> {
+        if config.api_key.is_none() && !super::is_loopback_url(&config.base_url) {
+            return Err(ModelError::Config(format!(
+                "no API key: set {} (a key is only optional for a server on loopback)",
+                config.provider.key_env()
+            )));
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(ModelClient { http, config })
+    }
+
+    /// The client's configuration.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// The same endpoint and key with another model.
+    pub fn with_model(&self, model: &str) -> ModelClient {
+        let mut c = self.clone();
+        c.config.model = model.to_string();
+        c
+    }
+
+    /// The URL requests are posted to.
+    pub fn endpoint(&self) -> String {
+        let base = self.config.base_url.trim_end_matches('/');
+        match self.config.provider {
+            Provider::Anthropic => format!("{base}/v1/messages"),
+            Provider::OpenAI => format!("{base}/chat/completions"),
+        }
+    }
+
+    /// Replaces every occurrence of the API key in `text`.
+    pub fn redact(&self, text: &str) -> String {
+        match &self.config.api_key {
+            Some(key) if key.len() >= 4 && text.contains(key.as_str()) => {
+                text.replace(key.as_str(), "[redacted]")
+            }
+            _ => text.to_string(),
+        }
+    }
+
+    fn redact_error(&self, e: ModelError) -> ModelError {
+        match e {
+            ModelError::Connect { url, detail } => ModelError::Connect {
+                url,
+                detail: self.redact(&detail),
+            },
+            ModelError::Status { status, message } => ModelError::Status {
+                status,
+                message: self.redact(&message),
+            },
+            ModelError::RetriesExhausted {
+                status,
+                attempts,
+                message,
+            } => ModelError::RetriesExhausted {
+                status,
+                attempts,
+                message: self.redact(&message),
+            },
+            ModelError::StreamEndedEarly { detail } => ModelError::StreamEndedEarly {
+                detail: self.redact(&detail),
+            },
+            ModelError::Api { kind, message } => ModelError::Api {
+                kind: self.redact(&kind),
+                message: self.redact(&message),
+            },
+            ModelError::Protocol(m) => ModelError::Protocol(self.redact(&m)),
+            other => other,
+        }
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ModelError> {
+        let mut h = HeaderMap::new();
+        h.insert("content-type", HeaderValue::from_static("application/json"));
+        let bad_key = |_| {
+            ModelError::Config("the API key contains characters not allowed in a header".into())
+        };
+        match self.config.provider {
+            Provider::Anthropic => {
+                h.insert(
+                    "anthropic-version",
+                    HeaderValue::from_static(anthropic::API_VERSION),
+                );
+                if let Some(key) = &self.config.api_key {
+                    let mut v = HeaderValue::from_str(key).map_err(bad_key)?;
+                    v.set_sensitive(true);
+                    h.insert("x-api-key", v);
+                }
+            }
+            Provider::OpenAI => {
+                if let Some(key) = &self.config.api_key {
+                    let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(bad_key)?;
+                    v.set_sensitive(true);
+                    h.insert("authorization", v);
+                }
+            }
+        }
+        Ok(h)
+    }
+
+    /// Sends `req`, streaming deltas to `on_delta`, and returns the whole reply.
+    /// Transient statuses are retried (at most `max_attempts` tries in all);
+    /// a stream that breaks mid-reply is an error, never a short answer.
+    pub async fn stream(
+        &self,
+        req: &ModelRequest,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ModelError> {
+        let body = match self.config.provider {
+            Provider::Anthropic => anthropic::request_body(req, true),
+            Provider::OpenAI => openai::request_body(req, true),
+        };
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| ModelError::Protocol(format!("cannot encode request: {e}")))?;
+        let headers = self.headers()?;
+        let max = self.config.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let result = tokio::select! {
+                r = self.try_once(&body, &headers, on_delta) => r,
+                _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+            };
+            let (status, message, wait) = match result {
+                Ok(Attempt::Done(resp)) => return Ok(resp),
+                Ok(Attempt::Retry {
+                    status,
+                    message,
+                    wait,
+                }) => (status, message, wait),
+                Err(e) => return Err(self.redact_error(e)),
+            };
+            if attempt >= max {
+                return Err(self.redact_error(ModelError::RetriesExhausted {
+                    status,
+                    attempts: attempt,
+                    message,
+                }));
+            }
+            let wait = wait
+                .unwrap_or_else(|| BASE_BACKOFF * 2u32.saturating_pow(attempt - 1))
+                .min(MAX_RETRY_AFTER);
+            attempt += 1;
+            on_delta(StreamDelta::Retrying {
+                attempt,
+                status: (status != 0).then_some(status),
+                wait_ms: wait.as_millis() as u64,
+            });
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+            }
+        }
+    }
+
+    async fn try_once(
+        &self,
+        body: &[u8],
+        headers: &HeaderMap,
+        on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+    ) -> Result<Attempt, ModelError> {
+        let url = self.endpoint();
+        let resp = match self
+            .http
+            .post(&url)
+            .headers(headers.clone())
+            .body(body.to_vec())
+            .send()
+            .await
+        {
+            Ok(r) => r,
+            // Nothing was received: a connection failure is safe to retry.
+            Err(e) if e.is_connect() || e.is_timeout() => {
+                return Ok(Attempt::Retry {
+                    status: 0,
+                    message: format!("{url}: {}", error_chain(&e)),
+                    wait: None,
+                });
+            }
+            Err(e) => {
+                return Err(ModelError::Connect {
+                    url,
+                    detail: error_chain(&e),
+                });
+            }
+        };
+        let status = resp.status().as_u16();
+        if !resp.status().is_success() {
+            let wait = retry_after(resp.headers());
+            let text = resp.text().await.unwrap_or_default();
+            let message = match self.config.provider {
+                Provider::Anthropic => anthropic::error_message(&text),
+                Provider::OpenAI => openai::error_message(&text),
+            }
+            .unwrap_or_else(|| text.chars().take(500).collect());
+            if ModelError::is_retryable_status(status) {
+                return Ok(Attempt::Retry {
+                    status,
+                    message,
+                    wait,
+                });
+            }
+            return Err(ModelError::Status { status, message });
+        }
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_sse {
+            // Some servers ignore `stream: true`; accept a whole JSON reply.
+            let text = resp
+                .text()
+                .await
+                .map_err(|e| ModelError::StreamEndedEarly {
+                    detail: error_chain(&e),
+                })?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| ModelError::Protocol(format!("response is not JSON ({e})")))?;
+            let r = match self.config.provider {
+                Provider::Anthropic => anthropic::decode_full(&v),
+                Provider::OpenAI => openai::decode_full(&v),
+            }?;
+            let text = r.message.text();
+            if !text.is_empty() {
+                on_delta(StreamDelta::Text(text));
+            }
+            return Ok(Attempt::Done(r));
+        }
+        let mut decoder = Decoder::new(self.config.provider);
+        let mut events = resp.bytes_stream().eventsource();
+        while let Some(ev) = events.next().await {
+            match ev {
+                Ok(ev) => {
+                    if ev.data.is_empty() {
+                        continue;
+                    }
+                    decoder.on_event(&ev.data, on_delta)?;
+                }
+                Err(e) => {
+                    return Err(ModelError::StreamEndedEarly {
+                        detail: format!("the connection broke: {e}"),
+                    });
+                }
+            }
+        }
+        decoder.finish().map(Attempt::Done)
+    }
+}
+
+/// `retry-after-ms` or `retry-after` (seconds), as the providers send them.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|n| n.is_finite() && *n >= 0.0)
+    };
+    if let Some(ms) = get("retry-after-ms") {
+        return Some(Duration::from_millis(ms as u64));
+    }
+    get("retry-after").map(Duration::from_secs_f64)
+}
+
+/// An error and its sources on one line; reqwest's top-level text is too vague alone.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let t = inner.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = inner.source();
+    }
+    s
+}

@@ -1,0 +1,15 @@
+//! Model clients: provider-neutral types, the two wire formats, and the
+//! streaming HTTP client with retries.
+
+mod anthropic;
+mod client;
+mod config;
+mod error;
+mod openai;
+mod reply;
+mod types;
+
+pub use client::ModelClient;
+pub use config::{ClientConfig, Provider, is_loopback_url};
+pub use error::ModelError;
+pub use types::*;

@@ -1,0 +1,350 @@
+//! The OpenAI Chat Completions wire format, which local servers (Ollama, vLLM,
+//! llama.cpp) speak too: request bodies and the streamed chunk sequence.
+
+use serde_json::{Value, json};
+
+use super::reply::ReplyBuilder;
+use super::{ContentBlock, ModelError, ModelRequest, Role, StopReason, StreamDelta};
+
+/// The JSON body of a Chat Completions request.
+pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
+    let mut messages: Vec<Value> = Vec::with_capacity(req.messages.len() + 1);
+    if !req.system.is_empty() {
+        messages.push(json!({"role": "system", "content": req.system}));
+    }
+    for m in &req.messages {
+        match m.role {
+            Role::Assistant => {
+                let text = m.text();
+                let calls: Vec<Value> = m
+                    .tool_calls()
+                    .into_iter()
+                    .map(|c| {
+                        json!({"id": c.id, "type": "function",
+                               "function": {"name": c.name, "arguments": c.input}})
+                    })
+                    .collect();
+                let mut msg = json!({
+                    "role": "assistant",
+                    "content": if text.is_empty() { Value::Null } else { Value::String(text) },
+                });
+                if !calls.is_empty() {
+                    if let Some(obj) = msg.as_object_mut() {
+                        obj.insert("tool_calls".into(), Value::Array(calls));
+                    }
+                }
+                messages.push(msg);
+            }
+            Role::User => {
+                // Tool results become `tool` messages, which must directly follow
+                // the assistant message; any text goes in a user message after them.
+                let mut text = String::new();
+                for b in &m.content {
+                    match b {
+                        ContentBlock::ToolResult {
+                            tool_use_id,
+                            content,
+                            is_error,
+                        } => {
+                            let content = if *is_error {
+                                format!("Error: {content}")
+                            } else {
+                                content.clone()
+                            };
+                            messages.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
+                        }
+                        ContentBlock::Text { text: t } => {
+                            if !text.is_empty() {
+                                text.push('\n');
+                            }
+                            text.push_str(t);
+                        }
+                        ContentBlock::ToolUse { .. } => {}
+                    }
+                }
+                if !text.is_empty() {
+                    messages.push(json!({"role": "user", "content": text}));
+                }
+            }
+        }
+    }
+    let tools: Vec<Value> = req
+        .tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.input_schema}})
+        })
+        .collect();
+    let mut body = json!({"model": req.model, "messages": messages});
+    if let Some(obj) = body.as_object_mut() {
+        if !tools.is_empty() {
+            obj.insert("tools".into(), Value::Array(tools));
+        }
+        if stream {
+            obj.insert("stream".into(), Value::Bool(true));
+            obj.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+    }
+    body
+}
+
+fn stop_reason(s: &str) -> StopReason {
+    match s {
+        "stop" => StopReason::EndTurn,
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "length" => StopReason::MaxTokens,
+        other => StopReason::Other(other.to_string()),
+    }
+}
+
+fn apply_usage(reply: &mut ReplyBuilder, u: &Value) {
+    let prompt = u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0);
+    let cached = u
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    reply.usage.input_tokens = prompt.saturating_sub(cached);
+    reply.usage.cache_read_tokens = cached;
+    reply.usage.output_tokens = u
+        .get("completion_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+}
+
+/// Decodes the Chat Completions chunk stream.
+#[derive(Debug, Default)]
+pub(crate) struct OpenAiDecoder {
+    reply: ReplyBuilder,
+    finished: bool,
+    done: bool,
+    chunks: usize,
+}
+
+/// Block indexes: text at 0, tool call j at j + 1, so text comes first.
+const TOOL_INDEX_BASE: u64 = 1;
+
+impl OpenAiDecoder {
+    /// Handles one SSE `data:` payload.
+    pub(crate) fn on_event(
+        &mut self,
+        data: &str,
+        emit: &mut (dyn FnMut(StreamDelta) + Send),
+    ) -> Result<(), ModelError> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        self.chunks += 1;
+        let v: Value = serde_json::from_str(data)
+            .map_err(|e| ModelError::Protocol(format!("chunk is not JSON ({e})")))?;
+        if let Some(err) = v.get("error") {
+            return Err(ModelError::Api {
+                kind: err
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error")
+                    .to_string(),
+                message: err
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            });
+        }
+        if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+            apply_usage(&mut self.reply, u);
+        }
+        let Some(choice) = v.get("choices").and_then(|c| c.get(0)) else {
+            return Ok(());
+        };
+        if let Some(delta) = choice.get("delta") {
+            if let Some(text) = delta.get("content").and_then(Value::as_str) {
+                if !text.is_empty() {
+                    self.reply.push_text(0, text);
+                    emit(StreamDelta::Text(text.to_string()));
+                }
+            }
+            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                for (pos, call) in calls.iter().enumerate() {
+                    let j = call
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(pos as u64);
+                    let index = TOOL_INDEX_BASE + j;
+                    let id = call.get("id").and_then(Value::as_str).unwrap_or("");
+                    let name = call
+                        .pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    if (!id.is_empty() || !name.is_empty())
+                        && self.reply.start_tool(index, id, name)
+                    {
+                        emit(StreamDelta::ToolCallStarted {
+                            id: id.to_string(),
+                            name: name.to_string(),
+                        });
+                    }
+                    if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str)
+                    {
+                        self.reply.push_tool_args(index, args);
+                    }
+                }
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.reply.stop_reason = Some(stop_reason(reason));
+            self.finished = true;
+        }
+        Ok(())
+    }
+
+    /// The complete reply, or the reason the stream was not complete. A stream
+    /// is complete once a finish reason arrived; `[DONE]` alone without one is not.
+    pub(crate) fn finish(self) -> Result<super::ModelResponse, ModelError> {
+        if !self.finished {
+            return Err(ModelError::StreamEndedEarly {
+                detail: format!(
+                    "connection closed after {} chunks without a finish_reason{}",
+                    self.chunks,
+                    if self.done { " (got [DONE])" } else { "" }
+                ),
+            });
+        }
+        Ok(self.reply.finish())
+    }
+}
+
+/// Decodes a non-streamed Chat Completions response.
+pub(crate) fn decode_full(v: &Value) -> Result<super::ModelResponse, ModelError> {
+    let msg = v
+        .pointer("/choices/0/message")
+        .ok_or_else(|| ModelError::Protocol("response has no choices[0].message".into()))?;
+    let mut reply = ReplyBuilder::default();
+    if let Some(text) = msg.get("content").and_then(Value::as_str) {
+        reply.push_text(0, text);
+    }
+    if let Some(calls) = msg.get("tool_calls").and_then(Value::as_array) {
+        for (j, call) in calls.iter().enumerate() {
+            let index = TOOL_INDEX_BASE + j as u64;
+            reply.start_tool(
+                index,
+                call.get("id").and_then(Value::as_str).unwrap_or(""),
+                call.pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+            );
+            reply.push_tool_args(
+                index,
+                call.pointer("/function/arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+            );
+        }
+    }
+    if let Some(u) = v.get("usage") {
+        apply_usage(&mut reply, u);
+    }
+    if let Some(r) = v
+        .pointer("/choices/0/finish_reason")
+        .and_then(Value::as_str)
+    {
+        reply.stop_reason = Some(stop_reason(r));
+    }
+    Ok(reply.finish())
+}
+
+/// The error text in an error response body, if it has one.
+pub(crate) fn error_message(body: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let msg = v.pointer("/error/message").and_then(Value::as_str)?;
+    Some(msg.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Message, ToolCall};
+
+    #[test]
+    fn tool_results_become_tool_messages_before_text() {
+        let req = ModelRequest {
+            model: "m".into(),
+            system: "s".into(),
+            messages: vec![
+                Message::user_text("go"),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![ContentBlock::ToolUse {
+                        id: "c1".into(),
+                        name: "Read".into(),
+                        input: "{}".into(),
+                    }],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![
+                        ContentBlock::ToolResult {
+                            tool_use_id: "c1".into(),
+                            content: "x".into(),
+                            is_error: false,
+                        },
+                        ContentBlock::Text {
+                            text: "note".into(),
+                        },
+                    ],
+                },
+            ],
+            tools: vec![],
+            max_tokens: 10,
+        };
+        let body = request_body(&req, false);
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
+        assert!(body.get("stream").is_none());
+    }
+
+    #[test]
+    fn decoder_joins_fragments_and_detects_cut() {
+        let mut d = OpenAiDecoder::default();
+        let mut sink = |_d: StreamDelta| {};
+        for ev in [
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"Read","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+        ] {
+            d.on_event(ev, &mut sink).unwrap();
+        }
+        let mut d2 = OpenAiDecoder::default();
+        d2.on_event("[DONE]", &mut sink).unwrap();
+        assert!(d2.finish().is_err());
+        d.on_event(
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            &mut sink,
+        )
+        .unwrap();
+        d.on_event(
+            r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":4}}}"#,
+            &mut sink,
+        )
+        .unwrap();
+        let r = d.finish().unwrap();
+        assert_eq!(r.message.text(), "Hi");
+        assert_eq!(
+            r.message.tool_calls(),
+            vec![ToolCall {
+                id: "c1".into(),
+                name: "Read".into(),
+                input: r#"{"a":1}"#.into()
+            }]
+        );
+        assert_eq!(r.usage.input_tokens, 6);
+        assert_eq!(r.usage.cache_read_tokens, 4);
+    }
+}

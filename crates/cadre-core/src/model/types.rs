@@ -1,0 +1,203 @@
+//! Provider-neutral conversation types. The wire modules translate these to and
+//! from each provider's JSON; nothing here knows about HTTP.
+
+use serde::{Deserialize, Serialize};
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user, or the harness speaking for tool results.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One piece of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call made by the model. `input` is the raw JSON text the model
+    /// produced, kept verbatim so strict parsing can see duplicate keys and
+    /// malformed text.
+    ToolUse {
+        /// Provider-assigned call id.
+        id: String,
+        /// Tool name as the model wrote it.
+        name: String,
+        /// Raw argument JSON text.
+        input: String,
+    },
+    /// The harness's answer to a tool call.
+    ToolResult {
+        /// The call this answers.
+        tool_use_id: String,
+        /// Result text shown to the model.
+        content: String,
+        /// Whether the call failed.
+        is_error: bool,
+    },
+}
+
+/// A message in the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Speaker.
+    pub role: Role,
+    /// Content blocks, in order.
+    pub content: Vec<ContentBlock>,
+}
+
+impl Message {
+    /// A user message holding one text block.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::Text { text: text.into() }],
+        }
+    }
+
+    /// The concatenated text blocks of this message.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            if let ContentBlock::Text { text } = block {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+
+    /// The tool calls in this message, in order.
+    pub fn tool_calls(&self) -> Vec<ToolCall> {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolUse { id, name, input } => Some(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A tool call extracted from an assistant message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Provider-assigned call id.
+    pub id: String,
+    /// Tool name as the model wrote it.
+    pub name: String,
+    /// Raw argument JSON text.
+    pub input: String,
+}
+
+/// What the model is told about one tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// Canonical name.
+    pub name: String,
+    /// Description for the model.
+    pub description: String,
+    /// JSON schema of the arguments.
+    pub input_schema: serde_json::Value,
+}
+
+/// One request to a model.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    /// Concrete model id.
+    pub model: String,
+    /// System prompt.
+    pub system: String,
+    /// Conversation so far.
+    pub messages: Vec<Message>,
+    /// Tools offered.
+    pub tools: Vec<ToolSpec>,
+    /// Output token ceiling.
+    pub max_tokens: u32,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Finished its reply.
+    EndTurn,
+    /// Wants tools run.
+    ToolUse,
+    /// Hit the output token ceiling.
+    MaxTokens,
+    /// Anything else the provider said.
+    Other(String),
+}
+
+/// Token counts for one request, or summed over many.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Uncached input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another count to this one.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+
+    /// Every token counted, in and out.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+/// A complete model reply.
+#[derive(Debug, Clone)]
+pub struct ModelResponse {
+    /// The assistant message.
+    pub message: Message,
+    /// Why it stopped.
+    pub stop_reason: StopReason,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+/// Incremental pieces of a reply as they stream in, for display.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamDelta {
+    /// More assistant text.
+    Text(String),
+    /// A tool call began.
+    ToolCallStarted {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// The request is being retried after a transient failure.
+    Retrying {
+        /// Attempt about to be made (2 = first retry).
+        attempt: u32,
+        /// HTTP status that caused it, if any.
+        status: Option<u16>,
+        /// How long we wait first.
+        wait_ms: u64,
+    },
+}

@@ -1,0 +1,485 @@
+//! `Bash`: runs a shell command in the project directory, with a timeout, in
+//! its own process group so the whole group can be stopped.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
+use tokio::time::{Instant, sleep_until};
+
+use super::{Tool, ToolContext, ToolOutput, parse_args};
+
+/// Timeout when none is given, in milliseconds.
+const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Longest allowed timeout, in milliseconds.
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// After the shell exits, how long to wait for background processes that
+/// still hold the output pipe before returning.
+const DRAIN_GRACE: Duration = Duration::from_millis(200);
+/// After SIGTERM, how long before SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs shell commands.
+pub struct BashTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    command: String,
+    timeout: Option<u64>,
+    #[allow(dead_code)]
+    description: Option<String>,
+    run_in_background: Option<bool>,
+    #[allow(dead_code)]
+    sandbox: Option<bool>,
+}
+
+impl Tool for BashTool {
+    fn name(&self) -> &'static str {
+        "Bash"
+    }
+
+    fn description(&self) -> &'static str {
+        "Run a shell command with `bash -c` in the project directory and return its combined \
+         stdout and stderr (plus the exit code when it is not 0). Stdin is closed: interactive \
+         commands will not work.\n\
+         Default timeout 120000 ms, at most 600000 (`timeout`); on timeout the command and \
+         its children are killed. Each call runs in a fresh shell: `cd` and variables do not \
+         persist. Prefer Read/Glob/Grep/Edit over cat/find/grep/sed for files."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "description": "The shell command to run"
+                },
+                "timeout": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TIMEOUT_MS,
+                    "description": "Timeout in milliseconds (default 120000, max 600000)"
+                },
+                "description": {
+                    "type": "string",
+                    "description": "Short description of what the command does, in 5-10 words"
+                },
+                "run_in_background": {
+                    "type": "boolean",
+                    "description": "Run in the background (not available yet)"
+                },
+                "sandbox": {
+                    "type": "boolean",
+                    "description": "Reserved; currently ignored"
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args: Args = match parse_args(input) {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            if args.run_in_background == Some(true) {
+                return ToolOutput::error(
+                    "background shells are not available yet; run the command in the \
+                     foreground (set `timeout`, up to 600000 ms, for long commands)",
+                );
+            }
+            if args.command.trim().is_empty() {
+                return ToolOutput::invalid_arguments("command is empty");
+            }
+            let timeout_ms = args
+                .timeout
+                .unwrap_or(DEFAULT_TIMEOUT_MS)
+                .clamp(1, MAX_TIMEOUT_MS);
+            match run(ctx, &args.command, timeout_ms).await {
+                Ok(out) => out,
+                Err(e) => ToolOutput::error(format!("cannot run command: {e}")),
+            }
+        })
+    }
+}
+
+/// How a run ended early.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Timeout,
+    Cancelled,
+}
+
+/// Output collected up to a cap; the rest is counted and discarded.
+struct Output {
+    kept: Vec<u8>,
+    dropped: u64,
+    cap: usize,
+}
+
+impl Output {
+    fn push(&mut self, bytes: &[u8]) {
+        let room = self.cap.saturating_sub(self.kept.len());
+        let take = room.min(bytes.len());
+        self.kept.extend_from_slice(&bytes[..take]);
+        self.dropped += (bytes.len() - take) as u64;
+    }
+
+    fn text(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.kept).into_owned();
+        if self.dropped > 0 {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!("[truncated {} bytes]", self.dropped));
+        } else {
+            while text.ends_with('\n') {
+                text.pop();
+            }
+        }
+        text
+    }
+}
+
+/// Kills the process group if the run is abandoned (future dropped) midway.
+struct GroupGuard(Option<Pid>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+async fn run(ctx: &ToolContext, command: &str, timeout_ms: u64) -> io::Result<ToolOutput> {
+    if !ctx.cwd.is_dir() {
+        return Ok(ToolOutput::error(format!(
+            "working directory {} does not exist",
+            ctx.cwd.display()
+        )));
+    }
+    // One pipe for both streams keeps stdout and stderr in arrival order.
+    let (reader, writer) = io::pipe()?;
+    let mut child = spawn(command, &ctx.cwd, writer)?;
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+    let mut guard = GroupGuard(pgid);
+    let mut rx = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+
+    let mut out = Output {
+        kept: Vec::new(),
+        dropped: 0,
+        cap: ctx.output_cap,
+    };
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut eof = false;
+    let mut status: Option<ExitStatus> = None;
+    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+    let mut drain_until: Option<Instant> = None;
+    let mut stop: Option<Stop> = None;
+
+    while !(eof && status.is_some()) {
+        let drain = async {
+            match drain_until {
+                Some(t) => sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = rx.read(&mut buf), if !eof => match r {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => out.push(&buf[..n]),
+            },
+            s = child.wait(), if status.is_none() => {
+                status = Some(s?);
+                drain_until = Some(Instant::now() + DRAIN_GRACE);
+            }
+            _ = sleep_until(deadline) => {
+                stop = Some(Stop::Timeout);
+                break;
+            }
+            _ = ctx.cancel.cancelled() => {
+                stop = Some(Stop::Cancelled);
+                break;
+            }
+            // The shell is gone but something it started still holds the pipe.
+            _ = drain => break,
+        }
+    }
+
+    let Some(stop) = stop else {
+        // Finished normally: leave any background processes it started alone.
+        guard.0 = None;
+        let text = out.text();
+        let body = if text.is_empty() {
+            "(no output)"
+        } else {
+            &text
+        };
+        return Ok(match status.map(|s| (s.code(), s)) {
+            Some((Some(0), _)) if text.is_empty() => ToolOutput::ok("(no output)\nexit code 0"),
+            Some((Some(0), _)) => ToolOutput::ok(text),
+            Some((Some(code), _)) => ToolOutput::error(format!("{body}\nexit code {code}")),
+            Some((None, s)) => {
+                use std::os::unix::process::ExitStatusExt;
+                let sig = s.signal().unwrap_or(0);
+                ToolOutput::error(format!("{body}\nkilled by signal {sig}"))
+            }
+            None => ToolOutput::error(format!("{body}\nexit status unknown")),
+        });
+    };
+
+    // Stop the whole group: SIGTERM, then SIGKILL after a grace period.
+    if let Some(pgid) = pgid {
+        let _ = killpg(pgid, Signal::SIGTERM);
+    }
+    let kill_at = Instant::now() + KILL_GRACE;
+    while !(eof && status.is_some()) {
+        tokio::select! {
+            r = rx.read(&mut buf), if !eof => match r {
+                Ok(0) | Err(_) => eof = true,
+                Ok(n) => out.push(&buf[..n]),
+            },
+            s = child.wait(), if status.is_none() => status = Some(s?),
+            _ = sleep_until(kill_at) => break,
+        }
+    }
+    if let Some(pgid) = pgid {
+        let _ = killpg(pgid, Signal::SIGKILL);
+    }
+    guard.0 = None;
+    if status.is_none() {
+        let _ = child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_millis(500), child.wait()).await;
+    }
+    let head = match stop {
+        Stop::Timeout => format!("command timed out after {timeout_ms} ms"),
+        Stop::Cancelled => "interrupted".to_string(),
+    };
+    let text = out.text();
+    Ok(ToolOutput::error(if text.is_empty() {
+        head
+    } else {
+        format!("{head}\n{text}")
+    }))
+}
+
+/// Starts `command` under bash (or sh when there is no bash), stdout and stderr
+/// both going to `writer`, in a new process group.
+fn spawn(command: &str, cwd: &Path, writer: io::PipeWriter) -> io::Result<Child> {
+    let mut last_err = None;
+    for shell in ["bash", "sh"] {
+        let mut cmd = Command::new(shell);
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(writer.try_clone()?)
+            .stderr(writer.try_clone()?)
+            .process_group(0)
+            .kill_on_drop(true);
+        // `cmd` (and its copies of the write end) is dropped at the end of this
+        // iteration, so the pipe reaches EOF once the child's side closes.
+        match cmd.spawn() {
+            Ok(child) => return Ok(child),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => last_err = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last_err.unwrap_or_else(|| io::Error::other("no shell found")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant as StdInstant;
+
+    use super::super::util::test_support;
+    use super::*;
+
+    async fn run_tool(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
+        BashTool.execute(ctx, &input.to_string()).await
+    }
+
+    #[tokio::test]
+    async fn runs_in_cwd_and_merges_streams() {
+        let (_d, ctx) = test_support::ctx();
+        let out = run_tool(&ctx, json!({"command": "pwd", "description": "where"})).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(out.content, ctx.cwd.display().to_string());
+
+        let out = run_tool(
+            &ctx,
+            json!({"command": "echo out; sleep 0.05; echo err >&2; sleep 0.05; echo out2; exit 3"}),
+        )
+        .await;
+        assert!(out.is_error);
+        assert_eq!(out.content, "out\nerr\nout2\nexit code 3");
+
+        let out = run_tool(&ctx, json!({"command": "true", "sandbox": true})).await;
+        assert!(!out.is_error);
+        assert_eq!(out.content, "(no output)\nexit code 0");
+
+        let out = run_tool(&ctx, json!({"command": "exit 1"})).await;
+        assert!(out.is_error);
+        assert_eq!(out.content, "(no output)\nexit code 1");
+
+        let out = run_tool(&ctx, json!({"command": "read x || echo \"eof[$x]\""})).await;
+        assert_eq!(out.content, "eof[]");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_group() {
+        let (_d, ctx) = test_support::ctx();
+        let start = StdInstant::now();
+        let out = run_tool(
+            &ctx,
+            json!({"command": "echo begun; sleep 30", "timeout": 300}),
+        )
+        .await;
+        let took = start.elapsed();
+        assert!(out.is_error);
+        assert_eq!(out.content, "command timed out after 300 ms\nbegun");
+        assert!(took < Duration::from_millis(1500), "took {took:?}");
+
+        // A background grandchild holding the pipe is killed with the group.
+        let start = StdInstant::now();
+        let out = run_tool(
+            &ctx,
+            json!({"command": "sleep 30 & echo $!; sleep 30", "timeout": 300}),
+        )
+        .await;
+        let took = start.elapsed();
+        assert!(took < Duration::from_millis(1500), "took {took:?}");
+        assert!(
+            out.content.starts_with("command timed out after 300 ms\n"),
+            "{}",
+            out.content
+        );
+        #[cfg(target_os = "linux")]
+        {
+            let pid: i32 = out.content.lines().nth(1).unwrap().trim().parse().unwrap();
+            assert!(gone_soon(pid).await, "grandchild {pid} still running");
+        }
+    }
+
+    /// Whether `pid` is dead (or a zombie) within a second.
+    #[cfg(target_os = "linux")]
+    async fn gone_soon(pid: i32) -> bool {
+        for _ in 0..20 {
+            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Err(_) => return true,
+                Ok(stat) => {
+                    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+                    if state.starts_with('Z') || state.starts_with('X') {
+                        return true;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn background_grandchild_does_not_block_completion() {
+        let (_d, ctx) = test_support::ctx();
+        let start = StdInstant::now();
+        let out = run_tool(&ctx, json!({"command": "sleep 30 & echo $!; echo done"})).await;
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "took {:?}",
+            start.elapsed()
+        );
+        assert!(!out.is_error, "{}", out.content);
+        let mut lines = out.content.lines();
+        let pid: i32 = lines.next().unwrap().trim().parse().unwrap();
+        assert_eq!(lines.next(), Some("done"));
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+
+    #[tokio::test]
+    async fn cancellation_interrupts() {
+        let (_d, ctx) = test_support::ctx();
+        let cancel = ctx.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            cancel.cancel();
+        });
+        let start = StdInstant::now();
+        let out = run_tool(&ctx, json!({"command": "sleep 30"})).await;
+        assert!(out.is_error);
+        assert_eq!(out.content, "interrupted");
+        assert!(start.elapsed() < Duration::from_millis(1500));
+    }
+
+    #[tokio::test]
+    async fn large_output_is_capped_and_drained() {
+        let (_d, mut ctx) = test_support::ctx();
+        ctx.output_cap = 1000;
+        let out = run_tool(
+            &ctx,
+            json!({"command": "yes abcdefg | head -c 5000000; echo tail >&2"}),
+        )
+        .await;
+        assert!(!out.is_error, "{}", &out.content[..100]);
+        assert!(out.content.len() < 1100, "{}", out.content.len());
+        assert!(
+            out.content.ends_with("[truncated 4999005 bytes]"),
+            "{}",
+            out.content
+        );
+    }
+
+    #[tokio::test]
+    async fn argument_errors() {
+        let (_d, ctx) = test_support::ctx();
+        let out = run_tool(
+            &ctx,
+            json!({"command": "echo hi", "run_in_background": true}),
+        )
+        .await;
+        assert!(out.is_error);
+        assert!(
+            out.content
+                .starts_with("background shells are not available")
+        );
+        for bad in [
+            json!({}),
+            json!({"command": 1}),
+            json!({"command": "ls", "timeout": "100"}),
+            json!({"command": "ls", "cwd": "/"}),
+            json!({"command": "  "}),
+        ] {
+            let out = run_tool(&ctx, bad).await;
+            assert!(
+                out.content.starts_with("invalid_arguments: "),
+                "{}",
+                out.content
+            );
+        }
+        // Oversized timeouts are clamped, not rejected.
+        let out = run_tool(&ctx, json!({"command": "echo ok", "timeout": 99_999_999})).await;
+        assert_eq!(out.content, "ok");
+    }
+}

@@ -1,0 +1,68 @@
+//! Remembers what an agent has read, so `Edit` can refuse to change a file the
+//! agent has not seen or that changed on disk since it was read.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// What we knew about a file when the agent last read or wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStamp {
+    /// Modification time then.
+    pub modified: Option<SystemTime>,
+    /// Length then.
+    pub len: u64,
+}
+
+impl FileStamp {
+    /// The stamp of the file at `path` now, if it exists.
+    pub fn of(path: &Path) -> Option<FileStamp> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileStamp {
+            modified: meta.modified().ok(),
+            len: meta.len(),
+        })
+    }
+}
+
+/// Per-agent cache of file stamps, keyed by absolute path.
+#[derive(Debug, Default)]
+pub struct FileStateCache {
+    stamps: Mutex<HashMap<PathBuf, FileStamp>>,
+}
+
+impl FileStateCache {
+    /// Records that the agent has seen the current content of `path`.
+    pub fn record(&self, path: &Path) {
+        if let Some(stamp) = FileStamp::of(path) {
+            if let Ok(mut map) = self.stamps.lock() {
+                map.insert(path.to_path_buf(), stamp);
+            }
+        }
+    }
+
+    /// Why an edit of `path` must be refused, or `None` if it may proceed.
+    pub fn check_fresh(&self, path: &Path) -> Option<String> {
+        let known = self.stamps.lock().ok()?.get(path).cloned();
+        match known {
+            None => Some(format!(
+                "{} has not been read by this agent; Read it before editing",
+                path.display()
+            )),
+            Some(stamp) if FileStamp::of(path).as_ref() != Some(&stamp) => Some(format!(
+                "{} changed on disk since it was read; Read it again before editing",
+                path.display()
+            )),
+            Some(_) => None,
+        }
+    }
+
+    /// Paths this agent has read or written.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.stamps
+            .lock()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,335 @@
+//! `Glob`: files matching a glob pattern, newest first, honouring .gitignore.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+use globset::GlobBuilder;
+use serde::Deserialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::util::{self, display_path};
+use super::{Tool, ToolContext, ToolOutput, cap_output, parse_args};
+
+/// Most paths returned.
+const MAX_RESULTS: usize = 1000;
+
+/// Finds files by name pattern.
+pub struct GlobTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    pattern: String,
+    path: Option<String>,
+}
+
+impl Tool for GlobTool {
+    fn name(&self) -> &'static str {
+        "Glob"
+    }
+
+    fn description(&self) -> &'static str {
+        "Find files whose path matches a glob pattern such as `**/*.rs` or `src/**/*.{ts,tsx}` \
+         (matched against the path relative to the search directory; `*` does not cross `/`).\n\
+         Files ignored by .gitignore are skipped. Returns matching file paths, most recently \
+         modified first, at most 1000. Use Grep to search file contents."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "Glob pattern to match file paths against, e.g. `**/*.rs`"
+                },
+                "path": {
+                    "type": "string",
+                    "description": "Directory to search in (default: the project directory)"
+                }
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args: Args = match parse_args(input) {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            let base = match &args.path {
+                Some(p) if !p.is_empty() => ctx.resolve(p),
+                _ => ctx.cwd.clone(),
+            };
+            let (root, pattern) = split_pattern(&base, &args.pattern);
+            if pattern.is_empty() {
+                return ToolOutput::invalid_arguments("pattern is empty");
+            }
+            let matcher = match GlobBuilder::new(&pattern).literal_separator(true).build() {
+                Ok(g) => g.compile_matcher(),
+                Err(e) => {
+                    return ToolOutput::invalid_arguments(format!("invalid glob pattern: {e}"));
+                }
+            };
+            match std::fs::metadata(&root) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return ToolOutput::error(format!("{} is not a directory", root.display()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return ToolOutput::error(format!("path not found: {}", root.display()));
+                }
+                Err(e) => return ToolOutput::error(format!("cannot read {}: {e}", root.display())),
+            }
+            let cwd = ctx.cwd.clone();
+            let cancel = ctx.cancel.clone();
+            let cap = ctx.output_cap;
+            util::blocking(move || {
+                let mut found = match walk(&root, &matcher, &cancel) {
+                    Some(f) => f,
+                    None => return ToolOutput::error("interrupted"),
+                };
+                if found.is_empty() {
+                    return ToolOutput::ok("No files found");
+                }
+                // Newest first; ties by path so the order is stable.
+                found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+                let total = found.len();
+                let mut out: String = found
+                    .iter()
+                    .take(MAX_RESULTS)
+                    .map(|(_, p)| display_path(&cwd, p) + "\n")
+                    .collect();
+                if total > MAX_RESULTS {
+                    out.push_str(&format!(
+                        "[{total} files matched; showing the {MAX_RESULTS} most recently \
+                         modified; narrow the pattern or path]"
+                    ));
+                }
+                ToolOutput::ok(cap_output(out, cap))
+            })
+            .await
+        })
+    }
+}
+
+/// Splits an absolute pattern like `/src/**/*.rs` into the directory to walk
+/// (`/src`) and the pattern relative to it; other patterns walk `base`.
+fn split_pattern(base: &Path, pattern: &str) -> (PathBuf, String) {
+    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+    let p = Path::new(pattern);
+    if !p.is_absolute() {
+        return (base.to_path_buf(), pattern.to_string());
+    }
+    let is_glob = |s: &str| s.contains(['*', '?', '[', '{']);
+    let mut root = PathBuf::new();
+    let mut rest: Vec<String> = Vec::new();
+    for comp in p.components() {
+        let s = comp.as_os_str().to_string_lossy().into_owned();
+        if rest.is_empty() && !is_glob(&s) {
+            root.push(comp);
+        } else if !matches!(comp, Component::RootDir) {
+            rest.push(s);
+        }
+    }
+    if rest.is_empty() {
+        // No wildcard at all: match the literal file in its directory.
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = root.parent().map(Path::to_path_buf).unwrap_or_default();
+        return (dir, globset_escape(&name));
+    }
+    (root, rest.join("/"))
+}
+
+/// Escapes glob metacharacters in a literal name.
+fn globset_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}') {
+            out.push('[');
+            out.push(c);
+            out.push(']');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Matching files under `root` with their modification times; `None` if cancelled.
+fn walk(
+    root: &Path,
+    matcher: &globset::GlobMatcher,
+    cancel: &CancellationToken,
+) -> Option<Vec<(SystemTime, PathBuf)>> {
+    let mut found = Vec::new();
+    let walker = util::walker(root).build();
+    for (i, entry) in walker.enumerate() {
+        if i % 256 == 0 && cancel.is_cancelled() {
+            return None;
+        }
+        let Ok(entry) = entry else { continue };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let path = entry.path();
+        let is_file = match entry.file_type() {
+            Some(t) if t.is_file() => true,
+            Some(t) if t.is_symlink() => path.is_file(),
+            _ => false,
+        };
+        if !is_file {
+            continue;
+        }
+        let Ok(rel) = path.strip_prefix(root) else {
+            continue;
+        };
+        if !matcher.is_match(rel) {
+            continue;
+        }
+        let mtime = entry
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        found.push((mtime, entry.into_path()));
+    }
+    Some(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::util::test_support;
+    use super::*;
+
+    async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
+        GlobTool.execute(ctx, &input.to_string()).await
+    }
+
+    fn touch(path: &Path, age_secs: u64) {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(path, "x").unwrap();
+        let t = SystemTime::now() - Duration::from_secs(age_secs);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn newest_first_and_gitignore() {
+        let (_d, ctx) = test_support::ctx();
+        let root = &ctx.cwd;
+        touch(&root.join("old.rs"), 300);
+        touch(&root.join("src/new.rs"), 10);
+        touch(&root.join("src/mid.rs"), 100);
+        touch(&root.join("src/notes.txt"), 5);
+        touch(&root.join("target/gen.rs"), 1);
+        touch(&root.join(".hidden/h.rs"), 200);
+        touch(&root.join(".git/x.rs"), 1);
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+
+        let out = run(&ctx, json!({"pattern": "**/*.rs"})).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(
+            out.content,
+            "src/new.rs\nsrc/mid.rs\n.hidden/h.rs\nold.rs\n"
+        );
+
+        // `*` does not cross directories.
+        let out = run(&ctx, json!({"pattern": "*.rs"})).await;
+        assert_eq!(out.content, "old.rs\n");
+
+        // With a path: matched relative to it, shown relative to cwd.
+        let out = run(&ctx, json!({"pattern": "*.{rs,txt}", "path": "src"})).await;
+        assert_eq!(out.content, "src/notes.txt\nsrc/new.rs\nsrc/mid.rs\n");
+
+        // Absolute pattern.
+        let pat = format!("{}/src/*.txt", root.display());
+        let out = run(&ctx, json!({"pattern": pat})).await;
+        assert_eq!(out.content, "src/notes.txt\n");
+
+        let out = run(&ctx, json!({"pattern": "**/*.py"})).await;
+        assert_eq!(out.content, "No files found");
+    }
+
+    #[tokio::test]
+    async fn caps_results_at_1000() {
+        let (_d, ctx) = test_support::ctx();
+        for i in 0..1005 {
+            std::fs::write(ctx.cwd.join(format!("f{i}.txt")), "").unwrap();
+        }
+        let out = run(&ctx, json!({"pattern": "*.txt"})).await;
+        assert_eq!(out.content.lines().count(), 1001);
+        assert!(
+            out.content.contains("[1005 files matched"),
+            "{}",
+            out.content
+        );
+    }
+
+    #[tokio::test]
+    async fn errors() {
+        let (_d, ctx) = test_support::ctx();
+        let out = run(&ctx, json!({"pattern": "**/*.rs", "path": "missing"})).await;
+        assert!(out.is_error);
+        assert!(
+            out.content.starts_with("path not found: "),
+            "{}",
+            out.content
+        );
+        let out = run(&ctx, json!({"pattern": "a[", "path": "."})).await;
+        assert!(
+            out.content.starts_with("invalid_arguments: invalid glob"),
+            "{}",
+            out.content
+        );
+        for bad in [
+            json!({}),
+            json!({"pattern": 1}),
+            json!({"pattern": "*", "x": 1}),
+        ] {
+            let out = run(&ctx, bad).await;
+            assert!(
+                out.content.starts_with("invalid_arguments: "),
+                "{}",
+                out.content
+            );
+        }
+    }
+
+    #[test]
+    fn splits_absolute_patterns() {
+        let base = Path::new("/base");
+        assert_eq!(
+            split_pattern(base, "/a/b/**/*.rs"),
+            (PathBuf::from("/a/b"), "**/*.rs".to_string())
+        );
+        assert_eq!(
+            split_pattern(base, "./src/*.rs"),
+            (PathBuf::from("/base"), "src/*.rs".to_string())
+        );
+        assert_eq!(
+            split_pattern(base, "/a/b.rs"),
+            (PathBuf::from("/a"), "b.rs".to_string())
+        );
+    }
+}

@@ -1,0 +1,267 @@
+//! The tools an agent can call: their trait, strict argument parsing, the output
+//! cap, and the registry that resolves names and aliases. Whether a call may run
+//! is decided elsewhere (permissions); this module only runs it.
+
+mod bash;
+mod edit;
+mod file_state;
+mod glob;
+mod grep;
+mod read;
+mod todo;
+mod util;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::ToolSpec;
+
+pub use bash::BashTool;
+pub use edit::EditTool;
+pub use file_state::FileStateCache;
+pub use glob::GlobTool;
+pub use grep::GrepTool;
+pub use read::ReadTool;
+pub use todo::{TodoItem, TodoList, TodoWriteTool};
+pub use write::WriteTool;
+
+/// Default cap on tool output sent to the model: 64 KiB keeps one noisy call
+/// from eating a large share of a context window.
+pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
+
+/// What a tool returns to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// Text the model sees.
+    pub content: String,
+    /// Whether the call failed (the model sees that too).
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// A failed result.
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+
+    /// An `invalid_arguments: ...` result.
+    pub fn invalid_arguments(what: impl std::fmt::Display) -> Self {
+        ToolOutput::error(format!("invalid_arguments: {what}"))
+    }
+}
+
+/// Everything a tool may use while it runs. One per agent; cheap to clone.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The project directory: relative paths resolve here, `Bash` runs here.
+    pub cwd: PathBuf,
+    /// What this agent has read, for `Edit`'s read-before-edit rule.
+    pub file_state: Arc<FileStateCache>,
+    /// This agent's todo list.
+    pub todos: Arc<TodoList>,
+    /// Cancelled when the turn is interrupted; long-running tools stop.
+    pub cancel: CancellationToken,
+    /// Cap on the text a tool returns, in bytes.
+    pub output_cap: usize,
+}
+
+impl ToolContext {
+    /// A context for an agent working in `cwd`.
+    pub fn new(cwd: PathBuf) -> Self {
+        ToolContext {
+            cwd,
+            file_state: Arc::new(FileStateCache::default()),
+            todos: Arc::new(TodoList::default()),
+            cancel: CancellationToken::new(),
+            output_cap: DEFAULT_OUTPUT_CAP,
+        }
+    }
+
+    /// Resolves a path argument against the project directory (no symlink
+    /// resolution; that is the permission layer's concern).
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let p = Path::new(path);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.cwd.join(p)
+        }
+    }
+}
+
+/// A tool the model can call.
+pub trait Tool: Send + Sync {
+    /// Canonical name (Claude Code's).
+    fn name(&self) -> &'static str;
+    /// Description shown to the model.
+    fn description(&self) -> &'static str;
+    /// JSON schema of the arguments.
+    fn input_schema(&self) -> serde_json::Value;
+    /// True when the tool never changes anything; such calls may run concurrently.
+    fn is_read_only(&self) -> bool;
+    /// Runs the call. `input` is the raw argument JSON from the model.
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput>;
+
+    /// The spec sent to the model.
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_string(),
+            description: self.description().to_string(),
+            input_schema: self.input_schema(),
+        }
+    }
+}
+
+/// Parses raw argument JSON strictly into `T` (which should use
+/// `#[serde(deny_unknown_fields)]`): malformed JSON, unknown or duplicate keys,
+/// missing keys and wrong types all become an `invalid_arguments` result.
+pub fn parse_args<T: DeserializeOwned>(input: &str) -> Result<T, ToolOutput> {
+    let trimmed = input.trim();
+    // An empty argument string means "no arguments": treat as `{}` so a tool
+    // whose arguments are all optional still works.
+    let text = if trimmed.is_empty() { "{}" } else { trimmed };
+    serde_json::from_str::<T>(text).map_err(ToolOutput::invalid_arguments)
+}
+
+/// Cuts `text` to at most `cap` bytes on a UTF-8 boundary, appending
+/// `[truncated N bytes]` when anything was dropped.
+pub fn cap_output(text: String, cap: usize) -> String {
+    if text.len() <= cap {
+        return text;
+    }
+    let mut end = cap;
+    while end > 0 && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let dropped = text.len() - end;
+    let mut out = String::with_capacity(end + 32);
+    out.push_str(&text[..end]);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&format!("[truncated {dropped} bytes]"));
+    out
+}
+
+/// The tools available to one agent, looked up by canonical name or alias.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// The built-in file, search, shell and todo tools.
+    pub fn builtin() -> Self {
+        ToolRegistry {
+            tools: vec![
+                Arc::new(ReadTool),
+                Arc::new(WriteTool),
+                Arc::new(EditTool),
+                Arc::new(GlobTool),
+                Arc::new(GrepTool),
+                Arc::new(BashTool),
+                Arc::new(TodoWriteTool),
+            ],
+        }
+    }
+
+    /// Adds a tool (replacing one of the same name).
+    pub fn insert(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.retain(|t| t.name() != tool.name());
+        self.tools.push(tool);
+    }
+
+    /// Keeps only the tools for which `keep` holds.
+    pub fn retain(&mut self, mut keep: impl FnMut(&dyn Tool) -> bool) {
+        self.tools.retain(|t| keep(t.as_ref()));
+    }
+
+    /// Finds a tool by canonical name or accepted alias.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let canonical = canonical_tool_name(name);
+        self.tools.iter().find(|t| t.name() == canonical).cloned()
+    }
+
+    /// Canonical names, in registry order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    /// Specs for the model, in registry order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec()).collect()
+    }
+}
+
+/// Maps accepted aliases to canonical tool names; other names pass through.
+pub fn canonical_tool_name(name: &str) -> &str {
+    match name {
+        "read_file" => "Read",
+        "write_file" => "Write",
+        "edit_file" => "Edit",
+        "bash" => "Bash",
+        "Task" => "Agent",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cap_output_cuts_on_char_boundary_with_marker() {
+        let text = "é".repeat(10); // 20 bytes
+        let out = cap_output(text, 5);
+        assert!(out.starts_with("éé\n"));
+        assert!(out.ends_with("[truncated 16 bytes]"));
+    }
+
+    #[test]
+    fn cap_output_leaves_short_text_alone() {
+        assert_eq!(cap_output("abc".into(), 3), "abc");
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Args {
+        a: String,
+    }
+
+    #[test]
+    fn parse_args_is_strict() {
+        assert!(parse_args::<Args>(r#"{"a":"x"}"#).is_ok());
+        for bad in [
+            r#"{"a":"x","b":1}"#,
+            r#"{"a":"x","a":"y"}"#,
+            r#"{"a":1}"#,
+            r#"{}"#,
+            r#"{"a":"#,
+        ] {
+            let err = parse_args::<Args>(bad).unwrap_err();
+            assert!(err.is_error);
+            assert!(
+                err.content.starts_with("invalid_arguments: "),
+                "{bad}: {}",
+                err.content
+            );
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! `Read`: a text file's lines, numbered like `cat -n`, streamed so a huge file
+//! is never loaded whole.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read as _, Seek, SeekFrom};
+use std::path::Path;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::util::{self, cut_line, find_newline};
+use super::{Tool, ToolContext, ToolOutput, parse_args};
+
+/// Lines shown when `limit` is not given.
+const DEFAULT_LIMIT: u64 = 2000;
+/// Longer lines are cut.
+const MAX_LINE_CHARS: usize = 2000;
+/// Bytes kept of one line: enough for `MAX_LINE_CHARS` chars of any width.
+const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4 + 4;
+/// A NUL byte in this many leading bytes marks a file as binary.
+const BINARY_PROBE: usize = 8192;
+/// Past this size, lines after the shown range are not counted.
+const COUNT_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads a text file.
+pub struct ReadTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    file_path: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+
+impl Tool for ReadTool {
+    fn name(&self) -> &'static str {
+        "Read"
+    }
+
+    fn description(&self) -> &'static str {
+        "Read a text file. Output lines are numbered like `cat -n` (number, tab, line); the \
+         number and tab are not part of the file.\n\
+         By default up to 2000 lines from the start are shown; use `offset` (1-based line to \
+         start at) and `limit` (number of lines) to page through long files. Lines longer than \
+         2000 characters are cut.\n\
+         Read a file before editing or overwriting it. To list a directory use Glob."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "Path of the file to read (absolute, or relative to the project directory)"
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Line number to start reading from (1-based). Only for files too long to read at once"
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Number of lines to read (default 2000)"
+                }
+            },
+            "required": ["file_path"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        true
+    }
+
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args: Args = match parse_args(input) {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+            if limit == 0 {
+                return ToolOutput::invalid_arguments("limit must be at least 1");
+            }
+            let offset = args.offset.unwrap_or(1).max(1);
+            let path = ctx.resolve(&args.file_path);
+            let cap = ctx.output_cap;
+            let p = path.clone();
+            let out = util::blocking(move || read_lines(&p, offset, limit, cap)).await;
+            if !out.is_error {
+                ctx.file_state.record(&path);
+            }
+            out
+        })
+    }
+}
+
+/// The numbered lines `offset..offset+limit` of the file at `path`, or why not.
+fn read_lines(path: &Path, offset: u64, limit: u64, cap: usize) -> ToolOutput {
+    let shown = path.display();
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return ToolOutput::error(format!("file not found: {shown}"));
+        }
+        Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
+    };
+    if meta.is_dir() {
+        return ToolOutput::error(format!(
+            "{shown} is a directory, not a file; use Glob to list the files in it"
+        ));
+    }
+    if !meta.is_file() {
+        return ToolOutput::error(format!("{shown} is not a regular file"));
+    }
+    match scan(path, offset, limit, cap, meta.len()) {
+        Ok(out) => out,
+        Err(e) => ToolOutput::error(format!("cannot read {shown}: {e}")),
+    }
+}
+
+fn scan(path: &Path, offset: u64, limit: u64, cap: usize, size: u64) -> io::Result<ToolOutput> {
+    let shown = path.display();
+    let mut file = File::open(path)?;
+    let mut probe = Vec::with_capacity(BINARY_PROBE);
+    (&mut file)
+        .take(BINARY_PROBE as u64)
+        .read_to_end(&mut probe)?;
+    if probe.contains(&0) {
+        return Ok(ToolOutput::error(format!(
+            "{shown} is a binary file ({size} bytes); Read shows text files only"
+        )));
+    }
+    if probe.is_empty() {
+        return Ok(ToolOutput::ok(format!("[file {shown} is empty]")));
+    }
+    file.seek(SeekFrom::Start(0))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+
+    let end = offset.saturating_add(limit); // exclusive
+    let mut out = String::new();
+    let mut line = Vec::new();
+    let mut line_no: u64 = 0;
+    let mut first_shown: Option<u64> = None;
+    let mut last_shown: u64 = 0;
+    let mut cap_hit = false;
+    let mut bytes_seen: u64 = 0;
+    let mut counted_all = true;
+    loop {
+        let want = !cap_hit && line_no + 1 >= offset && line_no + 1 < end;
+        if !want && line_no + 1 >= end && bytes_seen > COUNT_LIMIT_BYTES {
+            counted_all = false;
+            break;
+        }
+        line.clear();
+        let keep = if want { MAX_LINE_BYTES } else { 0 };
+        let Some(len) = next_line(&mut reader, &mut line, keep)? else {
+            break;
+        };
+        bytes_seen += len;
+        line_no += 1;
+        if !want {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        let overflowed = usize::try_from(len).unwrap_or(usize::MAX) > line.len();
+        let rendered = if overflowed {
+            // Only the line's head was kept: cut it and give the full length.
+            let head = match text.char_indices().nth(MAX_LINE_CHARS) {
+                Some((i, _)) => &text[..i],
+                None => text,
+            };
+            format!("{line_no:>6}\t{head}… [line cut; {len} bytes long]\n")
+        } else {
+            format!("{line_no:>6}\t{}\n", cut_line(text, MAX_LINE_CHARS))
+        };
+        if first_shown.is_some() && out.len() + rendered.len() > cap {
+            cap_hit = true;
+            continue;
+        }
+        out.push_str(&rendered);
+        first_shown.get_or_insert(line_no);
+        last_shown = line_no;
+    }
+
+    let Some(first) = first_shown else {
+        return Ok(ToolOutput::ok(format!(
+            "[file {shown} has {line_no} lines; offset {offset} is past the end]"
+        )));
+    };
+    if last_shown < line_no || !counted_all {
+        let total = if counted_all {
+            format!("{line_no} lines")
+        } else {
+            format!("more than {line_no} lines")
+        };
+        out.push_str(&format!(
+            "[file has {total}; showing {first}-{last_shown}; use offset to read more]"
+        ));
+    }
+    Ok(ToolOutput::ok(out))
+}
+
+/// Reads one line (through its `\n`, if any), keeping at most `keep` of its
+/// bytes in `buf`. Returns the line's full length, or `None` at end of file.
+fn next_line<R: BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    keep: usize,
+) -> io::Result<Option<u64>> {
+    let mut total: u64 = 0;
+    loop {
+        let (done, used) = {
+            let chunk = match reader.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if chunk.is_empty() {
+                return Ok((total > 0).then_some(total));
+            }
+            let (done, used) = match find_newline(chunk) {
+                Some(i) => (true, i + 1),
+                None => (false, chunk.len()),
+            };
+            let room = keep.saturating_sub(buf.len());
+            buf.extend_from_slice(&chunk[..used.min(room)]);
+            (done, used)
+        };
+        reader.consume(used);
+        total += used as u64;
+        if done {
+            return Ok(Some(total));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::util::test_support;
+    use super::*;
+
+    async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
+        ReadTool.execute(ctx, &input.to_string()).await
+    }
+
+    #[tokio::test]
+    async fn reads_numbered_lines_and_records() {
+        let (_d, ctx) = test_support::ctx();
+        let f = ctx.cwd.join("a.txt");
+        std::fs::write(&f, "one\ntwo\r\nthree").unwrap();
+        let out = run(&ctx, json!({"file_path": "a.txt"})).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(out.content, "     1\tone\n     2\ttwo\n     3\tthree\n");
+        assert!(ctx.file_state.check_fresh(&f).is_none());
+    }
+
+    #[tokio::test]
+    async fn offset_and_limit_with_note() {
+        let (_d, ctx) = test_support::ctx();
+        let text: String = (1..=10).map(|i| format!("l{i}\n")).collect();
+        std::fs::write(ctx.cwd.join("a.txt"), text).unwrap();
+        let out = run(&ctx, json!({"file_path": "a.txt", "offset": 3, "limit": 2})).await;
+        assert_eq!(
+            out.content,
+            "     3\tl3\n     4\tl4\n[file has 10 lines; showing 3-4; use offset to read more]"
+        );
+        let out = run(&ctx, json!({"file_path": "a.txt", "offset": 9})).await;
+        assert_eq!(out.content, "     9\tl9\n    10\tl10\n");
+        let out = run(&ctx, json!({"file_path": "a.txt", "offset": 50})).await;
+        assert!(!out.is_error);
+        assert!(out.content.contains("past the end"), "{}", out.content);
+        let out = run(&ctx, json!({"file_path": "a.txt", "limit": 0})).await;
+        assert!(out.content.starts_with("invalid_arguments: "));
+    }
+
+    #[tokio::test]
+    async fn long_lines_are_cut() {
+        let (_d, ctx) = test_support::ctx();
+        std::fs::write(ctx.cwd.join("a.txt"), "x".repeat(5000)).unwrap();
+        let out = run(&ctx, json!({"file_path": "a.txt"})).await;
+        assert!(!out.is_error);
+        assert!(out.content.contains(&"x".repeat(2000)));
+        assert!(!out.content.contains(&"x".repeat(2001)));
+        assert!(out.content.contains("[line cut, 3000 more chars]"));
+        std::fs::write(
+            ctx.cwd.join("b.txt"),
+            format!("{}\nnext\n", "y".repeat(20_000)),
+        )
+        .unwrap();
+        let out = run(&ctx, json!({"file_path": "b.txt"})).await;
+        assert!(
+            out.content.contains("[line cut; 20001 bytes long]"),
+            "{}",
+            out.content
+        );
+        assert!(out.content.ends_with("     2\tnext\n"));
+    }
+
+    #[tokio::test]
+    async fn output_cap_stops_early_with_note() {
+        let (_d, mut ctx) = test_support::ctx();
+        ctx.output_cap = 100;
+        let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(ctx.cwd.join("a.txt"), text).unwrap();
+        let out = run(&ctx, json!({"file_path": "a.txt"})).await;
+        assert!(out.content.len() < 200, "{}", out.content);
+        assert!(
+            out.content.contains("[file has 100 lines; showing 1-"),
+            "{}",
+            out.content
+        );
+    }
+
+    #[tokio::test]
+    async fn errors() {
+        let (_d, ctx) = test_support::ctx();
+        let out = run(&ctx, json!({"file_path": "nope.txt"})).await;
+        assert!(out.is_error);
+        assert!(
+            out.content.starts_with("file not found: "),
+            "{}",
+            out.content
+        );
+        assert!(ctx.file_state.paths().is_empty());
+
+        let out = run(&ctx, json!({"file_path": "."})).await;
+        assert!(out.is_error);
+        assert!(out.content.contains("is a directory"), "{}", out.content);
+
+        std::fs::write(ctx.cwd.join("b.bin"), b"ab\0cd").unwrap();
+        let out = run(&ctx, json!({"file_path": "b.bin"})).await;
+        assert!(out.is_error);
+        assert!(
+            out.content.contains("binary file (5 bytes)"),
+            "{}",
+            out.content
+        );
+
+        std::fs::write(ctx.cwd.join("e.txt"), b"").unwrap();
+        let out = run(&ctx, json!({"file_path": "e.txt"})).await;
+        assert!(!out.is_error);
+        assert!(out.content.contains("is empty"));
+    }
+
+    #[tokio::test]
+    async fn strict_args() {
+        let (_d, ctx) = test_support::ctx();
+        for bad in [
+            json!({"file_path": "a", "bogus": 1}),
+            json!({"file_path": 3}),
+            json!({"file_path": "a", "offset": "3"}),
+            json!({}),
+        ] {
+            let out = run(&ctx, bad).await;
+            assert!(out.is_error);
+            assert!(
+                out.content.starts_with("invalid_arguments: "),
+                "{}",
+                out.content
+            );
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! `Write`: creates or overwrites a file (overwriting only what the agent has read).
+
+use std::io;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::util::{self, atomic_write};
+use super::{Tool, ToolContext, ToolOutput, parse_args};
+
+/// Writes a whole file.
+pub struct WriteTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    file_path: String,
+    content: String,
+}
+
+impl Tool for WriteTool {
+    fn name(&self) -> &'static str {
+        "Write"
+    }
+
+    fn description(&self) -> &'static str {
+        "Write a file, creating it (and missing parent directories) or replacing its whole \
+         content.\n\
+         An existing file must have been Read first in this session and not changed since. \
+         To change part of an existing file prefer Edit, which sends only the difference."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "Path of the file to write (absolute, or relative to the project directory)"
+                },
+                "content": {
+                    "type": "string",
+                    "description": "The complete new content of the file"
+                }
+            },
+            "required": ["file_path", "content"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args: Args = match parse_args(input) {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            let path = ctx.resolve(&args.file_path);
+            let existed = match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => {
+                    return ToolOutput::error(format!("{} is a directory", path.display()));
+                }
+                Ok(_) => true,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                Err(e) => {
+                    return ToolOutput::error(format!("cannot write {}: {e}", path.display()));
+                }
+            };
+            if existed {
+                if let Some(why) = ctx.file_state.check_fresh(&path) {
+                    return ToolOutput::error(why);
+                }
+            }
+            let p = path.clone();
+            let content = args.content;
+            let out = util::blocking(move || {
+                if let Some(parent) = p.parent() {
+                    if let Err(e) = std::fs::create_dir_all(parent) {
+                        return ToolOutput::error(format!(
+                            "cannot create directory {}: {e}",
+                            parent.display()
+                        ));
+                    }
+                }
+                match atomic_write(&p, content.as_bytes()) {
+                    Ok(()) => ToolOutput::ok(format!(
+                        "Wrote {} bytes to {} ({})",
+                        content.len(),
+                        p.display(),
+                        if existed {
+                            "overwrote existing file"
+                        } else {
+                            "created new file"
+                        }
+                    )),
+                    Err(e) => ToolOutput::error(format!("cannot write {}: {e}", p.display())),
+                }
+            })
+            .await;
+            if !out.is_error {
+                ctx.file_state.record(&path);
+            }
+            out
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ReadTool;
+    use super::super::util::test_support;
+    use super::*;
+
+    async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
+        WriteTool.execute(ctx, &input.to_string()).await
+    }
+
+    #[tokio::test]
+    async fn creates_with_parent_dirs_and_records() {
+        let (_d, ctx) = test_support::ctx();
+        let out = run(&ctx, json!({"file_path": "x/y/z.txt", "content": "hello"})).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert!(
+            out.content.starts_with("Wrote 5 bytes to "),
+            "{}",
+            out.content
+        );
+        assert!(out.content.contains("created"));
+        let f = ctx.cwd.join("x/y/z.txt");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "hello");
+        // Recorded: a second write needs no Read.
+        let out = run(&ctx, json!({"file_path": "x/y/z.txt", "content": "bye"})).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert!(out.content.contains("overwrote"));
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "bye");
+    }
+
+    #[tokio::test]
+    async fn existing_file_must_be_read_and_fresh() {
+        let (_d, ctx) = test_support::ctx();
+        let f = ctx.cwd.join("a.txt");
+        std::fs::write(&f, "orig").unwrap();
+        let out = run(&ctx, json!({"file_path": "a.txt", "content": "new"})).await;
+        assert!(out.is_error);
+        assert!(out.content.contains("has not been read"), "{}", out.content);
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "orig");
+
+        let read = ReadTool.execute(&ctx, r#"{"file_path":"a.txt"}"#).await;
+        assert!(!read.is_error);
+        std::fs::write(&f, "changed elsewhere").unwrap();
+        let out = run(&ctx, json!({"file_path": "a.txt", "content": "new"})).await;
+        assert!(out.is_error);
+        assert!(out.content.contains("changed on disk"), "{}", out.content);
+
+        ReadTool.execute(&ctx, r#"{"file_path":"a.txt"}"#).await;
+        let out = run(&ctx, json!({"file_path": "a.txt", "content": "new"})).await;
+        assert!(!out.is_error, "{}", out.content);
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");
+    }
+
+    #[tokio::test]
+    async fn errors() {
+        let (_d, ctx) = test_support::ctx();
+        std::fs::create_dir(ctx.cwd.join("dir")).unwrap();
+        let out = run(&ctx, json!({"file_path": "dir", "content": "x"})).await;
+        assert!(out.is_error);
+        assert!(out.content.contains("is a directory"));
+        for bad in [
+            json!({"file_path": "a"}),
+            json!({"file_path": "a", "content": 1}),
+            json!({"file_path": "a", "content": "", "mode": "x"}),
+        ] {
+            let out = run(&ctx, bad).await;
+            assert!(
+                out.content.starts_with("invalid_arguments: "),
+                "{}",
+                out.content
+            );
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! The HTTP server: routing, failure injection, streaming and recording.
+
+use std::collections::{HashSet, VecDeque};
+use std::fs::File;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use axum::routing::post;
+use axum::serve::ListenerExt;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+use crate::extract::request_info;
+use crate::script::{Failure, Script};
+use crate::wire::{self, Ctx};
+use crate::{MockError, parse_script};
+
+/// Which API a request used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Wire {
+    /// `POST /v1/messages`.
+    Anthropic,
+    /// `POST /v1/chat/completions`.
+    Openai,
+}
+
+/// One served request, as written to the record file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Arrival time, ms since the Unix epoch.
+    pub t_start_ms: u64,
+    /// End of the response (including the whole streamed body), ms since the Unix epoch.
+    pub t_end_ms: u64,
+    /// Name of the matched rule, if any.
+    pub rule: Option<String>,
+    /// Number of assistant turns in the request.
+    pub step: usize,
+    /// Which API was used.
+    pub wire: Wire,
+    /// HTTP status served.
+    pub status: u16,
+    /// The request body (a JSON string holding the raw text if it was not JSON).
+    pub body: Value,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct RecorderInner {
+    records: Vec<Record>,
+    file: Option<File>,
+}
+
+struct Shared {
+    script: Script,
+    failed_once: Mutex<HashSet<(usize, usize)>>,
+    recorder: Mutex<RecorderInner>,
+    counter: AtomicU64,
+}
+
+impl Shared {
+    fn push(&self, rec: Record) {
+        let mut inner = lock(&self.recorder);
+        if let Some(file) = inner.file.as_mut() {
+            match serde_json::to_string(&rec) {
+                Ok(mut line) => {
+                    line.push('\n');
+                    if let Err(e) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
+                        eprintln!("cadre-mock: cannot write record: {e}");
+                    }
+                }
+                Err(e) => eprintln!("cadre-mock: cannot serialize record: {e}"),
+            }
+        }
+        inner.records.push(rec);
+    }
+}
+
+/// Writes its record when finished or dropped (e.g. when the client goes away mid-stream).
+struct RecordGuard {
+    shared: Arc<Shared>,
+    rec: Option<Record>,
+}
+
+impl RecordGuard {
+    fn finish(&mut self) {
+        if let Some(mut rec) = self.rec.take() {
+            rec.t_end_ms = now_ms();
+            self.shared.push(rec);
+        }
+    }
+}
+
+impl Drop for RecordGuard {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// A running mock server. Dropping it stops accepting connections.
+pub struct MockServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+impl std::fmt::Debug for MockServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MockServer {
+    /// Parses the script text and starts serving on 127.0.0.1:0 in the current tokio runtime.
+    pub async fn start(
+        script_yaml: &str,
+        record: Option<PathBuf>,
+    ) -> Result<MockServer, MockError> {
+        let script = parse_script(script_yaml)?;
+        Self::start_on(script, 0, record).await
+    }
+
+    /// Starts serving `script` on 127.0.0.1:`port` (0 = any free port) in the current tokio runtime.
+    /// `record`, if given, is opened for appending (created if missing).
+    pub async fn start_on(
+        mut script: Script,
+        port: u16,
+        record: Option<PathBuf>,
+    ) -> Result<MockServer, MockError> {
+        script.fill_defaults();
+        script.validate()?;
+        let file = match record {
+            Some(path) => Some(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .map_err(|source| MockError::Record { path, source })?,
+            ),
+            None => None,
+        };
+        let listener = TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|source| MockError::Bind { port, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| MockError::Bind { port, source })?;
+        let shared = Arc::new(Shared {
+            script,
+            failed_once: Mutex::new(HashSet::new()),
+            recorder: Mutex::new(RecorderInner {
+                records: Vec::new(),
+                file,
+            }),
+            counter: AtomicU64::new(0),
+        });
+        let app = Router::new()
+            .route("/v1/messages", post(anthropic))
+            .route("/messages", post(anthropic))
+            .route("/v1/chat/completions", post(openai))
+            .route("/chat/completions", post(openai))
+            .with_state(shared.clone());
+        let (tx, rx) = oneshot::channel::<()>();
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+                let _ = rx.await;
+            });
+            if let Err(e) = serve.await {
+                eprintln!("cadre-mock: server error: {e}");
+            }
+        });
+        Ok(MockServer {
+            addr,
+            shared,
+            shutdown: Some(tx),
+        })
+    }
+
+    /// Base URL, `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// All records so far, in completion order.
+    pub fn records(&self) -> Vec<Record> {
+        lock(&self.shared.recorder).records.clone()
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+async fn anthropic(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    handle(shared, Wire::Anthropic, body).await
+}
+
+async fn openai(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    handle(shared, Wire::Openai, body).await
+}
+
+fn preview(s: &str) -> String {
+    const MAX: usize = 60;
+    let mut out: String = s.chars().take(MAX).collect();
+    if s.chars().count() > MAX {
+        out.push('…');
+    }
+    out
+}
+
+fn with_headers(mut resp: Response, wire: Wire, n: u64, content_type: &'static str) -> Response {
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    let id_header = match wire {
+        Wire::Anthropic => "request-id",
+        Wire::Openai => "x-request-id",
+    };
+    if let Ok(v) = HeaderValue::from_str(&format!("req_mock_{n}")) {
+        h.insert(id_header, v);
+    }
+    resp
+}
+
+fn status_code(s: u16) -> StatusCode {
+    StatusCode::from_u16(s).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
+    let t_start_ms = now_ms();
+    let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
+    let mut guard = RecordGuard {
+        shared: shared.clone(),
+        rec: Some(Record {
+            t_start_ms,
+            t_end_ms: t_start_ms,
+            rule: None,
+            step: 0,
+            wire,
+            status: 400,
+            body: Value::Null,
+        }),
+    };
+    let set_rec = |guard: &mut RecordGuard, f: &dyn Fn(&mut Record)| {
+        if let Some(r) = guard.rec.as_mut() {
+            f(r);
+        }
+    };
+
+    let body: Value = match serde_json::from_slice(&raw) {
+        Ok(v) => v,
+        Err(e) => {
+            let text = String::from_utf8_lossy(&raw).into_owned();
+            set_rec(&mut guard, &|r| r.body = Value::String(text.clone()));
+            return error_response(
+                guard,
+                wire,
+                n,
+                400,
+                &format!("request body is not JSON: {e}"),
+            );
+        }
+    };
+    let info = request_info(wire, &body);
+    set_rec(&mut guard, &|r| {
+        r.body = body.clone();
+        r.step = info.step;
+    });
+
+    let script = &shared.script;
+    let Some(ri) = info.find_rule(script) else {
+        let msg = format!(
+            "no rule matches this request (system starts: {:?}, first user: {:?})",
+            preview(&info.system),
+            preview(&info.first_user)
+        );
+        return error_response(guard, wire, n, 400, &msg);
+    };
+    let rule = &script.rules[ri];
+    set_rec(&mut guard, &|r| r.rule = Some(rule.name.clone()));
+    let Some(reply) = rule.replies.get(info.step) else {
+        let msg = format!(
+            "rule {:?} has {} replies; this request is at step {}",
+            rule.name,
+            rule.replies.len(),
+            info.step
+        );
+        return error_response(guard, wire, n, 400, &msg);
+    };
+
+    let failure: Option<&Failure> = reply.fail.as_ref().or_else(|| {
+        reply
+            .fail_once
+            .as_ref()
+            .filter(|_| lock(&shared.failed_once).insert((ri, info.step)))
+    });
+
+    if reply.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(reply.latency_ms)).await;
+    }
+
+    if let Some(f) = failure
+        && f.cut_after_bytes.is_none()
+    {
+        return failure_response(guard, wire, n, f);
+    }
+
+    let streaming = body.get("stream").and_then(Value::as_bool) == Some(true);
+    let ctx = Ctx {
+        rule: wire::sanitize(&rule.name),
+        step: info.step,
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("mock-model")
+            .to_string(),
+        id: match wire {
+            Wire::Anthropic => format!("msg_mock_{n:06}"),
+            Wire::Openai => format!("chatcmpl-mock{n:06}"),
+        },
+        created: t_start_ms / 1000,
+        request_bytes: raw.len(),
+        include_usage: body
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            == Some(true),
+    };
+
+    let mut pieces: Vec<Bytes> = if streaming {
+        wire::stream_events(wire, reply, &ctx)
+    } else {
+        vec![Bytes::from(wire::full_body(wire, reply, &ctx).to_string())]
+    };
+    let cut = failure.and_then(|f| f.cut_after_bytes);
+    let abort = failure.is_some_and(|f| f.cut_abort);
+    if let Some(limit) = cut {
+        pieces = truncate(pieces, limit);
+    }
+    if let Some(size) = reply.chunk_bytes {
+        pieces = rechunk(pieces, size);
+    }
+    set_rec(&mut guard, &|r| r.status = 200);
+    let content_type = if streaming {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+
+    let plain =
+        !streaming && cut.is_none() && reply.chunk_bytes.is_none() && reply.chunk_delay_ms == 0;
+    let body = if plain {
+        let bytes: Vec<u8> = pieces.concat();
+        guard.finish();
+        Body::from(bytes)
+    } else {
+        Body::from_stream(body_stream(
+            pieces,
+            guard,
+            Duration::from_millis(reply.chunk_delay_ms),
+            abort,
+        ))
+    };
+    let mut resp = with_headers(Response::new(body), wire, n, content_type);
+    if streaming {
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    }
+    resp
+}
+
+fn truncate(pieces: Vec<Bytes>, limit: usize) -> Vec<Bytes> {
+    let mut left = limit;
+    let mut out = Vec::new();
+    for p in pieces {
+        if left == 0 {
+            break;
+        }
+        let take = p.len().min(left);
+        left -= take;
+        out.push(p.slice(..take));
+    }
+    out
+}
+
+fn rechunk(pieces: Vec<Bytes>, size: usize) -> Vec<Bytes> {
+    let all = Bytes::from(pieces.concat());
+    let size = size.max(1);
+    (0..all.len())
+        .step_by(size)
+        .map(|i| all.slice(i..(i + size).min(all.len())))
+        .collect()
+}
+
+struct StreamState {
+    pieces: VecDeque<Bytes>,
+    guard: RecordGuard,
+    delay: Duration,
+    abort: bool,
+    first: bool,
+}
+
+fn body_stream(
+    pieces: Vec<Bytes>,
+    guard: RecordGuard,
+    delay: Duration,
+    abort: bool,
+) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
+    let state = StreamState {
+        pieces: pieces.into(),
+        guard,
+        delay,
+        abort,
+        first: true,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        if !st.first {
+            if st.delay.is_zero() {
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(st.delay).await;
+            }
+        }
+        st.first = false;
+        match st.pieces.pop_front() {
+            Some(p) => Some((Ok(p), st)),
+            None if st.abort => {
+                st.abort = false;
+                st.guard.finish();
+                Some((
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::ConnectionAborted,
+                        "cadre-mock: scripted stream cut",
+                    )),
+                    st,
+                ))
+            }
+            None => {
+                st.guard.finish();
+                None
+            }
+        }
+    })
+}
+
+fn error_response(mut guard: RecordGuard, wire: Wire, n: u64, status: u16, msg: &str) -> Response {
+    if let Some(r) = guard.rec.as_mut() {
+        r.status = status;
+    }
+    let body = wire::error_body(wire, status, msg).to_string();
+    guard.finish();
+    let mut resp = with_headers(Response::new(Body::from(body)), wire, n, "application/json");
+    *resp.status_mut() = status_code(status);
+    resp
+}
+
+fn failure_response(mut guard: RecordGuard, wire: Wire, n: u64, f: &Failure) -> Response {
+    let status = f.effective_status();
+    if let Some(r) = guard.rec.as_mut() {
+        r.status = status;
+    }
+    let (body, ctype) = match &f.body {
+        Some(b) => {
+            let ctype = if serde_json::from_str::<Value>(b).is_ok() {
+                "application/json"
+            } else {
+                "text/plain; charset=utf-8"
+            };
+            (b.clone(), ctype)
+        }
+        None => {
+            let msg = f
+                .message
+                .clone()
+                .unwrap_or_else(|| format!("cadre-mock: scripted failure (status {status})"));
+            (
+                wire::error_body(wire, status, &msg).to_string(),
+                "application/json",
+            )
+        }
+    };
+    guard.finish();
+    let mut resp = with_headers(Response::new(Body::from(body)), wire, n, ctype);
+    *resp.status_mut() = status_code(status);
+    if let Some(secs) = f.retry_after_s
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncate_and_rechunk() {
+        let p = vec![Bytes::from_static(b"abc"), Bytes::from_static(b"defg")];
+        assert_eq!(truncate(p.clone(), 5).concat(), b"abcde");
+        assert_eq!(truncate(p.clone(), 0).concat(), b"");
+        assert_eq!(truncate(p.clone(), 100).concat(), b"abcdefg");
+        let r = rechunk(p, 3);
+        assert_eq!(r.len(), 3);
+        assert_eq!(r[2].as_ref(), b"g");
+    }
+
+    #[test]
+    fn record_keys() {
+        let r = Record {
+            t_start_ms: 1,
+            t_end_ms: 2,
+            rule: None,
+            step: 0,
+            wire: Wire::Openai,
+            status: 400,
+            body: Value::Null,
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "t_start_ms",
+                "t_end_ms",
+                "rule",
+                "step",
+                "wire",
+                "status",
+                "body"
+            ]
+        );
+        assert_eq!(v["wire"], "openai");
+        assert!(v["rule"].is_null());
+    }
+}
