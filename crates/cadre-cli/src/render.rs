@@ -79,7 +79,10 @@ impl HumanRenderer {
                 wait_ms,
                 ..
             } => {
-                let why = status.map_or_else(|| "a connection failure".to_string(), |s| format!("HTTP {s}"));
+                let why = status.map_or_else(
+                    || "a connection failure".to_string(),
+                    |s| format!("HTTP {s}"),
+                );
                 let _ = writeln!(
                     err,
                     "  model request failed with {why}; retrying in {:.1}s (try {attempt})",
@@ -89,9 +92,7 @@ impl HumanRenderer {
             Event::Warning { message } => {
                 let _ = writeln!(err, "warning: {message}");
             }
-            Event::TurnEnded {
-                status, error, ..
-            } => {
+            Event::TurnEnded { status, error, .. } => {
                 if self.text_open {
                     println!();
                     self.text_open = false;

@@ -53,7 +53,7 @@ pub fn prepare(args: &ModelArgs) -> Result<Runtime> {
         // With no choice made, follow whichever key is present.
         (None, None)
             if env_nonempty("ANTHROPIC_API_KEY").is_none()
-            && env_nonempty("OPENAI_API_KEY").is_some() =>
+                && env_nonempty("OPENAI_API_KEY").is_some() =>
         {
             Provider::OpenAI
         }

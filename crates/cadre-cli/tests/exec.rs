@@ -27,8 +27,13 @@ rules:
 async fn multi_step_task_reads_edits_runs_and_answers_on_both_wires() {
     for wire in BOTH_WIRES {
         let h = Harness::new(MULTI_STEP, wire).await;
-        h.write("src/config.rs", "fn parse() {\n    panic!(\"bad cofnig file\");\n}\n");
-        let out = h.cadre(&["exec", "Fix the typo in the config error message"]).await;
+        h.write(
+            "src/config.rs",
+            "fn parse() {\n    panic!(\"bad cofnig file\");\n}\n",
+        );
+        let out = h
+            .cadre(&["exec", "Fix the typo in the config error message"])
+            .await;
         assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
         assert_eq!(
             h.read("src/config.rs"),
@@ -43,10 +48,18 @@ async fn multi_step_task_reads_edits_runs_and_answers_on_both_wires() {
         assert_eq!(records.len(), 4, "{wire:?}");
         let results = tool_results(&records[3].body);
         assert_eq!(results.len(), 3);
-        assert!(results[0].0.contains("\tfn parse() {"), "line-numbered Read: {}", results[0].0);
+        assert!(
+            results[0].0.contains("\tfn parse() {"),
+            "line-numbered Read: {}",
+            results[0].0
+        );
         assert!(results[0].0.contains("cofnig"));
         assert!(!results[1].1, "edit ok: {}", results[1].0);
-        assert!(results[2].0.contains("2:    panic!(\"bad config file\");"), "bash output: {}", results[2].0);
+        assert!(
+            results[2].0.contains("2:    panic!(\"bad config file\");"),
+            "bash output: {}",
+            results[2].0
+        );
         assert!(!results.iter().any(|r| r.1), "{results:?}");
         // Progress lines name each tool.
         let err = stderr(&out);
@@ -180,14 +193,22 @@ rules:
             "timed out",
         ];
         for (i, want) in expect.iter().enumerate() {
-            assert!(results[i].1, "{wire:?} result {i} should be an error: {:?}", results[i]);
+            assert!(
+                results[i].1,
+                "{wire:?} result {i} should be an error: {:?}",
+                results[i]
+            );
             assert!(
                 results[i].0.contains(want),
                 "{wire:?} result {i}: want {want:?}, got {:?}",
                 results[i].0
             );
         }
-        assert!(results[3].0.contains("Read, Write, Edit"), "{}", results[3].0);
+        assert!(
+            results[3].0.contains("Read, Write, Edit"),
+            "{}",
+            results[3].0
+        );
         let big = &results[7].0;
         assert!(big.len() <= 64 * 1024 + 100, "capped: {}", big.len());
         assert!(big.contains("[truncated "), "marker present");
@@ -271,17 +292,27 @@ rules:
     let tools = body["tools"].as_array().unwrap();
     assert!(tools.last().unwrap()["cache_control"].is_object());
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["Read", "Write", "Edit", "Glob", "Grep", "Bash", "TodoWrite"]);
+    assert_eq!(
+        names,
+        ["Read", "Write", "Edit", "Glob", "Grep", "Bash", "TodoWrite"]
+    );
 }
 
 #[tokio::test]
 async fn a_remote_endpoint_without_a_key_is_refused_and_keys_stay_out_of_output() {
     let h = Harness::new("rules: []\n", Wire::Anthropic).await;
     let out = h
-        .cadre_env(&["exec", "--base-url", "https://api.example.invalid", "hi"], &[])
+        .cadre_env(
+            &["exec", "--base-url", "https://api.example.invalid", "hi"],
+            &[],
+        )
         .await;
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("ANTHROPIC_API_KEY"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ANTHROPIC_API_KEY"),
+        "{}",
+        stderr(&out)
+    );
 
     // A key is sent to the server but never printed, even in a server's error.
     let secret = "sk-ant-test-SECRET-1234567890";

@@ -151,14 +151,14 @@ impl Settings {
         let project_path = project.join(".cadre").join("config.toml");
         let mut project_file = ConfigFile::load(&project_path)?;
         let mut warnings = Vec::new();
-        if let Some(url) = &project_file.base_url {
-            if !is_loopback_url(url) {
-                warnings.push(format!(
-                    "{}: base_url {url} ignored: a project file may only point at a loopback server (set it in your user config, CADRE_BASE_URL or --base-url)",
-                    project_path.display()
-                ));
-                project_file.base_url = None;
-            }
+        if let Some(url) = &project_file.base_url
+            && !is_loopback_url(url)
+        {
+            warnings.push(format!(
+                "{}: base_url {url} ignored: a project file may only point at a loopback server (set it in your user config, CADRE_BASE_URL or --base-url)",
+                project_path.display()
+            ));
+            project_file.base_url = None;
         }
         file.merge(project_file);
         Ok(Settings { file, warnings })

@@ -120,11 +120,11 @@ impl Agent {
     /// Adds user text: a new message, or joined to a pending user message (after
     /// an interrupted request) so roles keep alternating.
     fn push_user_text(&mut self, text: String) {
-        if let Some(last) = self.conversation.last_mut() {
-            if last.role == Role::User {
-                last.content.push(ContentBlock::Text { text });
-                return;
-            }
+        if let Some(last) = self.conversation.last_mut()
+            && last.role == Role::User
+        {
+            last.content.push(ContentBlock::Text { text });
+            return;
         }
         self.conversation.push(Message::user_text(text));
     }

@@ -28,10 +28,10 @@ pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
                     "role": "assistant",
                     "content": if text.is_empty() { Value::Null } else { Value::String(text) },
                 });
-                if !calls.is_empty() {
-                    if let Some(obj) = msg.as_object_mut() {
-                        obj.insert("tool_calls".into(), Value::Array(calls));
-                    }
+                if !calls.is_empty()
+                    && let Some(obj) = msg.as_object_mut()
+                {
+                    obj.insert("tool_calls".into(), Value::Array(calls));
                 }
                 messages.push(msg);
             }
@@ -159,11 +159,11 @@ impl OpenAiDecoder {
             return Ok(());
         };
         if let Some(delta) = choice.get("delta") {
-            if let Some(text) = delta.get("content").and_then(Value::as_str) {
-                if !text.is_empty() {
-                    self.reply.push_text(0, text);
-                    emit(StreamDelta::Text(text.to_string()));
-                }
+            if let Some(text) = delta.get("content").and_then(Value::as_str)
+                && !text.is_empty()
+            {
+                self.reply.push_text(0, text);
+                emit(StreamDelta::Text(text.to_string()));
             }
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
                 for (pos, call) in calls.iter().enumerate() {

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::util::{self, atomic_write, cut_line};
+use super::util::{self, atomic_write, cut_line, write_creating_dirs};
 use super::{Tool, ToolContext, ToolOutput, parse_args};
 
 /// Lines of context shown around the first change.
@@ -24,8 +24,7 @@ struct Args {
     file_path: String,
     old_string: String,
     new_string: String,
-    #[serde(default)]
-    replace_all: bool,
+    replace_all: Option<bool>,
 }
 
 impl Tool for EditTool {
@@ -114,19 +113,9 @@ impl Tool for EditTool {
 /// `old_string` empty and no file: create it with `content`, like Claude Code.
 async fn create(ctx: &ToolContext, path: &Path, content: String) -> ToolOutput {
     let p = path.to_path_buf();
-    let out = util::blocking(move || {
-        if let Some(parent) = p.parent() {
-            if let Err(e) = std::fs::create_dir_all(parent) {
-                return ToolOutput::error(format!(
-                    "cannot create directory {}: {e}",
-                    parent.display()
-                ));
-            }
-        }
-        match atomic_write(&p, content.as_bytes()) {
-            Ok(()) => ToolOutput::ok(format!("Created {} ({} bytes)", p.display(), content.len())),
-            Err(e) => ToolOutput::error(format!("cannot write {}: {e}", p.display())),
-        }
+    let out = util::blocking(move || match write_creating_dirs(&p, content.as_bytes()) {
+        Ok(()) => ToolOutput::ok(format!("Created {} ({} bytes)", p.display(), content.len())),
+        Err(e) => ToolOutput::error(e),
     })
     .await;
     if !out.is_error {
@@ -167,7 +156,7 @@ fn edit(path: &Path, args: &Args) -> ToolOutput {
             msg.push_str("; Read the file again and copy the text exactly");
             return ToolOutput::error(msg);
         }
-        n if n > 1 && !args.replace_all => {
+        n if n > 1 && args.replace_all != Some(true) => {
             return ToolOutput::error(format!(
                 "old_string occurs {n} times in {shown}; include more surrounding context to \
                  make it unique, or set replace_all to true to replace every occurrence"
@@ -241,10 +230,10 @@ fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
     if needle.is_empty() {
         return Vec::new();
     }
-    if let Ok(text) = std::str::from_utf8(hay) {
-        if let Ok(pat) = std::str::from_utf8(needle) {
-            return text.match_indices(pat).map(|(i, _)| i).collect();
-        }
+    if let Ok(text) = std::str::from_utf8(hay)
+        && let Ok(pat) = std::str::from_utf8(needle)
+    {
+        return text.match_indices(pat).map(|(i, _)| i).collect();
     }
     let mut found = Vec::new();
     let mut pos = 0;

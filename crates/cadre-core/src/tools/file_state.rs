@@ -35,10 +35,10 @@ pub struct FileStateCache {
 impl FileStateCache {
     /// Records that the agent has seen the current content of `path`.
     pub fn record(&self, path: &Path) {
-        if let Some(stamp) = FileStamp::of(path) {
-            if let Ok(mut map) = self.stamps.lock() {
-                map.insert(path.to_path_buf(), stamp);
-            }
+        if let Some(stamp) = FileStamp::of(path)
+            && let Ok(mut map) = self.stamps.lock()
+        {
+            map.insert(path.to_path_buf(), stamp);
         }
     }
 

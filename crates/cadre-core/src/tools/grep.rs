@@ -163,9 +163,14 @@ impl Plan {
         } else {
             builder.line_terminator(Some(b'\n'));
         }
-        let matcher = builder
-            .build(&args.pattern)
-            .map_err(|e| ToolOutput::invalid_arguments(format!("invalid regex: {e}")))?;
+        let matcher = builder.build(&args.pattern).map_err(|e| {
+            let hint = if !multiline && args.pattern.contains("\\n") {
+                " (set multiline to true to match across lines)"
+            } else {
+                ""
+            };
+            ToolOutput::invalid_arguments(format!("invalid regex: {e}{hint}"))
+        })?;
 
         let root = match &args.path {
             Some(p) if !p.is_empty() => ctx.resolve(p),
@@ -582,6 +587,8 @@ mod tests {
             "{}",
             out.content
         );
+        let out = run(&ctx, json!({"pattern": "a\\nb"})).await;
+        assert!(out.content.contains("set multiline"), "{}", out.content);
         let out = run(&ctx, json!({"pattern": "a", "type": "nosuchtype"})).await;
         assert!(
             out.content

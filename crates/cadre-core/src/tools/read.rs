@@ -22,6 +22,8 @@ const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4 + 4;
 const BINARY_PROBE: usize = 8192;
 /// Past this size, lines after the shown range are not counted.
 const COUNT_LIMIT_BYTES: u64 = 64 * 1024 * 1024;
+/// Output room kept for the closing note, so the output cap never cuts it.
+const NOTE_ROOM: usize = 128;
 
 /// Reads a text file.
 pub struct ReadTool;
@@ -180,7 +182,7 @@ fn scan(path: &Path, offset: u64, limit: u64, cap: usize, size: u64) -> io::Resu
         } else {
             format!("{line_no:>6}\t{}\n", cut_line(text, MAX_LINE_CHARS))
         };
-        if first_shown.is_some() && out.len() + rendered.len() > cap {
+        if first_shown.is_some() && out.len() + rendered.len() > cap.saturating_sub(NOTE_ROOM) {
             cap_hit = true;
             continue;
         }

@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::util::{self, atomic_write};
+use super::util::{self, write_creating_dirs};
 use super::{Tool, ToolContext, ToolOutput, parse_args};
 
 /// Writes a whole file.
@@ -70,35 +70,23 @@ impl Tool for WriteTool {
                     return ToolOutput::error(format!("cannot write {}: {e}", path.display()));
                 }
             };
-            if existed {
-                if let Some(why) = ctx.file_state.check_fresh(&path) {
-                    return ToolOutput::error(why);
-                }
+            if existed && let Some(why) = ctx.file_state.check_fresh(&path) {
+                return ToolOutput::error(why);
             }
             let p = path.clone();
             let content = args.content;
-            let out = util::blocking(move || {
-                if let Some(parent) = p.parent() {
-                    if let Err(e) = std::fs::create_dir_all(parent) {
-                        return ToolOutput::error(format!(
-                            "cannot create directory {}: {e}",
-                            parent.display()
-                        ));
+            let out = util::blocking(move || match write_creating_dirs(&p, content.as_bytes()) {
+                Ok(()) => ToolOutput::ok(format!(
+                    "Wrote {} bytes to {} ({})",
+                    content.len(),
+                    p.display(),
+                    if existed {
+                        "overwrote existing file"
+                    } else {
+                        "created new file"
                     }
-                }
-                match atomic_write(&p, content.as_bytes()) {
-                    Ok(()) => ToolOutput::ok(format!(
-                        "Wrote {} bytes to {} ({})",
-                        content.len(),
-                        p.display(),
-                        if existed {
-                            "overwrote existing file"
-                        } else {
-                            "created new file"
-                        }
-                    )),
-                    Err(e) => ToolOutput::error(format!("cannot write {}: {e}", p.display())),
-                }
+                )),
+                Err(e) => ToolOutput::error(e),
             })
             .await;
             if !out.is_error {
