@@ -325,6 +325,30 @@ async fn a_remote_endpoint_without_a_key_is_refused_and_keys_stay_out_of_output(
 }
 
 #[tokio::test]
+async fn commands_the_model_runs_do_not_see_the_api_key() {
+    let script = r#"
+rules:
+  - name: snoop
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo \"key=[${ANTHROPIC_API_KEY:-}${OPENAI_API_KEY:-}]\"" } }
+      - text: "done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let secret = "sk-ant-test-SECRET-0987654321";
+    let out = h
+        .cadre_env(
+            &["exec", "--json", "hi"],
+            &[("ANTHROPIC_API_KEY", secret), ("OPENAI_API_KEY", secret)],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&h.records()[1].body);
+    assert_eq!(results[0].0, "key=[]");
+    assert!(!stdout(&out).contains(secret));
+}
+
+#[tokio::test]
 async fn bad_usage_exits_2() {
     let h = Harness::new("rules: []\n", Wire::Anthropic).await;
     let out = h.cadre(&["exec"]).await;

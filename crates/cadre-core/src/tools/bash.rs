@@ -285,6 +285,9 @@ async fn run(ctx: &ToolContext, command: &str, timeout_ms: u64) -> io::Result<To
     }))
 }
 
+/// Environment variables holding model credentials, removed from commands' environment.
+pub const SECRET_ENV: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+
 /// Starts `command` under bash (or sh when there is no bash), stdout and stderr
 /// both going to `writer`, in a new process group.
 fn spawn(command: &str, cwd: &Path, writer: io::PipeWriter) -> io::Result<Child> {
@@ -299,6 +302,10 @@ fn spawn(command: &str, cwd: &Path, writer: io::PipeWriter) -> io::Result<Child>
             .stderr(writer.try_clone()?)
             .process_group(0)
             .kill_on_drop(true);
+        // The model's commands never see cadre's credentials.
+        for key in SECRET_ENV {
+            cmd.env_remove(key);
+        }
         // `cmd` (and its copies of the write end) is dropped at the end of this
         // iteration, so the pipe reaches EOF once the child's side closes.
         match cmd.spawn() {
