@@ -1,18 +1,20 @@
-//! `cadre exec`: one task, no questions, progress on stderr and the answer on
-//! stdout (or every event as JSON lines with `--json`).
+//! `cadre exec`: one task, progress on stderr and the answer on stdout (or
+//! every event as JSON lines with `--json`). Questions are asked on the
+//! terminal when stdin is one; otherwise they are denied.
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Result;
 use cadre_core::agent::{Event, EventSink, TurnStatus};
-use cadre_core::session::new_session_id;
+use cadre_core::permissions::{ApprovalSource, Headless};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::ModelArgs;
+use crate::approve::{StdinLines, TerminalApprovals, stdin_is_terminal};
 use crate::render::HumanRenderer;
-use crate::setup;
+use crate::{ModelArgs, PermissionArgs, ResumeArgs, sessions, setup};
 
 /// Arguments of `cadre exec`.
 #[derive(Debug, Args)]
@@ -28,8 +30,13 @@ pub struct ExecArgs {
 const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs the task and returns the process exit code.
-pub async fn run(model: &ModelArgs, args: ExecArgs) -> Result<ExitCode> {
-    let runtime = setup::prepare(model)?;
+pub async fn run(
+    model: &ModelArgs,
+    perms: &PermissionArgs,
+    resume: &ResumeArgs,
+    args: ExecArgs,
+) -> Result<ExitCode> {
+    let runtime = setup::prepare(model, perms)?;
     let (sink, mut rx) = EventSink::channel();
     let json = args.json;
     let printer = tokio::spawn(async move {
@@ -46,15 +53,38 @@ pub async fn run(model: &ModelArgs, args: ExecArgs) -> Result<ExitCode> {
             }
         }
     });
+    let finish = |sink: EventSink, printer: tokio::task::JoinHandle<()>| async move {
+        drop(sink);
+        let _ = printer.await;
+    };
 
-    let session_id = new_session_id();
+    let lines = stdin_is_terminal().then(StdinLines::start);
+    let approvals: Arc<dyn ApprovalSource> = match &lines {
+        Some(lines) => Arc::new(TerminalApprovals::new(lines.clone())),
+        None => Arc::new(Headless),
+    };
+    let session = match sessions::open(
+        &runtime,
+        resume.resume.as_deref(),
+        resume.accept_unknown,
+        lines.as_ref(),
+        &sink,
+    )
+    .await
+    {
+        Ok(s) => s,
+        Err(e) => {
+            finish(sink, printer).await;
+            return Err(e);
+        }
+    };
     sink.emit(Event::SessionStarted {
-        session_id,
+        session_id: session.id.clone(),
         provider: runtime.client.config().provider.to_string(),
         model: runtime.client.config().model.clone(),
         cwd: runtime.cwd.display().to_string(),
     });
-    for w in &runtime.settings.warnings {
+    for w in &runtime.warnings {
         sink.emit(Event::Warning { message: w.clone() });
     }
 
@@ -70,11 +100,11 @@ pub async fn run(model: &ModelArgs, args: ExecArgs) -> Result<ExitCode> {
         }
     });
 
-    let mut agent = runtime.main_agent(sink.clone());
+    let mut agent = runtime.main_agent(sink.clone(), approvals, Some(session.log));
+    agent.restore(session.messages);
     let outcome = agent.run_turn(args.prompt, cancel).await;
     drop(agent);
-    drop(sink);
-    let _ = printer.await;
+    finish(sink, printer).await;
 
     if !json && !outcome.final_text.is_empty() {
         let mut out = std::io::stdout().lock();

@@ -1,18 +1,19 @@
 //! `cadre` with no subcommand: a line-based session. Each line is a turn;
-//! Ctrl+C interrupts the running turn, `/exit` or Ctrl+D leaves.
+//! Ctrl+C interrupts the running turn, `/exit` or Ctrl+D leaves. Approval
+//! questions are answered on the same terminal.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use cadre_core::agent::EventSink;
-use tokio::sync::mpsc;
+use cadre_core::permissions::{ApprovalSource, Headless};
 use tokio_util::sync::CancellationToken;
 
-use crate::ModelArgs;
+use crate::approve::{StdinLines, TerminalApprovals, stdin_is_terminal};
 use crate::render::HumanRenderer;
-use crate::setup;
+use crate::{ModelArgs, PermissionArgs, ResumeArgs, sessions, setup};
 
 fn prompt() {
     let mut err = std::io::stderr().lock();
@@ -21,29 +22,37 @@ fn prompt() {
 }
 
 /// Runs the session until the user leaves.
-pub async fn run(model: &ModelArgs) -> Result<ExitCode> {
-    let runtime = setup::prepare(model)?;
-    for w in &runtime.settings.warnings {
+pub async fn run(
+    model: &ModelArgs,
+    perms: &PermissionArgs,
+    resume: &ResumeArgs,
+) -> Result<ExitCode> {
+    let runtime = setup::prepare(model, perms)?;
+    for w in &runtime.warnings {
         eprintln!("warning: {w}");
     }
+    let lines = StdinLines::start();
+    let (sink, mut rx) = EventSink::channel();
+    let session = sessions::open(
+        &runtime,
+        resume.resume.as_deref(),
+        resume.accept_unknown,
+        Some(&lines),
+        &sink,
+    )
+    .await?;
     eprintln!(
-        "cadre · {} · {} · {}\n/exit or Ctrl+D to leave; Ctrl+C interrupts a turn",
+        "cadre · {} · {} · {} · session {}\n/exit or Ctrl+D to leave; Ctrl+C interrupts a turn",
         runtime.client.config().provider,
         runtime.client.config().model,
-        runtime.cwd.display()
+        runtime.cwd.display(),
+        session.id,
     );
-
-    // stdin is read on its own thread so a turn can run while we wait for input.
-    let (line_tx, mut lines) = mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        for line in stdin.lock().lines() {
-            let Ok(line) = line else { break };
-            if line_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let approvals: Arc<dyn ApprovalSource> = if stdin_is_terminal() {
+        Arc::new(TerminalApprovals::new(lines.clone()))
+    } else {
+        Arc::new(Headless)
+    };
 
     let current: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
     let on_signal = current.clone();
@@ -60,12 +69,15 @@ pub async fn run(model: &ModelArgs) -> Result<ExitCode> {
         }
     });
 
-    let (sink, mut rx) = EventSink::channel();
     let mut human = HumanRenderer::for_interactive();
-    let mut agent = runtime.main_agent(sink);
+    let mut agent = runtime.main_agent(sink, approvals, Some(session.log));
+    agent.restore(session.messages);
     loop {
+        while let Ok(event) = rx.try_recv() {
+            human.handle(&event);
+        }
         prompt();
-        let Some(line) = lines.recv().await else {
+        let Some(line) = lines.next().await else {
             eprintln!();
             break;
         };

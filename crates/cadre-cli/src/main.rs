@@ -1,9 +1,11 @@
 //! The `cadre` binary: parses arguments and hands each subcommand to its module.
 //! Exit codes: 0 success, 1 a model or I/O error, 2 bad usage.
 
+mod approve;
 mod exec;
 mod interactive;
 mod render;
+mod sessions;
 mod setup;
 
 use std::process::ExitCode;
@@ -16,6 +18,10 @@ use clap::{Args, Parser, Subcommand};
 struct Cli {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    permissions: PermissionArgs,
+    #[command(flatten)]
+    resume: ResumeArgs,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -34,10 +40,52 @@ pub struct ModelArgs {
     pub model: Option<String>,
 }
 
+/// What may run without asking.
+#[derive(Debug, Clone, Args, Default)]
+pub struct PermissionArgs {
+    /// default (alias manual), acceptEdits, plan, dontAsk or bypassPermissions
+    #[arg(long, global = true)]
+    pub permission_mode: Option<cadre_core::permissions::PermissionMode>,
+    /// A rule whose calls run without asking, e.g. 'Bash(cargo test:*)' (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    pub allow: Vec<String>,
+    /// A rule whose calls always ask (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    pub ask: Vec<String>,
+    /// A rule whose calls never run, e.g. 'Bash(rm:*)' (repeatable)
+    #[arg(long, global = true, value_name = "RULE")]
+    pub deny: Vec<String>,
+}
+
+/// Continuing an earlier session.
+#[derive(Debug, Clone, Args, Default)]
+pub struct ResumeArgs {
+    /// Continue the session with this id (see `cadre sessions`)
+    #[arg(long, global = true, value_name = "SESSION_ID")]
+    pub resume: Option<String>,
+    /// When resuming, record calls that may have run as `unknown` without asking
+    #[arg(long, global = true)]
+    pub accept_unknown: bool,
+}
+
+/// A mistake in how cadre was called or configured: exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run one task headless: progress on stderr, the final answer on stdout.
     Exec(exec::ExecArgs),
+    /// List past sessions, or remove one.
+    Sessions(sessions::SessionsArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,8 +102,11 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Some(Command::Exec(args)) => exec::run(&cli.model, args).await,
-            None => interactive::run(&cli.model).await,
+            Some(Command::Exec(args)) => {
+                exec::run(&cli.model, &cli.permissions, &cli.resume, args).await
+            }
+            Some(Command::Sessions(args)) => sessions::run(args),
+            None => interactive::run(&cli.model, &cli.permissions, &cli.resume).await,
         }
     });
     // Don't wait for stray blocking reads of stdin on the way out.
@@ -64,7 +115,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(1)
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

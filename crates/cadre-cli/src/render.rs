@@ -89,6 +89,17 @@ impl HumanRenderer {
                     *wait_ms as f64 / 1000.0
                 );
             }
+            Event::SessionResumed {
+                session_id,
+                messages,
+                unknown_calls,
+            } => {
+                let _ = writeln!(
+                    err,
+                    "resumed session {session_id}: {messages} messages, {} call(s) recorded as unknown",
+                    unknown_calls.len()
+                );
+            }
             Event::Warning { message } => {
                 let _ = writeln!(err, "warning: {message}");
             }

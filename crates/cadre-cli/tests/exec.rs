@@ -32,7 +32,12 @@ async fn multi_step_task_reads_edits_runs_and_answers_on_both_wires() {
             "fn parse() {\n    panic!(\"bad cofnig file\");\n}\n",
         );
         let out = h
-            .cadre(&["exec", "Fix the typo in the config error message"])
+            .cadre(&[
+                "exec",
+                "--permission-mode",
+                "acceptEdits",
+                "Fix the typo in the config error message",
+            ])
             .await;
         assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
         assert_eq!(
@@ -89,7 +94,9 @@ rules:
     );
     for wire in BOTH_WIRES {
         let h = Harness::new(&script, wire).await;
-        let out = h.cadre(&["exec", "write it"]).await;
+        let out = h
+            .cadre(&["exec", "--permission-mode", "acceptEdits", "write it"])
+            .await;
         assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
         assert_eq!(h.read("out.txt"), content, "{wire:?}");
         assert_eq!(stdout(&out).trim(), "Wrote ✓");
@@ -176,7 +183,9 @@ rules:
     for wire in BOTH_WIRES {
         let h = Harness::new(script, wire).await;
         h.write("a.txt", "aaa\n");
-        let out = h.cadre(&["exec", "try things"]).await;
+        let out = h
+            .cadre(&["exec", "--permission-mode", "acceptEdits", "try things"])
+            .await;
         assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
         assert_eq!(stdout(&out).trim(), "Coped.");
         assert_eq!(h.read("a.txt"), "aaa\n", "unread file not edited");
@@ -338,7 +347,7 @@ rules:
     let secret = "sk-ant-test-SECRET-0987654321";
     let out = h
         .cadre_env(
-            &["exec", "--json", "hi"],
+            &["exec", "--json", "--permission-mode", "acceptEdits", "hi"],
             &[("ANTHROPIC_API_KEY", secret), ("OPENAI_API_KEY", secret)],
         )
         .await;

@@ -28,7 +28,8 @@ rules:
 
 fn spawn(h: &Harness) -> Child {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"));
-    cmd.current_dir(h.project.path())
+    cmd.args(["--permission-mode", "acceptEdits"])
+        .current_dir(h.project.path())
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", h.home.path())

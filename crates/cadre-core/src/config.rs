@@ -61,6 +61,32 @@ pub struct ToolsFile {
     pub output_cap_bytes: Option<usize>,
 }
 
+/// `[permissions]`: Claude Code's names, plus snake_case for the mode.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsFile {
+    /// Mode used when no flag picks one.
+    #[serde(alias = "defaultMode")]
+    pub default_mode: Option<String>,
+    /// Rules that let calls run without a question.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Rules that always ask.
+    #[serde(default)]
+    pub ask: Vec<String>,
+    /// Rules that never run.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxFile {
+    /// Let sandboxed commands open TCP connections.
+    pub network: Option<bool>,
+}
+
 /// One config file's contents. Every key is optional; later files override.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ConfigFile {
@@ -81,6 +107,12 @@ pub struct ConfigFile {
     /// Tool settings.
     #[serde(default)]
     pub tools: ToolsFile,
+    /// Permission mode and rules.
+    #[serde(default)]
+    pub permissions: PermissionsFile,
+    /// Sandbox settings.
+    #[serde(default)]
+    pub sandbox: SandboxFile,
     /// Sections later features read; kept so a newer file still loads.
     #[serde(flatten)]
     pub other: BTreeMap<String, toml::Value>,
@@ -131,15 +163,23 @@ impl ConfigFile {
         if over.tools.output_cap_bytes.is_some() {
             self.tools.output_cap_bytes = over.tools.output_cap_bytes;
         }
+        if over.sandbox.network.is_some() {
+            self.sandbox.network = over.sandbox.network;
+        }
         self.other.extend(over.other);
     }
 }
 
 /// The merged settings of the user and project files, plus warnings to show.
+/// Permissions are kept per source: a project file may narrow them, never widen.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
-    /// Merged values.
+    /// Merged values (permissions excluded; see the two fields below).
     pub file: ConfigFile,
+    /// `[permissions]` of the user file (trusted).
+    pub user_permissions: PermissionsFile,
+    /// `[permissions]` of the project file (untrusted: its allow rules and wider modes are dropped).
+    pub project_permissions: PermissionsFile,
     /// Things the user should know (ignored project keys and such).
     pub warnings: Vec<String>,
 }
@@ -151,6 +191,23 @@ impl Settings {
         let project_path = project.join(".cadre").join("config.toml");
         let mut project_file = ConfigFile::load(&project_path)?;
         let mut warnings = Vec::new();
+        let user_permissions = std::mem::take(&mut file.permissions);
+        let mut project_permissions = std::mem::take(&mut project_file.permissions);
+        if !project_permissions.allow.is_empty() {
+            warnings.push(format!(
+                "{}: permissions.allow ignored ({}): a project file may add ask and deny rules, not allow rules; put them in your user config or pass --allow",
+                project_path.display(),
+                project_permissions.allow.join(", ")
+            ));
+            project_permissions.allow.clear();
+        }
+        if project_file.sandbox.network == Some(true) {
+            warnings.push(format!(
+                "{}: sandbox.network ignored: a project file cannot open the sandbox's network",
+                project_path.display()
+            ));
+            project_file.sandbox.network = None;
+        }
         if let Some(url) = &project_file.base_url
             && !is_loopback_url(url)
         {
@@ -161,7 +218,12 @@ impl Settings {
             project_file.base_url = None;
         }
         file.merge(project_file);
-        Ok(Settings { file, warnings })
+        Ok(Settings {
+            file,
+            user_permissions,
+            project_permissions,
+            warnings,
+        })
     }
 
     /// Resolves a model alias (`sonnet`, `opus`, `haiku`) for `provider`

@@ -4,5 +4,7 @@
 pub mod agent;
 pub mod config;
 pub mod model;
+pub mod permissions;
+pub mod sandbox;
 pub mod session;
 pub mod tools;

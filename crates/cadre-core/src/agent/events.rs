@@ -6,6 +6,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::model::Usage;
+use crate::permissions::{ApprovalAnswer, ApprovalQuestion};
 
 /// How a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -129,6 +130,40 @@ pub enum Event {
         tool_calls: u32,
         /// Tokens used in the turn.
         usage: Usage,
+    },
+    /// A question is put to the user; the front end's approval source answers it.
+    ApprovalRequested {
+        /// The question.
+        question: ApprovalQuestion,
+    },
+    /// A question was answered.
+    ApprovalAnswered {
+        /// Agent id.
+        agent: String,
+        /// Tool.
+        tool: String,
+        /// The answer.
+        answer: ApprovalAnswer,
+    },
+    /// A tool call was denied without running (by a rule, the mode, the user, or because nobody could answer).
+    ToolCallDenied {
+        /// Agent id.
+        agent: String,
+        /// Call id.
+        call_id: String,
+        /// Tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// A session was resumed from its log.
+    SessionResumed {
+        /// Session id.
+        session_id: String,
+        /// Messages restored.
+        messages: usize,
+        /// Calls recorded as `unknown` (they may have run).
+        unknown_calls: Vec<String>,
     },
     /// A warning for the user that does not stop anything.
     Warning {

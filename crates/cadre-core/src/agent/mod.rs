@@ -14,12 +14,18 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use events::{Event, EventSink, TurnStatus};
+pub(crate) use prompt::civil_from_days;
 pub use prompt::{SystemPromptParts, build_system_prompt, environment_facts, project_instructions};
 
 use crate::model::{
     ContentBlock, Message, ModelClient, ModelError, ModelRequest, Role, StreamDelta, ToolCall,
     Usage,
 };
+use crate::permissions::{
+    ApprovalAnswer, ApprovalGate, ApprovalQuestion, Decision, HEADLESS_DENIAL, PermissionPolicy,
+    PermissionTracker,
+};
+use crate::session::{RecordBody, SessionLog};
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolRegistry, canonical_tool_name, cap_output};
 
 /// Per-turn ceilings that stop a runaway loop. The defaults are far above what
@@ -60,9 +66,36 @@ pub struct TurnOutcome {
     pub usage: Usage,
 }
 
+/// Everything an agent is made of; shared parts are `Arc`s.
+pub struct AgentSetup {
+    /// Agent id (`main` for the top-level agent).
+    pub id: String,
+    /// `Subagent: …` label shown on this agent's questions; none for the main agent.
+    pub label: Option<String>,
+    /// Model client (shared).
+    pub client: ModelClient,
+    /// Tools this agent may call.
+    pub tools: ToolRegistry,
+    /// Tool context (own file cache and todos).
+    pub ctx: ToolContext,
+    /// System prompt.
+    pub system: String,
+    /// Per-turn ceilings.
+    pub limits: TurnLimits,
+    /// Where events go.
+    pub events: EventSink,
+    /// Session permission settings (shared).
+    pub policy: Arc<PermissionPolicy>,
+    /// The session's approval gate (shared).
+    pub gate: Arc<ApprovalGate>,
+    /// The log this agent appends to, if any.
+    pub log: Option<Arc<SessionLog>>,
+}
+
 /// One agent: a conversation with a model, its tools, and its own state.
 pub struct Agent {
     id: String,
+    label: Option<String>,
     client: ModelClient,
     tools: ToolRegistry,
     ctx: ToolContext,
@@ -71,29 +104,45 @@ pub struct Agent {
     limits: TurnLimits,
     events: EventSink,
     usage: Usage,
+    policy: Arc<PermissionPolicy>,
+    tracker: PermissionTracker,
+    gate: Arc<ApprovalGate>,
+    log: Option<Arc<SessionLog>>,
 }
 
+/// A tool call that could not be logged: the turn must stop.
+struct LogFailure(String);
+
 impl Agent {
-    /// A new agent with an empty conversation.
-    pub fn new(
-        id: impl Into<String>,
-        client: ModelClient,
-        tools: ToolRegistry,
-        ctx: ToolContext,
-        system: String,
-        limits: TurnLimits,
-        events: EventSink,
-    ) -> Self {
+    /// A new agent with an empty conversation and its own permission tracker.
+    pub fn new(setup: AgentSetup) -> Self {
         Agent {
-            id: id.into(),
-            client,
-            tools,
-            ctx,
-            system,
+            id: setup.id,
+            label: setup.label,
+            client: setup.client,
+            tools: setup.tools,
+            ctx: setup.ctx,
+            system: setup.system,
             conversation: Vec::new(),
-            limits,
-            events,
+            limits: setup.limits,
+            events: setup.events,
             usage: Usage::default(),
+            policy: setup.policy,
+            tracker: PermissionTracker::default(),
+            gate: setup.gate,
+            log: setup.log,
+        }
+    }
+
+    /// Replaces the conversation (used when resuming from a log).
+    pub fn restore(&mut self, messages: Vec<Message>) {
+        self.conversation = messages;
+    }
+
+    fn write_log(&self, body: RecordBody) -> Result<(), LogFailure> {
+        match &self.log {
+            Some(log) => log.append(body).map_err(|e| LogFailure(e.to_string())),
+            None => Ok(()),
         }
     }
 
@@ -132,11 +181,35 @@ impl Agent {
     /// Runs one turn for `user_text` until the model answers without tools, a
     /// limit or error stops it, or `cancel` fires.
     pub async fn run_turn(&mut self, user_text: String, cancel: CancellationToken) -> TurnOutcome {
+        let logged = self.write_log(RecordBody::User {
+            text: user_text.clone(),
+        });
         self.push_user_text(user_text);
         self.events.emit(Event::TurnStarted {
             agent: self.id.clone(),
         });
-        let outcome = self.turn_loop(&cancel).await;
+        let mut outcome = match logged {
+            Ok(()) => self.turn_loop(&cancel).await,
+            Err(LogFailure(e)) => TurnOutcome {
+                status: TurnStatus::Failed,
+                final_text: String::new(),
+                error: Some(e),
+                model_error: None,
+                requests: 0,
+                tool_calls: 0,
+                usage: Usage::default(),
+            },
+        };
+        let status = serde_json::to_value(outcome.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        if let Err(LogFailure(e)) = self.write_log(RecordBody::TurnEnd { status })
+            && outcome.error.is_none()
+        {
+            outcome.status = TurnStatus::Failed;
+            outcome.error = Some(e);
+        }
         self.events.emit(Event::TurnEnded {
             agent: self.id.clone(),
             status: outcome.status,
@@ -229,7 +302,15 @@ impl Agent {
             if !text.is_empty() {
                 out.final_text = text;
             }
+            let logged = self.write_log(RecordBody::Assistant {
+                message: resp.message.clone(),
+            });
             self.conversation.push(resp.message);
+            if let Err(LogFailure(e)) = logged {
+                out.status = TurnStatus::Failed;
+                out.error = Some(e);
+                return out;
+            }
             if calls.is_empty() {
                 return out;
             }
@@ -237,7 +318,7 @@ impl Agent {
             let budget = self.limits.max_tool_calls.saturating_sub(out.tool_calls) as usize;
             let (run, refused) = calls.split_at(calls.len().min(budget));
             out.tool_calls += run.len() as u32;
-            let mut results = self.run_tools(run, cancel).await;
+            let (mut results, log_failure) = self.run_tools(run, cancel).await;
             for call in refused {
                 results.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),
@@ -249,6 +330,11 @@ impl Agent {
                 role: Role::User,
                 content: results,
             });
+            if let Some(LogFailure(e)) = log_failure {
+                out.status = TurnStatus::Failed;
+                out.error = Some(e);
+                return out;
+            }
             if cancel.is_cancelled() {
                 out.status = TurnStatus::Interrupted;
                 out.error = Some("interrupted by the user".into());
@@ -267,8 +353,13 @@ impl Agent {
 
     /// Runs a reply's tool calls: consecutive read-only calls together, the
     /// rest one at a time; results come back in the order the model asked.
-    async fn run_tools(&self, calls: &[ToolCall], cancel: &CancellationToken) -> Vec<ContentBlock> {
+    async fn run_tools(
+        &self,
+        calls: &[ToolCall],
+        cancel: &CancellationToken,
+    ) -> (Vec<ContentBlock>, Option<LogFailure>) {
         let mut results = Vec::with_capacity(calls.len());
+        let mut failure = None;
         let mut i = 0;
         while i < calls.len() {
             let read_only =
@@ -279,8 +370,23 @@ impl Agent {
                     j += 1;
                 }
             }
-            let group = calls[i..j].iter().map(|c| self.run_one(c, cancel));
-            for (call, output) in calls[i..j].iter().zip(join_all(group).await) {
+            let group = calls[i..j].iter().map(|c| async {
+                if failure.is_some() {
+                    return Ok(ToolOutput::error(
+                        "not run: the session log could not be written",
+                    ));
+                }
+                self.run_one(c, cancel).await
+            });
+            for (call, output) in calls[i..j]
+                .iter()
+                .zip(join_all(group).await.into_iter().collect::<Vec<_>>())
+            {
+                let output = output.unwrap_or_else(|e| {
+                    let text = format!("not run: {}", e.0);
+                    failure.get_or_insert(e);
+                    ToolOutput::error(text)
+                });
                 results.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),
                     content: output.content,
@@ -289,10 +395,15 @@ impl Agent {
             }
             i = j;
         }
-        results
+        (results, failure)
     }
 
-    async fn run_one(&self, call: &ToolCall, cancel: &CancellationToken) -> ToolOutput {
+    /// Decides, asks if needed, logs and runs one call.
+    async fn run_one(
+        &self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, LogFailure> {
         let tool: Option<Arc<dyn Tool>> = self.tools.get(&call.name);
         let tool_name = tool.as_ref().map_or_else(
             || canonical_tool_name(&call.name).to_string(),
@@ -305,29 +416,56 @@ impl Agent {
             call_id: call.id.clone(),
             tool: tool_name.clone(),
             summary: summary::argument_summary(&tool_name, &input),
-            input,
+            input: input.clone(),
         });
         let started = Instant::now();
-        let output = if cancel.is_cancelled() {
-            ToolOutput::error("not run: interrupted by the user")
-        } else {
-            match &tool {
-                None => ToolOutput::error(format!(
+        let (output, status) = match &tool {
+            _ if cancel.is_cancelled() => (
+                ToolOutput::error("not run: interrupted by the user"),
+                "not_run",
+            ),
+            None => (
+                ToolOutput::error(format!(
                     "unknown tool '{}'; available tools: {}",
                     call.name,
                     self.tools.names().join(", ")
                 )),
-                Some(tool) => {
+                "error",
+            ),
+            Some(tool) => match self.permit(&tool_name, &input, cancel).await {
+                Err(reason) => {
+                    self.events.emit(Event::ToolCallDenied {
+                        agent: self.id.clone(),
+                        call_id: call.id.clone(),
+                        tool: tool_name.clone(),
+                        reason: reason.clone(),
+                    });
+                    (ToolOutput::error(reason), "denied")
+                }
+                Ok(()) => {
+                    self.write_log(RecordBody::ToolStart {
+                        call_id: call.id.clone(),
+                        tool: tool_name.clone(),
+                        input: call.input.clone(),
+                    })?;
                     let mut ctx = self.ctx.clone();
                     ctx.cancel = cancel.child_token();
-                    tool.execute(&ctx, &call.input).await
+                    let out = tool.execute(&ctx, &call.input).await;
+                    let status = if out.is_error { "error" } else { "ok" };
+                    (out, status)
                 }
-            }
+            },
         };
         let output = ToolOutput {
             content: cap_output(output.content, self.ctx.output_cap),
             is_error: output.is_error,
         };
+        self.write_log(RecordBody::ToolResult {
+            call_id: call.id.clone(),
+            content: output.content.clone(),
+            is_error: output.is_error,
+            status: status.to_string(),
+        })?;
         self.events.emit(Event::ToolCallEnded {
             agent: self.id.clone(),
             call_id: call.id.clone(),
@@ -337,6 +475,58 @@ impl Agent {
             output_bytes: output.content.len(),
             duration_ms: started.elapsed().as_millis() as u64,
         });
-        output
+        Ok(output)
+    }
+
+    /// Applies the permission policy, asking through the gate when it says so.
+    /// `Err` holds the denial text the model sees.
+    async fn permit(
+        &self,
+        tool: &str,
+        input: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        let (reason, session_rule) =
+            match self
+                .policy
+                .decide(&self.tracker, tool, input, &self.ctx.cwd)
+            {
+                Decision::Allow => return Ok(()),
+                Decision::Deny(reason) => return Err(format!("denied: {reason}")),
+                Decision::Ask {
+                    reason,
+                    session_rule,
+                } => (reason, session_rule),
+            };
+        if !self.gate.can_ask() {
+            return Err(HEADLESS_DENIAL.to_string());
+        }
+        let shown = match (tool, input.get("command").and_then(Value::as_str)) {
+            ("Bash", Some(cmd)) => cmd.to_string(),
+            _ => serde_json::to_string_pretty(input).unwrap_or_default(),
+        };
+        let sandbox = (tool == "Bash").then(|| self.ctx.sandbox_line(input));
+        let question = ApprovalQuestion {
+            agent: self.id.clone(),
+            label: self.label.clone(),
+            tool: tool.to_string(),
+            input: shown,
+            reason,
+            sandbox,
+            session_rule: session_rule.clone(),
+        };
+        match self.gate.ask(question, cancel).await {
+            ApprovalAnswer::Once => Ok(()),
+            ApprovalAnswer::Session => {
+                if let Some(rule) = PermissionPolicy::parse_session_rule(&session_rule) {
+                    self.tracker.allow(rule);
+                }
+                Ok(())
+            }
+            ApprovalAnswer::No if cancel.is_cancelled() => {
+                Err("not run: interrupted by the user".to_string())
+            }
+            ApprovalAnswer::No => Err("denied: the user declined this call".to_string()),
+        }
     }
 }

@@ -1,6 +1,55 @@
-//! Session identity. (Logs and resume live here as they land.)
+//! Session logs: the append-only JSONL record of a conversation that makes
+//! `--resume` possible after a crash, and the listing and removal of sessions.
+//! What goes into a record is decided here; when to write one is the agent loop's call.
+
+mod log;
+mod store;
+
+pub use log::{
+    LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody, SessionLog,
+    UNKNOWN_RESULT, UnfinishedCall, read_log, rebuild,
+};
+pub use store::{
+    SessionSummary, is_valid_session_id, list_sessions, remove_session, session_path, sessions_dir,
+    utc_datetime,
+};
 
 /// A new session id: a UUIDv7, so ids sort by creation time.
 pub fn new_session_id() -> String {
     uuid::Uuid::now_v7().to_string()
+}
+
+use thiserror::Error;
+
+/// A session log that cannot be written, read or found.
+#[derive(Debug, Error)]
+pub enum SessionError {
+    /// Writing failed (full disk, permissions…); the session cannot go on safely.
+    #[error("cannot write the session log {path}: {source}")]
+    Write {
+        /// Log path.
+        path: std::path::PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Reading failed.
+    #[error("cannot read the session log {path}: {source}")]
+    Read {
+        /// Log path.
+        path: std::path::PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// No session with that id.
+    #[error("no session '{0}' (see `cadre sessions`)")]
+    NotFound(String),
+    /// The id names a subagent's log, which is internal.
+    #[error("subagent sessions are internal and cannot be opened")]
+    Internal,
+    /// The id has characters no session id has.
+    #[error("'{0}' is not a session id")]
+    BadId(String),
+    /// The log has no usable records.
+    #[error("the session log {0} holds no session record")]
+    Empty(std::path::PathBuf),
 }

@@ -18,6 +18,7 @@ use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep_until};
 
 use super::{Tool, ToolContext, ToolOutput, parse_args};
+use crate::sandbox::{PreparedSandbox, command_pre_exec};
 
 /// Timeout when none is given, in milliseconds.
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -40,7 +41,6 @@ struct Args {
     #[allow(dead_code)]
     description: Option<String>,
     run_in_background: Option<bool>,
-    #[allow(dead_code)]
     sandbox: Option<bool>,
 }
 
@@ -82,7 +82,7 @@ impl Tool for BashTool {
                 },
                 "sandbox": {
                     "type": "boolean",
-                    "description": "Reserved; currently ignored"
+                    "description": "Commands run sandboxed (writes only in the project and temp dirs, no network). Set false only when a command truly needs more; the user is always asked first."
                 }
             },
             "required": ["command"],
@@ -113,7 +113,19 @@ impl Tool for BashTool {
                 .timeout
                 .unwrap_or(DEFAULT_TIMEOUT_MS)
                 .clamp(1, MAX_TIMEOUT_MS);
-            match run(ctx, &args.command, timeout_ms).await {
+            // The permission layer has already approved `sandbox: false`.
+            let sandbox = match (&ctx.sandbox, args.sandbox) {
+                (Some(policy), None | Some(true)) => match policy.prepare() {
+                    Ok(prepared) => Some(std::sync::Arc::new(prepared)),
+                    Err(e) => {
+                        return ToolOutput::error(format!(
+                            "cannot set up the sandbox: {e}; the command was not run"
+                        ));
+                    }
+                },
+                _ => None,
+            };
+            match run(ctx, &args.command, timeout_ms, sandbox).await {
                 Ok(out) => out,
                 Err(e) => ToolOutput::error(format!("cannot run command: {e}")),
             }
@@ -170,7 +182,12 @@ impl Drop for GroupGuard {
     }
 }
 
-async fn run(ctx: &ToolContext, command: &str, timeout_ms: u64) -> io::Result<ToolOutput> {
+async fn run(
+    ctx: &ToolContext,
+    command: &str,
+    timeout_ms: u64,
+    sandbox: Option<std::sync::Arc<PreparedSandbox>>,
+) -> io::Result<ToolOutput> {
     if !ctx.cwd.is_dir() {
         return Ok(ToolOutput::error(format!(
             "working directory {} does not exist",
@@ -179,7 +196,7 @@ async fn run(ctx: &ToolContext, command: &str, timeout_ms: u64) -> io::Result<To
     }
     // One pipe for both streams keeps stdout and stderr in arrival order.
     let (reader, writer) = io::pipe()?;
-    let mut child = spawn(command, &ctx.cwd, writer)?;
+    let mut child = spawn(command, &ctx.cwd, writer, sandbox)?;
     let pgid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
@@ -290,7 +307,12 @@ pub const SECRET_ENV: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
 
 /// Starts `command` under bash (or sh when there is no bash), stdout and stderr
 /// both going to `writer`, in a new process group.
-fn spawn(command: &str, cwd: &Path, writer: io::PipeWriter) -> io::Result<Child> {
+fn spawn(
+    command: &str,
+    cwd: &Path,
+    writer: io::PipeWriter,
+    sandbox: Option<std::sync::Arc<PreparedSandbox>>,
+) -> io::Result<Child> {
     let mut last_err = None;
     for shell in ["bash", "sh"] {
         let mut cmd = Command::new(shell);
@@ -305,6 +327,13 @@ fn spawn(command: &str, cwd: &Path, writer: io::PipeWriter) -> io::Result<Child>
         // The model's commands never see cadre's credentials.
         for key in SECRET_ENV {
             cmd.env_remove(key);
+        }
+        if let Some(prepared) = &sandbox {
+            // SAFETY: the hook only makes the two Landlock system calls on a
+            // ruleset built before the fork; it does not allocate.
+            unsafe {
+                cmd.pre_exec(command_pre_exec(prepared.clone()));
+            }
         }
         // `cmd` (and its copies of the write end) is dropped at the end of this
         // iteration, so the pipe reaches EOF once the child's side closes.

@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::ToolSpec;
+use crate::sandbox::SandboxPolicy;
 
 pub use bash::BashTool;
 pub use edit::EditTool;
@@ -79,6 +80,8 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Cap on the text a tool returns, in bytes.
     pub output_cap: usize,
+    /// How `Bash` commands are sandboxed; `None` when they cannot be (no Landlock) or sandboxing is off.
+    pub sandbox: Option<Arc<SandboxPolicy>>,
 }
 
 impl ToolContext {
@@ -90,6 +93,21 @@ impl ToolContext {
             todos: Arc::new(TodoList::default()),
             cancel: CancellationToken::new(),
             output_cap: DEFAULT_OUTPUT_CAP,
+            sandbox: None,
+        }
+    }
+
+    /// The sandbox line of a `Bash` approval question for arguments `input`.
+    pub fn sandbox_line(&self, input: &serde_json::Value) -> String {
+        let off = input.get("sandbox").and_then(serde_json::Value::as_bool) == Some(false);
+        match &self.sandbox {
+            _ if off => {
+                "sandbox: off — the command asks to run unsandboxed, with your full access".into()
+            }
+            Some(policy) => policy.describe(),
+            None => {
+                "sandbox: NOT available on this system — the command would run unsandboxed".into()
+            }
         }
     }
 

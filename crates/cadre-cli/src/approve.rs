@@ -1,0 +1,104 @@
+//! Answering approval questions on the terminal. Lines come from one shared
+//! reader of stdin, so the interactive prompt and the questions never compete.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
+
+use cadre_core::permissions::{ApprovalAnswer, ApprovalQuestion, ApprovalSource};
+use futures::future::BoxFuture;
+use tokio::sync::{Mutex, mpsc};
+
+/// Lines typed on stdin, read on their own thread.
+#[derive(Clone)]
+pub struct StdinLines {
+    rx: Arc<Mutex<mpsc::UnboundedReceiver<String>>>,
+}
+
+impl StdinLines {
+    /// Starts the reader thread.
+    pub fn start() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            let stdin = std::io::stdin();
+            for line in stdin.lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        StdinLines {
+            rx: Arc::new(Mutex::new(rx)),
+        }
+    }
+
+    /// The next line, or `None` at end of input.
+    pub async fn next(&self) -> Option<String> {
+        self.rx.lock().await.recv().await
+    }
+}
+
+/// True when a person can answer on stdin.
+pub fn stdin_is_terminal() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+/// Asks on stderr, reads the answer from stdin.
+pub struct TerminalApprovals {
+    lines: StdinLines,
+}
+
+impl TerminalApprovals {
+    /// Questions answered from `lines`.
+    pub fn new(lines: StdinLines) -> Self {
+        TerminalApprovals { lines }
+    }
+}
+
+/// The question as shown on the terminal.
+pub fn render_question(q: &ApprovalQuestion) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("\n┌ Permission needed: {}\n", q.tool));
+    if let Some(label) = &q.label {
+        s.push_str(&format!("│ {label}\n"));
+    }
+    for line in q.input.lines() {
+        s.push_str(&format!("│   {line}\n"));
+    }
+    if let Some(sandbox) = &q.sandbox {
+        s.push_str(&format!("│ {sandbox}\n"));
+    }
+    s.push_str(&format!("│ why: {}\n", q.reason));
+    s.push_str(&format!(
+        "└ [y] yes  [a] yes, and allow {} for this session  [n] no › ",
+        q.session_rule
+    ));
+    s
+}
+
+impl ApprovalSource for TerminalApprovals {
+    fn can_ask(&self) -> bool {
+        true
+    }
+
+    fn ask<'a>(&'a self, q: &'a ApprovalQuestion) -> BoxFuture<'a, ApprovalAnswer> {
+        Box::pin(async move {
+            {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "{}", render_question(q));
+                let _ = err.flush();
+            }
+            loop {
+                let Some(line) = self.lines.next().await else {
+                    return ApprovalAnswer::No;
+                };
+                match line.trim().to_ascii_lowercase().as_str() {
+                    "y" | "yes" => return ApprovalAnswer::Once,
+                    "a" | "always" => return ApprovalAnswer::Session,
+                    "n" | "no" | "" => return ApprovalAnswer::No,
+                    _ => eprint!("answer y, a or n › "),
+                }
+            }
+        })
+    }
+}

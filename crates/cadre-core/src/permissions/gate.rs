@@ -1,0 +1,119 @@
+//! The approval gate: one per session, shared by every agent in it. Questions
+//! are asked one at a time; who answers (a terminal, a UI, nobody) is the
+//! front end's `ApprovalSource`.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Event, EventSink};
+
+/// The answer to one question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalAnswer {
+    /// Run this call.
+    Once,
+    /// Run it, and allow calls matching the offered rule for the rest of the session (this agent only).
+    Session,
+    /// Don't run it.
+    No,
+}
+
+/// What the user is asked.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalQuestion {
+    /// Agent id.
+    pub agent: String,
+    /// `Subagent: …` label for a child's question; none for the main agent.
+    pub label: Option<String>,
+    /// Canonical tool name.
+    pub tool: String,
+    /// The arguments exactly as they will run (pretty JSON, or the command for Bash).
+    pub input: String,
+    /// Why it asks.
+    pub reason: String,
+    /// For `Bash`: how it would be sandboxed.
+    pub sandbox: Option<String>,
+    /// The rule a "yes for the session" adds.
+    pub session_rule: String,
+}
+
+/// Whoever answers approval questions for a front end.
+pub trait ApprovalSource: Send + Sync {
+    /// False when nobody can answer (headless); calls needing a question are then denied.
+    fn can_ask(&self) -> bool;
+    /// Asks one question and waits for the answer.
+    fn ask<'a>(&'a self, question: &'a ApprovalQuestion) -> BoxFuture<'a, ApprovalAnswer>;
+}
+
+/// Nobody is there: every question is denied.
+#[derive(Debug, Default)]
+pub struct Headless;
+
+impl ApprovalSource for Headless {
+    fn can_ask(&self) -> bool {
+        false
+    }
+    fn ask<'a>(&'a self, _q: &'a ApprovalQuestion) -> BoxFuture<'a, ApprovalAnswer> {
+        Box::pin(async { ApprovalAnswer::No })
+    }
+}
+
+/// What the model is told when a question could not be asked.
+pub const HEADLESS_DENIAL: &str =
+    "denied: no one can approve this in a headless run; allow it with --allow or a permission mode";
+
+/// Serialises questions from every agent of a session.
+pub struct ApprovalGate {
+    source: Arc<dyn ApprovalSource>,
+    turn: tokio::sync::Mutex<()>,
+    events: EventSink,
+}
+
+impl ApprovalGate {
+    /// A gate over `source`, reporting questions and answers to `events`.
+    pub fn new(source: Arc<dyn ApprovalSource>, events: EventSink) -> Self {
+        ApprovalGate {
+            source,
+            turn: tokio::sync::Mutex::new(()),
+            events,
+        }
+    }
+
+    /// True when someone can answer.
+    pub fn can_ask(&self) -> bool {
+        self.source.can_ask()
+    }
+
+    /// Asks `question` once every earlier question is answered. An interrupt
+    /// while waiting (or asking) is a no.
+    pub async fn ask(
+        &self,
+        question: ApprovalQuestion,
+        cancel: &CancellationToken,
+    ) -> ApprovalAnswer {
+        if !self.source.can_ask() {
+            return ApprovalAnswer::No;
+        }
+        let _turn = tokio::select! {
+            g = self.turn.lock() => g,
+            _ = cancel.cancelled() => return ApprovalAnswer::No,
+        };
+        self.events.emit(Event::ApprovalRequested {
+            question: question.clone(),
+        });
+        let answer = tokio::select! {
+            a = self.source.ask(&question) => a,
+            _ = cancel.cancelled() => ApprovalAnswer::No,
+        };
+        self.events.emit(Event::ApprovalAnswered {
+            agent: question.agent.clone(),
+            tool: question.tool.clone(),
+            answer,
+        });
+        answer
+    }
+}

@@ -1,0 +1,14 @@
+//! Permissions: modes, allow/ask/deny rules, the per-session approval gate and
+//! each agent's own approvals. Whether a call runs is decided in `policy`; who
+//! answers a question is the front end's business.
+
+mod gate;
+mod mode;
+mod policy;
+pub mod rules;
+
+pub use gate::{
+    ApprovalAnswer, ApprovalGate, ApprovalQuestion, ApprovalSource, HEADLESS_DENIAL, Headless,
+};
+pub use mode::PermissionMode;
+pub use policy::{Decision, PermissionPolicy, PermissionTracker, resolve_real};

@@ -1,0 +1,463 @@
+//! Landlock sandbox for `Bash` commands.
+//!
+//! A sandboxed command may:
+//! - write only inside the project directory and the temp dirs (`/tmp`,
+//!   `/var/tmp`, `$TMPDIR`) and `/dev` (for `/dev/null`, `/dev/tty`, ...);
+//! - read and execute everything else, except the cadre data directory
+//!   (`$CADRE_HOME`, default `~/.cadre`: keys and logs), which is neither
+//!   readable nor writable;
+//! - open TCP connections and bind TCP ports only when the policy allows
+//!   network access.
+//!
+//! # How the data directory is hidden
+//!
+//! Landlock only grants rights, and a rule on a directory covers its whole
+//! subtree, so "read everything but the data dir" cannot be one rule on `/`.
+//! Instead [`SandboxPolicy::prepare`] walks the data dir's path from `/`: in
+//! every ancestor directory it grants read (and execute) on each entry except
+//! the one leading toward the data dir. The ancestors themselves get no right
+//! at all: path lookup, `chdir` and `stat` are not restricted by Landlock, so
+//! traversal still works, but listing them (`ls /`, `ls ~`) is denied.
+//! Symbolic links among those entries are skipped (never followed): Landlock
+//! checks the real location of a file, and every real location outside the
+//! data dir is already covered by some other entry.
+//!
+//! The same walk applies to a writable root that contains the data dir (cadre
+//! started in `$HOME` with the data dir at `~/.cadre`): its entries, except
+//! the one toward the data dir, get read+write, but the directories along
+//! that path (the project root itself, in that example) can neither be listed
+//! nor get new entries.
+//!
+//! # Known limits
+//!
+//! - The entries of the ancestor directories are enumerated when the command
+//!   is spawned: entries created there later are neither readable nor
+//!   writable by the sandboxed command.
+//! - The data dir always wins: if the project directory is inside the data
+//!   dir, the project is not accessible at all (not even readable).
+//! - Landlock does not restrict `stat`: the existence and metadata of the data
+//!   dir (and of files in it whose names are known) remain visible.
+//! - The data dir is hidden by its real location: another bind mount of it
+//!   elsewhere, or a hard link to a file in it, is not hidden.
+//! - Only TCP connect and bind are restricted: UDP, Unix-domain sockets and
+//!   other protocols are not. Network rules need Landlock ABI 4 (Linux 6.7),
+//!   truncation rules ABI 3 (Linux 6.2); on older kernels the sandbox is
+//!   reported as partially enforced. Device ioctls are restricted from ABI 5.
+//! - The command runs with `no_new_privs`: setuid programs (`sudo`) don't gain
+//!   privileges.
+
+use std::ffi::{CString, OsStr};
+use std::fmt;
+use std::fs::{self, File};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+};
+
+#[cfg(test)]
+mod tests;
+
+/// The Landlock ABI whose file-system rights we handle (tested set; newer
+/// kernels keep the same semantics for it).
+const FS_ABI: ABI = ABI::V5;
+/// The Landlock ABI whose network rights we handle (TCP bind and connect).
+const NET_ABI: ABI = ABI::V4;
+/// `LANDLOCK_CREATE_RULESET_VERSION` from `<linux/landlock.h>`.
+const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1 << 0;
+
+/// What a sandboxed command may touch.
+#[derive(Debug, Clone)]
+pub struct SandboxPolicy {
+    /// Readable and writable (unless inside `data_dir`).
+    pub project_dir: PathBuf,
+    /// Neither readable nor writable: cadre's keys and logs.
+    pub data_dir: PathBuf,
+    /// Also readable and writable: the temp dirs and `/dev` by default.
+    /// Paths that do not exist are ignored.
+    pub extra_writable: Vec<PathBuf>,
+    /// Whether TCP connect and bind are allowed.
+    pub network: bool,
+}
+
+impl SandboxPolicy {
+    /// A policy for `project_dir`, with `/tmp`, `/var/tmp`, `$TMPDIR` (if set)
+    /// and `/dev` as extra writable directories.
+    pub fn new(project_dir: PathBuf, data_dir: PathBuf, network: bool) -> Self {
+        let mut extra_writable = vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
+        if let Some(tmp) = std::env::var_os("TMPDIR") {
+            let tmp = PathBuf::from(tmp);
+            if tmp.is_absolute() && !extra_writable.contains(&tmp) {
+                extra_writable.push(tmp);
+            }
+        }
+        extra_writable.push(PathBuf::from("/dev"));
+        SandboxPolicy {
+            project_dir,
+            data_dir,
+            extra_writable,
+            network,
+        }
+    }
+
+    /// Builds the Landlock ruleset: opens the path fds, enumerates the
+    /// ancestors of the data dir and adds every rule, all in the parent, so
+    /// that the child only has to call [`PreparedSandbox::apply`].
+    ///
+    /// Does blocking file-system work (a few hundred syscalls at most).
+    /// When the kernel has no Landlock, returns a sandbox that enforces
+    /// nothing ([`PreparedSandbox::status`] is [`SandboxSupport::Unavailable`]).
+    pub fn prepare(&self) -> Result<PreparedSandbox, SandboxError> {
+        let abi = kernel_abi();
+        if abi < 1 {
+            return Ok(PreparedSandbox {
+                ruleset: None,
+                support: SandboxSupport::Unavailable,
+            });
+        }
+        let hidden = resolve_lenient(&self.data_dir).map_err(|source| SandboxError::Path {
+            path: self.data_dir.clone(),
+            source,
+        })?;
+        if hidden.parent().is_none() {
+            return Err(SandboxError::DataDirIsRoot);
+        }
+        let project = self
+            .project_dir
+            .canonicalize()
+            .map_err(|source| SandboxError::Path {
+                path: self.project_dir.clone(),
+                source,
+            })?;
+
+        let all = AccessFs::from_all(FS_ABI);
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(all)?;
+        if !self.network {
+            ruleset = ruleset.handle_access(AccessNet::from_all(NET_ABI))?;
+        }
+        let mut builder = Builder {
+            ruleset: ruleset.create()?,
+            hidden: &hidden,
+        };
+
+        builder.grant_tree(Path::new("/"), AccessFs::from_read(FS_ABI), false)?;
+        builder.grant_tree(&project, all, true)?;
+        for extra in &self.extra_writable {
+            // Missing temp dirs (no /var/tmp, stale $TMPDIR) are not an error.
+            if let Ok(real) = extra.canonicalize() {
+                builder.grant_tree(&real, all, false)?;
+            }
+        }
+
+        let ruleset: Option<OwnedFd> = builder.ruleset.into();
+        let support = match ruleset {
+            Some(_) => support_for(abi, self.network),
+            None => SandboxSupport::Unavailable,
+        };
+        Ok(PreparedSandbox { ruleset, support })
+    }
+
+    /// One line for the approval question.
+    pub fn describe(&self) -> String {
+        let abi = kernel_abi();
+        if abi < 1 {
+            return "sandbox: NOT available on this kernel — the command would run unsandboxed"
+                .to_string();
+        }
+        let project = self
+            .project_dir
+            .canonicalize()
+            .unwrap_or_else(|_| self.project_dir.clone());
+        let data = resolve_lenient(&self.data_dir).unwrap_or_else(|_| self.data_dir.clone());
+        let inside = if project.starts_with(&data) {
+            " (but the project is inside the data dir, so it is not accessible)"
+        } else {
+            ""
+        };
+        let network = match (self.network, abi < 4) {
+            (true, _) => "on",
+            (false, false) => "off",
+            (false, true) => "NOT restricted (the kernel has no Landlock network rules)",
+        };
+        let mut line = format!(
+            "sandbox: writes limited to {} and temp dirs{inside}; cadre data dir hidden; \
+             network {network}",
+            self.project_dir.display(),
+        );
+        if abi < 3 {
+            line.push_str("; file truncation not restricted (old kernel)");
+        }
+        line
+    }
+}
+
+/// A ruleset built by [`SandboxPolicy::prepare`], ready to be applied in a
+/// child process. The ruleset fd is closed when this is dropped.
+#[derive(Debug)]
+pub struct PreparedSandbox {
+    /// The Landlock ruleset fd; `None` when Landlock is not available.
+    ruleset: Option<OwnedFd>,
+    support: SandboxSupport,
+}
+
+impl PreparedSandbox {
+    /// Restricts the calling process: `prctl(PR_SET_NO_NEW_PRIVS)` then
+    /// `landlock_restrict_self`. Meant for the child, between fork and exec
+    /// (`CommandExt::pre_exec`): two syscalls, no allocation. Does nothing
+    /// when Landlock is not available.
+    pub fn apply(&self) -> io::Result<()> {
+        let Some(fd) = &self.ruleset else {
+            return Ok(());
+        };
+        let (one, zero): (libc::c_ulong, libc::c_ulong) = (1, 0);
+        // SAFETY: prctl with integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, one, zero, zero, zero) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let flags: libc::c_uint = 0;
+        // SAFETY: the fd is a valid, open Landlock ruleset owned by `self`.
+        let rc = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), flags) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// How much of the policy [`apply`](Self::apply) will enforce.
+    pub fn status(&self) -> SandboxSupport {
+        self.support
+    }
+}
+
+/// A `pre_exec` hook applying `prepared`:
+/// `unsafe { cmd.pre_exec(command_pre_exec(prepared)) }`.
+pub fn command_pre_exec(
+    prepared: Arc<PreparedSandbox>,
+) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+    move || prepared.apply()
+}
+
+/// How well Landlock works on this kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxSupport {
+    /// Every restriction is enforced.
+    Full,
+    /// Some restrictions are enforced: the kernel lacks network rules
+    /// (ABI < 4) or truncation rules (ABI < 3).
+    Partial,
+    /// No Landlock: nothing is enforced.
+    Unavailable,
+}
+
+impl fmt::Display for SandboxSupport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SandboxSupport::Full => "fully enforced",
+            SandboxSupport::Partial => "partially enforced",
+            SandboxSupport::Unavailable => "not enforced",
+        })
+    }
+}
+
+/// Whether Landlock works on this kernel, for a policy without network
+/// access (the strictest case). Cached after the first call.
+pub fn probe() -> SandboxSupport {
+    support_for(kernel_abi(), false)
+}
+
+/// Why a sandbox could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("landlock: {0}")]
+    Landlock(#[from] landlock::RulesetError),
+    #[error("cannot resolve {}: {source}", path.display())]
+    Path {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the cadre data directory cannot be `/`")]
+    DataDirIsRoot,
+}
+
+/// The kernel's Landlock ABI version, 0 when Landlock is missing or disabled.
+fn kernel_abi() -> i32 {
+    static ABI_VERSION: OnceLock<i32> = OnceLock::new();
+    *ABI_VERSION.get_or_init(|| {
+        // SAFETY: the documented version query: NULL attributes, size 0.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<libc::c_void>(),
+                0usize,
+                LANDLOCK_CREATE_RULESET_VERSION,
+            )
+        };
+        i32::try_from(rc).unwrap_or(0).max(0)
+    })
+}
+
+fn support_for(abi: i32, network: bool) -> SandboxSupport {
+    if abi < 1 {
+        SandboxSupport::Unavailable
+    } else if abi < 3 || (!network && abi < 4) {
+        SandboxSupport::Partial
+    } else {
+        SandboxSupport::Full
+    }
+}
+
+/// Adds rules to a ruleset while keeping `hidden` out of every rule.
+struct Builder<'a> {
+    ruleset: RulesetCreated,
+    /// The real path of the data dir.
+    hidden: &'a Path,
+}
+
+impl Builder<'_> {
+    /// Grants `access` on the tree at `root` (a real path), minus the data dir.
+    fn grant_tree(
+        &mut self,
+        root: &Path,
+        access: BitFlags<AccessFs>,
+        required: bool,
+    ) -> Result<(), SandboxError> {
+        if root.starts_with(self.hidden) {
+            // The data dir wins over anything inside it.
+            return Ok(());
+        }
+        let Ok(toward_hidden) = self.hidden.strip_prefix(root) else {
+            return self.grant_path(root, access, required);
+        };
+        // `root` is a strict ancestor of the data dir: grant every entry along
+        // the way except the one leading to the data dir.
+        let mut dir = root.to_path_buf();
+        for component in toward_hidden.components() {
+            let Component::Normal(next) = component else {
+                break;
+            };
+            // An unlistable directory grants nothing (its entries stay denied).
+            if let Ok(entries) = fs::read_dir(&dir) {
+                for entry in entries.flatten() {
+                    let name = entry.file_name();
+                    if name.as_os_str() != next {
+                        self.grant_path(&dir.join(&name), access, false)?;
+                    }
+                }
+            }
+            dir.push(next);
+        }
+        Ok(())
+    }
+
+    /// Grants `access` beneath one path, never following a final symlink and
+    /// never if it overlaps the data dir. Failures are errors only when
+    /// `required`.
+    fn grant_path(
+        &mut self,
+        path: &Path,
+        access: BitFlags<AccessFs>,
+        required: bool,
+    ) -> Result<(), SandboxError> {
+        let path_error = |source| SandboxError::Path {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = match open_path(path) {
+            Ok(f) => f,
+            Err(e) if required => return Err(path_error(e)),
+            Err(_) => return Ok(()),
+        };
+        let meta = match file.metadata() {
+            Ok(m) => m,
+            Err(e) if required => return Err(path_error(e)),
+            Err(_) => return Ok(()),
+        };
+        if meta.file_type().is_symlink() {
+            return Ok(());
+        }
+        // Guards against the path having been swapped (e.g. a parent turned
+        // into a symlink) between listing and opening.
+        if let Some(real) = fd_path(&file)
+            && (real.starts_with(self.hidden) || self.hidden.starts_with(&real))
+        {
+            return Ok(());
+        }
+        let access = if meta.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(FS_ABI)
+        };
+        if access.is_empty() {
+            return Ok(());
+        }
+        match (&mut self.ruleset).add_rule(PathBeneath::new(file, access)) {
+            Ok(_) => Ok(()),
+            Err(e) if required => Err(e.into()),
+            // Losing one enumerated entry only denies more.
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+/// Opens `path` with `O_PATH | O_NOFOLLOW`: a final symlink is opened itself,
+/// and nothing (not even a FIFO) is actually opened for reading.
+fn open_path(path: &Path) -> io::Result<File> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    loop {
+        // SAFETY: `c_path` is NUL-terminated; these flags take no mode argument.
+        let fd = unsafe {
+            libc::open(
+                c_path.as_ptr(),
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: `fd` was just opened and is owned by nobody else.
+            return Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }));
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+/// The real path of an open file, from `/proc/self/fd`; `None` without /proc.
+fn fd_path(file: &File) -> Option<PathBuf> {
+    fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+}
+
+/// The real absolute path of `path`, which may not exist yet: the longest
+/// existing prefix is canonicalized and the rest appended.
+fn resolve_lenient(path: &Path) -> io::Result<PathBuf> {
+    let absolute = std::path::absolute(path)?;
+    let mut existing = absolute.as_path();
+    let mut missing: Vec<&OsStr> = Vec::new();
+    loop {
+        match existing.canonicalize() {
+            Ok(mut real) => {
+                real.extend(missing.iter().rev());
+                return Ok(real);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match (existing.parent(), existing.file_name()) {
+                    (Some(parent), Some(name)) => {
+                        missing.push(name);
+                        existing = parent;
+                    }
+                    _ => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}

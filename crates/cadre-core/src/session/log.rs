@@ -1,0 +1,433 @@
+//! One session's log file: versioned records, appended and flushed one line at
+//! a time, and read back tolerantly (a line torn by a crash is skipped with a
+//! warning, never a panic).
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::SessionError;
+use crate::model::{ContentBlock, Message, Role};
+
+/// Version of the record format written now. Readers accept this and older.
+pub const LOG_VERSION: u32 = 1;
+
+/// What the model is told about a call that may or may not have run.
+pub const UNKNOWN_RESULT: &str = "unknown: cadre stopped while this call was running, so it may or may not have run (and may have had effects). Check before repeating it.";
+/// What the model is told about a call that never started.
+pub const NOT_RUN_RESULT: &str = "not run: cadre stopped before this call started.";
+
+/// One line of a log.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LogRecord {
+    /// Format version.
+    pub v: u32,
+    /// When it was written, ms since the Unix epoch.
+    pub time_ms: u64,
+    /// The content.
+    #[serde(flatten)]
+    pub body: RecordBody,
+}
+
+/// The kinds of record.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RecordBody {
+    /// First record of a session.
+    SessionStart {
+        /// Session id.
+        session_id: String,
+        /// Working directory.
+        cwd: String,
+        /// Provider.
+        provider: String,
+        /// Model.
+        model: String,
+    },
+    /// The session was resumed here.
+    Resumed {
+        /// Calls recorded as `unknown` on resume.
+        unknown_calls: Vec<String>,
+    },
+    /// User text.
+    User {
+        /// The text.
+        text: String,
+    },
+    /// A complete assistant message.
+    Assistant {
+        /// The message.
+        message: Message,
+    },
+    /// A tool call is about to run.
+    ToolStart {
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Raw arguments.
+        input: String,
+    },
+    /// A tool call's result.
+    ToolResult {
+        /// Call id.
+        call_id: String,
+        /// Result text.
+        content: String,
+        /// Whether it failed.
+        is_error: bool,
+        /// `ok`, `error`, `denied`, `unknown` or `not_run`.
+        status: String,
+    },
+    /// A turn ended.
+    TurnEnd {
+        /// How.
+        status: String,
+    },
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// An open log, appended to by one session (and shared by its agents).
+#[derive(Debug)]
+pub struct SessionLog {
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl SessionLog {
+    /// Creates a new log file (0600) at `path`; its directory must exist.
+    pub fn create(path: &Path) -> Result<SessionLog, SessionError> {
+        let file = open_private(path, true)?;
+        Ok(SessionLog {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+        })
+    }
+
+    /// Reopens an existing log for appending. A torn last line is closed off
+    /// with a newline first so the next record starts cleanly.
+    pub fn reopen(path: &Path) -> Result<SessionLog, SessionError> {
+        let mut file = open_private(path, false)?;
+        let ends_clean = {
+            let mut text = Vec::new();
+            File::open(path)
+                .and_then(|mut f| f.read_to_end(&mut text))
+                .map_err(|source| SessionError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            text.is_empty() || text.ends_with(b"\n")
+        };
+        if !ends_clean {
+            file.write_all(b"\n")
+                .map_err(|source| SessionError::Write {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+        }
+        Ok(SessionLog {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+        })
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record as one line, in one write, and returns once the OS has it.
+    pub fn append(&self, body: RecordBody) -> Result<(), SessionError> {
+        let record = LogRecord {
+            v: LOG_VERSION,
+            time_ms: now_ms(),
+            body,
+        };
+        let mut line = serde_json::to_vec(&record).map_err(|e| SessionError::Write {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        line.push(b'\n');
+        let err = |source| SessionError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| err(std::io::Error::other("log lock poisoned")))?;
+        file.write_all(&line).map_err(err)?;
+        file.flush().map_err(err)
+    }
+}
+
+fn open_private(path: &Path, create_new: bool) -> Result<File, SessionError> {
+    let mut opts = OpenOptions::new();
+    opts.append(true);
+    if create_new {
+        opts.create_new(true);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path).map_err(|source| SessionError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// A log read back.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedLog {
+    /// Records that parsed, in order.
+    pub records: Vec<LogRecord>,
+    /// Lines that were skipped and why.
+    pub warnings: Vec<String>,
+}
+
+/// Reads a log; unreadable lines are skipped with a warning.
+pub fn read_log(path: &Path) -> Result<LoadedLog, SessionError> {
+    let bytes = std::fs::read(path).map_err(|source| SessionError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let ends_clean = bytes.is_empty() || bytes.ends_with(b"\n");
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut out = LoadedLog::default();
+    let last_content = lines.iter().rposition(|l| !l.trim().is_empty());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<LogRecord>(line) {
+            Ok(r) if r.v <= LOG_VERSION => out.records.push(r),
+            Ok(r) => out.warnings.push(format!(
+                "line {} has record version {} (newer than this cadre's {LOG_VERSION}); skipped",
+                i + 1,
+                r.v
+            )),
+            Err(_) if Some(i) == last_content && !ends_clean => out.warnings.push(format!(
+                "the last line ({}) was cut off mid-write, probably by a crash; ignored",
+                i + 1
+            )),
+            Err(e) => out.warnings.push(format!(
+                "line {} is not a valid record ({e}); skipped",
+                i + 1
+            )),
+        }
+    }
+    Ok(out)
+}
+
+/// A call the log shows as started, or asked for, but never finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnfinishedCall {
+    /// Call id.
+    pub call_id: String,
+    /// Tool name.
+    pub tool: String,
+    /// Raw arguments.
+    pub input: String,
+    /// True if a `tool_start` was logged: the call may have run.
+    pub started: bool,
+}
+
+/// A conversation rebuilt from a log.
+#[derive(Debug, Clone, Default)]
+pub struct Rebuilt {
+    /// Session id from the first record.
+    pub session_id: Option<String>,
+    /// Working directory from the first record.
+    pub cwd: Option<String>,
+    /// Messages, valid to send: every tool call has a result.
+    pub messages: Vec<Message>,
+    /// Calls without a logged result; results were filled in (unknown / not run).
+    pub unfinished: Vec<UnfinishedCall>,
+}
+
+/// Rebuilds the conversation. Calls without a result get one: `unknown` if
+/// they were started (they may have run), `not run` otherwise.
+pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
+    let mut out = Rebuilt::default();
+    let mut results: HashMap<&str, (&str, bool)> = HashMap::new();
+    let mut started: HashSet<&str> = HashSet::new();
+    for r in records {
+        match &r.body {
+            RecordBody::ToolResult {
+                call_id,
+                content,
+                is_error,
+                ..
+            } => {
+                results.insert(call_id, (content, *is_error));
+            }
+            RecordBody::ToolStart { call_id, .. } => {
+                started.insert(call_id);
+            }
+            _ => {}
+        }
+    }
+    for r in records {
+        match &r.body {
+            RecordBody::SessionStart {
+                session_id, cwd, ..
+            } => {
+                out.session_id.get_or_insert_with(|| session_id.clone());
+                out.cwd.get_or_insert_with(|| cwd.clone());
+            }
+            RecordBody::User { text } => match out.messages.last_mut() {
+                Some(last) if last.role == Role::User => {
+                    last.content.push(ContentBlock::Text { text: text.clone() })
+                }
+                _ => out.messages.push(Message::user_text(text.clone())),
+            },
+            RecordBody::Assistant { message } => {
+                let calls = message.tool_calls();
+                out.messages.push(message.clone());
+                if calls.is_empty() {
+                    continue;
+                }
+                let mut blocks = Vec::with_capacity(calls.len());
+                for call in calls {
+                    let (content, is_error) = match results.get(call.id.as_str()) {
+                        Some((c, e)) => ((*c).to_string(), *e),
+                        None => {
+                            let was_started = started.contains(call.id.as_str());
+                            out.unfinished.push(UnfinishedCall {
+                                call_id: call.id.clone(),
+                                tool: call.name.clone(),
+                                input: call.input.clone(),
+                                started: was_started,
+                            });
+                            let text = if was_started {
+                                UNKNOWN_RESULT
+                            } else {
+                                NOT_RUN_RESULT
+                            };
+                            (text.to_string(), true)
+                        }
+                    };
+                    blocks.push(ContentBlock::ToolResult {
+                        tool_use_id: call.id,
+                        content,
+                        is_error,
+                    });
+                }
+                out.messages.push(Message {
+                    role: Role::User,
+                    content: blocks,
+                });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assistant_with_call(id: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::Text { text: "t".into() },
+                ContentBlock::ToolUse {
+                    id: id.into(),
+                    name: "Bash".into(),
+                    input: r#"{"command":"sleep 9"}"#.into(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn log_is_private_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let log = SessionLog::create(&path).unwrap();
+        log.append(RecordBody::User { text: "hi".into() }).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+        let loaded = read_log(&path).unwrap();
+        assert_eq!(loaded.records.len(), 1);
+        assert!(loaded.warnings.is_empty());
+        assert_eq!(loaded.records[0].v, LOG_VERSION);
+    }
+
+    #[test]
+    fn torn_last_line_is_ignored_with_a_warning_and_reopen_heals_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let log = SessionLog::create(&path).unwrap();
+        log.append(RecordBody::User { text: "hi".into() }).unwrap();
+        drop(log);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"v":1,"time_ms":1,"type":"user","te"#)
+            .unwrap();
+        let loaded = read_log(&path).unwrap();
+        assert_eq!(loaded.records.len(), 1);
+        assert_eq!(loaded.warnings.len(), 1);
+        assert!(loaded.warnings[0].contains("cut off"));
+        let log = SessionLog::reopen(&path).unwrap();
+        log.append(RecordBody::User {
+            text: "again".into(),
+        })
+        .unwrap();
+        let loaded = read_log(&path).unwrap();
+        assert_eq!(loaded.records.len(), 2);
+        assert!(loaded.warnings[0].contains("not a valid record"));
+    }
+
+    #[test]
+    fn rebuild_marks_started_calls_unknown_and_unstarted_not_run() {
+        let rec = |body| LogRecord {
+            v: 1,
+            time_ms: 0,
+            body,
+        };
+        let mut msg = assistant_with_call("a");
+        msg.content.push(ContentBlock::ToolUse {
+            id: "b".into(),
+            name: "Read".into(),
+            input: "{}".into(),
+        });
+        let records = vec![
+            rec(RecordBody::User { text: "go".into() }),
+            rec(RecordBody::Assistant { message: msg }),
+            rec(RecordBody::ToolStart {
+                call_id: "a".into(),
+                tool: "Bash".into(),
+                input: "{}".into(),
+            }),
+        ];
+        let r = rebuild(&records);
+        assert_eq!(r.messages.len(), 3);
+        assert_eq!(r.unfinished.len(), 2);
+        assert!(r.unfinished[0].started);
+        assert!(!r.unfinished[1].started);
+        let ContentBlock::ToolResult { content, .. } = &r.messages[2].content[0] else {
+            panic!("result block expected");
+        };
+        assert!(content.starts_with("unknown"));
+    }
+}
