@@ -31,7 +31,9 @@ impl Harness {
         let mock = MockServer::start(script, None).await.expect("mock starts");
         Harness {
             project: tempfile::tempdir().unwrap(),
-            home: tempfile::tempdir().unwrap(),
+            // Outside /tmp: the sandbox hides the data dir, and a data dir
+            // inside /tmp would keep sandboxed commands from creating files there.
+            home: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
             mock,
             wire,
         }
@@ -59,6 +61,36 @@ impl Harness {
     }
 
     pub async fn cadre_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(args, env)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .expect("cadre runs")
+    }
+
+    /// Runs cadre with stdin on a pseudo-terminal, pre-loaded with `answers`
+    /// (one per line), as a person at a terminal would type them.
+    pub async fn cadre_tty(&self, args: &[&str], answers: &[&str]) -> Output {
+        let pty = Pty::open();
+        for a in answers {
+            pty.type_line(a);
+        }
+        let out = self
+            .command(args, &[])
+            .stdin(pty.slave_stdio())
+            .output()
+            .await
+            .expect("cadre runs");
+        drop(pty);
+        out
+    }
+
+    /// The data directory the runs use.
+    pub fn data_dir(&self) -> PathBuf {
+        self.home.path().join("cadre")
+    }
+
+    pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> tokio::process::Command {
         let (provider, base) = match self.wire {
             Wire::Anthropic => ("anthropic", self.mock.url()),
             Wire::OpenAi => ("openai", format!("{}/v1", self.mock.url())),
@@ -72,12 +104,11 @@ impl Harness {
             .env("CADRE_HOME", self.home.path().join("cadre"))
             .env("CADRE_PROVIDER", provider)
             .env("CADRE_BASE_URL", base)
-            .env("CADRE_MODEL", "mock-model")
-            .stdin(std::process::Stdio::null());
+            .env("CADRE_MODEL", "mock-model");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        cmd.output().await.expect("cadre runs")
+        cmd
     }
 
     pub fn records(&self) -> Vec<Record> {
@@ -129,4 +160,55 @@ pub fn last_body(h: &Harness) -> Value {
 
 pub fn assert_exists(p: &Path) {
     assert!(p.exists(), "{} should exist", p.display());
+}
+
+/// A pseudo-terminal pair; the test types into the master side.
+pub struct Pty {
+    master: std::fs::File,
+    slave: std::os::fd::OwnedFd,
+}
+
+impl Pty {
+    pub fn open() -> Pty {
+        use std::os::fd::FromRawFd;
+        let mut master = 0;
+        let mut slave = 0;
+        // SAFETY: openpty writes two new descriptors we then own.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty failed");
+        // SAFETY: fresh descriptors from openpty.
+        unsafe {
+            Pty {
+                master: std::fs::File::from_raw_fd(master),
+                slave: std::os::fd::OwnedFd::from_raw_fd(slave),
+            }
+        }
+    }
+
+    pub fn type_line(&self, line: &str) {
+        use std::io::Write;
+        (&self.master)
+            .write_all(format!("{line}\n").as_bytes())
+            .unwrap();
+    }
+
+    pub fn slave_stdio(&self) -> std::process::Stdio {
+        std::process::Stdio::from(self.slave.try_clone().unwrap())
+    }
+}
+
+/// Parses `--json` output into events.
+pub fn events(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
 }
