@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approve::{StdinLines, TerminalApprovals, stdin_is_terminal};
 use crate::render::HumanRenderer;
-use crate::{ModelArgs, PermissionArgs, ResumeArgs, sessions, setup};
+use crate::{AgentArgs, ModelArgs, PermissionArgs, ResumeArgs, sessions, setup};
 
 /// Arguments of `cadre exec`.
 #[derive(Debug, Args)]
@@ -34,9 +34,10 @@ pub async fn run(
     model: &ModelArgs,
     perms: &PermissionArgs,
     resume: &ResumeArgs,
+    agent: &AgentArgs,
     args: ExecArgs,
 ) -> Result<ExitCode> {
-    let runtime = setup::prepare(model, perms)?;
+    let runtime = setup::prepare(model, perms, agent)?;
     let (sink, mut rx) = EventSink::channel();
     let json = args.json;
     let printer = tokio::spawn(async move {
@@ -100,7 +101,18 @@ pub async fn run(
         }
     });
 
-    let mut agent = runtime.main_agent(sink.clone(), approvals, Some(session.log));
+    let mut agent = match runtime.main_agent(
+        sink.clone(),
+        approvals,
+        Some(session.log),
+        Some(&session.id),
+    ) {
+        Ok(a) => a,
+        Err(e) => {
+            finish(sink, printer).await;
+            return Err(e);
+        }
+    };
     agent.restore(session.messages);
     let outcome = agent.run_turn(args.prompt, cancel).await;
     drop(agent);

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approve::{StdinLines, TerminalApprovals, stdin_is_terminal};
 use crate::render::HumanRenderer;
-use crate::{ModelArgs, PermissionArgs, ResumeArgs, sessions, setup};
+use crate::{AgentArgs, ModelArgs, PermissionArgs, ResumeArgs, sessions, setup};
 
 fn prompt() {
     let mut err = std::io::stderr().lock();
@@ -26,8 +26,9 @@ pub async fn run(
     model: &ModelArgs,
     perms: &PermissionArgs,
     resume: &ResumeArgs,
+    agent_args: &AgentArgs,
 ) -> Result<ExitCode> {
-    let runtime = setup::prepare(model, perms)?;
+    let runtime = setup::prepare(model, perms, agent_args)?;
     for w in &runtime.warnings {
         eprintln!("warning: {w}");
     }
@@ -70,7 +71,7 @@ pub async fn run(
     });
 
     let mut human = HumanRenderer::for_interactive();
-    let mut agent = runtime.main_agent(sink, approvals, Some(session.log));
+    let mut agent = runtime.main_agent(sink, approvals, Some(session.log), Some(&session.id))?;
     agent.restore(session.messages);
     loop {
         while let Ok(event) = rx.try_recv() {

@@ -1,6 +1,7 @@
 //! The `cadre` binary: parses arguments and hands each subcommand to its module.
 //! Exit codes: 0 success, 1 a model or I/O error, 2 bad usage.
 
+mod agents;
 mod approve;
 mod exec;
 mod interactive;
@@ -22,6 +23,8 @@ struct Cli {
     permissions: PermissionArgs,
     #[command(flatten)]
     resume: ResumeArgs,
+    #[command(flatten)]
+    agent: AgentArgs,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -57,6 +60,17 @@ pub struct PermissionArgs {
     pub deny: Vec<String>,
 }
 
+/// Agent definitions given on the command line, and the one the main session runs as.
+#[derive(Debug, Clone, Args, Default)]
+pub struct AgentArgs {
+    /// Agent definitions as JSON: {"name": {"description": "...", "prompt": "...", "tools": [...]}}
+    #[arg(long, global = true, value_name = "JSON")]
+    pub agents: Option<String>,
+    /// Run the main session as this agent definition
+    #[arg(long, global = true, value_name = "NAME")]
+    pub agent: Option<String>,
+}
+
 /// Continuing an earlier session.
 #[derive(Debug, Clone, Args, Default)]
 pub struct ResumeArgs {
@@ -86,6 +100,8 @@ enum Command {
     Exec(exec::ExecArgs),
     /// List past sessions, or remove one.
     Sessions(sessions::SessionsArgs),
+    /// List, show and validate agent definitions.
+    Agents(agents::AgentsArgs),
 }
 
 fn main() -> ExitCode {
@@ -103,10 +119,11 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Some(Command::Exec(args)) => {
-                exec::run(&cli.model, &cli.permissions, &cli.resume, args).await
+                exec::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent, args).await
             }
             Some(Command::Sessions(args)) => sessions::run(args),
-            None => interactive::run(&cli.model, &cli.permissions, &cli.resume).await,
+            Some(Command::Agents(args)) => agents::run(&cli.permissions, &cli.agent, args),
+            None => interactive::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await,
         }
     });
     // Don't wait for stray blocking reads of stdin on the way out.

@@ -100,6 +100,44 @@ impl HumanRenderer {
                     unknown_calls.len()
                 );
             }
+            Event::SubagentProgress {
+                index,
+                total,
+                agent_type,
+                tool,
+                outcome,
+                ..
+            } => {
+                let _ = writeln!(
+                    err,
+                    "  [subagent {index}/{total} {agent_type}] {tool}: {outcome}"
+                );
+            }
+            Event::SubagentEnded {
+                index,
+                total,
+                agent_type,
+                status,
+                requests,
+                tool_calls,
+                duration_ms,
+                error,
+                ..
+            } => {
+                let status = serde_json::to_value(status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    err,
+                    "  [subagent {index}/{total} {agent_type}] {status} · {requests} requests · {tool_calls} tool calls · {:.1}s{}",
+                    *duration_ms as f64 / 1000.0,
+                    error
+                        .as_ref()
+                        .map(|e| format!(" · {e}"))
+                        .unwrap_or_default()
+                );
+            }
             Event::Warning { message } => {
                 let _ = writeln!(err, "warning: {message}");
             }

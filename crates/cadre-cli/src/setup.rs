@@ -13,10 +13,17 @@ use cadre_core::model::{ClientConfig, ModelClient, Provider};
 use cadre_core::permissions::rules::{RuleKind, RuleSet, parse_rule};
 use cadre_core::permissions::{ApprovalGate, ApprovalSource, PermissionMode, PermissionPolicy};
 use cadre_core::sandbox::{SandboxPolicy, SandboxSupport, probe};
-use cadre_core::session::SessionLog;
+use cadre_core::session::{SessionLog, sessions_dir};
+use cadre_core::subagents::catalog::{CatalogSources, DefinitionCatalog};
+use cadre_core::subagents::filter::{FilterInput, resolve_tools};
+use cadre_core::subagents::ratchet::child_mode;
+use cadre_core::subagents::runtime::{
+    Spawner, SubagentRuntime, SubagentSettings, child_system_prompt,
+};
+use cadre_core::subagents::{AgentDefinition, AgentTool};
 use cadre_core::tools::{DEFAULT_OUTPUT_CAP, ToolContext, ToolRegistry};
 
-use crate::{ModelArgs, PermissionArgs, UsageError};
+use crate::{AgentArgs, ModelArgs, PermissionArgs, UsageError};
 
 /// Tries per request for a transient failure (429/5xx), first try included.
 const MAX_ATTEMPTS: u32 = 4;
@@ -41,6 +48,14 @@ pub struct Runtime {
     pub sandbox: Option<Arc<SandboxPolicy>>,
     /// Warnings to show once.
     pub warnings: Vec<String>,
+    /// Where agent definitions come from.
+    pub sources: CatalogSources,
+    /// `[subagents]` settings.
+    pub subagents: SubagentSettings,
+    /// Merged config (for model aliases).
+    pub settings: Settings,
+    /// The definition the main session runs as (`--agent`).
+    pub main_definition: Option<AgentDefinition>,
 }
 
 fn env_nonempty(name: &str) -> Option<String> {
@@ -48,7 +63,7 @@ fn env_nonempty(name: &str) -> Option<String> {
 }
 
 /// Builds the runtime for the current directory.
-pub fn prepare(args: &ModelArgs, perms: &PermissionArgs) -> Result<Runtime> {
+pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> Result<Runtime> {
     // reqwest is built without a default TLS provider (to avoid a C build);
     // install ring once so HTTPS endpoints work.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -114,8 +129,43 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs) -> Result<Runtime> {
     };
     let output_cap = file.tools.output_cap_bytes.unwrap_or(DEFAULT_OUTPUT_CAP);
 
-    let mode = permission_mode(perms, &settings, &mut warnings)?;
+    let mut mode = permission_mode(perms, &settings, &mut warnings)?;
+    let subagents = subagent_settings(&settings);
+    let sources = CatalogSources {
+        cwd: cwd.clone(),
+        data_dir: home.clone(),
+        home_dir: dirs_home(),
+        managed_dir: PathBuf::from(MANAGED_AGENTS_DIR),
+        flag_json: agent.agents.clone(),
+        enable_verification: subagents.enable_verification,
+    };
+    let catalog = DefinitionCatalog::load(&sources).map_err(UsageError)?;
+    let main_definition = match &agent.agent {
+        None => None,
+        Some(name) => {
+            let def = catalog.get(name).cloned().ok_or_else(|| {
+                UsageError(format!(
+                    "no agent definition named '{name}'; known: {}",
+                    catalog.names().join(", ")
+                ))
+            })?;
+            // The definition's mode applies to the main session through the same ratchet.
+            let requested = def.permission_mode.as_deref().and_then(|m| m.parse().ok());
+            let decided = child_mode(mode, requested, def.source);
+            if let Some(note) = decided.note {
+                warnings.push(format!("{name}: {note}"));
+            }
+            if perms.permission_mode.is_none() {
+                mode = decided.mode;
+            }
+            Some(def)
+        }
+    };
     let rules = permission_rules(perms, &settings)?;
+    let client = match main_definition.as_ref().and_then(|d| d.model.as_deref()) {
+        Some(m) if m != "inherit" => client.with_model(&settings.resolve_model(provider, m)),
+        _ => client,
+    };
     let support = probe();
     let sandbox = match support {
         SandboxSupport::Unavailable => {
@@ -148,7 +198,35 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs) -> Result<Runtime> {
         policy,
         sandbox,
         warnings,
+        sources,
+        subagents,
+        settings,
+        main_definition,
     })
+}
+
+/// Where administrators put managed agent definitions.
+const MANAGED_AGENTS_DIR: &str = "/etc/cadre/agents";
+
+fn subagent_settings(settings: &Settings) -> SubagentSettings {
+    let f = &settings.file.subagents;
+    let d = SubagentSettings::default();
+    SubagentSettings {
+        max_depth: f.max_depth.unwrap_or(d.max_depth).clamp(1, 3),
+        max_concurrent: f
+            .max_concurrent_subagents
+            .unwrap_or(d.max_concurrent)
+            .clamp(1, 32),
+        max_per_turn: f.max_subagents_per_turn.unwrap_or(d.max_per_turn),
+        max_running: f.max_running_subagents.unwrap_or(d.max_running),
+        default_type: f.default_type.clone().unwrap_or(d.default_type),
+        default_max_turns: f.default_max_turns.unwrap_or(d.default_max_turns),
+        max_tool_calls_per_child: f
+            .max_tool_calls_per_child
+            .unwrap_or(d.max_tool_calls_per_child),
+        enable_verification: f.enable_verification.unwrap_or(d.enable_verification),
+        custom_deny: f.extra_deny.clone(),
+    }
 }
 
 /// Flag, else the user's default mode; a project's default mode applies only
@@ -208,28 +286,63 @@ fn dirs_home() -> Option<PathBuf> {
 }
 
 impl Runtime {
-    /// The top-level agent, sending its events to `events` and asking through `approvals`.
+    /// The top-level agent, sending its events to `events` and asking through
+    /// `approvals`; its children's logs go beside `session_id`'s log.
     pub fn main_agent(
         &self,
         events: EventSink,
         approvals: Arc<dyn ApprovalSource>,
         log: Option<Arc<SessionLog>>,
-    ) -> Agent {
+        session_id: Option<&str>,
+    ) -> Result<Agent> {
         let mut ctx = ToolContext::new(self.cwd.clone());
         ctx.output_cap = self.output_cap;
         ctx.sandbox = self.sandbox.clone();
-        Agent::new(AgentSetup {
+        let gate = Arc::new(ApprovalGate::new(approvals, events.clone()));
+        let mut tools = ToolRegistry::builtin();
+        tools.insert(Arc::new(AgentTool));
+        let mut allowed_types = None;
+        let mut system = build_system_prompt(&self.cwd);
+        if let Some(def) = &self.main_definition {
+            let names: Vec<String> = tools.names().iter().map(|n| n.to_string()).collect();
+            let filtered = resolve_tools(&FilterInput {
+                available: &names,
+                agent_allowed: true,
+                builtin_definition: true,
+                custom_deny: &[],
+                background: false,
+                tools: def.tools.as_deref(),
+                disallowed: &def.disallowed_tools,
+            })
+            .map_err(|e| UsageError(format!("--agent {}: {e}", def.name)))?;
+            tools.retain(|t| filtered.tools.iter().any(|n| n == t.name()));
+            allowed_types = filtered.agent_types;
+            system = child_system_prompt(def, &self.cwd);
+        }
+        let runtime = Arc::new(SubagentRuntime::new(
+            self.subagents.clone(),
+            self.sources.clone(),
+            self.client.clone(),
+            self.settings.clone(),
+            self.policy.clone(),
+            gate.clone(),
+            events.clone(),
+            session_id.map(|id| sessions_dir(&self.home).join(format!("{id}.agents"))),
+            ctx.clone(),
+        ));
+        Ok(Agent::new(AgentSetup {
             id: "main".into(),
             label: None,
             client: self.client.clone(),
-            tools: ToolRegistry::builtin(),
+            tools,
             ctx,
-            system: build_system_prompt(&self.cwd),
+            system,
             limits: self.limits,
-            gate: Arc::new(ApprovalGate::new(approvals, events.clone())),
+            gate,
             events,
             policy: self.policy.clone(),
             log,
         })
+        .with_spawner(Some(Spawner::main(runtime, allowed_types))))
     }
 }

@@ -303,7 +303,16 @@ rules:
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["Read", "Write", "Edit", "Glob", "Grep", "Bash", "TodoWrite"]
+        [
+            "Read",
+            "Write",
+            "Edit",
+            "Glob",
+            "Grep",
+            "Bash",
+            "TodoWrite",
+            "Agent"
+        ]
     );
 }
 

@@ -87,6 +87,31 @@ pub struct SandboxFile {
     pub network: Option<bool>,
 }
 
+/// `[subagents]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentsFile {
+    /// Nesting levels (1 = children cannot spawn; at most 3).
+    pub max_depth: Option<u32>,
+    /// Children of one batch running at once (1–32).
+    pub max_concurrent_subagents: Option<usize>,
+    /// Children per parent turn.
+    pub max_subagents_per_turn: Option<usize>,
+    /// Children running at once in a session.
+    pub max_running_subagents: Option<usize>,
+    /// Type used when an `Agent` call names none.
+    pub default_type: Option<String>,
+    /// Model requests per child without a `maxTurns`.
+    pub default_max_turns: Option<u32>,
+    /// Tool calls per child.
+    pub max_tool_calls_per_child: Option<u32>,
+    /// Offer the `Verification` agent.
+    pub enable_verification: Option<bool>,
+    /// Tools denied to every non-built-in definition.
+    #[serde(default)]
+    pub extra_deny: Vec<String>,
+}
+
 /// One config file's contents. Every key is optional; later files override.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ConfigFile {
@@ -113,6 +138,9 @@ pub struct ConfigFile {
     /// Sandbox settings.
     #[serde(default)]
     pub sandbox: SandboxFile,
+    /// Subagent settings.
+    #[serde(default)]
+    pub subagents: SubagentsFile,
     /// Sections later features read; kept so a newer file still loads.
     #[serde(flatten)]
     pub other: BTreeMap<String, toml::Value>,
@@ -166,6 +194,21 @@ impl ConfigFile {
         if over.sandbox.network.is_some() {
             self.sandbox.network = over.sandbox.network;
         }
+        let (a, b) = (&mut self.subagents, over.subagents);
+        macro_rules! take {
+            ($($f:ident),*) => { $( if b.$f.is_some() { a.$f = b.$f; } )* };
+        }
+        take!(
+            max_depth,
+            max_concurrent_subagents,
+            max_subagents_per_turn,
+            max_running_subagents,
+            default_type,
+            default_max_turns,
+            max_tool_calls_per_child,
+            enable_verification
+        );
+        a.extra_deny.extend(b.extra_deny);
         self.other.extend(over.other);
     }
 }

@@ -7,4 +7,5 @@ pub mod model;
 pub mod permissions;
 pub mod sandbox;
 pub mod session;
+pub mod subagents;
 pub mod tools;

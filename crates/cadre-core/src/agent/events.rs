@@ -6,7 +6,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::model::Usage;
-use crate::permissions::{ApprovalAnswer, ApprovalQuestion};
+use crate::permissions::{ApprovalAnswer, ApprovalQuestion, PermissionMode};
+use crate::subagents::{ChildStatus, ChildTag};
 
 /// How a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -165,6 +166,61 @@ pub enum Event {
         /// Calls recorded as `unknown` (they may have run).
         unknown_calls: Vec<String>,
     },
+    /// A subagent was created (before it runs; it may still queue for the pool).
+    SubagentStarted {
+        /// 1-based position in its batch.
+        index: usize,
+        /// Batch size.
+        total: usize,
+        /// Child agent id (its log is `sessions/<session>.agents/<id>.jsonl`).
+        agent_id: String,
+        /// Definition name.
+        agent_type: String,
+        /// The call's short description.
+        description: String,
+        /// Model it talks to.
+        model: String,
+        /// Its permission mode after the ratchet.
+        mode: PermissionMode,
+    },
+    /// A subagent's tool call finished (its text is never streamed).
+    SubagentProgress {
+        /// 1-based position in its batch.
+        index: usize,
+        /// Batch size.
+        total: usize,
+        /// Definition name.
+        agent_type: String,
+        /// Child agent id.
+        agent_id: String,
+        /// Tool.
+        tool: String,
+        /// `completed`, `failed` or `denied`.
+        outcome: String,
+    },
+    /// A subagent ended.
+    SubagentEnded {
+        /// 1-based position in its batch.
+        index: usize,
+        /// Batch size.
+        total: usize,
+        /// Child agent id.
+        agent_id: String,
+        /// Definition name.
+        agent_type: String,
+        /// How it ended.
+        status: ChildStatus,
+        /// Model requests it made.
+        requests: u32,
+        /// Tool calls it made.
+        tool_calls: u32,
+        /// Tokens it used.
+        usage: Usage,
+        /// Wall time.
+        duration_ms: u64,
+        /// Why it did not complete.
+        error: Option<String>,
+    },
     /// A warning for the user that does not stop anything.
     Warning {
         /// The text.
@@ -173,27 +229,79 @@ pub enum Event {
 }
 
 /// Where an agent sends its events. Cheap to clone; a closed receiver is ignored.
+/// A child's sink turns its tool results into progress lines and drops the
+/// rest of its stream (its text is never shown; its report is what counts).
 #[derive(Clone, Debug)]
 pub struct EventSink {
     tx: Option<mpsc::UnboundedSender<Event>>,
+    child: Option<std::sync::Arc<ChildTag>>,
 }
 
 impl EventSink {
     /// A sink and the receiver a front end reads.
     pub fn channel() -> (EventSink, mpsc::UnboundedReceiver<Event>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (EventSink { tx: Some(tx) }, rx)
+        (
+            EventSink {
+                tx: Some(tx),
+                child: None,
+            },
+            rx,
+        )
     }
 
     /// A sink that drops everything.
     pub fn discard() -> EventSink {
-        EventSink { tx: None }
+        EventSink {
+            tx: None,
+            child: None,
+        }
+    }
+
+    /// The sink of a child agent, reporting into this one.
+    pub fn for_child(&self, tag: ChildTag) -> EventSink {
+        EventSink {
+            tx: self.tx.clone(),
+            child: Some(std::sync::Arc::new(tag)),
+        }
     }
 
     /// Sends an event.
     pub fn emit(&self, event: Event) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(event);
-        }
+        let Some(tx) = &self.tx else { return };
+        let event = match (&self.child, event) {
+            (None, e) => e,
+            (
+                Some(tag),
+                Event::ToolCallEnded {
+                    tool,
+                    is_error,
+                    outcome,
+                    ..
+                },
+            ) => Event::SubagentProgress {
+                index: tag.index,
+                total: tag.total,
+                agent_type: tag.agent_type.clone(),
+                agent_id: tag.agent_id.clone(),
+                tool,
+                outcome: if outcome.starts_with("error: denied") {
+                    "denied"
+                } else if is_error {
+                    "failed"
+                } else {
+                    "completed"
+                }
+                .to_string(),
+            },
+            (
+                Some(_),
+                e @ (Event::Warning { .. }
+                | Event::ApprovalRequested { .. }
+                | Event::ApprovalAnswered { .. }),
+            ) => e,
+            (Some(_), _) => return,
+        };
+        let _ = tx.send(event);
     }
 }

@@ -26,7 +26,10 @@ use crate::permissions::{
     PermissionTracker,
 };
 use crate::session::{RecordBody, SessionLog};
-use crate::tools::{Tool, ToolContext, ToolOutput, ToolRegistry, canonical_tool_name, cap_output};
+use crate::subagents::{AgentArgs, BatchCall, BatchFailure, Parent, Spawner};
+use crate::tools::parse_args;
+use crate::tools::{ToolContext, ToolOutput, ToolRegistry, canonical_tool_name, cap_output};
+use std::sync::atomic::Ordering;
 
 /// Per-turn ceilings that stop a runaway loop. The defaults are far above what
 /// real work needs and well below what would burn a budget unnoticed.
@@ -58,6 +61,8 @@ pub struct TurnOutcome {
     pub error: Option<String>,
     /// The model error that ended it, if one did.
     pub model_error: Option<ModelError>,
+    /// Set when the turn stopped because its log could not be written.
+    pub log_error: Option<String>,
     /// Model requests made.
     pub requests: u32,
     /// Tool calls made.
@@ -108,6 +113,7 @@ pub struct Agent {
     tracker: PermissionTracker,
     gate: Arc<ApprovalGate>,
     log: Option<Arc<SessionLog>>,
+    spawner: Option<Spawner>,
 }
 
 /// A tool call that could not be logged: the turn must stop.
@@ -131,7 +137,24 @@ impl Agent {
             tracker: PermissionTracker::default(),
             gate: setup.gate,
             log: setup.log,
+            spawner: None,
         }
+    }
+
+    /// Lets this agent start subagents through `spawner`.
+    pub fn with_spawner(mut self, spawner: Option<Spawner>) -> Self {
+        self.spawner = spawner;
+        self
+    }
+
+    /// The model this agent talks to.
+    pub fn model(&self) -> &str {
+        &self.client.config().model
+    }
+
+    /// Sets the log this agent appends to.
+    pub fn set_log(&mut self, log: Arc<SessionLog>) {
+        self.log = Some(log);
     }
 
     /// Replaces the conversation (used when resuming from a log).
@@ -181,9 +204,26 @@ impl Agent {
     /// Runs one turn for `user_text` until the model answers without tools, a
     /// limit or error stops it, or `cancel` fires.
     pub async fn run_turn(&mut self, user_text: String, cancel: CancellationToken) -> TurnOutcome {
-        let logged = self.write_log(RecordBody::User {
-            text: user_text.clone(),
-        });
+        let mut logged = Ok(());
+        if let Some(spawner) = &self.spawner {
+            spawner.started_this_turn.store(0, Ordering::SeqCst);
+            // The roster of agent types goes in once, as a reminder before the
+            // first message, so the tool list stays the same whatever exists.
+            if self.conversation.is_empty()
+                && self.tools.get("Agent").is_some()
+                && let Some(roster) = spawner.runtime.roster(spawner.allowed_types.as_deref())
+            {
+                logged = self.write_log(RecordBody::User {
+                    text: roster.clone(),
+                });
+                self.push_user_text(roster);
+            }
+        }
+        if logged.is_ok() {
+            logged = self.write_log(RecordBody::User {
+                text: user_text.clone(),
+            });
+        }
         self.push_user_text(user_text);
         self.events.emit(Event::TurnStarted {
             agent: self.id.clone(),
@@ -193,8 +233,9 @@ impl Agent {
             Err(LogFailure(e)) => TurnOutcome {
                 status: TurnStatus::Failed,
                 final_text: String::new(),
-                error: Some(e),
+                error: Some(e.clone()),
                 model_error: None,
+                log_error: Some(e),
                 requests: 0,
                 tool_calls: 0,
                 usage: Usage::default(),
@@ -208,7 +249,8 @@ impl Agent {
             && outcome.error.is_none()
         {
             outcome.status = TurnStatus::Failed;
-            outcome.error = Some(e);
+            outcome.error = Some(e.clone());
+            outcome.log_error = Some(e);
         }
         self.events.emit(Event::TurnEnded {
             agent: self.id.clone(),
@@ -228,6 +270,7 @@ impl Agent {
             final_text: String::new(),
             error: None,
             model_error: None,
+            log_error: None,
             requests: 0,
             tool_calls: 0,
             usage: Usage::default(),
@@ -308,7 +351,8 @@ impl Agent {
             self.conversation.push(resp.message);
             if let Err(LogFailure(e)) = logged {
                 out.status = TurnStatus::Failed;
-                out.error = Some(e);
+                out.error = Some(e.clone());
+                out.log_error = Some(e);
                 return out;
             }
             if calls.is_empty() {
@@ -332,7 +376,8 @@ impl Agent {
             });
             if let Some(LogFailure(e)) = log_failure {
                 out.status = TurnStatus::Failed;
-                out.error = Some(e);
+                out.error = Some(e.clone());
+                out.log_error = Some(e);
                 return out;
             }
             if cancel.is_cancelled() {
@@ -351,37 +396,75 @@ impl Agent {
         }
     }
 
-    /// Runs a reply's tool calls: consecutive read-only calls together, the
-    /// rest one at a time; results come back in the order the model asked.
+    /// True when this agent runs `call` as a subagent spawn.
+    fn is_spawn(&self, call: &ToolCall) -> bool {
+        self.spawner.is_some()
+            && canonical_tool_name(&call.name) == "Agent"
+            && self.tools.get("Agent").is_some()
+    }
+
+    /// Runs a reply's tool calls: consecutive read-only and `Agent` calls
+    /// together (the `Agent` ones as one batch), the rest one at a time;
+    /// results come back in the order the model asked.
     async fn run_tools(
         &self,
         calls: &[ToolCall],
         cancel: &CancellationToken,
     ) -> (Vec<ContentBlock>, Option<LogFailure>) {
         let mut results = Vec::with_capacity(calls.len());
-        let mut failure = None;
+        let mut failure: Option<LogFailure> = None;
+        let total_spawns = calls.iter().filter(|c| self.is_spawn(c)).count();
+        let mut spawns_before = 0;
+        let concurrent = |c: &ToolCall| {
+            self.is_spawn(c) || self.tools.get(&c.name).is_some_and(|t| t.is_read_only())
+        };
         let mut i = 0;
         while i < calls.len() {
-            let read_only =
-                |c: &ToolCall| self.tools.get(&c.name).is_some_and(|t| t.is_read_only());
             let mut j = i + 1;
-            if read_only(&calls[i]) {
-                while j < calls.len() && read_only(&calls[j]) {
+            if concurrent(&calls[i]) {
+                while j < calls.len() && concurrent(&calls[j]) {
                     j += 1;
                 }
             }
-            let group = calls[i..j].iter().map(|c| async {
-                if failure.is_some() {
-                    return Ok(ToolOutput::error(
-                        "not run: the session log could not be written",
-                    ));
-                }
-                self.run_one(c, cancel).await
-            });
-            for (call, output) in calls[i..j]
-                .iter()
-                .zip(join_all(group).await.into_iter().collect::<Vec<_>>())
-            {
+            let group = &calls[i..j];
+            let outputs: Vec<Result<ToolOutput, LogFailure>> = if failure.is_some() {
+                group
+                    .iter()
+                    .map(|_| {
+                        Ok(ToolOutput::error(
+                            "not run: the session log could not be written",
+                        ))
+                    })
+                    .collect()
+            } else {
+                let spawns: Vec<(usize, &ToolCall)> = group
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| self.is_spawn(c))
+                    .collect();
+                let first_index = spawns_before + 1;
+                spawns_before += spawns.len();
+                let others = group
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| !self.is_spawn(c))
+                    .map(|(k, c)| async move { (k, self.run_one(c, cancel).await) });
+                let batch = async {
+                    if spawns.is_empty() {
+                        return Vec::new();
+                    }
+                    let calls: Vec<&ToolCall> = spawns.iter().map(|(_, c)| *c).collect();
+                    let outs = self
+                        .run_spawns(&calls, first_index, total_spawns, cancel)
+                        .await;
+                    spawns.iter().map(|(k, _)| *k).zip(outs).collect::<Vec<_>>()
+                };
+                let (mut done, batch_done) = futures::join!(join_all(others), batch);
+                done.extend(batch_done);
+                done.sort_by_key(|(k, _)| *k);
+                done.into_iter().map(|(_, r)| r).collect()
+            };
+            for (call, output) in group.iter().zip(outputs) {
                 let output = output.unwrap_or_else(|e| {
                     let text = format!("not run: {}", e.0);
                     failure.get_or_insert(e);
@@ -398,14 +481,9 @@ impl Agent {
         (results, failure)
     }
 
-    /// Decides, asks if needed, logs and runs one call.
-    async fn run_one(
-        &self,
-        call: &ToolCall,
-        cancel: &CancellationToken,
-    ) -> Result<ToolOutput, LogFailure> {
-        let tool: Option<Arc<dyn Tool>> = self.tools.get(&call.name);
-        let tool_name = tool.as_ref().map_or_else(
+    /// Announces a call: the canonical name and the arguments as JSON.
+    fn begin_call(&self, call: &ToolCall) -> (String, Value) {
+        let tool_name = self.tools.get(&call.name).map_or_else(
             || canonical_tool_name(&call.name).to_string(),
             |t| t.name().to_string(),
         );
@@ -418,8 +496,60 @@ impl Agent {
             summary: summary::argument_summary(&tool_name, &input),
             input: input.clone(),
         });
+        (tool_name, input)
+    }
+
+    /// Records a denial.
+    fn denied(&self, call: &ToolCall, tool: &str, reason: String) -> (ToolOutput, &'static str) {
+        self.events.emit(Event::ToolCallDenied {
+            agent: self.id.clone(),
+            call_id: call.id.clone(),
+            tool: tool.to_string(),
+            reason: reason.clone(),
+        });
+        (ToolOutput::error(reason), "denied")
+    }
+
+    /// Caps, logs and announces a call's result.
+    fn finish_call(
+        &self,
+        call: &ToolCall,
+        tool: String,
+        output: ToolOutput,
+        status: &str,
+        started: Instant,
+    ) -> Result<ToolOutput, LogFailure> {
+        let output = ToolOutput {
+            content: cap_output(output.content, self.ctx.output_cap),
+            is_error: output.is_error,
+        };
+        self.write_log(RecordBody::ToolResult {
+            call_id: call.id.clone(),
+            content: output.content.clone(),
+            is_error: output.is_error,
+            status: status.to_string(),
+        })?;
+        self.events.emit(Event::ToolCallEnded {
+            agent: self.id.clone(),
+            call_id: call.id.clone(),
+            tool,
+            is_error: output.is_error,
+            outcome: summary::outcome_summary(&output),
+            output_bytes: output.content.len(),
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
+        Ok(output)
+    }
+
+    /// Decides, asks if needed, logs and runs one call.
+    async fn run_one(
+        &self,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, LogFailure> {
+        let (tool_name, input) = self.begin_call(call);
         let started = Instant::now();
-        let (output, status) = match &tool {
+        let (output, status) = match self.tools.get(&call.name) {
             _ if cancel.is_cancelled() => (
                 ToolOutput::error("not run: interrupted by the user"),
                 "not_run",
@@ -433,15 +563,7 @@ impl Agent {
                 "error",
             ),
             Some(tool) => match self.permit(&tool_name, &input, cancel).await {
-                Err(reason) => {
-                    self.events.emit(Event::ToolCallDenied {
-                        agent: self.id.clone(),
-                        call_id: call.id.clone(),
-                        tool: tool_name.clone(),
-                        reason: reason.clone(),
-                    });
-                    (ToolOutput::error(reason), "denied")
-                }
+                Err(reason) => self.denied(call, &tool_name, reason),
                 Ok(()) => {
                     self.write_log(RecordBody::ToolStart {
                         call_id: call.id.clone(),
@@ -456,26 +578,120 @@ impl Agent {
                 }
             },
         };
-        let output = ToolOutput {
-            content: cap_output(output.content, self.ctx.output_cap),
-            is_error: output.is_error,
+        self.finish_call(call, tool_name, output, status, started)
+    }
+
+    /// Runs the `Agent` calls of one group as a batch: the per-turn cap is
+    /// checked before anything is asked or started; each spawn then passes
+    /// the permission policy; one `tool_start` and one `tool_result` per call
+    /// go to this agent's log, none of the children's work does.
+    async fn run_spawns(
+        &self,
+        calls: &[&ToolCall],
+        first_index: usize,
+        total: usize,
+        cancel: &CancellationToken,
+    ) -> Vec<Result<ToolOutput, LogFailure>> {
+        let Some(spawner) = &self.spawner else {
+            return calls
+                .iter()
+                .map(|_| {
+                    Ok(ToolOutput::error(
+                        "subagents are not available to this agent",
+                    ))
+                })
+                .collect();
         };
-        self.write_log(RecordBody::ToolResult {
-            call_id: call.id.clone(),
-            content: output.content.clone(),
-            is_error: output.is_error,
-            status: status.to_string(),
-        })?;
-        self.events.emit(Event::ToolCallEnded {
-            agent: self.id.clone(),
-            call_id: call.id.clone(),
-            tool: tool_name,
-            is_error: output.is_error,
-            outcome: summary::outcome_summary(&output),
-            output_bytes: output.content.len(),
-            duration_ms: started.elapsed().as_millis() as u64,
-        });
-        Ok(output)
+        let started = Instant::now();
+        let begun: Vec<(String, Value)> = calls.iter().map(|c| self.begin_call(c)).collect();
+        let mut outcome: Vec<Option<(ToolOutput, &'static str)>> = vec![None; calls.len()];
+        let mut parsed: Vec<(usize, BatchCall)> = Vec::new();
+        for (k, call) in calls.iter().enumerate() {
+            match parse_args::<AgentArgs>(&call.input) {
+                Ok(args) => parsed.push((
+                    k,
+                    BatchCall {
+                        index: first_index + k,
+                        args,
+                    },
+                )),
+                Err(out) => outcome[k] = Some((out, "error")),
+            }
+        }
+        let cap = spawner.runtime.settings.max_per_turn;
+        let already = spawner.started_this_turn.load(Ordering::SeqCst);
+        if already + parsed.len() > cap {
+            let reason = format!(
+                "denied: this reply asks for {} subagents, which would exceed the limit of {cap} per turn; {already} were already started this turn, and nothing from this batch was started",
+                parsed.len()
+            );
+            for (k, _) in parsed.drain(..) {
+                outcome[k] = Some(self.denied(calls[k], "Agent", reason.clone()));
+            }
+        }
+        let mut admitted: Vec<(usize, BatchCall)> = Vec::new();
+        for (k, call) in parsed {
+            if cancel.is_cancelled() {
+                outcome[k] = Some((
+                    ToolOutput::error("not run: interrupted by the user"),
+                    "not_run",
+                ));
+                continue;
+            }
+            match self.permit("Agent", &begun[k].1, cancel).await {
+                Err(reason) => outcome[k] = Some(self.denied(calls[k], "Agent", reason)),
+                Ok(()) => {
+                    if let Err(e) = self.write_log(RecordBody::ToolStart {
+                        call_id: calls[k].id.clone(),
+                        tool: "Agent".into(),
+                        input: calls[k].input.clone(),
+                    }) {
+                        return calls.iter().map(|_| Err(LogFailure(e.0.clone()))).collect();
+                    }
+                    admitted.push((k, call));
+                }
+            }
+        }
+        if !admitted.is_empty() {
+            let (slots, batch): (Vec<usize>, Vec<BatchCall>) = admitted.into_iter().unzip();
+            let tool_names: Vec<String> =
+                self.tools.names().iter().map(|n| n.to_string()).collect();
+            match spawner
+                .runtime
+                .run_batch(
+                    &Parent {
+                        spawner,
+                        client: &self.client,
+                        mode: self.policy.mode,
+                        tools: &tool_names,
+                    },
+                    batch,
+                    total,
+                    cancel,
+                )
+                .await
+            {
+                Ok(outs) => {
+                    for (k, out) in slots.into_iter().zip(outs) {
+                        let status = if out.is_error { "error" } else { "ok" };
+                        outcome[k] = Some((out, status));
+                    }
+                }
+                Err(BatchFailure(e)) => {
+                    return calls.iter().map(|_| Err(LogFailure(e.clone()))).collect();
+                }
+            }
+        }
+        calls
+            .iter()
+            .zip(begun)
+            .zip(outcome)
+            .map(|((call, (tool, _)), out)| {
+                let (output, status) =
+                    out.unwrap_or_else(|| (ToolOutput::error("not run"), "not_run"));
+                self.finish_call(call, tool, output, status, started)
+            })
+            .collect()
     }
 
     /// Applies the permission policy, asking through the gate when it says so.

@@ -83,6 +83,9 @@ pub struct SandboxPolicy {
     pub extra_writable: Vec<PathBuf>,
     /// Whether TCP connect and bind are allowed.
     pub network: bool,
+    /// The project is readable but not writable (read-only agents such as
+    /// `Explore`); the temp dirs stay writable for scratch files.
+    pub read_only_project: bool,
 }
 
 impl SandboxPolicy {
@@ -102,7 +105,14 @@ impl SandboxPolicy {
             data_dir,
             extra_writable,
             network,
+            read_only_project: false,
         }
+    }
+
+    /// The same policy with the project made read-only.
+    pub fn read_only(mut self) -> Self {
+        self.read_only_project = true;
+        self
     }
 
     /// Builds the Landlock ruleset: opens the path fds, enumerates the
@@ -148,7 +158,9 @@ impl SandboxPolicy {
         };
 
         builder.grant_tree(Path::new("/"), AccessFs::from_read(FS_ABI), false)?;
-        builder.grant_tree(&project, all, true)?;
+        if !self.read_only_project {
+            builder.grant_tree(&project, all, true)?;
+        }
         for extra in &self.extra_writable {
             // Missing temp dirs (no /var/tmp, stale $TMPDIR) are not an error.
             if let Ok(real) = extra.canonicalize() {
@@ -186,11 +198,19 @@ impl SandboxPolicy {
             (false, false) => "off",
             (false, true) => "NOT restricted (the kernel has no Landlock network rules)",
         };
-        let mut line = format!(
-            "sandbox: writes limited to {} and temp dirs{inside}; cadre data dir hidden; \
-             network {network}",
-            self.project_dir.display(),
-        );
+        let mut line = if self.read_only_project {
+            format!(
+                "sandbox: read-only — writes limited to temp dirs ({} is read-only){inside}; \
+                 cadre data dir hidden; network {network}",
+                self.project_dir.display(),
+            )
+        } else {
+            format!(
+                "sandbox: writes limited to {} and temp dirs{inside}; cadre data dir hidden; \
+                 network {network}",
+                self.project_dir.display(),
+            )
+        };
         if abi < 3 {
             line.push_str("; file truncation not restricted (old kernel)");
         }

@@ -79,6 +79,8 @@ pub fn list_sessions(home: &Path) -> Vec<SessionSummary> {
                         cwd: cwd.clone(),
                     });
                 }
+                // Harness reminders (the agent roster) are not what the user typed.
+                RecordBody::User { text } if text.starts_with("<system-reminder>") => {}
                 RecordBody::User { text } => {
                     if let Some(s) = summary.as_mut() {
                         s.first_prompt = text.clone();

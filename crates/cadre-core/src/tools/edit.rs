@@ -103,7 +103,7 @@ impl Tool for EditTool {
             let p = path.clone();
             let out = util::blocking(move || edit(&p, &args)).await;
             if !out.is_error {
-                ctx.file_state.record(&path);
+                ctx.file_state.record_write(&path);
             }
             out
         })
@@ -119,7 +119,7 @@ async fn create(ctx: &ToolContext, path: &Path, content: String) -> ToolOutput {
     })
     .await;
     if !out.is_error {
-        ctx.file_state.record(path);
+        ctx.file_state.record_write(path);
     }
     out
 }

@@ -26,10 +26,12 @@ impl FileStamp {
     }
 }
 
-/// Per-agent cache of file stamps, keyed by absolute path.
+/// Per-agent cache of file stamps, keyed by absolute path, and the set of
+/// files the agent changed (reported to a parent as `changed files:`).
 #[derive(Debug, Default)]
 pub struct FileStateCache {
     stamps: Mutex<HashMap<PathBuf, FileStamp>>,
+    written: Mutex<std::collections::BTreeSet<PathBuf>>,
 }
 
 impl FileStateCache {
@@ -40,6 +42,22 @@ impl FileStateCache {
         {
             map.insert(path.to_path_buf(), stamp);
         }
+    }
+
+    /// Records that the agent wrote `path` (and so has seen its new content).
+    pub fn record_write(&self, path: &Path) {
+        self.record(path);
+        if let Ok(mut set) = self.written.lock() {
+            set.insert(path.to_path_buf());
+        }
+    }
+
+    /// Files this agent wrote or edited, sorted.
+    pub fn written(&self) -> Vec<PathBuf> {
+        self.written
+            .lock()
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Why an edit of `path` must be refused, or `None` if it may proceed.

@@ -90,7 +90,7 @@ impl Tool for WriteTool {
             })
             .await;
             if !out.is_error {
-                ctx.file_state.record(&path);
+                ctx.file_state.record_write(&path);
             }
             out
         })

@@ -1,0 +1,257 @@
+//! `cadre agents list|show|validate`: what definitions exist, where each came
+//! from, what it overrides, and what a child of it would actually get.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use cadre_core::config::{Settings, data_dir};
+use cadre_core::permissions::PermissionMode;
+use cadre_core::subagents::catalog::{CatalogSources, DefinitionCatalog, validate_path};
+use cadre_core::subagents::definition::{DefinitionIssue, IssueLevel};
+use cadre_core::subagents::filter::{FilterInput, resolve_tools};
+use cadre_core::subagents::ratchet::child_mode;
+use cadre_core::subagents::{AgentDefinition, DefinitionSource};
+use cadre_core::tools::ToolRegistry;
+use clap::{Args, Subcommand};
+
+use crate::{AgentArgs, PermissionArgs, UsageError};
+
+/// Arguments of `cadre agents`.
+#[derive(Debug, Args)]
+pub struct AgentsArgs {
+    #[command(subcommand)]
+    command: Option<AgentsCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum AgentsCommand {
+    /// Every definition, its source, and what it overrides (the default).
+    List,
+    /// One definition as a child would get it: tools, model, mode, file.
+    Show {
+        /// Definition name.
+        name: String,
+    },
+    /// Report files that are skipped or odd, with reasons; exit 1 on any error.
+    Validate {
+        /// A file or directory to check instead of every source.
+        path: Option<PathBuf>,
+    },
+}
+
+fn sources(agent: &AgentArgs, settings: &Settings, cwd: PathBuf, home: PathBuf) -> CatalogSources {
+    CatalogSources {
+        cwd,
+        data_dir: home,
+        home_dir: std::env::var_os("HOME").map(PathBuf::from),
+        managed_dir: PathBuf::from(cadre_core::subagents::catalog::DEFAULT_MANAGED_DIR),
+        flag_json: agent.agents.clone(),
+        enable_verification: settings.file.subagents.enable_verification.unwrap_or(false),
+    }
+}
+
+fn where_from(def: &AgentDefinition) -> String {
+    match &def.path {
+        Some(p) => format!("{} ({})", def.source.as_str(), p.display()),
+        None => def.source.as_str().to_string(),
+    }
+}
+
+fn print_issue(out: &mut impl Write, i: &DefinitionIssue) -> std::io::Result<()> {
+    let place = match (&i.path, i.line) {
+        (Some(p), Some(l)) => format!("{}:{l}", p.display()),
+        (Some(p), None) => p.display().to_string(),
+        (None, _) => "--agents".to_string(),
+    };
+    writeln!(out, "{:<7} {place}: {}", i.level.as_str(), i.message)
+}
+
+/// Runs `cadre agents …`.
+pub fn run(perms: &PermissionArgs, agent: &AgentArgs, args: AgentsArgs) -> Result<ExitCode> {
+    let cwd = std::env::current_dir()?;
+    let home = data_dir()?;
+    let settings = Settings::load(&home, &cwd)?;
+    let src = sources(agent, &settings, cwd, home);
+    let mut out = std::io::stdout().lock();
+    match args.command.unwrap_or(AgentsCommand::List) {
+        AgentsCommand::List => {
+            let catalog = DefinitionCatalog::load(&src).map_err(UsageError)?;
+            for entry in catalog.entries() {
+                let d = &entry.definition;
+                write!(
+                    out,
+                    "{:<24} {:<9} {}",
+                    d.name,
+                    d.source.as_str(),
+                    where_from(d).trim_start_matches(d.source.as_str()).trim()
+                )?;
+                if !entry.shadows.is_empty() {
+                    let shadowed: Vec<String> = entry.shadows.iter().map(where_from).collect();
+                    write!(out, "  overrides: {}", shadowed.join(", "))?;
+                }
+                writeln!(out)?;
+            }
+            let errors = catalog
+                .issues()
+                .iter()
+                .filter(|i| i.level == IssueLevel::Error)
+                .count();
+            if errors > 0 {
+                eprintln!("{errors} definition file(s) skipped; see `cadre agents validate`");
+            }
+        }
+        AgentsCommand::Show { name } => {
+            let catalog = DefinitionCatalog::load(&src).map_err(UsageError)?;
+            let Some(entry) = catalog
+                .entries()
+                .into_iter()
+                .find(|e| e.definition.name == name)
+            else {
+                return Err(UsageError(format!(
+                    "no agent definition named '{name}'; known: {}",
+                    catalog.names().join(", ")
+                ))
+                .into());
+            };
+            show(
+                &mut out,
+                entry.definition.clone(),
+                &entry.shadows,
+                perms,
+                &settings,
+            )?;
+        }
+        AgentsCommand::Validate { path } => {
+            let issues: Vec<DefinitionIssue> = match path {
+                Some(p) => {
+                    if !p.exists() {
+                        return Err(UsageError(format!("{} does not exist", p.display())).into());
+                    }
+                    let (defs, issues) = validate_path(&p);
+                    for d in &defs {
+                        writeln!(out, "ok      {}: {}", where_from(d), d.name)?;
+                    }
+                    issues
+                }
+                None => match DefinitionCatalog::load(&src) {
+                    Ok(c) => {
+                        for e in c.entries() {
+                            writeln!(
+                                out,
+                                "ok      {}: {}",
+                                where_from(&e.definition),
+                                e.definition.name
+                            )?;
+                        }
+                        c.issues().to_vec()
+                    }
+                    Err(e) => {
+                        writeln!(out, "error   --agents: {e}")?;
+                        return Ok(ExitCode::from(1));
+                    }
+                },
+            };
+            for i in &issues {
+                print_issue(&mut out, i)?;
+            }
+            if issues.iter().any(|i| i.level == IssueLevel::Error) {
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(
+    out: &mut impl Write,
+    def: AgentDefinition,
+    shadows: &[AgentDefinition],
+    perms: &PermissionArgs,
+    settings: &Settings,
+) -> Result<()> {
+    writeln!(out, "name:        {}", def.name)?;
+    writeln!(out, "source:      {}", where_from(&def))?;
+    if !shadows.is_empty() {
+        let s: Vec<String> = shadows.iter().map(where_from).collect();
+        writeln!(out, "overrides:   {}", s.join(", "))?;
+    }
+    writeln!(
+        out,
+        "description: {}",
+        def.description.lines().next().unwrap_or("")
+    )?;
+    // What a first-level child would get from the main session's tools.
+    let mut registry = ToolRegistry::builtin();
+    registry.insert(std::sync::Arc::new(cadre_core::subagents::AgentTool));
+    let names: Vec<String> = registry.names().iter().map(|n| n.to_string()).collect();
+    let max_depth = settings.file.subagents.max_depth.unwrap_or(1);
+    let filtered = resolve_tools(&FilterInput {
+        available: &names,
+        agent_allowed: max_depth > 1,
+        builtin_definition: def.source == DefinitionSource::Builtin,
+        custom_deny: &settings.file.subagents.extra_deny,
+        background: def.background,
+        tools: def.tools.as_deref(),
+        disallowed: &def.disallowed_tools,
+    });
+    match filtered {
+        Ok(f) => {
+            writeln!(out, "tools:       {}", f.tools.join(", "))?;
+            if !f.unresolved.is_empty() {
+                writeln!(
+                    out,
+                    "unresolved:  {} (name no tool)",
+                    f.unresolved.join(", ")
+                )?;
+            }
+            if !f.removed_by_both.is_empty() {
+                writeln!(
+                    out,
+                    "removed:     {} (in both tools and disallowedTools)",
+                    f.removed_by_both.join(", ")
+                )?;
+            }
+        }
+        Err(e) => writeln!(out, "tools:       NONE — a child would not start: {e}")?,
+    }
+    let model = match def.model.as_deref() {
+        None | Some("inherit") => "inherit (the parent's model)".to_string(),
+        Some(m) => m.to_string(),
+    };
+    writeln!(out, "model:       {model}")?;
+    let session_mode = perms.permission_mode.unwrap_or_else(|| {
+        settings
+            .user_permissions
+            .default_mode
+            .as_deref()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(PermissionMode::Default)
+    });
+    let requested = def.permission_mode.as_deref().and_then(|m| m.parse().ok());
+    let decided = child_mode(session_mode, requested, def.source);
+    write!(
+        out,
+        "mode:        {} (session: {session_mode}",
+        decided.mode
+    )?;
+    if let Some(m) = &def.permission_mode {
+        write!(out, "; definition asks for {m}")?;
+    }
+    writeln!(out, ")")?;
+    if let Some(note) = decided.note {
+        writeln!(out, "             {note}")?;
+    }
+    if let Some(t) = def.max_turns {
+        writeln!(out, "maxTurns:    {t}")?;
+    }
+    if def.background {
+        writeln!(out, "background:  true")?;
+    }
+    if !def.unknown_fields.is_empty() {
+        let keys: Vec<&String> = def.unknown_fields.keys().collect();
+        writeln!(out, "unknown:     {keys:?} (kept, ignored)")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,91 @@
+//! The `Agent` tool as the model sees it: one stable spec whatever definitions
+//! exist (the roster of types travels in a system reminder instead, so adding
+//! a definition file never changes the tool list and the prompt cache holds).
+//! Calls are run by the agent loop as a batch (see `runtime`), not here.
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::tools::{Tool, ToolContext, ToolOutput};
+
+/// What the model is taught about delegating.
+const DESCRIPTION: &str = "Start a subagent: a separate agent with its own clean context that works on one task and returns only its final report.
+
+When to use it: open-ended searches and investigations that would take many reads and greps, independent pieces of work that can run side by side, and specialised work for which an agent type exists (see the list of available agent types in the system reminder). Don't delegate what one or two direct Read/Grep/Glob calls answer, and don't delegate understanding: never write \"based on your findings, fix it\" — read the report, decide, then act or delegate a precise change.
+
+Write the prompt as a complete brief for a capable colleague who has seen nothing of this conversation: the goal and why it matters, what is already known or ruled out, the scope (files, directories, what not to touch), and exactly what to return and how long (e.g. \"file paths with line numbers and a two-sentence explanation; under 200 words\"). The subagent cannot ask you questions.
+
+Send independent tasks as several Agent calls in ONE reply: they run at the same time. Subagents share the file system, so don't give two parallel tasks the same files to change. Their reports are not shown to the user; relay what matters.";
+
+/// Arguments of one `Agent` call, parsed strictly.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentArgs {
+    /// Short title (3–5 words).
+    pub description: String,
+    /// The complete, self-contained task.
+    pub prompt: String,
+    /// Definition name, or `fork`.
+    pub subagent_type: Option<String>,
+    /// Model override.
+    pub model: Option<String>,
+    /// Return a task id at once.
+    pub run_in_background: Option<bool>,
+    /// Name to address the child later.
+    pub name: Option<String>,
+    /// `worktree`.
+    pub isolation: Option<String>,
+}
+
+/// The `Agent` tool's spec.
+pub struct AgentTool;
+
+impl Tool for AgentTool {
+    fn name(&self) -> &'static str {
+        "Agent"
+    }
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A short (3-5 word) title for the task"},
+                "prompt": {"type": "string", "description": "The complete, self-contained task for the subagent"},
+                "subagent_type": {"type": "string", "description": "The agent type to use (see the available agent types); omit for the default"},
+                "model": {"type": "string", "description": "Model override (sonnet, opus, haiku or an id); only when the user asked for one"},
+                "run_in_background": {"type": "boolean", "description": "Return a task id at once and be notified when it finishes"},
+                "name": {"type": "string", "description": "A name to address this subagent later with SendMessage"},
+                "isolation": {"type": "string", "enum": ["worktree"], "description": "Run in a fresh git worktree"}
+            },
+            "required": ["description", "prompt"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn execute<'a>(&'a self, _ctx: &'a ToolContext, _input: &'a str) -> BoxFuture<'a, ToolOutput> {
+        // Reached only by an agent that has the spec but no subagent runtime.
+        Box::pin(async { ToolOutput::error("subagents are not available to this agent") })
+    }
+}
+
+/// The system reminder listing the agent types (name and description only).
+pub fn roster_reminder(roster: &[(String, String)]) -> String {
+    let mut s = String::from(
+        "<system-reminder>\nAgent types available to the Agent tool (subagent_type):\n",
+    );
+    for (name, description) in roster {
+        let one_line: String = description.split_whitespace().collect::<Vec<_>>().join(" ");
+        s.push_str(&format!("- {name}: {one_line}\n"));
+    }
+    s.push_str("</system-reminder>");
+    s
+}

@@ -1,0 +1,682 @@
+//! Running subagents: a reply's `Agent` calls form a batch that is admitted
+//! (limits), resolved (definition, tools, model, mode), logged, and run
+//! concurrently through a pool; the parent gets one report per call. What a
+//! child may do is decided by `filter`, `ratchet` and the shared permission
+//! policy; how its report reads, by `report`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::agent_tool::{AgentArgs, AgentTool, roster_reminder};
+use super::catalog::{CatalogSources, DefinitionCatalog};
+use super::filter::{FilterInput, resolve_tools};
+use super::ratchet::child_mode;
+use super::report::{ChildReport, ChildStatus, parse_verdict, render_batch};
+use super::{AgentDefinition, DefinitionSource};
+use crate::agent::{
+    Agent, AgentSetup, Event, EventSink, TurnLimits, TurnStatus, environment_facts,
+    project_instructions,
+};
+use crate::config::Settings;
+use crate::model::{ModelClient, Usage};
+use crate::permissions::{ApprovalGate, PermissionMode, PermissionPolicy};
+use crate::sandbox::SandboxPolicy;
+use crate::session::{RecordBody, SessionLog};
+use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
+
+/// `[subagents]` settings. Each limit has its reason next to it.
+#[derive(Debug, Clone)]
+pub struct SubagentSettings {
+    /// Levels of nesting (1 = children cannot spawn; at most 3): deeper trees
+    /// multiply cost and make reports second-hand.
+    pub max_depth: u32,
+    /// Children of one batch running at once (1–32): bounded so a provider's
+    /// rate limit is not hit by one reply.
+    pub max_concurrent: usize,
+    /// Children per parent turn: a runaway model cannot fan out without bound.
+    pub max_per_turn: usize,
+    /// Children running at once in the session, background included.
+    pub max_running: usize,
+    /// Type used when a call names none.
+    pub default_type: String,
+    /// Model requests per child when its definition gives no `maxTurns`.
+    pub default_max_turns: u32,
+    /// Tool calls per child: a child stuck in a loop ends as failed.
+    pub max_tool_calls_per_child: u32,
+    /// Offer the `Verification` built-in.
+    pub enable_verification: bool,
+    /// Extra tools denied to non-built-in definitions.
+    pub custom_deny: Vec<String>,
+}
+
+impl Default for SubagentSettings {
+    fn default() -> Self {
+        SubagentSettings {
+            max_depth: 1,
+            max_concurrent: 4,
+            max_per_turn: 16,
+            max_running: 20,
+            default_type: "general-purpose".into(),
+            default_max_turns: 50,
+            max_tool_calls_per_child: 200,
+            enable_verification: false,
+            custom_deny: Vec::new(),
+        }
+    }
+}
+
+/// Everything children of a session share.
+pub struct SubagentRuntime {
+    /// Settings.
+    pub settings: SubagentSettings,
+    /// Where definitions are loaded from (re-read at every batch, so a file
+    /// edited mid-run changes the next spawn, never a running child).
+    pub sources: CatalogSources,
+    /// The session's model client.
+    pub client: ModelClient,
+    /// For resolving model aliases.
+    pub model_settings: Settings,
+    /// The session's permission policy.
+    pub policy: Arc<PermissionPolicy>,
+    /// The session's approval gate.
+    pub gate: Arc<ApprovalGate>,
+    /// The session's event sink.
+    pub events: EventSink,
+    /// `sessions/<id>.agents/`, where child logs go; none when not logging.
+    pub agents_dir: Option<PathBuf>,
+    /// Template for children's tool contexts (cwd, cap, sandbox).
+    pub base_ctx: ToolContext,
+    running: AtomicUsize,
+}
+
+/// How many children of the session are running (or admitted and queued).
+impl SubagentRuntime {
+    /// Children running now.
+    pub fn running(&self) -> usize {
+        self.running.load(Ordering::SeqCst)
+    }
+}
+
+/// Where a parent stands when it spawns.
+pub struct Spawner {
+    /// The shared runtime.
+    pub runtime: Arc<SubagentRuntime>,
+    /// The parent's depth (main = 0).
+    pub depth: u32,
+    /// Types this parent may spawn (`tools: Agent(a, b)`); `None` = any.
+    pub allowed_types: Option<Vec<String>>,
+    /// Children started in the parent's current turn.
+    pub started_this_turn: AtomicUsize,
+}
+
+impl Spawner {
+    /// A spawner for the top-level agent.
+    pub fn main(runtime: Arc<SubagentRuntime>, allowed_types: Option<Vec<String>>) -> Spawner {
+        Spawner {
+            runtime,
+            depth: 0,
+            allowed_types,
+            started_this_turn: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// What a batch needs to know about the agent spawning it.
+pub struct Parent<'a> {
+    /// Its spawner (depth, allowed types, per-turn count).
+    pub spawner: &'a Spawner,
+    /// Its model client (children inherit the model by default).
+    pub client: &'a ModelClient,
+    /// Its permission mode (the ratchet's starting point).
+    pub mode: PermissionMode,
+    /// Its tool names (children's tools are filtered from these).
+    pub tools: &'a [String],
+}
+
+/// One `Agent` call of a batch, after the parent's permission check.
+pub struct BatchCall {
+    /// 1-based position among the reply's `Agent` calls.
+    pub index: usize,
+    /// The parsed arguments.
+    pub args: AgentArgs,
+}
+
+/// Subagent events' payloads.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChildTag {
+    /// 1-based position in the batch.
+    pub index: usize,
+    /// Batch size.
+    pub total: usize,
+    /// Definition name.
+    pub agent_type: String,
+    /// Child agent id.
+    pub agent_id: String,
+}
+
+/// A child ready to run.
+struct Prepared {
+    index: usize,
+    tag: ChildTag,
+    agent: Agent,
+    prompt: String,
+    verification: bool,
+    ctx: ToolContext,
+}
+
+/// The log of a child could not be written: the batch and the turn stop.
+#[derive(Debug)]
+pub struct BatchFailure(pub String);
+
+/// Holds a slot of the session's running cap until dropped.
+struct RunningSlot<'a>(&'a AtomicUsize);
+
+impl Drop for RunningSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A fresh agent id: 16 random hex digits (the random tail of a UUIDv7, so
+/// the first 8 digits shown in reports differ between siblings).
+pub fn new_agent_id() -> String {
+    let v = uuid::Uuid::now_v7().as_u128();
+    format!("{:016x}", v & 0xffff_ffff_ffff_ffff)
+}
+
+fn first_chars(s: &str, n: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > n {
+        flat.chars().take(n).collect()
+    } else {
+        flat
+    }
+}
+
+impl SubagentRuntime {
+    /// A runtime for a session.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        settings: SubagentSettings,
+        sources: CatalogSources,
+        client: ModelClient,
+        model_settings: Settings,
+        policy: Arc<PermissionPolicy>,
+        gate: Arc<ApprovalGate>,
+        events: EventSink,
+        agents_dir: Option<PathBuf>,
+        base_ctx: ToolContext,
+    ) -> Self {
+        SubagentRuntime {
+            settings,
+            sources,
+            client,
+            model_settings,
+            policy,
+            gate,
+            events,
+            agents_dir,
+            base_ctx,
+            running: AtomicUsize::new(0),
+        }
+    }
+
+    /// The definitions as they are on disk now.
+    pub fn catalog(&self) -> Result<DefinitionCatalog, String> {
+        DefinitionCatalog::load(&self.sources)
+    }
+
+    /// The roster reminder for an agent that has the `Agent` tool.
+    pub fn roster(&self, allowed: Option<&[String]>) -> Option<String> {
+        let catalog = self.catalog().ok()?;
+        let roster: Vec<(String, String)> = catalog
+            .roster()
+            .into_iter()
+            .filter(|(name, _)| allowed.is_none_or(|a| a.iter().any(|t| t == name)))
+            .collect();
+        Some(roster_reminder(&roster))
+    }
+
+    /// Model id for an alias or id; `inherit` (or nothing) is the parent's.
+    fn resolve_model(&self, wanted: Option<&str>, parent: &ModelClient) -> ModelClient {
+        match wanted {
+            None | Some("inherit") | Some("") => parent.clone(),
+            Some(name) => {
+                let id = self
+                    .model_settings
+                    .resolve_model(parent.config().provider, name);
+                if id == parent.config().model {
+                    parent.clone()
+                } else {
+                    parent.with_model(&id)
+                }
+            }
+        }
+    }
+
+    /// Runs a batch. `total` is the number of `Agent` calls in the reply;
+    /// results come back in the order of `calls`.
+    pub async fn run_batch(
+        self: &Arc<Self>,
+        parent: &Parent<'_>,
+        calls: Vec<BatchCall>,
+        total: usize,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<ToolOutput>, BatchFailure> {
+        let n = calls.len();
+        let mut outputs: Vec<Option<ToolOutput>> = vec![None; n];
+
+        // Resolve every call before anything runs.
+        let catalog = match self.catalog() {
+            Ok(c) => c,
+            Err(e) => {
+                let out = ToolOutput::error(format!("cannot load agent definitions: {e}"));
+                return Ok(vec![out; n]);
+            }
+        };
+        let mut prepared: Vec<(usize, Prepared)> = Vec::new();
+        for (slot, call) in calls.into_iter().enumerate() {
+            match self.prepare(parent, &catalog, call, total) {
+                Ok(p) => prepared.push((slot, p)),
+                Err(out) => outputs[slot] = Some(out),
+            }
+        }
+
+        // The session's running cap: past it a spawn fails and says not to retry.
+        let free = self
+            .settings
+            .max_running
+            .saturating_sub(self.running.load(Ordering::SeqCst));
+        if prepared.len() > free {
+            for (slot, _) in prepared.drain(free..) {
+                outputs[slot] = Some(ToolOutput::error(format!(
+                    "concurrent subagent limit reached: {} subagents are already running in this session; do not retry this now — wait for running subagents to finish",
+                    self.settings.max_running
+                )));
+            }
+        }
+        self.running.fetch_add(prepared.len(), Ordering::SeqCst);
+        let slots: Vec<RunningSlot<'_>> = prepared
+            .iter()
+            .map(|_| RunningSlot(&self.running))
+            .collect();
+
+        // Every child's log exists before any child runs.
+        for (_, p) in &mut prepared {
+            if let Err(e) = self.open_child_log(p) {
+                return Err(BatchFailure(e));
+            }
+        }
+        parent
+            .spawner
+            .started_this_turn
+            .fetch_add(prepared.len(), Ordering::SeqCst);
+
+        let pool = Arc::new(Semaphore::new(self.settings.max_concurrent.clamp(1, 32)));
+        let batch_cancel = cancel.child_token();
+        let runs = prepared.into_iter().map(|(slot, p)| {
+            let pool = pool.clone();
+            let batch_cancel = batch_cancel.clone();
+            async move {
+                let permit = tokio::select! {
+                    p = pool.acquire_owned() => p.ok(),
+                    _ = batch_cancel.cancelled() => None,
+                };
+                let report = match permit {
+                    Some(_permit) => self.run_child(p, &batch_cancel).await,
+                    None => Ok(self.cancelled_before_start(p)),
+                };
+                // A child whose log broke stops its siblings too.
+                if report.is_err() {
+                    batch_cancel.cancel();
+                }
+                (slot, report)
+            }
+        });
+        let finished = join_all(runs).await;
+        drop(slots);
+
+        let mut reports: Vec<(usize, ChildReport)> = Vec::new();
+        let mut failure = None;
+        for (slot, r) in finished {
+            match r {
+                Ok(report) => reports.push((slot, report)),
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(f) = failure {
+            return Err(f);
+        }
+        reports.sort_by_key(|(_, r)| r.index);
+        let only: Vec<ChildReport> = reports.iter().map(|(_, r)| r.clone()).collect();
+        let texts = render_batch(&only);
+        for ((slot, report), text) in reports.iter().zip(texts) {
+            let out = if report.status == ChildStatus::Completed {
+                ToolOutput::ok(text)
+            } else {
+                ToolOutput::error(text)
+            };
+            outputs[*slot] = Some(out);
+        }
+        Ok(outputs
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| ToolOutput::error("not run")))
+            .collect())
+    }
+
+    /// Resolves one call into a ready child, or the error the model sees.
+    fn prepare(
+        self: &Arc<Self>,
+        parent: &Parent<'_>,
+        catalog: &DefinitionCatalog,
+        call: BatchCall,
+        total: usize,
+    ) -> Result<Prepared, ToolOutput> {
+        let spawner = parent.spawner;
+        let args = call.args;
+        if args.prompt.trim().is_empty() {
+            return Err(ToolOutput::invalid_arguments("prompt is empty"));
+        }
+        let wanted = args
+            .subagent_type
+            .clone()
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| self.settings.default_type.clone());
+        if wanted == "fork" {
+            return Err(ToolOutput::error(
+                "fork runs in the background; not available yet. Name an agent type instead (or omit subagent_type for the default).",
+            ));
+        }
+        if args.run_in_background == Some(true) {
+            return Err(ToolOutput::error(
+                "background subagents are not available yet; call Agent without run_in_background (it runs in the foreground, possibly alongside others in the same reply)",
+            ));
+        }
+        if let Some(iso) = &args.isolation {
+            return Err(ToolOutput::error(format!(
+                "isolation \"{iso}\" is not available yet; call Agent without isolation"
+            )));
+        }
+        let Some(def) = catalog.get(&wanted).cloned() else {
+            return Err(ToolOutput::error(format!(
+                "unknown subagent_type '{wanted}'; nothing was started. Known types: {}",
+                catalog.names().join(", ")
+            )));
+        };
+        if let Some(allowed) = &spawner.allowed_types
+            && !allowed.iter().any(|t| t == &def.name)
+        {
+            return Err(ToolOutput::error(format!(
+                "this agent may only start these agent types: {}",
+                allowed.join(", ")
+            )));
+        }
+
+        // Tools (DESIGN 7.5) and nesting (7.6).
+        let child_depth = spawner.depth + 1;
+        let agent_allowed = child_depth < self.settings.max_depth.clamp(1, 3);
+        let filtered = resolve_tools(&FilterInput {
+            available: parent.tools,
+            agent_allowed,
+            builtin_definition: def.source == DefinitionSource::Builtin,
+            custom_deny: &self.settings.custom_deny,
+            background: false,
+            tools: def.tools.as_deref(),
+            disallowed: &def.disallowed_tools,
+        })
+        .map_err(|e| ToolOutput::error(format!("{} was not started: {e}", def.name)))?;
+        let mut registry = ToolRegistry::builtin();
+        registry.retain(|t| filtered.tools.iter().any(|n| n == t.name()));
+        let has_agent = filtered.tools.iter().any(|t| t == "Agent");
+        if has_agent {
+            registry.insert(Arc::new(AgentTool));
+        }
+
+        // Permission mode: the ratchet.
+        let requested = def
+            .permission_mode
+            .as_deref()
+            .and_then(|m| m.parse::<PermissionMode>().ok());
+        let mode = child_mode(parent.mode, requested, def.source);
+        if let Some(note) = &mode.note {
+            self.events.emit(Event::Warning {
+                message: format!("{}: {note}", def.name),
+            });
+        }
+        let mut policy = (*self.policy).clone();
+        policy.mode = mode.mode;
+
+        let client = self.resolve_model(
+            args.model.as_deref().or(def.model.as_deref()),
+            parent.client,
+        );
+        let agent_id = new_agent_id();
+        let tag = ChildTag {
+            index: call.index,
+            total,
+            agent_type: def.name.clone(),
+            agent_id: agent_id.clone(),
+        };
+        let mut ctx = self.base_ctx.clone();
+        ctx.file_state = Arc::new(Default::default());
+        ctx.todos = Arc::new(Default::default());
+        if def.read_only {
+            ctx.sandbox = ctx
+                .sandbox
+                .as_ref()
+                .map(|s| Arc::new(SandboxPolicy::clone(s).read_only()));
+        }
+        let limits = TurnLimits {
+            max_requests: def.max_turns.unwrap_or(self.settings.default_max_turns),
+            max_tool_calls: self.settings.max_tool_calls_per_child,
+        };
+        let spawner_for_child = has_agent.then(|| Spawner {
+            runtime: self.clone(),
+            depth: child_depth,
+            allowed_types: filtered.agent_types.clone(),
+            started_this_turn: AtomicUsize::new(0),
+        });
+        let prompt = args.prompt.clone();
+        let agent = Agent::new(AgentSetup {
+            id: agent_id,
+            label: Some(format!(
+                "Subagent: {}/{} {}: \"{}\"",
+                call.index,
+                total,
+                def.name,
+                first_chars(&args.prompt, 60)
+            )),
+            client,
+            tools: registry,
+            ctx: ctx.clone(),
+            system: child_system_prompt(&def, &ctx.cwd),
+            limits,
+            events: self.events.for_child(tag.clone()),
+            policy: Arc::new(policy),
+            gate: self.gate.clone(),
+            log: None,
+        })
+        .with_spawner(spawner_for_child);
+        self.events.emit(Event::SubagentStarted {
+            index: tag.index,
+            total,
+            agent_id: tag.agent_id.clone(),
+            agent_type: def.name.clone(),
+            description: args.description.clone(),
+            model: agent.model().to_string(),
+            mode: mode.mode,
+        });
+        Ok(Prepared {
+            index: call.index,
+            tag,
+            agent,
+            prompt,
+            verification: def.name == "Verification",
+            ctx,
+        })
+    }
+
+    fn open_child_log(&self, p: &mut Prepared) -> Result<(), String> {
+        let Some(dir) = &self.agents_dir else {
+            return Ok(());
+        };
+        crate::config::ensure_private_dir(dir).map_err(|e| e.to_string())?;
+        let log = SessionLog::create(&dir.join(format!("{}.jsonl", p.tag.agent_id)))
+            .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
+        log.append(RecordBody::SessionStart {
+            session_id: p.tag.agent_id.clone(),
+            cwd: p.ctx.cwd.display().to_string(),
+            provider: self.client.config().provider.to_string(),
+            model: p.agent.model().to_string(),
+        })
+        .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
+        p.agent.set_log(Arc::new(log));
+        Ok(())
+    }
+
+    fn cancelled_before_start(&self, p: Prepared) -> ChildReport {
+        let report = ChildReport {
+            index: p.index,
+            total: p.tag.total,
+            status: ChildStatus::Cancelled,
+            agent_type: p.tag.agent_type.clone(),
+            agent_id: p.tag.agent_id.clone(),
+            requests: 0,
+            tool_calls: 0,
+            tokens: 0,
+            duration: Duration::ZERO,
+            final_text: String::new(),
+            error: Some("cancelled before it started".into()),
+            changed_files: Vec::new(),
+            verdict: None,
+            worktree: None,
+        };
+        self.emit_ended(&p.tag, &report, Usage::default());
+        report
+    }
+
+    fn emit_ended(&self, tag: &ChildTag, r: &ChildReport, usage: Usage) {
+        self.events.emit(Event::SubagentEnded {
+            index: tag.index,
+            total: tag.total,
+            agent_id: tag.agent_id.clone(),
+            agent_type: tag.agent_type.clone(),
+            status: r.status,
+            requests: r.requests,
+            tool_calls: r.tool_calls,
+            usage,
+            duration_ms: r.duration.as_millis() as u64,
+            error: r.error.clone(),
+        });
+    }
+
+    /// Runs one child to completion and turns its outcome into a report.
+    async fn run_child(
+        &self,
+        mut p: Prepared,
+        cancel: &CancellationToken,
+    ) -> Result<ChildReport, BatchFailure> {
+        let started = Instant::now();
+        let outcome = p
+            .agent
+            .run_turn(p.prompt.clone(), cancel.child_token())
+            .await;
+        if let Some(e) = &outcome.log_error {
+            return Err(BatchFailure(format!(
+                "subagent {} could not write its log: {e}",
+                p.tag.agent_id
+            )));
+        }
+        let (status, final_text, error) = match outcome.status {
+            TurnStatus::Completed => (ChildStatus::Completed, outcome.final_text, None),
+            TurnStatus::Interrupted => (
+                ChildStatus::Cancelled,
+                outcome.final_text,
+                Some("cancelled".to_string()),
+            ),
+            TurnStatus::LimitReached => (
+                ChildStatus::Failed,
+                outcome.final_text,
+                outcome.error.map(|e| format!("failed: {e}")),
+            ),
+            TurnStatus::Failed => match (&outcome.model_error, outcome.final_text.is_empty()) {
+                (Some(e), true) => (
+                    ChildStatus::Failed,
+                    String::new(),
+                    Some(format!("failed: terminated early due to an API error: {e}")),
+                ),
+                (Some(e), false) => (
+                    ChildStatus::Failed,
+                    format!(
+                        "{}\n\n[cut off: the model API failed before the subagent finished: {e}]",
+                        outcome.final_text
+                    ),
+                    Some(format!("failed: cut off by an API error: {e}")),
+                ),
+                (None, _) => (
+                    ChildStatus::Failed,
+                    outcome.final_text,
+                    outcome.error.map(|e| format!("failed: {e}")),
+                ),
+            },
+        };
+        let cwd = p.ctx.cwd.clone();
+        let changed_files = p
+            .ctx
+            .file_state
+            .written()
+            .into_iter()
+            .map(|f| {
+                f.strip_prefix(&cwd)
+                    .map(|r| r.display().to_string())
+                    .unwrap_or_else(|_| f.display().to_string())
+            })
+            .collect();
+        let verdict = p.verification.then(|| parse_verdict(&final_text));
+        let usage = p.agent.usage();
+        let report = ChildReport {
+            index: p.index,
+            total: p.tag.total,
+            status,
+            agent_type: p.tag.agent_type.clone(),
+            agent_id: p.tag.agent_id.clone(),
+            requests: outcome.requests,
+            tool_calls: outcome.tool_calls,
+            tokens: usage.total(),
+            duration: started.elapsed(),
+            final_text,
+            error,
+            changed_files,
+            verdict,
+            worktree: None,
+        };
+        self.emit_ended(&p.tag, &report, usage);
+        // Clean-up: dropping the child drops its caches and closes its log.
+        drop(p);
+        Ok(report)
+    }
+}
+
+/// A child's system prompt: its definition body, then environment facts, then
+/// (unless the definition omits them) the project's instructions.
+pub fn child_system_prompt(def: &AgentDefinition, cwd: &std::path::Path) -> String {
+    let mut s = def.prompt.trim().to_string();
+    s.push_str("\n\n");
+    s.push_str(&environment_facts(cwd));
+    if def.include_project_instructions
+        && let Some(instr) = project_instructions(cwd)
+    {
+        s.push_str("\n\n# Project instructions\n\n");
+        s.push_str(&instr);
+    }
+    s
+}
