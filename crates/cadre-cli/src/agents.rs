@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use cadre_core::config::{Settings, data_dir};
 use cadre_core::permissions::PermissionMode;
-use cadre_core::subagents::catalog::{CatalogSources, DefinitionCatalog, validate_path};
+use cadre_core::subagents::catalog::{DefinitionCatalog, validate_path};
 use cadre_core::subagents::definition::{DefinitionIssue, IssueLevel};
 use cadre_core::subagents::filter::{FilterInput, resolve_tools};
 use cadre_core::subagents::ratchet::child_mode;
@@ -41,17 +41,6 @@ enum AgentsCommand {
     },
 }
 
-fn sources(agent: &AgentArgs, settings: &Settings, cwd: PathBuf, home: PathBuf) -> CatalogSources {
-    CatalogSources {
-        cwd,
-        data_dir: home,
-        home_dir: std::env::var_os("HOME").map(PathBuf::from),
-        managed_dir: PathBuf::from(cadre_core::subagents::catalog::DEFAULT_MANAGED_DIR),
-        flag_json: agent.agents.clone(),
-        enable_verification: settings.file.subagents.enable_verification.unwrap_or(false),
-    }
-}
-
 fn where_from(def: &AgentDefinition) -> String {
     match &def.path {
         Some(p) => format!("{} ({})", def.source.as_str(), p.display()),
@@ -73,7 +62,8 @@ pub fn run(perms: &PermissionArgs, agent: &AgentArgs, args: AgentsArgs) -> Resul
     let cwd = std::env::current_dir()?;
     let home = data_dir()?;
     let settings = Settings::load(&home, &cwd)?;
-    let src = sources(agent, &settings, cwd, home);
+    let subagents = crate::setup::subagent_settings(&settings);
+    let src = crate::setup::catalog_sources(agent, &subagents, &cwd, &home);
     let mut out = std::io::stdout().lock();
     match args.command.unwrap_or(AgentsCommand::List) {
         AgentsCommand::List => {
@@ -186,12 +176,12 @@ fn show(
     let mut registry = ToolRegistry::builtin();
     registry.insert(std::sync::Arc::new(cadre_core::subagents::AgentTool));
     let names: Vec<String> = registry.names().iter().map(|n| n.to_string()).collect();
-    let max_depth = settings.file.subagents.max_depth.unwrap_or(1);
+    let max_depth = crate::setup::subagent_settings(settings).max_depth;
     let filtered = resolve_tools(&FilterInput {
         available: &names,
         agent_allowed: max_depth > 1,
         builtin_definition: def.source == DefinitionSource::Builtin,
-        custom_deny: &settings.file.subagents.extra_deny,
+        custom_deny: &crate::setup::subagent_settings(settings).custom_deny,
         background: def.background,
         tools: def.tools.as_deref(),
         disallowed: &def.disallowed_tools,

@@ -14,7 +14,7 @@ use cadre_core::permissions::rules::{RuleKind, RuleSet, parse_rule};
 use cadre_core::permissions::{ApprovalGate, ApprovalSource, PermissionMode, PermissionPolicy};
 use cadre_core::sandbox::{SandboxPolicy, SandboxSupport, probe};
 use cadre_core::session::{SessionLog, sessions_dir};
-use cadre_core::subagents::catalog::{CatalogSources, DefinitionCatalog};
+use cadre_core::subagents::catalog::{CatalogSources, DEFAULT_MANAGED_DIR, DefinitionCatalog};
 use cadre_core::subagents::filter::{FilterInput, resolve_tools};
 use cadre_core::subagents::ratchet::child_mode;
 use cadre_core::subagents::runtime::{
@@ -131,14 +131,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
 
     let mut mode = permission_mode(perms, &settings, &mut warnings)?;
     let subagents = subagent_settings(&settings);
-    let sources = CatalogSources {
-        cwd: cwd.clone(),
-        data_dir: home.clone(),
-        home_dir: dirs_home(),
-        managed_dir: PathBuf::from(MANAGED_AGENTS_DIR),
-        flag_json: agent.agents.clone(),
-        enable_verification: subagents.enable_verification,
-    };
+    let sources = catalog_sources(agent, &subagents, &cwd, &home);
     let catalog = DefinitionCatalog::load(&sources).map_err(UsageError)?;
     let main_definition = match &agent.agent {
         None => None,
@@ -205,10 +198,29 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     })
 }
 
-/// Where administrators put managed agent definitions.
-const MANAGED_AGENTS_DIR: &str = "/etc/cadre/agents";
+/// Where definitions are read from. `CADRE_MANAGED_AGENTS_DIR` moves the
+/// managed directory (for packaging and tests); it is as trusted as the
+/// environment cadre runs in.
+pub fn catalog_sources(
+    agent: &AgentArgs,
+    subagents: &SubagentSettings,
+    cwd: &std::path::Path,
+    home: &std::path::Path,
+) -> CatalogSources {
+    CatalogSources {
+        cwd: cwd.to_path_buf(),
+        data_dir: home.to_path_buf(),
+        home_dir: dirs_home(),
+        managed_dir: std::env::var_os("CADRE_MANAGED_AGENTS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_MANAGED_DIR)),
+        flag_json: agent.agents.clone(),
+        enable_verification: subagents.enable_verification,
+    }
+}
 
-fn subagent_settings(settings: &Settings) -> SubagentSettings {
+/// `[subagents]` from config, with defaults and clamps.
+pub fn subagent_settings(settings: &Settings) -> SubagentSettings {
     let f = &settings.file.subagents;
     let d = SubagentSettings::default();
     SubagentSettings {
