@@ -7,6 +7,7 @@ wall time; compare the ratios and the targets printed beside them.
 
     python3 bench/run.py overhead    # 200 sequential Read round trips
     python3 bench/run.py startup     # launch → first model request; trivial exec
+    python3 bench/run.py fanout      # 1/4/10/32 children, pools 4 and 32
     python3 bench/run.py all
 """
 import json
@@ -149,11 +150,93 @@ def startup(runs=10):
     return with_project(go)
 
 
+def fanout_script(n):
+    calls = "\n".join(
+        f'          - {{ name: Agent, input: {{ description: "c{i}", prompt: "child-{i:03d}", subagent_type: "worker" }} }}'
+        for i in range(n))
+    children = "".join(
+        f"""  - name: child-{i:03d}
+    when: {{ first_user: "child-{i:03d}" }}
+    replies:
+      - latency_ms: 1000
+        tool_calls: [{{ name: Read, input: {{ file_path: "small.txt" }} }}]
+      - latency_ms: 1000
+        text: "child {i} done"
+""" for i in range(n))
+    return f"""rules:
+{children}  - name: parent
+    replies:
+      - tool_calls:
+{calls}
+      - text: "all done"
+"""
+
+
+WORKER = """---
+name: worker
+description: Bench worker.
+tools: Read
+---
+You are a bench worker.
+"""
+
+
+def fanout(sizes=(1, 4, 10, 32), pools=(4, 32)):
+    results = []
+    for pool in pools:
+        for n in sizes:
+            def go(work, project, home):
+                os.makedirs(os.path.join(project, ".cadre", "agents"), exist_ok=True)
+                with open(os.path.join(project, ".cadre", "agents", "worker.md"), "w") as f:
+                    f.write(WORKER)
+                os.makedirs(home, exist_ok=True)
+                with open(os.path.join(home, "config.toml"), "w") as f:
+                    f.write(f"[subagents]\nmax_concurrent_subagents = {pool}\n"
+                            f"max_subagents_per_turn = 64\nmax_running_subagents = 64\n")
+                mock = Mock(fanout_script(n), work)
+                try:
+                    _, wall, maxrss, code = run_cadre(mock, project, home, "fan out")
+                    assert code == 0, f"cadre exited {code}"
+                    recs = mock.records()
+                finally:
+                    mock.stop()
+                parent = sorted((r for r in recs if r["rule"] == "parent"), key=lambda r: r["t_start_ms"])
+                kids = [r for r in recs if (r["rule"] or "").startswith("child-")]
+                spawn_reply_end = parent[0]["t_end_ms"]
+                firsts = [r["t_start_ms"] - spawn_reply_end for r in kids if r["step"] == 0]
+                last_child_end = max(r["t_end_ms"] for r in kids)
+                batch_wall_s = (parent[1]["t_start_ms"] - spawn_reply_end) / 1000
+                ideal_s = -(-n // pool) * 2.0
+                return {
+                    "children": n,
+                    "pool": pool,
+                    "batch_wall_s": round(batch_wall_s, 3),
+                    "ideal_s": ideal_s,
+                    "efficiency": round(ideal_s / batch_wall_s, 4),
+                    "ms_spawn_reply_to_first_child_request_max": max(firsts) if pool >= n else None,
+                    "ms_spawn_reply_to_first_child_request_min": min(firsts),
+                    "ms_last_child_end_to_parent_request": parent[1]["t_start_ms"] - last_child_end,
+                    "peak_rss_mib": round(maxrss / 1024, 2),
+                    "process_wall_s": round(wall, 3),
+                }
+            results.append(with_project(go))
+    by = {(r["pool"], r["children"]): r for r in results}
+    per_child = None
+    if (32, 32) in by and (32, 1) in by:
+        per_child = round((by[(32, 32)]["peak_rss_mib"] - by[(32, 1)]["peak_rss_mib"]) / 31 * 1024, 1)
+    return {
+        "runs": results,
+        "rss_kib_per_child": per_child,
+        "targets": {"efficiency": 0.98, "ms_spawn_reply_to_first_child_request": 10,
+                    "ms_last_child_end_to_parent_request": 5, "rss_kib_per_child": 1024},
+    }
+
+
 def main():
     which = sys.argv[1] if len(sys.argv) > 1 else "all"
     build()
     os.makedirs(RESULTS, exist_ok=True)
-    for name, fn in [("overhead", overhead), ("startup", startup)]:
+    for name, fn in [("overhead", overhead), ("startup", startup), ("fanout", fanout)]:
         if which in (name, "all"):
             figures = fn()
             figures["machine"] = {"cpus": os.cpu_count()}

@@ -128,9 +128,18 @@ impl HumanRenderer {
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
+                let plural = |n: u32, word: &str| {
+                    if n == 1 {
+                        format!("1 {word}")
+                    } else {
+                        format!("{n} {word}s")
+                    }
+                };
                 let _ = writeln!(
                     err,
-                    "  [subagent {index}/{total} {agent_type}] {status} · {requests} requests · {tool_calls} tool calls · {:.1}s{}",
+                    "  [subagent {index}/{total} {agent_type}] {status} · {} · {} · {:.1}s{}",
+                    plural(*requests, "request"),
+                    plural(*tool_calls, "tool call"),
                     *duration_ms as f64 / 1000.0,
                     error
                         .as_ref()

@@ -610,3 +610,92 @@ async fn sigkill_mid_batch_resumes_with_the_agent_calls_unknown_and_reruns_nothi
         assert!(n <= 1, "{t} was not re-run ({n} requests)");
     }
 }
+
+#[tokio::test]
+async fn an_interrupt_mid_batch_cancels_every_child() {
+    let script = r#"
+rules:
+  - name: parent
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "a", prompt: "stuck-a", subagent_type: "finder" } }
+          - { name: Agent, input: { description: "b", prompt: "stuck-b", subagent_type: "finder" } }
+      - text: "never"
+  - name: stuck
+    when: { system: "You are FINDER" }
+    replies:
+      - latency_ms: 20000
+        text: "late"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(".cadre/agents/finder.md", FINDER);
+    let mut child = h
+        .command(&["exec", "--json", "go"], &[])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap() as i32;
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut started = 0;
+    while started < 2 {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.unwrap().unwrap().unwrap();
+        if line.contains("\"type\":\"subagent_started\"") {
+            started += 1;
+        }
+        seen.push(line);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.unwrap() {
+        seen.push(line);
+    }
+    let status = child.wait().await.unwrap();
+    assert_eq!(status.code(), Some(130));
+    let evs: Vec<Value> = seen.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ended: Vec<&Value> = evs.iter().filter(|e| e["type"] == "subagent_ended").collect();
+    assert_eq!(ended.len(), 2);
+    assert!(ended.iter().all(|e| e["status"] == "cancelled"), "{ended:?}");
+    let last = evs.last().unwrap();
+    assert_eq!(last["type"], "turn_ended");
+    assert_eq!(last["status"], "interrupted");
+}
+
+#[tokio::test]
+async fn a_child_log_that_cannot_be_written_stops_the_batch_and_the_turn() {
+    let script = r#"
+rules:
+  - name: parent
+    when: { system: "You are cadre" }
+    replies:
+      - text: "first turn, no children"
+      - tool_calls:
+          - { name: Agent, input: { description: "a", prompt: "logless", subagent_type: "finder" } }
+      - text: "never"
+  - name: child
+    when: { system: "You are FINDER" }
+    replies:
+      - text: "should not run"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(".cadre/agents/finder.md", FINDER);
+    let out = h.cadre(&["exec", "--json", "hello"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let session = events(&out)[0]["session_id"].as_str().unwrap().to_string();
+    // A plain file where the children's log folder must go.
+    std::fs::write(
+        h.data_dir().join("sessions").join(format!("{session}.agents")),
+        "not a directory",
+    )
+    .unwrap();
+    let out = h.cadre(&["exec", "--resume", &session, "now spawn"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains(".agents"), "{}", stderr(&out));
+    assert!(!h.records().iter().any(|r| r.rule.as_deref() == Some("child")), "no child ran");
+}

@@ -678,6 +678,16 @@ impl Agent {
                     }
                 }
                 Err(BatchFailure(e)) => {
+                    // This agent's own log still works: record why nothing
+                    // usable came back, then stop the turn.
+                    for ((call, (tool, _)), out) in calls.iter().zip(begun).zip(outcome) {
+                        let (out, status) = out.unwrap_or_else(|| {
+                            (ToolOutput::error(format!("not run: {e}")), "error")
+                        });
+                        if let Err(f) = self.finish_call(call, tool, out, status, started) {
+                            return calls.iter().map(|_| Err(LogFailure(f.0.clone()))).collect();
+                        }
+                    }
                     return calls.iter().map(|_| Err(LogFailure(e.clone()))).collect();
                 }
             }
