@@ -24,6 +24,44 @@ pub struct ExecArgs {
     /// Print every event as one JSON object per line on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Exit when the task's own turn ends, stopping background work it started.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+/// How long stopped background work gets to wind down before exit.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+/// Notice-started turns allowed per window: a burst of completions is batched
+/// instead of waking the model for each one.
+const NOTICE_TURNS_PER_WINDOW: usize = 3;
+/// The window for `NOTICE_TURNS_PER_WINDOW`.
+const NOTICE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// At most `NOTICE_TURNS_PER_WINDOW` notice turns per `NOTICE_WINDOW`; later
+/// notices wait, and pile up into one.
+#[derive(Default)]
+struct NoticeThrottle {
+    recent: std::collections::VecDeque<tokio::time::Instant>,
+}
+
+impl NoticeThrottle {
+    async fn wait(&mut self) {
+        let now = tokio::time::Instant::now();
+        while self
+            .recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= NOTICE_WINDOW)
+        {
+            self.recent.pop_front();
+        }
+        if self.recent.len() >= NOTICE_TURNS_PER_WINDOW
+            && let Some(oldest) = self.recent.front()
+        {
+            tokio::time::sleep_until(*oldest + NOTICE_WINDOW).await;
+            self.recent.pop_front();
+        }
+        self.recent.push_back(tokio::time::Instant::now());
+    }
 }
 
 /// Exit code for a run the user interrupted (128 + SIGINT), as shells expect.
@@ -101,11 +139,19 @@ pub async fn run(
         }
     });
 
+    let work = match runtime.background(&session.id, &sink) {
+        Ok(w) => w,
+        Err(e) => {
+            finish(sink, printer).await;
+            return Err(e);
+        }
+    };
     let mut agent = match runtime.main_agent(
         sink.clone(),
         approvals,
         Some(session.log),
         Some(&session.id),
+        Some(work.clone()),
     ) {
         Ok(a) => a,
         Err(e) => {
@@ -114,7 +160,37 @@ pub async fn run(
         }
     };
     agent.restore(session.messages);
-    let outcome = agent.run_turn(args.prompt, cancel).await;
+    let mut outcome = agent.run_turn(args.prompt, cancel.clone()).await;
+
+    // Background work this run started: wait for it, announcing each batch of
+    // finished tasks in a new turn, unless told not to wait.
+    let mut throttle = NoticeThrottle::default();
+    while outcome.status == TurnStatus::Completed
+        && !args.no_wait
+        && (agent.active_tasks() > 0 || agent.has_notices())
+    {
+        if !agent.has_notices() {
+            tokio::select! {
+                _ = work.changed() => {}
+                _ = cancel.cancelled() => break,
+            }
+            continue;
+        }
+        tokio::select! {
+            _ = throttle.wait() => {}
+            _ = cancel.cancelled() => break,
+        }
+        // The notices themselves join the turn's first request.
+        outcome = agent.run_turn(String::new(), cancel.clone()).await;
+    }
+    if cancel.is_cancelled() {
+        outcome.status = TurnStatus::Interrupted;
+    }
+    // Ctrl+C (or --no-wait) ends everything still running, recorded `cancelled`.
+    if agent.active_tasks() > 0 {
+        work.stop_all();
+        work.wait_idle(STOP_GRACE).await;
+    }
     drop(agent);
     finish(sink, printer).await;
 

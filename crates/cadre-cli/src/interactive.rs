@@ -71,23 +71,45 @@ pub async fn run(
     });
 
     let mut human = HumanRenderer::for_interactive();
-    let mut agent = runtime.main_agent(sink, approvals, Some(session.log), Some(&session.id))?;
+    let work = runtime.background(&session.id, &sink)?;
+    let mut agent = runtime.main_agent(
+        sink,
+        approvals,
+        Some(session.log),
+        Some(&session.id),
+        Some(work.clone()),
+    )?;
     agent.restore(session.messages);
     loop {
         while let Ok(event) = rx.try_recv() {
             human.handle(&event);
         }
         prompt();
-        let Some(line) = lines.next().await else {
-            eprintln!();
-            break;
+        // While idle, a finished background task starts a turn of its own.
+        let next = tokio::select! {
+            l = lines.next() => Some(l),
+            _ = async {
+                while !agent.has_notices() {
+                    work.changed().await;
+                }
+            } => None,
         };
-        let line = line.trim().to_string();
-        if line.is_empty() {
-            continue;
-        }
+        let line = match next {
+            Some(None) => {
+                eprintln!();
+                break;
+            }
+            Some(Some(line)) => line.trim().to_string(),
+            None => {
+                eprintln!("\n(background task finished)");
+                String::new()
+            }
+        };
         if line == "/exit" || line == "/quit" {
             break;
+        }
+        if line.is_empty() && !agent.has_notices() {
+            continue;
         }
         let token = CancellationToken::new();
         if let Ok(mut g) = current.lock() {
@@ -108,6 +130,11 @@ pub async fn run(
         if let Ok(mut g) = current.lock() {
             *g = None;
         }
+    }
+    // Leaving ends the background work this session started.
+    if agent.active_tasks() > 0 {
+        work.stop_all();
+        work.wait_idle(std::time::Duration::from_secs(5)).await;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@ mod interactive;
 mod render;
 mod sessions;
 mod setup;
+mod tasks;
 
 use std::process::ExitCode;
 
@@ -102,6 +103,8 @@ enum Command {
     Sessions(sessions::SessionsArgs),
     /// List, show and validate agent definitions.
     Agents(agents::AgentsArgs),
+    /// List, show and stop background tasks.
+    Tasks(tasks::TasksArgs),
 }
 
 fn main() -> ExitCode {
@@ -123,6 +126,7 @@ fn main() -> ExitCode {
             }
             Some(Command::Sessions(args)) => sessions::run(args),
             Some(Command::Agents(args)) => agents::run(&cli.permissions, &cli.agent, args),
+            Some(Command::Tasks(args)) => tasks::run(args),
             None => interactive::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await,
         }
     });

@@ -21,7 +21,11 @@ use cadre_core::subagents::runtime::{
     Spawner, SubagentRuntime, SubagentSettings, child_system_prompt,
 };
 use cadre_core::subagents::{AgentDefinition, AgentTool};
-use cadre_core::tools::{DEFAULT_OUTPUT_CAP, ToolContext, ToolRegistry};
+use cadre_core::background::BackgroundWork;
+use cadre_core::tasks::TaskTable;
+use cadre_core::tools::{
+    DEFAULT_OUTPUT_CAP, TaskListTool, TaskOutputTool, TaskStopTool, ToolContext, ToolRegistry,
+};
 
 use crate::{AgentArgs, ModelArgs, PermissionArgs, UsageError};
 
@@ -298,6 +302,18 @@ fn dirs_home() -> Option<PathBuf> {
 }
 
 impl Runtime {
+    /// Opens the task table (marking tasks of dead processes `lost`) and the
+    /// session's background work.
+    pub fn background(&self, session_id: &str, events: &EventSink) -> Result<Arc<BackgroundWork>> {
+        let table = TaskTable::open(&self.home)?;
+        for id in table.mark_lost_on_startup()? {
+            events.emit(cadre_core::agent::Event::Warning {
+                message: format!("task {id} was lost: its cadre process ended while it was active"),
+            });
+        }
+        Ok(BackgroundWork::new(table, session_id.to_string(), events.clone()))
+    }
+
     /// The top-level agent, sending its events to `events` and asking through
     /// `approvals`; its children's logs go beside `session_id`'s log.
     pub fn main_agent(
@@ -306,13 +322,20 @@ impl Runtime {
         approvals: Arc<dyn ApprovalSource>,
         log: Option<Arc<SessionLog>>,
         session_id: Option<&str>,
+        background: Option<Arc<BackgroundWork>>,
     ) -> Result<Agent> {
         let mut ctx = ToolContext::new(self.cwd.clone());
         ctx.output_cap = self.output_cap;
         ctx.sandbox = self.sandbox.clone();
+        ctx.background = background;
         let gate = Arc::new(ApprovalGate::new(approvals, events.clone()));
         let mut tools = ToolRegistry::builtin();
         tools.insert(Arc::new(AgentTool));
+        if ctx.background.is_some() {
+            tools.insert(Arc::new(TaskListTool));
+            tools.insert(Arc::new(TaskOutputTool));
+            tools.insert(Arc::new(TaskStopTool));
+        }
         let mut allowed_types = None;
         let mut system = build_system_prompt(&self.cwd);
         if let Some(def) = &self.main_definition {

@@ -2,10 +2,12 @@
 //! Front ends drive it through operations and read its events; it never prints.
 
 pub mod agent;
+pub mod background;
 pub mod config;
 pub mod model;
 pub mod permissions;
 pub mod sandbox;
 pub mod session;
 pub mod subagents;
+pub mod tasks;
 pub mod tools;

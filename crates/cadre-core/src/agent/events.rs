@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 use crate::model::Usage;
 use crate::permissions::{ApprovalAnswer, ApprovalQuestion, PermissionMode};
 use crate::subagents::{ChildStatus, ChildTag};
+use crate::tasks::{TaskKind, TaskStatus};
 
 /// How a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -220,6 +221,35 @@ pub enum Event {
         duration_ms: u64,
         /// Why it did not complete.
         error: Option<String>,
+    },
+    /// A task (subagent or shell) was filed in the task table.
+    TaskStarted {
+        /// Task id.
+        task_id: String,
+        /// The agent that started it.
+        owner: String,
+        /// `subagent` or `bash`.
+        kind: TaskKind,
+        /// What it is for.
+        description: String,
+        /// Whether it runs in the background.
+        background: bool,
+    },
+    /// A task ended.
+    TaskEnded {
+        /// Task id.
+        task_id: String,
+        /// Final status.
+        status: TaskStatus,
+        /// What it was for.
+        description: String,
+    },
+    /// Finished background tasks were announced to an agent.
+    TasksNotified {
+        /// The agent told.
+        agent: String,
+        /// The tasks announced.
+        task_ids: Vec<String>,
     },
     /// A warning for the user that does not stop anything.
     Warning {

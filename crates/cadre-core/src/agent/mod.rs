@@ -157,6 +157,41 @@ impl Agent {
         self.log = Some(log);
     }
 
+    /// Joins finished background tasks' notice to the next request.
+    fn deliver_notices(&mut self) -> Result<(), LogFailure> {
+        let Some(work) = self.ctx.background.clone() else {
+            return Ok(());
+        };
+        let items = work.take_finished(&self.id);
+        if items.is_empty() {
+            return Ok(());
+        }
+        let text = crate::background::notification_text(&items);
+        self.events.emit(Event::TasksNotified {
+            agent: self.id.clone(),
+            task_ids: items.iter().map(|f| f.task_id.clone()).collect(),
+        });
+        self.write_log(RecordBody::User { text: text.clone() })?;
+        self.push_user_text(text);
+        Ok(())
+    }
+
+    /// True when finished background tasks of this agent wait to be announced.
+    pub fn has_notices(&self) -> bool {
+        self.ctx
+            .background
+            .as_ref()
+            .is_some_and(|w| w.has_finished(&self.id))
+    }
+
+    /// Background tasks this agent started that are still running.
+    pub fn active_tasks(&self) -> usize {
+        self.ctx
+            .background
+            .as_ref()
+            .map_or(0, |w| w.active_for(&self.id))
+    }
+
     /// Replaces the conversation (used when resuming from a log).
     pub fn restore(&mut self, messages: Vec<Message>) {
         self.conversation = messages;
@@ -202,7 +237,8 @@ impl Agent {
     }
 
     /// Runs one turn for `user_text` until the model answers without tools, a
-    /// limit or error stops it, or `cancel` fires.
+    /// limit or error stops it, or `cancel` fires. An empty `user_text` runs a
+    /// turn on the waiting task notices alone.
     pub async fn run_turn(&mut self, user_text: String, cancel: CancellationToken) -> TurnOutcome {
         let mut logged = Ok(());
         if let Some(spawner) = &self.spawner {
@@ -219,12 +255,15 @@ impl Agent {
                 self.push_user_text(roster);
             }
         }
-        if logged.is_ok() {
-            logged = self.write_log(RecordBody::User {
-                text: user_text.clone(),
-            });
+        // An empty text continues the conversation with whatever notices wait.
+        if !user_text.is_empty() {
+            if logged.is_ok() {
+                logged = self.write_log(RecordBody::User {
+                    text: user_text.clone(),
+                });
+            }
+            self.push_user_text(user_text);
         }
-        self.push_user_text(user_text);
         self.events.emit(Event::TurnStarted {
             agent: self.id.clone(),
         });
@@ -282,6 +321,12 @@ impl Agent {
                     "the turn reached its limit of {} model requests; stopped to avoid a runaway loop",
                     self.limits.max_requests
                 ));
+                return out;
+            }
+            if let Err(LogFailure(e)) = self.deliver_notices() {
+                out.status = TurnStatus::Failed;
+                out.error = Some(e.clone());
+                out.log_error = Some(e);
                 return out;
             }
             out.requests += 1;
@@ -660,6 +705,7 @@ impl Agent {
                 .runtime
                 .run_batch(
                     &Parent {
+                        agent_id: &self.id,
                         spawner,
                         client: &self.client,
                         mode: self.policy.mode,

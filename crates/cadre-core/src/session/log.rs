@@ -91,7 +91,8 @@ pub enum RecordBody {
     },
 }
 
-fn now_ms() -> u64 {
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

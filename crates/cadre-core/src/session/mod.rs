@@ -7,7 +7,7 @@ mod store;
 
 pub use log::{
     LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody, SessionLog,
-    UNKNOWN_RESULT, UnfinishedCall, read_log, rebuild,
+    UNKNOWN_RESULT, UnfinishedCall, now_ms, read_log, rebuild,
 };
 pub use store::{
     SessionSummary, is_valid_session_id, list_sessions, remove_session, session_path, sessions_dir,

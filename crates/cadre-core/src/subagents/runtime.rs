@@ -29,6 +29,7 @@ use crate::model::{ModelClient, Usage};
 use crate::permissions::{ApprovalGate, PermissionMode, PermissionPolicy};
 use crate::sandbox::SandboxPolicy;
 use crate::session::{RecordBody, SessionLog};
+use crate::tasks::{TaskKind, TaskStatus};
 use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
 
 /// `[subagents]` settings. Each limit has its reason next to it.
@@ -93,7 +94,7 @@ pub struct SubagentRuntime {
     pub agents_dir: Option<PathBuf>,
     /// Template for children's tool contexts (cwd, cap, sandbox).
     pub base_ctx: ToolContext,
-    running: AtomicUsize,
+    running: Arc<AtomicUsize>,
 }
 
 /// How many children of the session are running (or admitted and queued).
@@ -130,6 +131,8 @@ impl Spawner {
 
 /// What a batch needs to know about the agent spawning it.
 pub struct Parent<'a> {
+    /// Its agent id (tasks are filed under it).
+    pub agent_id: &'a str,
     /// Its spawner (depth, allowed types, per-turn count).
     pub spawner: &'a Spawner,
     /// Its model client (children inherit the model by default).
@@ -169,6 +172,11 @@ struct Prepared {
     prompt: String,
     verification: bool,
     ctx: ToolContext,
+    description: String,
+    name: Option<String>,
+    background: bool,
+    task_id: Option<String>,
+    task_cancel: Option<CancellationToken>,
 }
 
 /// The log of a child could not be written: the batch and the turn stop.
@@ -176,9 +184,9 @@ struct Prepared {
 pub struct BatchFailure(pub String);
 
 /// Holds a slot of the session's running cap until dropped.
-struct RunningSlot<'a>(&'a AtomicUsize);
+struct RunningSlot(Arc<AtomicUsize>);
 
-impl Drop for RunningSlot<'_> {
+impl Drop for RunningSlot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
@@ -224,7 +232,7 @@ impl SubagentRuntime {
             events,
             agents_dir,
             base_ctx,
-            running: AtomicUsize::new(0),
+            running: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -303,25 +311,34 @@ impl SubagentRuntime {
             }
         }
         self.running.fetch_add(prepared.len(), Ordering::SeqCst);
-        let slots: Vec<RunningSlot<'_>> = prepared
+        let mut slots: Vec<RunningSlot> = prepared
             .iter()
-            .map(|_| RunningSlot(&self.running))
+            .map(|_| RunningSlot(self.running.clone()))
             .collect();
 
-        // Every child's log exists before any child runs.
+        // Every child's log (and task row) exists before any child runs.
         for (_, p) in &mut prepared {
             if let Err(e) = self.open_child_log(p) {
                 return Err(BatchFailure(e));
             }
+            self.open_task(parent, p);
         }
         parent
             .spawner
             .started_this_turn
             .fetch_add(prepared.len(), Ordering::SeqCst);
 
+        // Background children go their own way now; the parent gets their ids.
+        let (background, foreground): (Vec<_>, Vec<_>) =
+            prepared.into_iter().partition(|(_, p)| p.background);
+        for (slot, p) in background {
+            let slot_guard = slots.pop();
+            outputs[slot] = Some(self.launch_background(p, slot_guard));
+        }
+
         let pool = Arc::new(Semaphore::new(self.settings.max_concurrent.clamp(1, 32)));
         let batch_cancel = cancel.child_token();
-        let runs = prepared.into_iter().map(|(slot, p)| {
+        let runs = foreground.into_iter().map(|(slot, p)| {
             let pool = pool.clone();
             let batch_cancel = batch_cancel.clone();
             async move {
@@ -329,10 +346,14 @@ impl SubagentRuntime {
                     p = pool.acquire_owned() => p.ok(),
                     _ = batch_cancel.cancelled() => None,
                 };
+                let task = p.task_id.clone();
                 let report = match permit {
                     Some(_permit) => self.run_child(p, &batch_cancel).await,
                     None => Ok(self.cancelled_before_start(p)),
                 };
+                if let (Some(task), Ok(r)) = (task, &report) {
+                    self.close_task(&task, r, &r.final_text, false);
+                }
                 // A child whose log broke stops its siblings too.
                 if report.is_err() {
                     batch_cancel.cancel();
@@ -342,6 +363,12 @@ impl SubagentRuntime {
         });
         let finished = join_all(runs).await;
         drop(slots);
+        if finished.is_empty() {
+            return Ok(outputs
+                .into_iter()
+                .map(|o| o.unwrap_or_else(|| ToolOutput::error("not run")))
+                .collect());
+        }
 
         let mut reports: Vec<(usize, ChildReport)> = Vec::new();
         let mut failure = None;
@@ -396,11 +423,7 @@ impl SubagentRuntime {
                 "fork runs in the background; not available yet. Name an agent type instead (or omit subagent_type for the default).",
             ));
         }
-        if args.run_in_background == Some(true) {
-            return Err(ToolOutput::error(
-                "background subagents are not available yet; call Agent without run_in_background (it runs in the foreground, possibly alongside others in the same reply)",
-            ));
-        }
+        let background_requested = args.run_in_background == Some(true);
         if let Some(iso) = &args.isolation {
             return Err(ToolOutput::error(format!(
                 "isolation \"{iso}\" is not available yet; call Agent without isolation"
@@ -429,7 +452,7 @@ impl SubagentRuntime {
             agent_allowed,
             builtin_definition: def.source == DefinitionSource::Builtin,
             custom_deny: &self.settings.custom_deny,
-            background: false,
+            background: background_requested || def.background,
             tools: def.tools.as_deref(),
             disallowed: &def.disallowed_tools,
         })
@@ -466,7 +489,14 @@ impl SubagentRuntime {
             agent_type: def.name.clone(),
             agent_id: agent_id.clone(),
         };
+        let background = background_requested || def.background;
+        if background && self.base_ctx.background.is_none() {
+            return Err(ToolOutput::error(
+                "background subagents are not available in this session; call Agent without run_in_background",
+            ));
+        }
         let mut ctx = self.base_ctx.clone();
+        ctx.agent_id = agent_id.clone();
         ctx.file_state = Arc::new(Default::default());
         ctx.todos = Arc::new(Default::default());
         if def.read_only {
@@ -522,6 +552,11 @@ impl SubagentRuntime {
             prompt,
             verification: def.name == "Verification",
             ctx,
+            description: args.description.clone(),
+            name: args.name.clone(),
+            background,
+            task_id: None,
+            task_cancel: None,
         })
     }
 
@@ -541,6 +576,71 @@ impl SubagentRuntime {
         .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
         p.agent.set_log(Arc::new(log));
         Ok(())
+    }
+
+    /// Files the child in the task table (foreground children too, so every
+    /// child has an id and a log there).
+    fn open_task(&self, parent: &Parent<'_>, p: &mut Prepared) {
+        let Some(work) = &self.base_ctx.background else {
+            return;
+        };
+        if let Ok((row, cancel)) = work.start(
+            parent.agent_id,
+            TaskKind::Subagent,
+            &p.description,
+            Some(&p.tag.agent_type),
+            p.name.as_deref(),
+            p.background,
+            None,
+        ) {
+            p.task_id = Some(row.id);
+            p.task_cancel = Some(cancel);
+        }
+    }
+
+    /// Records a child's end in the task table; background ones are announced.
+    fn close_task(&self, task_id: &str, r: &ChildReport, report: &str, announce: bool) {
+        let Some(work) = &self.base_ctx.background else {
+            return;
+        };
+        let status = match r.status {
+            ChildStatus::Completed => TaskStatus::Succeeded,
+            ChildStatus::Failed => TaskStatus::Failed,
+            ChildStatus::Cancelled => TaskStatus::Cancelled,
+        };
+        let _ = work.table().progress(task_id, u64::from(r.tool_calls), r.tokens);
+        let _ = work.table().append_output(task_id, report);
+        work.finish(task_id, status, report, r.error.as_deref(), announce);
+    }
+
+    /// Starts a background child; the parent gets its task id at once.
+    fn launch_background(self: &Arc<Self>, p: Prepared, slot: Option<RunningSlot>) -> ToolOutput {
+        let (Some(task_id), Some(cancel)) = (p.task_id.clone(), p.task_cancel.clone()) else {
+            return ToolOutput::error("cannot file a background task for this subagent; nothing was started");
+        };
+        let text = format!(
+            "launched in background: task {task_id} · {} · agent {}. You will get a <task-notification> with its report when it ends; don't wait or poll for it.",
+            p.tag.agent_type, p.tag.agent_id
+        );
+        let rt = self.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let report = match rt.run_child(p, &cancel).await {
+                Ok(r) => r,
+                Err(BatchFailure(e)) => {
+                    if let Some(work) = &rt.base_ctx.background {
+                        work.finish(&task_id, TaskStatus::Failed, &e, Some(&e), true);
+                    }
+                    return;
+                }
+            };
+            let text = render_batch(std::slice::from_ref(&report))
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+            rt.close_task(&task_id, &report, &text, true);
+        });
+        ToolOutput::ok(text)
     }
 
     fn cancelled_before_start(&self, p: Prepared) -> ChildReport {

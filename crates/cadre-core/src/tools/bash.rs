@@ -38,7 +38,6 @@ pub struct BashTool;
 struct Args {
     command: String,
     timeout: Option<u64>,
-    #[allow(dead_code)]
     description: Option<String>,
     run_in_background: Option<bool>,
     sandbox: Option<bool>,
@@ -78,7 +77,7 @@ impl Tool for BashTool {
                 },
                 "run_in_background": {
                     "type": "boolean",
-                    "description": "Run in the background (not available yet)"
+                    "description": "Run as a background task: returns a task id at once; read output with TaskOutput; a <task-notification> arrives when it ends"
                 },
                 "sandbox": {
                     "type": "boolean",
@@ -100,12 +99,6 @@ impl Tool for BashTool {
                 Ok(a) => a,
                 Err(e) => return e,
             };
-            if args.run_in_background == Some(true) {
-                return ToolOutput::error(
-                    "background shells are not available yet; run the command in the \
-                     foreground (set `timeout`, up to 600000 ms, for long commands)",
-                );
-            }
             if args.command.trim().is_empty() {
                 return ToolOutput::invalid_arguments("command is empty");
             }
@@ -125,7 +118,13 @@ impl Tool for BashTool {
                 },
                 _ => None,
             };
-            match run(ctx, &args.command, timeout_ms, sandbox).await {
+            if args.run_in_background == Some(true) {
+                // Without an explicit timeout a background command runs until it
+                // ends or is stopped.
+                let timeout_ms = args.timeout.unwrap_or(BACKGROUND_TIMEOUT_MS);
+                return start_background(ctx, args.command, args.description, timeout_ms, sandbox);
+            }
+            match run(ctx, &args.command, timeout_ms, sandbox, &ctx.cancel, None).await {
                 Ok(out) => out,
                 Err(e) => ToolOutput::error(format!("cannot run command: {e}")),
             }
@@ -182,11 +181,16 @@ impl Drop for GroupGuard {
     }
 }
 
+/// Where a command's output also goes as it arrives (a background task's log).
+type Tee<'a> = Option<&'a (dyn Fn(&[u8]) + Send + Sync)>;
+
 async fn run(
     ctx: &ToolContext,
     command: &str,
     timeout_ms: u64,
     sandbox: Option<std::sync::Arc<PreparedSandbox>>,
+    cancel: &tokio_util::sync::CancellationToken,
+    tee: Tee<'_>,
 ) -> io::Result<ToolOutput> {
     if !ctx.cwd.is_dir() {
         return Ok(ToolOutput::error(format!(
@@ -226,7 +230,12 @@ async fn run(
         tokio::select! {
             r = rx.read(&mut buf), if !eof => match r {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => out.push(&buf[..n]),
+                Ok(n) => {
+                    out.push(&buf[..n]);
+                    if let Some(tee) = tee {
+                        tee(&buf[..n]);
+                    }
+                }
             },
             s = child.wait(), if status.is_none() => {
                 status = Some(s?);
@@ -236,7 +245,7 @@ async fn run(
                 stop = Some(Stop::Timeout);
                 break;
             }
-            _ = ctx.cancel.cancelled() => {
+            _ = cancel.cancelled() => {
                 stop = Some(Stop::Cancelled);
                 break;
             }
@@ -276,7 +285,12 @@ async fn run(
         tokio::select! {
             r = rx.read(&mut buf), if !eof => match r {
                 Ok(0) | Err(_) => eof = true,
-                Ok(n) => out.push(&buf[..n]),
+                Ok(n) => {
+                    out.push(&buf[..n]);
+                    if let Some(tee) = tee {
+                        tee(&buf[..n]);
+                    }
+                }
             },
             s = child.wait(), if status.is_none() => status = Some(s?),
             _ = sleep_until(kill_at) => break,
@@ -300,6 +314,80 @@ async fn run(
     } else {
         format!("{head}\n{text}")
     }))
+}
+
+/// Longest a background command runs without an explicit `timeout`: a day.
+const BACKGROUND_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+/// Bytes of a background command's output quoted in its completion notice.
+const BACKGROUND_TAIL: usize = 2048;
+
+/// Starts `command` as a background task of this agent and returns at once.
+fn start_background(
+    ctx: &ToolContext,
+    command: String,
+    description: Option<String>,
+    timeout_ms: u64,
+    sandbox: Option<std::sync::Arc<PreparedSandbox>>,
+) -> ToolOutput {
+    let Some(work) = ctx.background.clone() else {
+        return ToolOutput::error(
+            "background commands are not available to this agent; run it in the foreground",
+        );
+    };
+    let description = description
+        .filter(|d| !d.trim().is_empty())
+        .unwrap_or_else(|| command.chars().take(80).collect());
+    let (row, cancel) = match work.start(
+        &ctx.agent_id,
+        crate::tasks::TaskKind::Bash,
+        &description,
+        None,
+        None,
+        true,
+        None,
+    ) {
+        Ok(r) => r,
+        Err(e) => return ToolOutput::error(format!("cannot start a background task: {e}")),
+    };
+    let id = row.id.clone();
+    let mut bg_ctx = ctx.clone();
+    // The captured text only feeds the notice's tail; the log gets everything.
+    bg_ctx.output_cap = BACKGROUND_TAIL * 8;
+    tokio::spawn(async move {
+        let log_work = work.clone();
+        let log_id = id.clone();
+        let tee = move |bytes: &[u8]| {
+            let _ = log_work
+                .table()
+                .append_output(&log_id, &String::from_utf8_lossy(bytes));
+        };
+        let result = run(&bg_ctx, &command, timeout_ms, sandbox, &cancel, Some(&tee)).await;
+        let (status, report) = match result {
+            Ok(out) if cancel.is_cancelled() => (crate::tasks::TaskStatus::Cancelled, out.content),
+            Ok(out) if out.is_error => (crate::tasks::TaskStatus::Failed, out.content),
+            Ok(out) => (crate::tasks::TaskStatus::Succeeded, out.content),
+            Err(e) => (crate::tasks::TaskStatus::Failed, format!("cannot run command: {e}")),
+        };
+        let tail = tail_chars(&report, BACKGROUND_TAIL);
+        let report = crate::subagents::report::sanitize_report(&format!("$ {command}\n{tail}"));
+        work.finish(&id, status, &report, None, true);
+    });
+    ToolOutput::ok(format!(
+        "launched in background: task {} ({description}). Its output is readable with TaskOutput(task_id: \"{}\"); you will get a <task-notification> when it ends, so don't poll.",
+        row.id, row.id
+    ))
+}
+
+/// The last `max` bytes of `text`, cut on a character boundary.
+fn tail_chars(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("[… {} earlier bytes]\n{}", start, &text[start..])
 }
 
 /// Environment variables holding model credentials, removed from commands' environment.

@@ -8,6 +8,7 @@ mod file_state;
 mod glob;
 mod grep;
 mod read;
+mod task_tools;
 mod todo;
 mod util;
 mod write;
@@ -28,6 +29,7 @@ pub use file_state::FileStateCache;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use read::ReadTool;
+pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
 pub use todo::{TodoItem, TodoList, TodoWriteTool};
 pub use write::WriteTool;
 
@@ -82,6 +84,10 @@ pub struct ToolContext {
     pub output_cap: usize,
     /// How `Bash` commands are sandboxed; `None` when they cannot be (no Landlock) or sandboxing is off.
     pub sandbox: Option<Arc<SandboxPolicy>>,
+    /// The agent these calls belong to (tasks are filed under it).
+    pub agent_id: String,
+    /// The session's background work; `None` where background tasks are not offered.
+    pub background: Option<Arc<crate::background::BackgroundWork>>,
 }
 
 impl ToolContext {
@@ -94,6 +100,8 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             output_cap: DEFAULT_OUTPUT_CAP,
             sandbox: None,
+            agent_id: "main".to_string(),
+            background: None,
         }
     }
 

@@ -1,0 +1,311 @@
+//! `cadre tasks`: list the task table, show one task with its output log, and
+//! stop a task.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Result;
+use cadre_core::config::data_dir;
+use cadre_core::session::utc_datetime;
+use cadre_core::tasks::{
+    TaskError, TaskFilter, TaskRow, TaskStatus, TaskTable, process_alive,
+};
+use clap::{Args, Subcommand};
+
+use crate::UsageError;
+
+/// The error recorded on a task stopped after its cadre process had ended.
+const TASK_STOPPED_ORPHAN: &str =
+    "TASK_STOPPED: stopped with `cadre tasks stop` after its cadre process had ended";
+
+/// How much of the log `show` reads at a time.
+const CHUNK: usize = 64 * 1024;
+
+/// Arguments of `cadre tasks`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct TasksArgs {
+    #[command(flatten)]
+    list: ListArgs,
+    #[command(subcommand)]
+    command: Option<TasksCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum TasksCommand {
+    /// List tasks, newest first (the default).
+    List(ListArgs),
+    /// Show a task: status, times, error, result summary, and its output log.
+    Show {
+        /// Task id (see `cadre tasks`).
+        id: String,
+    },
+    /// Stop a task: its cadre process stops the work and records it as cancelled;
+    /// if that process has ended, the task is cancelled at once.
+    Stop {
+        /// Task id (see `cadre tasks`).
+        id: String,
+    },
+}
+
+#[derive(Debug, Clone, Args, Default)]
+struct ListArgs {
+    /// Only queued, running and stopping tasks.
+    #[arg(long)]
+    active: bool,
+    /// Only tasks with this status (queued, running, stopping, succeeded, failed, cancelled, lost).
+    #[arg(long, value_parser = parse_status)]
+    status: Option<TaskStatus>,
+    /// Only this session's tasks.
+    #[arg(long, value_name = "SESSION_ID")]
+    session: Option<String>,
+    /// At most this many tasks, the newest.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Print the rows as a JSON array.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_status(s: &str) -> Result<TaskStatus, String> {
+    TaskStatus::parse(&s.to_ascii_lowercase()).ok_or_else(|| {
+        format!(
+            "unknown status {s:?}; one of: {}",
+            TaskStatus::ALL.map(|s| s.as_str()).join(", ")
+        )
+    })
+}
+
+/// Runs `cadre tasks …`.
+pub fn run(args: TasksArgs) -> Result<ExitCode> {
+    let home = data_dir()?;
+    let table = TaskTable::open(&home)?;
+    match args.command {
+        None => {
+            sweep(&table)?;
+            list(&table, &args.list)?;
+        }
+        Some(TasksCommand::List(list_args)) => {
+            sweep(&table)?;
+            list(&table, &list_args)?;
+        }
+        Some(TasksCommand::Show { id }) => {
+            sweep(&table)?;
+            show(&table, &id)?;
+        }
+        Some(TasksCommand::Stop { id }) => {
+            // The target first: a row of a dead process is cancelled (the
+            // user asked to stop it), not swept to lost.
+            stop(&table, &id)?;
+            sweep(&table)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn usage(e: TaskError) -> anyhow::Error {
+    match e {
+        TaskError::NotFound(_) => UsageError(e.to_string()).into(),
+        other => other.into(),
+    }
+}
+
+/// Start-up: active rows of cadre processes that are gone become `lost`.
+fn sweep(table: &TaskTable) -> Result<()> {
+    let lost = table.mark_lost_on_startup()?;
+    if !lost.is_empty() {
+        eprintln!(
+            "marked {} task(s) lost, their cadre process having ended: {}",
+            lost.len(),
+            lost.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// `42s`, `5m`, `3h`, `2d`.
+fn age(since_ms: u64, now: u64) -> String {
+    let secs = now.saturating_sub(since_ms) / 1000;
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    } else {
+        flat
+    }
+}
+
+fn list(table: &TaskTable, args: &ListArgs) -> Result<()> {
+    let rows = table.list(&TaskFilter {
+        session_id: args.session.clone(),
+        parent_agent: None,
+        status: args.status,
+        active_only: args.active,
+        limit: args.limit,
+    })?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+        return Ok(());
+    }
+    if rows.is_empty() {
+        eprintln!("no tasks");
+        return Ok(());
+    }
+    let now = now_ms();
+    writeln!(
+        out,
+        "{:<14}  {:<8}  {:<9}  {:<48}  {:<16}  AGE",
+        "ID", "KIND", "STATUS", "DESCRIPTION", "AGENT TYPE"
+    )?;
+    for r in rows {
+        writeln!(
+            out,
+            "{:<14}  {:<8}  {:<9}  {:<48}  {:<16}  {}",
+            r.id,
+            r.kind.as_str(),
+            r.status.as_str(),
+            one_line(&r.description, 48),
+            one_line(r.agent_type.as_deref().unwrap_or("-"), 16),
+            age(r.created_ms, now)
+        )?;
+    }
+    Ok(())
+}
+
+fn when(ms: Option<u64>, now: u64) -> String {
+    match ms {
+        Some(ms) => format!("{} UTC ({} ago)", utc_datetime(ms), age(ms, now)),
+        None => "-".to_string(),
+    }
+}
+
+fn show(table: &TaskTable, id: &str) -> Result<()> {
+    let r: TaskRow = table.get(id).map_err(usage)?;
+    let now = now_ms();
+    let mut out = std::io::stdout().lock();
+    let field = |out: &mut std::io::StdoutLock<'_>, name: &str, value: &str| {
+        writeln!(out, "{name:<12} {value}")
+    };
+    field(&mut out, "id", &r.id)?;
+    field(&mut out, "kind", r.kind.as_str())?;
+    field(&mut out, "status", r.status.as_str())?;
+    field(&mut out, "description", &r.description)?;
+    field(&mut out, "agent type", r.agent_type.as_deref().unwrap_or("-"))?;
+    if let Some(name) = &r.name {
+        field(&mut out, "name", name)?;
+    }
+    field(&mut out, "session", &r.session_id)?;
+    field(&mut out, "parent", &r.parent_agent)?;
+    field(
+        &mut out,
+        "background",
+        if r.background { "yes" } else { "no" },
+    )?;
+    field(&mut out, "owner pid", &r.owner_pid.to_string())?;
+    field(&mut out, "created", &when(Some(r.created_ms), now))?;
+    field(&mut out, "started", &when(r.started_ms, now))?;
+    field(&mut out, "ended", &when(r.ended_ms, now))?;
+    if r.tool_calls > 0 || r.tokens > 0 || r.last_activity_ms.is_some() {
+        let last = r
+            .last_activity_ms
+            .map(|ms| format!(", last activity {} ago", age(ms, now)))
+            .unwrap_or_default();
+        field(
+            &mut out,
+            "progress",
+            &format!("{} tool calls, {} tokens{last}", r.tool_calls, r.tokens),
+        )?;
+    }
+    field(&mut out, "error", r.error.as_deref().unwrap_or("-"))?;
+    field(&mut out, "result", r.result_summary.as_deref().unwrap_or("-"))?;
+    field(&mut out, "output", &r.output_path.display().to_string())?;
+    writeln!(out, "--- output ---")?;
+    let mut offset = 0;
+    let mut ends_with_newline = true;
+    loop {
+        let (text, next, total) = match table.read_output(&r.id, offset, CHUNK) {
+            Ok(read) => read,
+            Err(TaskError::Io { path, source }) if offset == 0 => {
+                writeln!(out, "(no output log: {}: {source})", path.display())?;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if !text.is_empty() {
+            ends_with_newline = text.ends_with('\n');
+            out.write_all(text.as_bytes())?;
+        }
+        if next >= total || next == offset {
+            break;
+        }
+        offset = next;
+    }
+    if !ends_with_newline {
+        writeln!(out)?;
+    }
+    writeln!(out, "--- end of output ---")?;
+    Ok(())
+}
+
+fn stop(table: &TaskTable, id: &str) -> Result<()> {
+    let r = table.get(id).map_err(usage)?;
+    if r.status.is_final() {
+        println!("task {} already ended as {}; nothing to stop", r.id, r.status);
+        return Ok(());
+    }
+    let owner_alive = r.owner_pid != std::process::id() && process_alive(r.owner_pid);
+    let result = if owner_alive {
+        if r.status == TaskStatus::Stopping {
+            println!(
+                "task {} is already stopping; cadre process {} records it as cancelled once its work has stopped",
+                r.id, r.owner_pid
+            );
+            return Ok(());
+        }
+        table
+            .set_status(&r.id, TaskStatus::Stopping, None, None)
+            .map(|_| {
+                println!(
+                    "task {} is now stopping; cadre process {} stops its work and records it as cancelled",
+                    r.id, r.owner_pid
+                );
+            })
+    } else {
+        table
+            .set_status(&r.id, TaskStatus::Cancelled, Some(TASK_STOPPED_ORPHAN), None)
+            .map(|_| {
+                println!(
+                    "task {} cancelled: its cadre process {} had already ended",
+                    r.id, r.owner_pid
+                );
+            })
+    };
+    match result {
+        Ok(()) => Ok(()),
+        // It ended between our read and our write.
+        Err(TaskError::FinalStatus { from, .. }) => {
+            println!("task {} already ended as {from}; nothing to stop", r.id);
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,331 @@
+//! Work that outlives the turn that started it: background shells and
+//! subagents of one session. This module keeps the in-process handles (cancel
+//! tokens, inboxes, read cursors) and the queue of finished tasks waiting to be
+//! announced; the persistent record of every task is the task table (`tasks`).
+
+mod notice;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+pub use notice::{NOTICE_MAX_TASKS, NOTICE_REPORT_MAX, notification_text};
+
+use crate::agent::{Event, EventSink};
+use crate::tasks::{TaskError, TaskKind, TaskRow, TaskStatus, TaskTable};
+
+/// A task that ended and has not been announced to its owner yet.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// Task id.
+    pub task_id: String,
+    /// Final status.
+    pub status: TaskStatus,
+    /// What it was for.
+    pub description: String,
+    /// `bash` or the agent type.
+    pub kind_label: String,
+    /// Its report (a child's final text, a shell's exit and output tail).
+    pub report: String,
+}
+
+/// An in-process handle on a running task.
+struct Running {
+    owner: String,
+    cancel: CancellationToken,
+    inbox: Option<mpsc::UnboundedSender<String>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    running: HashMap<String, Running>,
+    finished: HashMap<String, Vec<Finished>>,
+    cursors: HashMap<(String, String), u64>,
+}
+
+/// The session's background work. Shared (`Arc`) by every agent of the session.
+pub struct BackgroundWork {
+    table: TaskTable,
+    session_id: String,
+    events: EventSink,
+    root: CancellationToken,
+    inner: Mutex<Inner>,
+    changed: Notify,
+}
+
+impl BackgroundWork {
+    /// The background work of session `session_id`, recorded in `table`.
+    pub fn new(table: TaskTable, session_id: String, events: EventSink) -> Arc<Self> {
+        Arc::new(BackgroundWork {
+            table,
+            session_id,
+            events,
+            root: CancellationToken::new(),
+            inner: Mutex::new(Inner::default()),
+            changed: Notify::new(),
+        })
+    }
+
+    /// The task table.
+    pub fn table(&self) -> &TaskTable {
+        &self.table
+    }
+
+    /// The session id tasks are filed under.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Creates a task row for `owner` and registers its handle; the returned
+    /// token is cancelled by `stop`/`stop_all`, never by the owner's turn ending.
+    pub fn start(
+        &self,
+        owner: &str,
+        kind: TaskKind,
+        description: &str,
+        agent_type: Option<&str>,
+        name: Option<&str>,
+        background: bool,
+        inbox: Option<mpsc::UnboundedSender<String>>,
+    ) -> Result<(TaskRow, CancellationToken), TaskError> {
+        let row = self.table.create(crate::tasks::NewTask {
+            kind,
+            session_id: self.session_id.clone(),
+            parent_agent: owner.to_string(),
+            description: description.to_string(),
+            agent_type: agent_type.map(str::to_string),
+            name: name.map(str::to_string),
+            background,
+        })?;
+        let row = self.table.set_status(&row.id, TaskStatus::Running, None, None)?;
+        self.events.emit(Event::TaskStarted {
+            task_id: row.id.clone(),
+            owner: owner.to_string(),
+            kind,
+            description: description.to_string(),
+            background,
+        });
+        let cancel = self.root.child_token();
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.running.insert(
+                row.id.clone(),
+                Running {
+                    owner: owner.to_string(),
+                    cancel: cancel.clone(),
+                    inbox,
+                },
+            );
+        }
+        Ok((row, cancel))
+    }
+
+    /// Records how a task ended. A task stopped meanwhile stays `cancelled`
+    /// and its late result goes to its log. Background tasks are queued for
+    /// their owner's next notice.
+    pub fn finish(
+        &self,
+        task_id: &str,
+        status: TaskStatus,
+        report: &str,
+        error: Option<&str>,
+        announce: bool,
+    ) {
+        let summary: String = report.chars().take(500).collect();
+        let row = match self.table.get(task_id) {
+            Ok(row) if row.status == TaskStatus::Stopping || row.status.is_final() => {
+                let final_row = if row.status == TaskStatus::Stopping {
+                    self.table
+                        .set_status(task_id, TaskStatus::Cancelled, Some("stopped"), None)
+                        .ok()
+                } else {
+                    Some(row.clone())
+                };
+                if status != TaskStatus::Cancelled {
+                    let _ = self.table.record_late_result(task_id, report);
+                }
+                final_row.unwrap_or(row)
+            }
+            _ => match self
+                .table
+                .set_status(task_id, status, error, Some(&summary))
+            {
+                Ok(r) => r,
+                Err(_) => return,
+            },
+        };
+        let owner = self.inner.lock().ok().and_then(|mut inner| {
+            inner.running.remove(task_id).map(|r| r.owner)
+        });
+        if announce && let Some(owner) = owner {
+            let item = Finished {
+                task_id: task_id.to_string(),
+                status: row.status,
+                description: row.description.clone(),
+                kind_label: row
+                    .agent_type
+                    .clone()
+                    .unwrap_or_else(|| "bash".to_string()),
+                report: report.to_string(),
+            };
+            if let Ok(mut inner) = self.inner.lock() {
+                inner.finished.entry(owner).or_default().push(item);
+            }
+        }
+        self.events.emit(Event::TaskEnded {
+            task_id: task_id.to_string(),
+            status: row.status,
+            description: row.description,
+        });
+        self.changed.notify_waiters();
+    }
+
+    /// Tasks `owner` started that are still running.
+    pub fn active_for(&self, owner: &str) -> usize {
+        self.inner
+            .lock()
+            .map(|i| i.running.values().filter(|r| r.owner == owner).count())
+            .unwrap_or(0)
+    }
+
+    /// True when `owner` has finished tasks waiting to be announced.
+    pub fn has_finished(&self, owner: &str) -> bool {
+        self.inner
+            .lock()
+            .map(|i| i.finished.get(owner).is_some_and(|f| !f.is_empty()))
+            .unwrap_or(false)
+    }
+
+    /// Takes up to `NOTICE_MAX_TASKS` finished tasks of `owner` and records
+    /// them as announced, so none is announced twice.
+    pub fn take_finished(&self, owner: &str) -> Vec<Finished> {
+        let items: Vec<Finished> = match self.inner.lock() {
+            Ok(mut inner) => match inner.finished.get_mut(owner) {
+                Some(list) => {
+                    let n = list.len().min(NOTICE_MAX_TASKS);
+                    list.drain(..n).collect()
+                }
+                None => Vec::new(),
+            },
+            Err(_) => Vec::new(),
+        };
+        if !items.is_empty() {
+            let ids: Vec<String> = items.iter().map(|f| f.task_id.clone()).collect();
+            let _ = self.table.mark_notified(&ids);
+        }
+        items
+    }
+
+    /// Waits until some task ends (or is stopped).
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    /// Stops a task `owner` started: marks it `stopping` and cancels it; it
+    /// records `cancelled` when its work has wound down.
+    pub fn stop(&self, owner: &str, task_id: &str) -> Result<TaskRow, String> {
+        let token = {
+            let inner = self.inner.lock().map_err(|_| "lock poisoned".to_string())?;
+            match inner.running.get(task_id) {
+                Some(r) if r.owner == owner => r.cancel.clone(),
+                Some(_) => return Err(format!("task {task_id} was not started by this agent")),
+                None => {
+                    return match self.table.get(task_id) {
+                        Ok(row) => Err(format!(
+                            "task {task_id} is not running (status {})",
+                            row.status.as_str()
+                        )),
+                        Err(_) => Err(format!("no task {task_id}")),
+                    };
+                }
+            }
+        };
+        let row = self
+            .table
+            .set_status(task_id, TaskStatus::Stopping, Some("stopped"), None)
+            .map_err(|e| e.to_string())?;
+        token.cancel();
+        self.changed.notify_waiters();
+        Ok(row)
+    }
+
+    /// Stops everything (Ctrl+C in `exec`, or leaving with `--no-wait`).
+    pub fn stop_all(&self) {
+        let ids: Vec<String> = self
+            .inner
+            .lock()
+            .map(|i| i.running.keys().cloned().collect())
+            .unwrap_or_default();
+        for id in ids {
+            let _ = self
+                .table
+                .set_status(&id, TaskStatus::Stopping, Some("stopped with the whole run"), None);
+        }
+        self.root.cancel();
+    }
+
+    /// Waits (bounded) until no task is registered as running.
+    pub async fn wait_idle(&self, limit: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let busy = self
+                .inner
+                .lock()
+                .map(|i| !i.running.is_empty())
+                .unwrap_or(false);
+            if !busy {
+                return;
+            }
+            let notified = self.changed.notified();
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The running tasks of `owner`: (id, description).
+    pub fn running_of(&self, owner: &str) -> Vec<String> {
+        self.inner
+            .lock()
+            .map(|i| {
+                i.running
+                    .iter()
+                    .filter(|(_, r)| r.owner == owner)
+                    .map(|(id, _)| id.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Delivers a message to a running task's inbox. False if it has none.
+    pub fn send_to_running(&self, task_id: &str, message: String) -> bool {
+        self.inner
+            .lock()
+            .ok()
+            .and_then(|i| i.running.get(task_id).and_then(|r| r.inbox.clone()))
+            .is_some_and(|tx| tx.send(message).is_ok())
+    }
+
+    /// Where `agent` last stopped reading `task_id`'s output.
+    pub fn cursor(&self, agent: &str, task_id: &str) -> u64 {
+        self.inner
+            .lock()
+            .ok()
+            .and_then(|i| i.cursors.get(&(agent.to_string(), task_id.to_string())).copied())
+            .unwrap_or(0)
+    }
+
+    /// Moves `agent`'s read cursor on `task_id`.
+    pub fn set_cursor(&self, agent: &str, task_id: &str, offset: u64) {
+        if let Ok(mut i) = self.inner.lock() {
+            i.cursors
+                .insert((agent.to_string(), task_id.to_string()), offset);
+        }
+    }
+
+    /// Updates a task's progress (tool calls, tokens, last activity).
+    pub fn progress(&self, task_id: &str, tool_calls: u64, tokens: u64) {
+        let _ = self.table.progress(task_id, tool_calls, tokens);
+    }
+}

@@ -1,0 +1,18 @@
+//! The task table: subagent tasks and `Bash` commands (background and
+//! foreground alike) in `$CADRE_HOME/tasks.db`, shared by every cadre process,
+//! with each task's output in `$CADRE_HOME/tasks/<task-id>/output.log`.
+//!
+//! Statuses move only through [`check_transition`]; a final status never
+//! changes, and a result that arrives after one goes to the log
+//! ([`TaskTable::record_late_result`]).
+
+mod status;
+mod table;
+
+pub use status::{
+    NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition,
+};
+pub use table::{SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable, process_alive};
+
+#[cfg(test)]
+mod tests;

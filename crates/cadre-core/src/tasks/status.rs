@@ -1,0 +1,344 @@
+//! Task statuses and the one place their transitions are decided, plus the
+//! row, error and filter types of the task table.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Where a task is in its life. `queued`, `running` and `stopping` are active;
+/// `succeeded`, `failed`, `cancelled` and `lost` are final, and final is final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    /// Created, not started yet.
+    Queued,
+    /// Doing its work.
+    Running,
+    /// Asked to stop; the owning process stops the work and records `cancelled`.
+    Stopping,
+    /// Finished with a result.
+    Succeeded,
+    /// Finished with an error.
+    Failed,
+    /// Stopped before it finished.
+    Cancelled,
+    /// Its cadre process ended while it was active.
+    Lost,
+}
+
+impl TaskStatus {
+    /// Every status, active ones first.
+    pub const ALL: [TaskStatus; 7] = [
+        TaskStatus::Queued,
+        TaskStatus::Running,
+        TaskStatus::Stopping,
+        TaskStatus::Succeeded,
+        TaskStatus::Failed,
+        TaskStatus::Cancelled,
+        TaskStatus::Lost,
+    ];
+
+    /// The lowercase name stored in the table.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TaskStatus::Queued => "queued",
+            TaskStatus::Running => "running",
+            TaskStatus::Stopping => "stopping",
+            TaskStatus::Succeeded => "succeeded",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Lost => "lost",
+        }
+    }
+
+    /// The status named `s` (lowercase, as stored), if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Succeeded, failed, cancelled or lost: it never changes again.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Cancelled | TaskStatus::Lost
+        )
+    }
+
+    /// Queued, running or stopping.
+    pub fn is_active(&self) -> bool {
+        !self.is_final()
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The one place transitions are decided.
+///
+/// Allowed: `queued` → running, stopping, cancelled, failed, lost;
+/// `running` → stopping, succeeded, failed, cancelled, lost;
+/// `stopping` → cancelled, failed, lost (not succeeded: a stopped task ends
+/// cancelled and a late result goes to its log); an active status to itself.
+/// A final status never changes, not even to itself.
+///
+/// A [`TaskError::FinalStatus`] from here has an empty `id`; the table fills it in.
+pub fn check_transition(from: TaskStatus, to: TaskStatus) -> Result<(), TaskError> {
+    use TaskStatus::*;
+    if from.is_final() {
+        return Err(TaskError::FinalStatus {
+            id: String::new(),
+            from,
+            to,
+        });
+    }
+    let ok = from == to
+        || matches!(
+            (from, to),
+            (Queued, Running | Stopping | Cancelled | Failed | Lost)
+                | (Running, Stopping | Succeeded | Failed | Cancelled | Lost)
+                | (Stopping, Cancelled | Failed | Lost)
+        );
+    if ok {
+        Ok(())
+    } else {
+        Err(TaskError::BadTransition { from, to })
+    }
+}
+
+/// What a task runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskKind {
+    /// A subagent.
+    Subagent,
+    /// A shell command of the `Bash` tool.
+    Bash,
+}
+
+impl TaskKind {
+    /// The lowercase name stored in the table.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TaskKind::Subagent => "subagent",
+            TaskKind::Bash => "bash",
+        }
+    }
+
+    /// The kind named `s`, if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "subagent" => Some(TaskKind::Subagent),
+            "bash" => Some(TaskKind::Bash),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for TaskKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One row of the task table.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TaskRow {
+    /// `t-` and 12 hex digits.
+    pub id: String,
+    /// Subagent or Bash.
+    pub kind: TaskKind,
+    /// The session that started it.
+    pub session_id: String,
+    /// The agent that started it.
+    pub parent_agent: String,
+    /// What it is for, in a few words.
+    pub description: String,
+    /// The subagent type, for subagents.
+    pub agent_type: Option<String>,
+    /// A name to address it by (`SendMessage`), if given.
+    pub name: Option<String>,
+    /// Current status.
+    pub status: TaskStatus,
+    /// Runs in the background (else its parent waits for it).
+    pub background: bool,
+    /// Milliseconds since the Unix epoch.
+    pub created_ms: u64,
+    /// Set when it first became running.
+    pub started_ms: Option<u64>,
+    /// Set when it reached a final status.
+    pub ended_ms: Option<u64>,
+    /// `tasks/<id>/output.log` in the data directory.
+    pub output_path: PathBuf,
+    /// A short summary of its result.
+    pub result_summary: Option<String>,
+    /// Why it failed, was cancelled or was lost.
+    pub error: Option<String>,
+    /// The cadre process that runs it.
+    pub owner_pid: u32,
+    /// Tool calls made so far (subagents).
+    pub tool_calls: u64,
+    /// Tokens used so far (subagents).
+    pub tokens: u64,
+    /// When progress was last recorded.
+    pub last_activity_ms: Option<u64>,
+    /// A completion notice for it was delivered.
+    pub notified: bool,
+}
+
+/// What can go wrong with the task table.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// SQLite failed.
+    #[error("task table: {0}")]
+    Sqlite(String),
+    /// A file or directory of the table could not be used.
+    #[error("task table: {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No row has this id.
+    #[error("no task with id {0:?} (see `cadre tasks`)")]
+    NotFound(String),
+    /// The task already has a final status, which never changes.
+    #[error("{}", final_status_message(id, *from, *to))]
+    FinalStatus {
+        /// The task (empty when it came straight from [`check_transition`]).
+        id: String,
+        /// Its final status.
+        from: TaskStatus,
+        /// The status asked for.
+        to: TaskStatus,
+    },
+    /// A move the status rules don't allow.
+    #[error("a task cannot go from {from} to {to}")]
+    BadTransition {
+        /// Current status.
+        from: TaskStatus,
+        /// The status asked for.
+        to: TaskStatus,
+    },
+    /// The database is from a newer cadre, or holds something unreadable.
+    #[error("task table: {0}")]
+    Schema(String),
+}
+
+fn final_status_message(id: &str, from: TaskStatus, to: TaskStatus) -> String {
+    let who = if id.is_empty() {
+        "the task".to_string()
+    } else {
+        format!("task {id}")
+    };
+    format!("{who} already ended as {from}, a final status; it cannot become {to}")
+}
+
+impl From<rusqlite::Error> for TaskError {
+    fn from(e: rusqlite::Error) -> Self {
+        TaskError::Sqlite(e.to_string())
+    }
+}
+
+/// What [`TaskTable::create`](super::TaskTable::create) needs to add a row.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    /// Subagent or Bash.
+    pub kind: TaskKind,
+    /// The session that starts it.
+    pub session_id: String,
+    /// The agent that starts it.
+    pub parent_agent: String,
+    /// What it is for.
+    pub description: String,
+    /// The subagent type, for subagents.
+    pub agent_type: Option<String>,
+    /// A name to address it by.
+    pub name: Option<String>,
+    /// Runs in the background.
+    pub background: bool,
+}
+
+/// Which rows [`TaskTable::list`](super::TaskTable::list) returns; the default is all.
+#[derive(Debug, Clone, Default)]
+pub struct TaskFilter {
+    /// Only this session's tasks.
+    pub session_id: Option<String>,
+    /// Only tasks this agent started.
+    pub parent_agent: Option<String>,
+    /// Only tasks with this status.
+    pub status: Option<TaskStatus>,
+    /// Only queued, running and stopping tasks.
+    pub active_only: bool,
+    /// At most this many (the newest).
+    pub limit: Option<usize>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TaskStatus::*;
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for s in TaskStatus::ALL {
+            assert_eq!(TaskStatus::parse(s.as_str()), Some(s));
+            assert_eq!(
+                serde_json::to_value(s).unwrap(),
+                serde_json::Value::String(s.as_str().into())
+            );
+            assert_eq!(s.is_active(), !s.is_final());
+        }
+        assert_eq!(TaskStatus::parse("Running"), None);
+        for k in [TaskKind::Subagent, TaskKind::Bash] {
+            assert_eq!(TaskKind::parse(k.as_str()), Some(k));
+        }
+    }
+
+    #[test]
+    fn a_final_status_never_changes() {
+        // (from, to, allowed); every one of the 49 pairs is listed.
+        let table: &[(TaskStatus, &[TaskStatus])] = &[
+            (Queued, &[Queued, Running, Stopping, Cancelled, Failed, Lost]),
+            (Running, &[Running, Stopping, Succeeded, Failed, Cancelled, Lost]),
+            (Stopping, &[Stopping, Cancelled, Failed, Lost]),
+            (Succeeded, &[]),
+            (Failed, &[]),
+            (Cancelled, &[]),
+            (Lost, &[]),
+        ];
+        assert_eq!(table.len(), TaskStatus::ALL.len());
+        let mut checked = 0;
+        for (from, allowed) in table {
+            for to in TaskStatus::ALL {
+                let got = check_transition(*from, to);
+                checked += 1;
+                if allowed.contains(&to) {
+                    assert!(got.is_ok(), "{from} -> {to} should be allowed: {got:?}");
+                } else if from.is_final() {
+                    assert!(
+                        matches!(got, Err(TaskError::FinalStatus { from: f, to: t, .. }) if f == *from && t == to),
+                        "{from} -> {to}: {got:?}"
+                    );
+                } else {
+                    assert!(
+                        matches!(got, Err(TaskError::BadTransition { from: f, to: t }) if f == *from && t == to),
+                        "{from} -> {to}: {got:?}"
+                    );
+                }
+            }
+        }
+        assert_eq!(checked, 49);
+    }
+
+    #[test]
+    fn a_stopped_task_cannot_succeed() {
+        assert!(matches!(
+            check_transition(Stopping, Succeeded),
+            Err(TaskError::BadTransition { .. })
+        ));
+    }
+}

@@ -1,0 +1,567 @@
+//! `tasks.db`: the SQLite table shared by every cadre process of a data
+//! directory, and the output logs in `tasks/<task-id>/output.log`.
+
+use std::fs::{DirBuilder, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+use super::status::{
+    NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition,
+};
+
+/// The schema version this build writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The error recorded on active rows whose cadre process is gone at start-up.
+pub const TASK_LOST_ON_STARTUP: &str =
+    "TASK_LOST_ON_STARTUP: its cadre process ended while it was active";
+
+/// How long a statement waits for another process's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+const COLUMNS: &str = "id, kind, session_id, parent_agent, description, agent_type, name, \
+     status, background, created_ms, started_ms, ended_ms, output_path, result_summary, \
+     error, owner_pid, tool_calls, tokens, last_activity_ms, notified";
+
+/// A handle on `tasks.db`; cheap to clone, `Send + Sync`. All calls block for
+/// the few milliseconds SQLite takes.
+#[derive(Clone)]
+pub struct TaskTable {
+    conn: Arc<Mutex<Connection>>,
+    db_path: PathBuf,
+    tasks_dir: PathBuf,
+}
+
+impl std::fmt::Debug for TaskTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskTable")
+            .field("path", &self.db_path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TaskError + '_ {
+    move |source| TaskError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn to_sql(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// Creates `dir` if needed (0700) and makes sure it is 0700.
+fn private_dir(dir: &Path) -> Result<(), TaskError> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(io_err(dir))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io_err(dir))
+}
+
+/// Whether a process with this pid exists (`kill(pid, 0)` doesn't fail with ESRCH).
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    if raw <= 0 {
+        // 0 and negatives would address process groups, not a process.
+        return false;
+    }
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
+        Ok(()) => true,
+        Err(e) => e != nix::errno::Errno::ESRCH,
+    }
+}
+
+/// Upgrades the schema step by step to [`SCHEMA_VERSION`]. Each step runs in
+/// its own write transaction and re-reads the version under the lock, so two
+/// processes opening a fresh database at once don't both run it.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), TaskError> {
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        match version {
+            SCHEMA_VERSION => return Ok(()),
+            0 => {
+                tx.execute_batch(
+                    "CREATE TABLE IF NOT EXISTS tasks (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        kind TEXT NOT NULL,
+                        session_id TEXT NOT NULL,
+                        parent_agent TEXT NOT NULL,
+                        description TEXT NOT NULL,
+                        agent_type TEXT,
+                        name TEXT,
+                        status TEXT NOT NULL,
+                        background INTEGER NOT NULL,
+                        created_ms INTEGER NOT NULL,
+                        started_ms INTEGER,
+                        ended_ms INTEGER,
+                        output_path TEXT NOT NULL,
+                        result_summary TEXT,
+                        error TEXT,
+                        owner_pid INTEGER NOT NULL,
+                        tool_calls INTEGER NOT NULL DEFAULT 0,
+                        tokens INTEGER NOT NULL DEFAULT 0,
+                        last_activity_ms INTEGER,
+                        notified INTEGER NOT NULL DEFAULT 0
+                    );
+                    CREATE INDEX IF NOT EXISTS tasks_by_created ON tasks (created_ms);
+                    CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (status);
+                    CREATE INDEX IF NOT EXISTS tasks_by_session ON tasks (session_id);",
+                )?;
+                tx.pragma_update(None, "user_version", 1)?;
+            }
+            v if v > SCHEMA_VERSION => {
+                return Err(TaskError::Schema(format!(
+                    "tasks.db has schema version {v}, newer than this cadre's {SCHEMA_VERSION}; \
+                     upgrade cadre"
+                )));
+            }
+            v => {
+                return Err(TaskError::Schema(format!(
+                    "tasks.db has unknown schema version {v}"
+                )));
+            }
+        }
+        tx.commit()?;
+    }
+}
+
+fn row_to_task(r: &Row<'_>) -> rusqlite::Result<Result<TaskRow, TaskError>> {
+    let kind: String = r.get("kind")?;
+    let status: String = r.get("status")?;
+    let opt_ms = |name: &str| -> rusqlite::Result<Option<u64>> {
+        Ok(r.get::<_, Option<i64>>(name)?.map(|v| v.max(0) as u64))
+    };
+    let id: String = r.get("id")?;
+    let (Some(kind), Some(status)) = (TaskKind::parse(&kind), TaskStatus::parse(&status)) else {
+        return Ok(Err(TaskError::Schema(format!(
+            "task {id} has kind {kind:?} and status {status:?}, not known to this cadre"
+        ))));
+    };
+    Ok(Ok(TaskRow {
+        id,
+        kind,
+        session_id: r.get("session_id")?,
+        parent_agent: r.get("parent_agent")?,
+        description: r.get("description")?,
+        agent_type: r.get("agent_type")?,
+        name: r.get("name")?,
+        status,
+        background: r.get("background")?,
+        created_ms: r.get::<_, i64>("created_ms")?.max(0) as u64,
+        started_ms: opt_ms("started_ms")?,
+        ended_ms: opt_ms("ended_ms")?,
+        output_path: PathBuf::from(r.get::<_, String>("output_path")?),
+        result_summary: r.get("result_summary")?,
+        error: r.get("error")?,
+        owner_pid: u32::try_from(r.get::<_, i64>("owner_pid")?).unwrap_or(0),
+        tool_calls: r.get::<_, i64>("tool_calls")?.max(0) as u64,
+        tokens: r.get::<_, i64>("tokens")?.max(0) as u64,
+        last_activity_ms: opt_ms("last_activity_ms")?,
+        notified: r.get("notified")?,
+    }))
+}
+
+fn get_row(conn: &Connection, id: &str) -> Result<TaskRow, TaskError> {
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
+        [id],
+        row_to_task,
+    )
+    .optional()?
+    .ok_or_else(|| TaskError::NotFound(id.to_string()))?
+}
+
+fn new_task_id() -> String {
+    let uuid = uuid::Uuid::now_v7().simple().to_string();
+    // The tail of a v7 uuid is random (with a few counter bits before it).
+    format!("t-{}", &uuid[uuid.len() - 12..])
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0b1100_0000 == 0b1000_0000
+}
+
+impl TaskTable {
+    /// Opens (creating if needed) `<data_dir>/tasks.db` (0600) and the
+    /// `tasks/` directory (0700), in WAL mode with a 5 s busy timeout, and
+    /// migrates the schema to the current version.
+    pub fn open(data_dir: &Path) -> Result<TaskTable, TaskError> {
+        std::fs::create_dir_all(data_dir).map_err(io_err(data_dir))?;
+        let tasks_dir = data_dir.join("tasks");
+        private_dir(&tasks_dir)?;
+        let db_path = data_dir.join("tasks.db");
+        // Create the file ourselves so it is private from the first byte; the
+        // -wal and -shm files SQLite makes take the database file's mode.
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&db_path)
+            .map_err(io_err(&db_path))?;
+        std::fs::set_permissions(&db_path, std::fs::Permissions::from_mode(0o600))
+            .map_err(io_err(&db_path))?;
+        let mut conn = Connection::open(&db_path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(TaskError::Sqlite(format!(
+                "could not switch {} to WAL mode (got {mode})",
+                db_path.display()
+            )));
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        migrate(&mut conn)?;
+        Ok(TaskTable {
+            conn: Arc::new(Mutex::new(conn)),
+            db_path,
+            tasks_dir,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.db_path
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves no half-done SQL behind
+        // (transactions roll back on drop), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks active rows whose owning process is gone as `lost` with
+    /// [`TASK_LOST_ON_STARTUP`], and returns their ids. Rows owned by this
+    /// process are left alone.
+    pub fn mark_lost_on_startup(&self) -> Result<Vec<String>, TaskError> {
+        let me = std::process::id();
+        let candidates: Vec<(String, u32)> = {
+            let conn = self.lock();
+            let mut stmt = conn.prepare(
+                "SELECT id, owner_pid FROM tasks \
+                 WHERE status IN ('queued', 'running', 'stopping') ORDER BY created_ms",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    u32::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                ))
+            })?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let mut lost = Vec::new();
+        for (id, pid) in candidates {
+            if pid == me || process_alive(pid) {
+                continue;
+            }
+            match self.set_status(&id, TaskStatus::Lost, Some(TASK_LOST_ON_STARTUP), None) {
+                Ok(_) => lost.push(id),
+                // Another process settled it in the meantime.
+                Err(TaskError::FinalStatus { .. } | TaskError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(lost)
+    }
+
+    /// Adds a `queued` row owned by this process, with its output directory
+    /// (0700) and an empty `output.log` (0600).
+    pub fn create(&self, new: NewTask) -> Result<TaskRow, TaskError> {
+        let mut attempts = 0;
+        let (id, dir) = loop {
+            let id = new_task_id();
+            let dir = self.tasks_dir.join(&id);
+            // create_dir (not _all) fails on an existing directory: the id is taken.
+            match DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => break (id, dir),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 8 => {
+                    attempts += 1;
+                }
+                Err(e) => return Err(io_err(&dir)(e)),
+            }
+        };
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(io_err(&dir))?;
+        let output_path = dir.join("output.log");
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&output_path)
+            .map_err(io_err(&output_path))?;
+        let row = TaskRow {
+            id,
+            kind: new.kind,
+            session_id: new.session_id,
+            parent_agent: new.parent_agent,
+            description: new.description,
+            agent_type: new.agent_type,
+            name: new.name,
+            status: TaskStatus::Queued,
+            background: new.background,
+            created_ms: now_ms(),
+            started_ms: None,
+            ended_ms: None,
+            output_path,
+            result_summary: None,
+            error: None,
+            owner_pid: std::process::id(),
+            tool_calls: 0,
+            tokens: 0,
+            last_activity_ms: None,
+            notified: false,
+        };
+        self.lock().execute(
+            "INSERT INTO tasks (id, kind, session_id, parent_agent, description, agent_type, \
+             name, status, background, created_ms, output_path, owner_pid) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![
+                row.id,
+                row.kind.as_str(),
+                row.session_id,
+                row.parent_agent,
+                row.description,
+                row.agent_type,
+                row.name,
+                row.status.as_str(),
+                row.background,
+                to_sql(row.created_ms),
+                row.output_path.to_string_lossy(),
+                i64::from(row.owner_pid),
+            ],
+        )?;
+        Ok(row)
+    }
+
+    /// Moves a task to `to` if [`check_transition`] allows it, in one write
+    /// transaction (read, check, write) so processes can't race. Sets
+    /// `started_ms` on the first move to running and `ended_ms` on a final
+    /// status; `error` and `result_summary` replace the stored ones when given.
+    pub fn set_status(
+        &self,
+        id: &str,
+        to: TaskStatus,
+        error: Option<&str>,
+        result_summary: Option<&str>,
+    ) -> Result<TaskRow, TaskError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let current = get_row(&tx, id)?;
+        check_transition(current.status, to).map_err(|e| match e {
+            TaskError::FinalStatus { from, to, .. } => TaskError::FinalStatus {
+                id: id.to_string(),
+                from,
+                to,
+            },
+            other => other,
+        })?;
+        let now = to_sql(now_ms());
+        tx.execute(
+            "UPDATE tasks SET status = ?2, \
+               started_ms = CASE WHEN ?3 AND started_ms IS NULL THEN ?4 ELSE started_ms END, \
+               ended_ms = CASE WHEN ?5 THEN ?4 ELSE ended_ms END, \
+               error = COALESCE(?6, error), \
+               result_summary = COALESCE(?7, result_summary) \
+             WHERE id = ?1",
+            params![
+                id,
+                to.as_str(),
+                to == TaskStatus::Running,
+                now,
+                to.is_final(),
+                error,
+                result_summary,
+            ],
+        )?;
+        let row = get_row(&tx, id)?;
+        tx.commit()?;
+        Ok(row)
+    }
+
+    /// Appends a result that arrived after the task ended to its log, with a
+    /// warning line; the status stays as it is.
+    pub fn record_late_result(&self, id: &str, text: &str) -> Result<(), TaskError> {
+        let row = self.get(id)?;
+        let entry = format!(
+            "\n[warning: a result arrived after the task ended as {}; recorded here only]\n{text}\n",
+            row.status
+        );
+        append_to(&row.output_path, &entry)
+    }
+
+    /// Appends `text` to the task's `output.log`.
+    pub fn append_output(&self, id: &str, text: &str) -> Result<(), TaskError> {
+        let path = self.output_path(id)?;
+        append_to(&path, text)
+    }
+
+    fn output_path(&self, id: &str) -> Result<PathBuf, TaskError> {
+        let path: Option<String> = self
+            .lock()
+            .query_row(
+                "SELECT output_path FROM tasks WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        path.map(PathBuf::from)
+            .ok_or_else(|| TaskError::NotFound(id.to_string()))
+    }
+
+    /// Records progress (tool calls, tokens so far) and the time of it.
+    pub fn progress(&self, id: &str, tool_calls: u64, tokens: u64) -> Result<(), TaskError> {
+        let n = self.lock().execute(
+            "UPDATE tasks SET tool_calls = ?2, tokens = ?3, last_activity_ms = ?4 WHERE id = ?1",
+            params![id, to_sql(tool_calls), to_sql(tokens), to_sql(now_ms())],
+        )?;
+        if n == 0 {
+            return Err(TaskError::NotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Hands a task to another process: its `owner_pid` becomes `pid`. For a
+    /// process taking over work, and for tests that need a row of a dead process.
+    pub fn set_owner_pid(&self, id: &str, pid: u32) -> Result<(), TaskError> {
+        let n = self.lock().execute(
+            "UPDATE tasks SET owner_pid = ?2 WHERE id = ?1",
+            params![id, i64::from(pid)],
+        )?;
+        if n == 0 {
+            return Err(TaskError::NotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Records that completion notices for these tasks were delivered.
+    /// Unknown ids are ignored.
+    pub fn mark_notified(&self, ids: &[String]) -> Result<(), TaskError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut stmt = tx.prepare("UPDATE tasks SET notified = 1 WHERE id = ?1")?;
+            for id in ids {
+                stmt.execute([id])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// One row.
+    pub fn get(&self, id: &str) -> Result<TaskRow, TaskError> {
+        get_row(&self.lock(), id)
+    }
+
+    /// Rows matching `filter`, newest first.
+    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<TaskRow>, TaskError> {
+        let mut sql = format!("SELECT {COLUMNS} FROM tasks WHERE 1 = 1");
+        let mut args: Vec<Value> = Vec::new();
+        if let Some(s) = &filter.session_id {
+            args.push(Value::Text(s.clone()));
+            sql.push_str(&format!(" AND session_id = ?{}", args.len()));
+        }
+        if let Some(p) = &filter.parent_agent {
+            args.push(Value::Text(p.clone()));
+            sql.push_str(&format!(" AND parent_agent = ?{}", args.len()));
+        }
+        if let Some(st) = filter.status {
+            args.push(Value::Text(st.as_str().to_string()));
+            sql.push_str(&format!(" AND status = ?{}", args.len()));
+        }
+        if filter.active_only {
+            sql.push_str(" AND status IN ('queued', 'running', 'stopping')");
+        }
+        // rowid breaks ties within a millisecond: later inserts are newer.
+        sql.push_str(" ORDER BY created_ms DESC, rowid DESC");
+        if let Some(limit) = filter.limit {
+            args.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+            sql.push_str(&format!(" LIMIT ?{}", args.len()));
+        }
+        let conn = self.lock();
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), row_to_task)?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(row??);
+        }
+        Ok(out)
+    }
+
+    /// Reads at most `max` bytes of the task's log from byte `offset`, never
+    /// splitting a character: a cut inside one backs off to its start, and an
+    /// `offset` inside one moves forward to the next. If `max` is smaller than
+    /// the character at `offset`, that whole character is returned so readers
+    /// always progress. Returns the text (invalid UTF-8 replaced), the offset
+    /// to read from next, and the log's size.
+    pub fn read_output(
+        &self,
+        id: &str,
+        offset: u64,
+        max: usize,
+    ) -> Result<(String, u64, u64), TaskError> {
+        let path = self.output_path(id)?;
+        let mut file = std::fs::File::open(&path).map_err(io_err(&path))?;
+        let total = file.metadata().map_err(io_err(&path))?.len();
+        let start = offset.min(total);
+        if max == 0 || start == total {
+            return Ok((String::new(), start, total));
+        }
+        file.seek(SeekFrom::Start(start)).map_err(io_err(&path))?;
+        // A few bytes past `max` show whether the cut falls inside a character.
+        let want = (total - start).min(max as u64 + 4);
+        let mut buf = Vec::with_capacity(want as usize);
+        file.take(want)
+            .read_to_end(&mut buf)
+            .map_err(io_err(&path))?;
+        let mut s = 0;
+        while s < buf.len() && s < 3 && is_continuation(buf[s]) {
+            s += 1;
+        }
+        let mut e = (s + max).min(buf.len());
+        if e < buf.len() {
+            let mut back = 0;
+            while e > s && back < 3 && is_continuation(buf[e]) {
+                e -= 1;
+                back += 1;
+            }
+            if e == s {
+                // `max` is smaller than this one character: return all of it.
+                e = s + 1;
+                while e < buf.len() && e - s < 4 && is_continuation(buf[e]) {
+                    e += 1;
+                }
+            }
+        }
+        let text = String::from_utf8_lossy(&buf[s..e]).into_owned();
+        Ok((text, start + e as u64, total))
+    }
+}
+
+fn append_to(path: &Path, text: &str) -> Result<(), TaskError> {
+    let mut f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io_err(path))?;
+    f.write_all(text.as_bytes()).map_err(io_err(path))
+}

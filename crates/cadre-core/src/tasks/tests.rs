@@ -1,0 +1,370 @@
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+
+use super::*;
+
+fn new_task(desc: &str) -> NewTask {
+    NewTask {
+        kind: TaskKind::Subagent,
+        session_id: "s-1".into(),
+        parent_agent: "main".into(),
+        description: desc.into(),
+        agent_type: Some("Explore".into()),
+        name: None,
+        background: true,
+    }
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    assert!(!process_alive(pid));
+    pid
+}
+
+#[test]
+fn opens_an_empty_v0_database_and_the_current_version() {
+    let dir = tempfile::tempdir().unwrap();
+    // An empty SQLite database: user_version 0, no tables.
+    {
+        let conn = rusqlite::Connection::open(dir.path().join("tasks.db")).unwrap();
+        let v: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 0);
+    }
+    let t = TaskTable::open(dir.path()).unwrap();
+    let row = t.create(new_task("kept")).unwrap();
+    drop(t);
+    // Current version: opens again without re-running anything, rows intact.
+    let t = TaskTable::open(dir.path()).unwrap();
+    assert_eq!(t.get(&row.id).unwrap().description, "kept");
+    let conn = rusqlite::Connection::open(t.path()).unwrap();
+    let v: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, SCHEMA_VERSION);
+    let journal: String = conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    assert_eq!(journal, "wal");
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let conn = rusqlite::Connection::open(dir.path().join("tasks.db")).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+    }
+    let err = TaskTable::open(dir.path()).unwrap_err();
+    assert!(matches!(err, TaskError::Schema(_)), "{err}");
+}
+
+#[test]
+fn files_are_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).unwrap();
+    let row = t.create(new_task("x")).unwrap();
+    assert_eq!(mode(t.path()), 0o600);
+    assert_eq!(mode(&dir.path().join("tasks")), 0o700);
+    assert_eq!(mode(row.output_path.parent().unwrap()), 0o700);
+    assert_eq!(mode(&row.output_path), 0o600);
+    assert_eq!(
+        row.output_path,
+        dir.path().join("tasks").join(&row.id).join("output.log")
+    );
+    assert_eq!(std::fs::metadata(&row.output_path).unwrap().len(), 0);
+}
+
+#[test]
+fn create_get_and_list_newest_first_with_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).unwrap();
+    let a = t.create(new_task("a")).unwrap();
+    let b = t
+        .create(NewTask {
+            kind: TaskKind::Bash,
+            session_id: "s-2".into(),
+            parent_agent: "worker".into(),
+            agent_type: None,
+            name: Some("build".into()),
+            background: false,
+            ..new_task("b")
+        })
+        .unwrap();
+    let c = t.create(new_task("c")).unwrap();
+
+    assert!(a.id.starts_with("t-") && a.id.len() == 14, "{}", a.id);
+    assert!(a.id[2..].chars().all(|ch| ch.is_ascii_hexdigit()));
+    assert_ne!(a.id, b.id);
+    assert_eq!(a.status, TaskStatus::Queued);
+    assert_eq!(a.owner_pid, std::process::id());
+
+    let got = t.get(&b.id).unwrap();
+    assert_eq!(got.kind, TaskKind::Bash);
+    assert_eq!(got.name.as_deref(), Some("build"));
+    assert_eq!(got.agent_type, None);
+    assert!(!got.background);
+    assert!(!got.notified);
+    assert!(matches!(t.get("t-nope"), Err(TaskError::NotFound(_))));
+
+    let ids = |f: &TaskFilter| -> Vec<String> {
+        t.list(f).unwrap().into_iter().map(|r| r.id).collect()
+    };
+    assert_eq!(
+        ids(&TaskFilter::default()),
+        [c.id.clone(), b.id.clone(), a.id.clone()]
+    );
+    let f = TaskFilter {
+        session_id: Some("s-1".into()),
+        ..Default::default()
+    };
+    assert_eq!(ids(&f), [c.id.clone(), a.id.clone()]);
+    let f = TaskFilter {
+        parent_agent: Some("worker".into()),
+        ..Default::default()
+    };
+    assert_eq!(ids(&f), [b.id.clone()]);
+    let f = TaskFilter {
+        limit: Some(2),
+        ..Default::default()
+    };
+    assert_eq!(ids(&f), [c.id.clone(), b.id.clone()]);
+
+    t.set_status(&a.id, TaskStatus::Running, None, None).unwrap();
+    t.set_status(&c.id, TaskStatus::Cancelled, Some("stopped"), None)
+        .unwrap();
+    let f = TaskFilter {
+        status: Some(TaskStatus::Running),
+        ..Default::default()
+    };
+    assert_eq!(ids(&f), [a.id.clone()]);
+    let f = TaskFilter {
+        active_only: true,
+        ..Default::default()
+    };
+    assert_eq!(ids(&f), [b.id.clone(), a.id.clone()]);
+
+    t.progress(&a.id, 3, 1200).unwrap();
+    t.mark_notified(std::slice::from_ref(&c.id)).unwrap();
+    let a2 = t.get(&a.id).unwrap();
+    assert_eq!((a2.tool_calls, a2.tokens), (3, 1200));
+    assert!(a2.last_activity_ms.is_some());
+    assert!(t.get(&c.id).unwrap().notified);
+    assert!(matches!(
+        t.progress("t-nope", 1, 1),
+        Err(TaskError::NotFound(_))
+    ));
+}
+
+#[test]
+fn set_status_sets_times_and_keeps_final_final() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).unwrap();
+    let row = t.create(new_task("x")).unwrap();
+    assert!(row.started_ms.is_none() && row.ended_ms.is_none());
+
+    let r = t.set_status(&row.id, TaskStatus::Running, None, None).unwrap();
+    let started = r.started_ms.unwrap();
+    assert!(started >= row.created_ms);
+    assert!(r.ended_ms.is_none());
+    // Running again keeps the first start time.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let r = t.set_status(&row.id, TaskStatus::Running, None, None).unwrap();
+    assert_eq!(r.started_ms, Some(started));
+
+    let r = t
+        .set_status(&row.id, TaskStatus::Succeeded, None, Some("found 3 files"))
+        .unwrap();
+    assert_eq!(r.status, TaskStatus::Succeeded);
+    assert!(r.ended_ms.unwrap() >= started);
+    assert_eq!(r.result_summary.as_deref(), Some("found 3 files"));
+    assert_eq!(r.error, None);
+
+    let err = t
+        .set_status(&row.id, TaskStatus::Cancelled, Some("late"), None)
+        .unwrap_err();
+    assert!(
+        matches!(&err, TaskError::FinalStatus { id, from: TaskStatus::Succeeded, to: TaskStatus::Cancelled } if *id == row.id),
+        "{err}"
+    );
+    assert!(err.to_string().contains(&row.id), "{err}");
+    let r = t.get(&row.id).unwrap();
+    assert_eq!(r.status, TaskStatus::Succeeded);
+    assert_eq!(r.error, None);
+
+    let q = t.create(new_task("y")).unwrap();
+    assert!(matches!(
+        t.set_status(&q.id, TaskStatus::Succeeded, None, None),
+        Err(TaskError::BadTransition { .. })
+    ));
+    assert!(matches!(
+        t.set_status("t-nope", TaskStatus::Running, None, None),
+        Err(TaskError::NotFound(_))
+    ));
+}
+
+#[test]
+fn a_late_result_goes_to_the_log_and_the_status_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).unwrap();
+    let row = t.create(new_task("x")).unwrap();
+    t.set_status(&row.id, TaskStatus::Running, None, None).unwrap();
+    t.append_output(&row.id, "working\n").unwrap();
+    t.set_status(&row.id, TaskStatus::Stopping, None, None).unwrap();
+    // A stopped task that finishes anyway may not succeed.
+    assert!(
+        t.set_status(&row.id, TaskStatus::Succeeded, None, Some("done"))
+            .is_err()
+    );
+    t.set_status(&row.id, TaskStatus::Cancelled, Some("stopped by the user"), None)
+        .unwrap();
+    t.record_late_result(&row.id, "the answer is 42").unwrap();
+    let log = std::fs::read_to_string(&row.output_path).unwrap();
+    assert_eq!(
+        log,
+        "working\n\n[warning: a result arrived after the task ended as cancelled; recorded here only]\nthe answer is 42\n"
+    );
+    let r = t.get(&row.id).unwrap();
+    assert_eq!(r.status, TaskStatus::Cancelled);
+    assert_eq!(r.result_summary, None);
+    assert_eq!(r.error.as_deref(), Some("stopped by the user"));
+}
+
+#[test]
+fn lost_on_startup_only_for_dead_owners() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).unwrap();
+    let dead = dead_pid();
+    let orphan = t.create(new_task("orphan")).unwrap();
+    t.set_status(&orphan.id, TaskStatus::Running, None, None)
+        .unwrap();
+    t.set_owner_pid(&orphan.id, dead).unwrap();
+    let orphan_queued = t.create(new_task("orphan queued")).unwrap();
+    t.set_owner_pid(&orphan_queued.id, dead).unwrap();
+    let finished = t.create(new_task("finished")).unwrap();
+    t.set_status(&finished.id, TaskStatus::Failed, Some("boom"), None)
+        .unwrap();
+    t.set_owner_pid(&finished.id, dead).unwrap();
+    let mine = t.create(new_task("mine")).unwrap();
+    t.set_status(&mine.id, TaskStatus::Running, None, None).unwrap();
+    // pid 1 is alive (and not ours to signal: EPERM still means alive).
+    let other_live = t.create(new_task("other live")).unwrap();
+    t.set_owner_pid(&other_live.id, 1).unwrap();
+
+    let mut lost = t.mark_lost_on_startup().unwrap();
+    lost.sort();
+    let mut want = vec![orphan.id.clone(), orphan_queued.id.clone()];
+    want.sort();
+    assert_eq!(lost, want);
+
+    let r = t.get(&orphan.id).unwrap();
+    assert_eq!(r.status, TaskStatus::Lost);
+    assert_eq!(r.error.as_deref(), Some(TASK_LOST_ON_STARTUP));
+    assert!(r.ended_ms.is_some());
+    assert_eq!(t.get(&finished.id).unwrap().status, TaskStatus::Failed);
+    assert_eq!(t.get(&finished.id).unwrap().error.as_deref(), Some("boom"));
+    assert_eq!(t.get(&mine.id).unwrap().status, TaskStatus::Running);
+    assert_eq!(t.get(&other_live.id).unwrap().status, TaskStatus::Queued);
+    assert!(t.mark_lost_on_startup().unwrap().is_empty());
+}
+
+#[test]
+fn read_output_by_offset_never_splits_a_char() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).unwrap();
+    let row = t.create(new_task("x")).unwrap();
+    assert_eq!(t.read_output(&row.id, 0, 10).unwrap(), (String::new(), 0, 0));
+    // "ab" + "é" (2 bytes) + "€" (3 bytes) + "cd" = 9 bytes.
+    t.append_output(&row.id, "abé").unwrap();
+    t.append_output(&row.id, "€cd").unwrap();
+    let read = |off, max| t.read_output(&row.id, off, max).unwrap();
+
+    assert_eq!(read(0, 100), ("abé€cd".into(), 9, 9));
+    assert_eq!(read(0, 2), ("ab".into(), 2, 9));
+    // A cut inside "é" backs off to its start.
+    assert_eq!(read(0, 3), ("ab".into(), 2, 9));
+    assert_eq!(read(0, 4), ("abé".into(), 4, 9));
+    // Cuts inside "€" back off too.
+    assert_eq!(read(2, 3), ("é".into(), 4, 9));
+    assert_eq!(read(2, 4), ("é".into(), 4, 9));
+    assert_eq!(read(2, 5), ("é€".into(), 7, 9));
+    // An offset inside a character moves forward to the next one.
+    assert_eq!(read(3, 100), ("€cd".into(), 9, 9));
+    assert_eq!(read(5, 100), ("cd".into(), 9, 9));
+    assert_eq!(read(6, 1), ("c".into(), 8, 9));
+    // Too small for the character at the offset: the whole character, to progress.
+    assert_eq!(read(4, 1), ("€".into(), 7, 9));
+    // At or past the end.
+    assert_eq!(read(9, 10), (String::new(), 9, 9));
+    assert_eq!(read(50, 10), (String::new(), 9, 9));
+
+    // Reading in small chunks reassembles the log exactly.
+    let mut off = 0;
+    let mut all = String::new();
+    loop {
+        let (text, next, total) = read(off, 2);
+        all.push_str(&text);
+        if next >= total {
+            break;
+        }
+        assert!(next > off);
+        off = next;
+    }
+    assert_eq!(all, "abé€cd");
+    assert!(matches!(
+        t.read_output("t-nope", 0, 1),
+        Err(TaskError::NotFound(_))
+    ));
+}
+
+#[test]
+fn two_processes_racing_to_finish_a_task_one_final_status_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..10 {
+        // Two handles are two connections, as two cadre processes would have.
+        let a = TaskTable::open(dir.path()).unwrap();
+        let b = TaskTable::open(dir.path()).unwrap();
+        let row = a.create(new_task(&format!("race {round}"))).unwrap();
+        a.set_status(&row.id, TaskStatus::Running, None, None).unwrap();
+        let barrier = Arc::new(Barrier::new(2));
+        let spawn = |t: TaskTable, to: TaskStatus| {
+            let barrier = barrier.clone();
+            let id = row.id.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                t.set_status(&id, to, None, None)
+            })
+        };
+        let ha = spawn(a.clone(), TaskStatus::Succeeded);
+        let hb = spawn(b.clone(), TaskStatus::Cancelled);
+        let ra = ha.join().unwrap();
+        let rb = hb.join().unwrap();
+        let winners: Vec<TaskStatus> = [&ra, &rb]
+            .into_iter()
+            .filter_map(|r| r.as_ref().ok().map(|row| row.status))
+            .collect();
+        assert_eq!(winners.len(), 1, "{ra:?} / {rb:?}");
+        let loser = if ra.is_ok() { &rb } else { &ra };
+        assert!(
+            matches!(loser, Err(TaskError::FinalStatus { .. })),
+            "{loser:?}"
+        );
+        assert_eq!(a.get(&row.id).unwrap().status, winners[0]);
+        assert_eq!(b.get(&row.id).unwrap().status, winners[0]);
+    }
+}
+
+#[test]
+fn a_handle_is_send_sync_and_clone() {
+    fn check<T: Send + Sync + Clone>() {}
+    check::<TaskTable>();
+}

@@ -1,0 +1,238 @@
+//! `TaskList`, `TaskOutput` and `TaskStop`: how an agent looks after the
+//! background tasks it started. Each agent sees only its own tasks.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Tool, ToolContext, ToolOutput, parse_args};
+use crate::background::BackgroundWork;
+use crate::tasks::{TaskFilter, TaskRow, TaskStatus};
+
+/// Bytes per `TaskOutput` read: the tool-output cap, so one read always fits.
+pub const TASK_OUTPUT_READ: usize = 64 * 1024;
+/// Longest `TaskOutput` waits for new output or completion.
+pub const TASK_OUTPUT_MAX_WAIT_MS: u64 = 30_000;
+
+fn work(ctx: &ToolContext) -> Result<&std::sync::Arc<BackgroundWork>, ToolOutput> {
+    ctx.background
+        .as_ref()
+        .ok_or_else(|| ToolOutput::error("background tasks are not available to this agent"))
+}
+
+fn own_tasks(ctx: &ToolContext, w: &BackgroundWork, status: Option<TaskStatus>) -> Vec<TaskRow> {
+    w.table()
+        .list(&TaskFilter {
+            session_id: Some(w.session_id().to_string()),
+            parent_agent: Some(ctx.agent_id.clone()),
+            status,
+            ..Default::default()
+        })
+        .unwrap_or_default()
+}
+
+fn unknown_task(ctx: &ToolContext, w: &BackgroundWork, id: &str) -> ToolOutput {
+    let running: Vec<String> = own_tasks(ctx, w, None)
+        .into_iter()
+        .filter(|r| r.status.is_active())
+        .map(|r| format!("{} ({})", r.id, r.description))
+        .collect();
+    ToolOutput::error(format!(
+        "no task {id} started by this agent; running tasks: {}",
+        if running.is_empty() {
+            "none".to_string()
+        } else {
+            running.join(", ")
+        }
+    ))
+}
+
+/// Lists this agent's tasks with their progress.
+pub struct TaskListTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    status: Option<String>,
+}
+
+impl Tool for TaskListTool {
+    fn name(&self) -> &'static str {
+        "TaskList"
+    }
+    fn description(&self) -> &'static str {
+        "List the background tasks you started (subagents and shell commands): id, status, description, tool calls, tokens and last activity. Optional `status` filter: queued, running, stopping, succeeded, failed, cancelled, lost."
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        json!({"type": "object", "properties": {"status": {"type": "string", "enum": ["queued", "running", "stopping", "succeeded", "failed", "cancelled", "lost"]}}, "additionalProperties": false})
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args: ListArgs = match parse_args(input) {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            let w = match work(ctx) {
+                Ok(w) => w,
+                Err(e) => return e,
+            };
+            let status = match args.status.as_deref() {
+                None => None,
+                Some(s) => match TaskStatus::parse(s) {
+                    Some(st) => Some(st),
+                    None => return ToolOutput::invalid_arguments(format!("unknown status '{s}'")),
+                },
+            };
+            let rows = own_tasks(ctx, w, status);
+            if rows.is_empty() {
+                return ToolOutput::ok("No tasks.");
+            }
+            let now = crate::session::now_ms();
+            let lines: Vec<String> = rows
+                .iter()
+                .map(|r| {
+                    let idle = r
+                        .last_activity_ms
+                        .map(|t| format!("{}s ago", now.saturating_sub(t) / 1000))
+                        .unwrap_or_else(|| "-".into());
+                    format!(
+                        "{} · {} · {} · {} · {} tool calls · {} tokens · last activity {idle}",
+                        r.id,
+                        r.status.as_str(),
+                        r.agent_type.as_deref().unwrap_or("bash"),
+                        r.description,
+                        r.tool_calls,
+                        r.tokens
+                    )
+                })
+                .collect();
+            ToolOutput::ok(lines.join("\n"))
+        })
+    }
+}
+
+/// Reads a task's output log.
+pub struct TaskOutputTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputArgs {
+    task_id: String,
+    offset: Option<u64>,
+    wait_ms: Option<u64>,
+}
+
+impl Tool for TaskOutputTool {
+    fn name(&self) -> &'static str {
+        "TaskOutput"
+    }
+    fn description(&self) -> &'static str {
+        "Read the output of a background task you started, 64 KiB at a time. Without `offset` it continues where you last read; `offset` is a byte offset. `wait_ms` (at most 30000) waits for new output or for the task to end. Don't read a running fork's output unless the user asks: its notice will bring the result."
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        json!({"type": "object", "properties": {
+            "task_id": {"type": "string"},
+            "offset": {"type": "integer", "minimum": 0},
+            "wait_ms": {"type": "integer", "minimum": 0, "maximum": TASK_OUTPUT_MAX_WAIT_MS}
+        }, "required": ["task_id"], "additionalProperties": false})
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args: OutputArgs = match parse_args(input) {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            let w = match work(ctx) {
+                Ok(w) => w,
+                Err(e) => return e,
+            };
+            let own = |row: &TaskRow| row.parent_agent == ctx.agent_id && row.session_id == w.session_id();
+            let row = match w.table().get(&args.task_id) {
+                Ok(r) if own(&r) => r,
+                _ => return unknown_task(ctx, w, &args.task_id),
+            };
+            let offset = args
+                .offset
+                .unwrap_or_else(|| w.cursor(&ctx.agent_id, &row.id));
+            let wait = Duration::from_millis(args.wait_ms.unwrap_or(0).min(TASK_OUTPUT_MAX_WAIT_MS));
+            let deadline = tokio::time::Instant::now() + wait;
+            loop {
+                let (text, next, total) = match w.table().read_output(&row.id, offset, TASK_OUTPUT_READ) {
+                    Ok(r) => r,
+                    Err(e) => return ToolOutput::error(format!("cannot read task output: {e}")),
+                };
+                let status = w.table().get(&row.id).map(|r| r.status).unwrap_or(row.status);
+                let waiting = text.is_empty() && status.is_active() && tokio::time::Instant::now() < deadline;
+                if !waiting {
+                    w.set_cursor(&ctx.agent_id, &row.id, next);
+                    let mut out = format!(
+                        "task {} · {} · bytes {offset}-{next} of {total}",
+                        row.id,
+                        status.as_str()
+                    );
+                    if next < total {
+                        out.push_str(&format!(" (more: call again, or offset {next})"));
+                    }
+                    out.push('\n');
+                    out.push_str(if text.is_empty() { "(no new output)" } else { &text });
+                    return ToolOutput::ok(out);
+                }
+                // Poll: output arrives through the log file, possibly from a shell.
+                let _ = tokio::time::timeout_at(
+                    deadline.min(tokio::time::Instant::now() + Duration::from_millis(100)),
+                    w.changed(),
+                )
+                .await;
+            }
+        })
+    }
+}
+
+/// Stops a task this agent started.
+pub struct TaskStopTool;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StopArgs {
+    task_id: String,
+}
+
+impl Tool for TaskStopTool {
+    fn name(&self) -> &'static str {
+        "TaskStop"
+    }
+    fn description(&self) -> &'static str {
+        "Stop a background task you started (a subagent or a shell command). It ends as cancelled."
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        json!({"type": "object", "properties": {"task_id": {"type": "string"}}, "required": ["task_id"], "additionalProperties": false})
+    }
+    fn is_read_only(&self) -> bool {
+        false
+    }
+    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let args: StopArgs = match parse_args(input) {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
+            let w = match work(ctx) {
+                Ok(w) => w,
+                Err(e) => return e,
+            };
+            match w.stop(&ctx.agent_id, &args.task_id) {
+                Ok(row) => ToolOutput::ok(format!("stopping task {} ({}); it ends as cancelled", row.id, row.description)),
+                Err(e) if e.starts_with("no task") => unknown_task(ctx, w, &args.task_id),
+                Err(e) => ToolOutput::error(e),
+            }
+        })
+    }
+}
