@@ -34,6 +34,11 @@ const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// Notice-started turns allowed per window: a burst of completions is batched
 /// instead of waking the model for each one.
 const NOTICE_TURNS_PER_WINDOW: usize = 3;
+/// Quiet time after a task ends before its notice goes out, so a burst of
+/// completions becomes one notice (32 tasks at most each).
+const NOTICE_SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+/// Longest a notice is held back waiting for a burst to settle.
+const NOTICE_SETTLE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 /// The window for `NOTICE_TURNS_PER_WINDOW`.
 const NOTICE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -177,7 +182,10 @@ pub async fn run(
             continue;
         }
         tokio::select! {
-            _ = throttle.wait() => {}
+            _ = async {
+                work.settle(NOTICE_SETTLE, NOTICE_SETTLE_MAX).await;
+                throttle.wait().await;
+            } => {}
             _ = cancel.cancelled() => break,
         }
         // The notices themselves join the turn's first request.
@@ -191,7 +199,9 @@ pub async fn run(
         work.stop_all();
         work.wait_idle(STOP_GRACE).await;
     }
+    // Every holder of the event sink must be gone for the printer to finish.
     drop(agent);
+    drop(work);
     finish(sink, printer).await;
 
     if !json && !outcome.final_text.is_empty() {

@@ -3,6 +3,7 @@
 
 mod agents;
 mod approve;
+mod eval;
 mod exec;
 mod interactive;
 mod render;
@@ -105,6 +106,8 @@ enum Command {
     Agents(agents::AgentsArgs),
     /// List, show and stop background tasks.
     Tasks(tasks::TasksArgs),
+    /// Run evaluation cases (offline against the scripted model, or --live).
+    Eval(eval::EvalArgs),
 }
 
 fn main() -> ExitCode {
@@ -126,6 +129,7 @@ fn main() -> ExitCode {
             }
             Some(Command::Sessions(args)) => sessions::run(args),
             Some(Command::Agents(args)) => agents::run(&cli.permissions, &cli.agent, args),
+            Some(Command::Eval(args)) => eval::run(args).await,
             Some(Command::Tasks(args)) => tasks::run(args),
             None => interactive::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await,
         }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use cadre_core::agent::{Agent, AgentSetup, EventSink, TurnLimits, build_system_prompt};
+use cadre_core::background::BackgroundWork;
 use cadre_core::config::{Settings, data_dir, ensure_private_dir};
 use cadre_core::model::{ClientConfig, ModelClient, Provider};
 use cadre_core::permissions::rules::{RuleKind, RuleSet, parse_rule};
@@ -21,7 +22,6 @@ use cadre_core::subagents::runtime::{
     Spawner, SubagentRuntime, SubagentSettings, child_system_prompt,
 };
 use cadre_core::subagents::{AgentDefinition, AgentTool};
-use cadre_core::background::BackgroundWork;
 use cadre_core::tasks::TaskTable;
 use cadre_core::tools::{
     DEFAULT_OUTPUT_CAP, TaskListTool, TaskOutputTool, TaskStopTool, ToolContext, ToolRegistry,
@@ -311,7 +311,11 @@ impl Runtime {
                 message: format!("task {id} was lost: its cadre process ended while it was active"),
             });
         }
-        Ok(BackgroundWork::new(table, session_id.to_string(), events.clone()))
+        Ok(BackgroundWork::new(
+            table,
+            session_id.to_string(),
+            events.clone(),
+        ))
     }
 
     /// The top-level agent, sending its events to `events` and asking through

@@ -8,9 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 use cadre_core::config::data_dir;
 use cadre_core::session::utc_datetime;
-use cadre_core::tasks::{
-    TaskError, TaskFilter, TaskRow, TaskStatus, TaskTable, process_alive,
-};
+use cadre_core::tasks::{TaskError, TaskFilter, TaskRow, TaskStatus, TaskTable, process_alive};
 use clap::{Args, Subcommand};
 
 use crate::UsageError;
@@ -209,7 +207,11 @@ fn show(table: &TaskTable, id: &str) -> Result<()> {
     field(&mut out, "kind", r.kind.as_str())?;
     field(&mut out, "status", r.status.as_str())?;
     field(&mut out, "description", &r.description)?;
-    field(&mut out, "agent type", r.agent_type.as_deref().unwrap_or("-"))?;
+    field(
+        &mut out,
+        "agent type",
+        r.agent_type.as_deref().unwrap_or("-"),
+    )?;
     if let Some(name) = &r.name {
         field(&mut out, "name", name)?;
     }
@@ -236,7 +238,11 @@ fn show(table: &TaskTable, id: &str) -> Result<()> {
         )?;
     }
     field(&mut out, "error", r.error.as_deref().unwrap_or("-"))?;
-    field(&mut out, "result", r.result_summary.as_deref().unwrap_or("-"))?;
+    field(
+        &mut out,
+        "result",
+        r.result_summary.as_deref().unwrap_or("-"),
+    )?;
     field(&mut out, "output", &r.output_path.display().to_string())?;
     writeln!(out, "--- output ---")?;
     let mut offset = 0;
@@ -269,7 +275,10 @@ fn show(table: &TaskTable, id: &str) -> Result<()> {
 fn stop(table: &TaskTable, id: &str) -> Result<()> {
     let r = table.get(id).map_err(usage)?;
     if r.status.is_final() {
-        println!("task {} already ended as {}; nothing to stop", r.id, r.status);
+        println!(
+            "task {} already ended as {}; nothing to stop",
+            r.id, r.status
+        );
         return Ok(());
     }
     let owner_alive = r.owner_pid != std::process::id() && process_alive(r.owner_pid);
@@ -291,7 +300,12 @@ fn stop(table: &TaskTable, id: &str) -> Result<()> {
             })
     } else {
         table
-            .set_status(&r.id, TaskStatus::Cancelled, Some(TASK_STOPPED_ORPHAN), None)
+            .set_status(
+                &r.id,
+                TaskStatus::Cancelled,
+                Some(TASK_STOPPED_ORPHAN),
+                None,
+            )
             .map(|_| {
                 println!(
                     "task {} cancelled: its cadre process {} had already ended",

@@ -1032,6 +1032,8 @@ rules:
     when: {{ system: "MARKER-OLD" }}
     replies:
       - tool_calls:
+          - {{ name: Read, input: {{ file_path: ".claude/agents/editor.md" }} }}
+      - tool_calls:
           - name: Write
             input: {{ file_path: ".claude/agents/editor.md", content: {new_def:?} }}
       - text: "old report"
@@ -1062,12 +1064,63 @@ rules:
     let records = h.records();
     assert_eq!(
         rules_hit(&records),
-        ["parent", "old", "old", "parent", "new", "parent"]
+        ["parent", "old", "old", "old", "parent", "new", "parent"]
     );
-    let results = tool_results(&records[2].body);
-    assert!(!results[0].1, "the child's write: {results:?}");
+    let results = tool_results(&records[3].body);
+    assert!(!results[1].1, "the child's write: {results:?}");
     // The running child kept its prompt after its file changed.
-    assert!(system_text(&records[2].body).starts_with("MARKER-OLD"));
-    assert!(system_text(&records[4].body).starts_with("MARKER-NEW"));
-    assert_eq!(first_user_text(&records[4].body), "second task");
+    assert!(system_text(&records[3].body).starts_with("MARKER-OLD"));
+    assert!(system_text(&records[5].body).starts_with("MARKER-NEW"));
+    assert_eq!(first_user_text(&records[5].body), "second task");
+}
+
+/// Runs `cadre <args> exec --json --permission-mode acceptEdits go` in a
+/// project outside /tmp (temp dirs stay writable in every sandbox), where the
+/// script's first reply (main or child) runs `touch <file>`; returns whether
+/// the file was created, or `None` when this kernel has no Landlock.
+async fn touch_in_a_real_project(h: &Harness, args: &[&str], file: &str) -> Option<bool> {
+    let proj = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut all = args.to_vec();
+    all.extend(["exec", "--json", "--permission-mode", "acceptEdits", "go"]);
+    let out = cadre_in(h, proj.path(), &all, &[]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let no_landlock = events(&out).iter().any(|e| {
+        e["type"] == "warning" && e["message"].as_str().unwrap_or("").contains("no Landlock")
+    });
+    (!no_landlock).then(|| proj.path().join(file).exists())
+}
+
+fn touch_script(first_rule: &str) -> String {
+    format!(
+        "rules:\n{first_rule}  - name: touch\n    replies:\n      - tool_calls:\n          - {{ name: Bash, input: {{ command: \"touch made\" }} }}\n      - text: \"done\"\n"
+    )
+}
+
+#[tokio::test]
+async fn a_read_only_builtin_child_cannot_write_the_project_even_in_accept_edits() {
+    let parent = format!(
+        "  - name: parent\n    when: {{ system: {MAIN_SYSTEM:?} }}\n    replies:\n      - tool_calls:\n{}      - text: \"parent done\"\n",
+        agent_call("Explore", "touch it")
+    );
+    let h = Harness::new(&touch_script(&parent), Wire::Anthropic).await;
+    let Some(made) = touch_in_a_real_project(&h, &[], "made").await else {
+        return;
+    };
+    assert!(!made, "Explore's sandbox keeps the project read-only");
+    let records = h.records();
+    assert_eq!(rules_hit(&records), ["parent", "touch", "touch", "parent"]);
+    let (text, is_error) = &tool_results(&records[2].body)[0];
+    assert!(*is_error && text.contains("Permission denied"), "{text}");
+}
+
+#[tokio::test]
+#[ignore = "bug: `--agent Explore` does not make the main session read-only: its sandboxed Bash can write the project, though a spawned Explore child cannot"]
+async fn agent_flag_with_a_read_only_builtin_keeps_the_project_read_only() {
+    let h = Harness::new(&touch_script(""), Wire::Anthropic).await;
+    let Some(made) = touch_in_a_real_project(&h, &["--agent", "Explore"], "made").await else {
+        return;
+    };
+    let records = h.records();
+    assert_eq!(records[0].body["model"], "claude-haiku-4-5");
+    assert!(!made, "{:?}", tool_results(&records[1].body));
 }

@@ -644,7 +644,11 @@ rules:
     let mut seen = Vec::new();
     let mut started = 0;
     while started < 2 {
-        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.unwrap().unwrap().unwrap();
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         if line.contains("\"type\":\"subagent_started\"") {
             started += 1;
         }
@@ -653,15 +657,27 @@ rules:
     tokio::time::sleep(Duration::from_millis(200)).await;
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(pid, libc::SIGINT) };
-    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.unwrap() {
+    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .unwrap()
+    {
         seen.push(line);
     }
     let status = child.wait().await.unwrap();
     assert_eq!(status.code(), Some(130));
-    let evs: Vec<Value> = seen.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let ended: Vec<&Value> = evs.iter().filter(|e| e["type"] == "subagent_ended").collect();
+    let evs: Vec<Value> = seen
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ended: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["type"] == "subagent_ended")
+        .collect();
     assert_eq!(ended.len(), 2);
-    assert!(ended.iter().all(|e| e["status"] == "cancelled"), "{ended:?}");
+    assert!(
+        ended.iter().all(|e| e["status"] == "cancelled"),
+        "{ended:?}"
+    );
     let last = evs.last().unwrap();
     assert_eq!(last["type"], "turn_ended");
     assert_eq!(last["status"], "interrupted");
@@ -690,12 +706,19 @@ rules:
     let session = events(&out)[0]["session_id"].as_str().unwrap().to_string();
     // A plain file where the children's log folder must go.
     std::fs::write(
-        h.data_dir().join("sessions").join(format!("{session}.agents")),
+        h.data_dir()
+            .join("sessions")
+            .join(format!("{session}.agents")),
         "not a directory",
     )
     .unwrap();
     let out = h.cadre(&["exec", "--resume", &session, "now spawn"]).await;
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains(".agents"), "{}", stderr(&out));
-    assert!(!h.records().iter().any(|r| r.rule.as_deref() == Some("child")), "no child ran");
+    assert!(
+        !h.records()
+            .iter()
+            .any(|r| r.rule.as_deref() == Some("child")),
+        "no child ran"
+    );
 }

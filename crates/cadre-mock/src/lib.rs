@@ -8,6 +8,7 @@
 mod extract;
 mod script;
 mod server;
+mod template;
 mod wire;
 
 use std::path::PathBuf;

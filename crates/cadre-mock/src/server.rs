@@ -321,6 +321,7 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
         return error_response(guard, wire, n, 400, &msg);
     };
 
+    let reply = &crate::template::with_task_ids(reply, &body);
     let failure: Option<&Failure> = reply.fail.as_ref().or_else(|| {
         reply
             .fail_once

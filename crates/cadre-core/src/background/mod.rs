@@ -31,6 +31,23 @@ pub struct Finished {
     pub report: String,
 }
 
+/// What a new task is.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskSpec<'a> {
+    /// The agent starting it (it alone sees and stops it, and is notified).
+    pub owner: &'a str,
+    /// Subagent or shell.
+    pub kind: TaskKind,
+    /// What it is for.
+    pub description: &'a str,
+    /// The agent type, for subagents.
+    pub agent_type: Option<&'a str>,
+    /// The name it can be addressed by.
+    pub name: Option<&'a str>,
+    /// Whether it runs in the background.
+    pub background: bool,
+}
+
 /// An in-process handle on a running task.
 struct Running {
     owner: String,
@@ -53,6 +70,7 @@ pub struct BackgroundWork {
     root: CancellationToken,
     inner: Mutex<Inner>,
     changed: Notify,
+    endings: std::sync::atomic::AtomicU64,
 }
 
 impl BackgroundWork {
@@ -65,6 +83,7 @@ impl BackgroundWork {
             root: CancellationToken::new(),
             inner: Mutex::new(Inner::default()),
             changed: Notify::new(),
+            endings: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -82,14 +101,17 @@ impl BackgroundWork {
     /// token is cancelled by `stop`/`stop_all`, never by the owner's turn ending.
     pub fn start(
         &self,
-        owner: &str,
-        kind: TaskKind,
-        description: &str,
-        agent_type: Option<&str>,
-        name: Option<&str>,
-        background: bool,
+        spec: TaskSpec<'_>,
         inbox: Option<mpsc::UnboundedSender<String>>,
     ) -> Result<(TaskRow, CancellationToken), TaskError> {
+        let TaskSpec {
+            owner,
+            kind,
+            description,
+            agent_type,
+            name,
+            background,
+        } = spec;
         let row = self.table.create(crate::tasks::NewTask {
             kind,
             session_id: self.session_id.clone(),
@@ -99,7 +121,9 @@ impl BackgroundWork {
             name: name.map(str::to_string),
             background,
         })?;
-        let row = self.table.set_status(&row.id, TaskStatus::Running, None, None)?;
+        let row = self
+            .table
+            .set_status(&row.id, TaskStatus::Running, None, None)?;
         self.events.emit(Event::TaskStarted {
             task_id: row.id.clone(),
             owner: owner.to_string(),
@@ -155,18 +179,17 @@ impl BackgroundWork {
                 Err(_) => return,
             },
         };
-        let owner = self.inner.lock().ok().and_then(|mut inner| {
-            inner.running.remove(task_id).map(|r| r.owner)
-        });
+        let owner = self
+            .inner
+            .lock()
+            .ok()
+            .and_then(|mut inner| inner.running.remove(task_id).map(|r| r.owner));
         if announce && let Some(owner) = owner {
             let item = Finished {
                 task_id: task_id.to_string(),
                 status: row.status,
                 description: row.description.clone(),
-                kind_label: row
-                    .agent_type
-                    .clone()
-                    .unwrap_or_else(|| "bash".to_string()),
+                kind_label: row.agent_type.clone().unwrap_or_else(|| "bash".to_string()),
                 report: report.to_string(),
             };
             if let Ok(mut inner) = self.inner.lock() {
@@ -178,6 +201,8 @@ impl BackgroundWork {
             status: row.status,
             description: row.description,
         });
+        self.endings
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.changed.notify_waiters();
     }
 
@@ -215,6 +240,21 @@ impl BackgroundWork {
             let _ = self.table.mark_notified(&ids);
         }
         items
+    }
+
+    /// Waits until no task has ended for `quiet` (at most `limit`), so tasks
+    /// finishing together are announced together.
+    pub async fn settle(&self, quiet: std::time::Duration, limit: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let before = self.endings.load(std::sync::atomic::Ordering::SeqCst);
+            let until = (tokio::time::Instant::now() + quiet).min(deadline);
+            tokio::time::sleep_until(until).await;
+            let after = self.endings.load(std::sync::atomic::Ordering::SeqCst);
+            if after == before || tokio::time::Instant::now() >= deadline {
+                return;
+            }
+        }
     }
 
     /// Waits until some task ends (or is stopped).
@@ -258,9 +298,12 @@ impl BackgroundWork {
             .map(|i| i.running.keys().cloned().collect())
             .unwrap_or_default();
         for id in ids {
-            let _ = self
-                .table
-                .set_status(&id, TaskStatus::Stopping, Some("stopped with the whole run"), None);
+            let _ = self.table.set_status(
+                &id,
+                TaskStatus::Stopping,
+                Some("stopped with the whole run"),
+                None,
+            );
         }
         self.root.cancel();
     }
@@ -312,7 +355,11 @@ impl BackgroundWork {
         self.inner
             .lock()
             .ok()
-            .and_then(|i| i.cursors.get(&(agent.to_string(), task_id.to_string())).copied())
+            .and_then(|i| {
+                i.cursors
+                    .get(&(agent.to_string(), task_id.to_string()))
+                    .copied()
+            })
             .unwrap_or(0)
     }
 

@@ -73,7 +73,9 @@ enum Class {
 
 fn classify(tool: &str) -> Class {
     match tool {
-        "Read" | "Glob" | "Grep" | "TodoWrite" | "TaskList" | "TaskOutput" => Class::Read,
+        // Managing the agent's own tasks changes nothing outside cadre.
+        "Read" | "Glob" | "Grep" | "TodoWrite" | "TaskList" | "TaskOutput" | "TaskStop"
+        | "SendMessage" => Class::Read,
         "Write" | "Edit" => Class::Edit,
         "Bash" => Class::Bash,
         "Agent" => Class::Agent,

@@ -584,15 +584,15 @@ impl SubagentRuntime {
         let Some(work) = &self.base_ctx.background else {
             return;
         };
-        if let Ok((row, cancel)) = work.start(
-            parent.agent_id,
-            TaskKind::Subagent,
-            &p.description,
-            Some(&p.tag.agent_type),
-            p.name.as_deref(),
-            p.background,
-            None,
-        ) {
+        let spec = crate::background::TaskSpec {
+            owner: parent.agent_id,
+            kind: TaskKind::Subagent,
+            description: &p.description,
+            agent_type: Some(&p.tag.agent_type),
+            name: p.name.as_deref(),
+            background: p.background,
+        };
+        if let Ok((row, cancel)) = work.start(spec, None) {
             p.task_id = Some(row.id);
             p.task_cancel = Some(cancel);
         }
@@ -608,7 +608,9 @@ impl SubagentRuntime {
             ChildStatus::Failed => TaskStatus::Failed,
             ChildStatus::Cancelled => TaskStatus::Cancelled,
         };
-        let _ = work.table().progress(task_id, u64::from(r.tool_calls), r.tokens);
+        let _ = work
+            .table()
+            .progress(task_id, u64::from(r.tool_calls), r.tokens);
         let _ = work.table().append_output(task_id, report);
         work.finish(task_id, status, report, r.error.as_deref(), announce);
     }
@@ -616,7 +618,9 @@ impl SubagentRuntime {
     /// Starts a background child; the parent gets its task id at once.
     fn launch_background(self: &Arc<Self>, p: Prepared, slot: Option<RunningSlot>) -> ToolOutput {
         let (Some(task_id), Some(cancel)) = (p.task_id.clone(), p.task_cancel.clone()) else {
-            return ToolOutput::error("cannot file a background task for this subagent; nothing was started");
+            return ToolOutput::error(
+                "cannot file a background task for this subagent; nothing was started",
+            );
         };
         let text = format!(
             "launched in background: task {task_id} · {} · agent {}. You will get a <task-notification> with its report when it ends; don't wait or poll for it.",

@@ -9,9 +9,7 @@
 mod status;
 mod table;
 
-pub use status::{
-    NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition,
-};
+pub use status::{NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition};
 pub use table::{SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable, process_alive};
 
 #[cfg(test)]

@@ -302,8 +302,14 @@ mod tests {
     fn a_final_status_never_changes() {
         // (from, to, allowed); every one of the 49 pairs is listed.
         let table: &[(TaskStatus, &[TaskStatus])] = &[
-            (Queued, &[Queued, Running, Stopping, Cancelled, Failed, Lost]),
-            (Running, &[Running, Stopping, Succeeded, Failed, Cancelled, Lost]),
+            (
+                Queued,
+                &[Queued, Running, Stopping, Cancelled, Failed, Lost],
+            ),
+            (
+                Running,
+                &[Running, Stopping, Succeeded, Failed, Cancelled, Lost],
+            ),
             (Stopping, &[Stopping, Cancelled, Failed, Lost]),
             (Succeeded, &[]),
             (Failed, &[]),

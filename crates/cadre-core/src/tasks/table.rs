@@ -416,11 +416,9 @@ impl TaskTable {
     fn output_path(&self, id: &str) -> Result<PathBuf, TaskError> {
         let path: Option<String> = self
             .lock()
-            .query_row(
-                "SELECT output_path FROM tasks WHERE id = ?1",
-                [id],
-                |r| r.get(0),
-            )
+            .query_row("SELECT output_path FROM tasks WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
             .optional()?;
         path.map(PathBuf::from)
             .ok_or_else(|| TaskError::NotFound(id.to_string()))

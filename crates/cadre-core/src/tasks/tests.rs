@@ -116,9 +116,8 @@ fn create_get_and_list_newest_first_with_filters() {
     assert!(!got.notified);
     assert!(matches!(t.get("t-nope"), Err(TaskError::NotFound(_))));
 
-    let ids = |f: &TaskFilter| -> Vec<String> {
-        t.list(f).unwrap().into_iter().map(|r| r.id).collect()
-    };
+    let ids =
+        |f: &TaskFilter| -> Vec<String> { t.list(f).unwrap().into_iter().map(|r| r.id).collect() };
     assert_eq!(
         ids(&TaskFilter::default()),
         [c.id.clone(), b.id.clone(), a.id.clone()]
@@ -132,21 +131,22 @@ fn create_get_and_list_newest_first_with_filters() {
         parent_agent: Some("worker".into()),
         ..Default::default()
     };
-    assert_eq!(ids(&f), [b.id.clone()]);
+    assert_eq!(ids(&f), vec![b.id.clone()]);
     let f = TaskFilter {
         limit: Some(2),
         ..Default::default()
     };
     assert_eq!(ids(&f), [c.id.clone(), b.id.clone()]);
 
-    t.set_status(&a.id, TaskStatus::Running, None, None).unwrap();
+    t.set_status(&a.id, TaskStatus::Running, None, None)
+        .unwrap();
     t.set_status(&c.id, TaskStatus::Cancelled, Some("stopped"), None)
         .unwrap();
     let f = TaskFilter {
         status: Some(TaskStatus::Running),
         ..Default::default()
     };
-    assert_eq!(ids(&f), [a.id.clone()]);
+    assert_eq!(ids(&f), vec![a.id.clone()]);
     let f = TaskFilter {
         active_only: true,
         ..Default::default()
@@ -172,13 +172,17 @@ fn set_status_sets_times_and_keeps_final_final() {
     let row = t.create(new_task("x")).unwrap();
     assert!(row.started_ms.is_none() && row.ended_ms.is_none());
 
-    let r = t.set_status(&row.id, TaskStatus::Running, None, None).unwrap();
+    let r = t
+        .set_status(&row.id, TaskStatus::Running, None, None)
+        .unwrap();
     let started = r.started_ms.unwrap();
     assert!(started >= row.created_ms);
     assert!(r.ended_ms.is_none());
     // Running again keeps the first start time.
     std::thread::sleep(std::time::Duration::from_millis(5));
-    let r = t.set_status(&row.id, TaskStatus::Running, None, None).unwrap();
+    let r = t
+        .set_status(&row.id, TaskStatus::Running, None, None)
+        .unwrap();
     assert_eq!(r.started_ms, Some(started));
 
     let r = t
@@ -217,16 +221,23 @@ fn a_late_result_goes_to_the_log_and_the_status_stays() {
     let dir = tempfile::tempdir().unwrap();
     let t = TaskTable::open(dir.path()).unwrap();
     let row = t.create(new_task("x")).unwrap();
-    t.set_status(&row.id, TaskStatus::Running, None, None).unwrap();
+    t.set_status(&row.id, TaskStatus::Running, None, None)
+        .unwrap();
     t.append_output(&row.id, "working\n").unwrap();
-    t.set_status(&row.id, TaskStatus::Stopping, None, None).unwrap();
+    t.set_status(&row.id, TaskStatus::Stopping, None, None)
+        .unwrap();
     // A stopped task that finishes anyway may not succeed.
     assert!(
         t.set_status(&row.id, TaskStatus::Succeeded, None, Some("done"))
             .is_err()
     );
-    t.set_status(&row.id, TaskStatus::Cancelled, Some("stopped by the user"), None)
-        .unwrap();
+    t.set_status(
+        &row.id,
+        TaskStatus::Cancelled,
+        Some("stopped by the user"),
+        None,
+    )
+    .unwrap();
     t.record_late_result(&row.id, "the answer is 42").unwrap();
     let log = std::fs::read_to_string(&row.output_path).unwrap();
     assert_eq!(
@@ -255,7 +266,8 @@ fn lost_on_startup_only_for_dead_owners() {
         .unwrap();
     t.set_owner_pid(&finished.id, dead).unwrap();
     let mine = t.create(new_task("mine")).unwrap();
-    t.set_status(&mine.id, TaskStatus::Running, None, None).unwrap();
+    t.set_status(&mine.id, TaskStatus::Running, None, None)
+        .unwrap();
     // pid 1 is alive (and not ours to signal: EPERM still means alive).
     let other_live = t.create(new_task("other live")).unwrap();
     t.set_owner_pid(&other_live.id, 1).unwrap();
@@ -282,7 +294,10 @@ fn read_output_by_offset_never_splits_a_char() {
     let dir = tempfile::tempdir().unwrap();
     let t = TaskTable::open(dir.path()).unwrap();
     let row = t.create(new_task("x")).unwrap();
-    assert_eq!(t.read_output(&row.id, 0, 10).unwrap(), (String::new(), 0, 0));
+    assert_eq!(
+        t.read_output(&row.id, 0, 10).unwrap(),
+        (String::new(), 0, 0)
+    );
     // "ab" + "é" (2 bytes) + "€" (3 bytes) + "cd" = 9 bytes.
     t.append_output(&row.id, "abé").unwrap();
     t.append_output(&row.id, "€cd").unwrap();
@@ -334,7 +349,8 @@ fn two_processes_racing_to_finish_a_task_one_final_status_wins() {
         let a = TaskTable::open(dir.path()).unwrap();
         let b = TaskTable::open(dir.path()).unwrap();
         let row = a.create(new_task(&format!("race {round}"))).unwrap();
-        a.set_status(&row.id, TaskStatus::Running, None, None).unwrap();
+        a.set_status(&row.id, TaskStatus::Running, None, None)
+            .unwrap();
         let barrier = Arc::new(Barrier::new(2));
         let spawn = |t: TaskTable, to: TaskStatus| {
             let barrier = barrier.clone();

@@ -337,15 +337,15 @@ fn start_background(
     let description = description
         .filter(|d| !d.trim().is_empty())
         .unwrap_or_else(|| command.chars().take(80).collect());
-    let (row, cancel) = match work.start(
-        &ctx.agent_id,
-        crate::tasks::TaskKind::Bash,
-        &description,
-        None,
-        None,
-        true,
-        None,
-    ) {
+    let spec = crate::background::TaskSpec {
+        owner: &ctx.agent_id,
+        kind: crate::tasks::TaskKind::Bash,
+        description: &description,
+        agent_type: None,
+        name: None,
+        background: true,
+    };
+    let (row, cancel) = match work.start(spec, None) {
         Ok(r) => r,
         Err(e) => return ToolOutput::error(format!("cannot start a background task: {e}")),
     };
@@ -366,7 +366,10 @@ fn start_background(
             Ok(out) if cancel.is_cancelled() => (crate::tasks::TaskStatus::Cancelled, out.content),
             Ok(out) if out.is_error => (crate::tasks::TaskStatus::Failed, out.content),
             Ok(out) => (crate::tasks::TaskStatus::Succeeded, out.content),
-            Err(e) => (crate::tasks::TaskStatus::Failed, format!("cannot run command: {e}")),
+            Err(e) => (
+                crate::tasks::TaskStatus::Failed,
+                format!("cannot run command: {e}"),
+            ),
         };
         let tail = tail_chars(&report, BACKGROUND_TAIL);
         let report = crate::subagents::report::sanitize_report(&format!("$ {command}\n{tail}"));
@@ -586,7 +589,9 @@ mod tests {
         assert!(out.is_error);
         assert!(
             out.content
-                .starts_with("background shells are not available")
+                .starts_with("background commands are not available to this agent"),
+            "{}",
+            out.content
         );
         for bad in [
             json!({}),

@@ -154,7 +154,9 @@ impl Tool for TaskOutputTool {
                 Ok(w) => w,
                 Err(e) => return e,
             };
-            let own = |row: &TaskRow| row.parent_agent == ctx.agent_id && row.session_id == w.session_id();
+            let own = |row: &TaskRow| {
+                row.parent_agent == ctx.agent_id && row.session_id == w.session_id()
+            };
             let row = match w.table().get(&args.task_id) {
                 Ok(r) if own(&r) => r,
                 _ => return unknown_task(ctx, w, &args.task_id),
@@ -162,15 +164,24 @@ impl Tool for TaskOutputTool {
             let offset = args
                 .offset
                 .unwrap_or_else(|| w.cursor(&ctx.agent_id, &row.id));
-            let wait = Duration::from_millis(args.wait_ms.unwrap_or(0).min(TASK_OUTPUT_MAX_WAIT_MS));
+            let wait =
+                Duration::from_millis(args.wait_ms.unwrap_or(0).min(TASK_OUTPUT_MAX_WAIT_MS));
             let deadline = tokio::time::Instant::now() + wait;
             loop {
-                let (text, next, total) = match w.table().read_output(&row.id, offset, TASK_OUTPUT_READ) {
-                    Ok(r) => r,
-                    Err(e) => return ToolOutput::error(format!("cannot read task output: {e}")),
-                };
-                let status = w.table().get(&row.id).map(|r| r.status).unwrap_or(row.status);
-                let waiting = text.is_empty() && status.is_active() && tokio::time::Instant::now() < deadline;
+                let (text, next, total) =
+                    match w.table().read_output(&row.id, offset, TASK_OUTPUT_READ) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            return ToolOutput::error(format!("cannot read task output: {e}"));
+                        }
+                    };
+                let status = w
+                    .table()
+                    .get(&row.id)
+                    .map(|r| r.status)
+                    .unwrap_or(row.status);
+                let waiting =
+                    text.is_empty() && status.is_active() && tokio::time::Instant::now() < deadline;
                 if !waiting {
                     w.set_cursor(&ctx.agent_id, &row.id, next);
                     let mut out = format!(
@@ -182,7 +193,11 @@ impl Tool for TaskOutputTool {
                         out.push_str(&format!(" (more: call again, or offset {next})"));
                     }
                     out.push('\n');
-                    out.push_str(if text.is_empty() { "(no new output)" } else { &text });
+                    out.push_str(if text.is_empty() {
+                        "(no new output)"
+                    } else {
+                        &text
+                    });
                     return ToolOutput::ok(out);
                 }
                 // Poll: output arrives through the log file, possibly from a shell.
@@ -229,7 +244,10 @@ impl Tool for TaskStopTool {
                 Err(e) => return e,
             };
             match w.stop(&ctx.agent_id, &args.task_id) {
-                Ok(row) => ToolOutput::ok(format!("stopping task {} ({}); it ends as cancelled", row.id, row.description)),
+                Ok(row) => ToolOutput::ok(format!(
+                    "stopping task {} ({}); it ends as cancelled",
+                    row.id, row.description
+                )),
                 Err(e) if e.starts_with("no task") => unknown_task(ctx, w, &args.task_id),
                 Err(e) => ToolOutput::error(e),
             }

@@ -1,0 +1,879 @@
+//! The checks a case makes over its run's evidence. Each reports what it
+//! saw, so a failure says why without re-running anything.
+
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use serde::{Deserialize, Serialize};
+
+use super::evidence::{Evidence, Who};
+
+/// Which agents a check looks at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    /// The parent or any child.
+    #[default]
+    Any,
+    /// The top-level agent.
+    Parent,
+    /// Any child (or, with `agent_type`, children of that type).
+    Child,
+}
+
+/// Which requests `requests` counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestScope {
+    /// Every model request of the run.
+    #[default]
+    Total,
+    /// The parent's.
+    Parent,
+    /// The children's.
+    Children,
+}
+
+/// A numeric bound: `min` and/or `max`, both inclusive.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bound {
+    /// At least.
+    #[serde(default)]
+    pub min: Option<u64>,
+    /// At most.
+    #[serde(default)]
+    pub max: Option<u64>,
+}
+
+/// `tool_called` / `tool_not_called`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallCheck {
+    /// Canonical tool name.
+    pub tool: String,
+    /// Whose calls.
+    #[serde(default)]
+    pub by: By,
+    /// Only children of this type (implies `by: child`).
+    #[serde(default)]
+    pub agent_type: Option<String>,
+    /// Only calls that ended so: `completed`, `failed` or `denied`.
+    #[serde(default)]
+    pub outcome: Option<String>,
+    /// At least this many (default 1 for `tool_called`).
+    #[serde(default)]
+    pub min: Option<u64>,
+    /// At most this many.
+    #[serde(default)]
+    pub max: Option<u64>,
+}
+
+/// `requests`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestCheck {
+    /// Whose requests (default: all).
+    #[serde(default)]
+    pub by: RequestScope,
+    /// Offline only: count the mock requests answered by this rule instead.
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// At least.
+    #[serde(default)]
+    pub min: Option<u64>,
+    /// At most.
+    #[serde(default)]
+    pub max: Option<u64>,
+}
+
+/// `file_contains` / `file_not_contains`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileText {
+    /// Path in the project.
+    pub path: String,
+    /// A substring.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// A regular expression (`^`/`$` match at line ends).
+    #[serde(default)]
+    pub regex: Option<String>,
+}
+
+/// `subagent_status`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusCheck {
+    /// `completed`, `failed` or `cancelled`.
+    pub status: String,
+    /// Only children of this type.
+    #[serde(default)]
+    pub agent_type: Option<String>,
+    /// Every such child must have it (not just `min` of them).
+    #[serde(default)]
+    pub all: bool,
+    /// At least this many children with the status (default 1).
+    #[serde(default)]
+    pub min: Option<u64>,
+}
+
+/// `approval_asked`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskCheck {
+    /// Only questions about this tool.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// Whose questions.
+    #[serde(default)]
+    pub by: By,
+    /// Only children of this type.
+    #[serde(default)]
+    pub agent_type: Option<String>,
+    /// At least (default 1).
+    #[serde(default)]
+    pub min: Option<u64>,
+    /// At most.
+    #[serde(default)]
+    pub max: Option<u64>,
+}
+
+/// `tool_denied`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenyCheck {
+    /// Only calls of this tool.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// Whose calls.
+    #[serde(default)]
+    pub by: By,
+    /// Only children of this type.
+    #[serde(default)]
+    pub agent_type: Option<String>,
+    /// Only denials whose text (as the model saw it) contains this.
+    #[serde(default)]
+    pub reason_contains: Option<String>,
+    /// At least (default 1).
+    #[serde(default)]
+    pub min: Option<u64>,
+    /// At most.
+    #[serde(default)]
+    pub max: Option<u64>,
+}
+
+/// `task_status`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskCheck {
+    /// `queued`, `running`, `stopping`, `succeeded`, `failed`, `cancelled` or `lost`.
+    pub status: String,
+    /// `subagent` or `bash`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Only subagent tasks of this type.
+    #[serde(default)]
+    pub agent_type: Option<String>,
+    /// Only tasks whose description contains this.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Every such task must have the status (not just `min` of them).
+    #[serde(default)]
+    pub all: bool,
+    /// At least this many tasks with the status (default 1).
+    #[serde(default)]
+    pub min: Option<u64>,
+}
+
+/// `mock_request` (offline only).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockRequestCheck {
+    /// The mock rule that answered it.
+    pub rule: String,
+    /// Its step (assistant turns already in it; default 0, the first request).
+    #[serde(default)]
+    pub step: usize,
+    /// Tools that must be offered.
+    #[serde(default)]
+    pub tools_include: Vec<String>,
+    /// Tools that must not be offered.
+    #[serde(default)]
+    pub tools_exclude: Vec<String>,
+    /// The exact tool list, in order.
+    #[serde(default)]
+    pub tools_exact: Option<Vec<String>>,
+    /// A substring of the request body (JSON text; the system prompt and messages).
+    #[serde(default)]
+    pub contains: Option<String>,
+}
+
+/// One check. In `case.yaml` each is a one-key mapping, e.g.
+/// `- tool_not_called: { tool: Read, by: parent }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Grader {
+    /// cadre's exit status.
+    ExitCode(i32),
+    /// A tool was called (at least `min`, default 1, at most `max`).
+    ToolCalled(CallCheck),
+    /// A tool was not called.
+    ToolNotCalled(CallCheck),
+    /// Model requests within bounds.
+    Requests(RequestCheck),
+    /// A file exists in the project after the run.
+    FileExists(String),
+    /// A file does not exist after the run.
+    FileMissing(String),
+    /// A file contains a text or matches a regex.
+    FileContains(FileText),
+    /// A file contains neither the text nor the regex.
+    FileNotContains(FileText),
+    /// A file is byte-for-byte as in the fixture (or still absent).
+    FileUnchanged(String),
+    /// The parent's final text matches a regex.
+    FinalTextMatches(String),
+    /// Children ended with a status.
+    SubagentStatus(StatusCheck),
+    /// Approval questions were put to the user.
+    ApprovalAsked(AskCheck),
+    /// Calls were denied.
+    #[serde(alias = "approval_denied")]
+    ToolDenied(DenyCheck),
+    /// The task table (`$CADRE_HOME/tasks.db`) holds rows with a status.
+    TaskStatus(TaskCheck),
+    /// The parent's session log contains a text.
+    ParentLogContains(String),
+    /// The parent's session log does not contain a text.
+    ParentLogNotContains(String),
+    /// A report (result of an `Agent` call, in the parent's log) contains a text.
+    ReportContains(String),
+    /// Bytes of the children's final texts in the reports (headers excluded).
+    ReportBytes(Bound),
+    /// Tokens used, children included.
+    Tokens(Bound),
+    /// What the mock received in one request (offline only).
+    MockRequest(MockRequestCheck),
+}
+
+/// How one check went.
+#[derive(Debug, Clone, Serialize)]
+pub struct GradeResult {
+    /// The check, in a few words.
+    pub grader: String,
+    /// Whether it held.
+    pub passed: bool,
+    /// Not applicable to this run (e.g. a mock check in a live run); not a failure.
+    pub skipped: bool,
+    /// What it saw.
+    pub saw: String,
+}
+
+impl GradeResult {
+    fn new(grader: String, passed: bool, saw: String) -> Self {
+        GradeResult {
+            grader,
+            passed,
+            skipped: false,
+            saw,
+        }
+    }
+
+    fn skipped(grader: String, why: &str) -> Self {
+        GradeResult {
+            grader,
+            passed: true,
+            skipped: true,
+            saw: why.to_string(),
+        }
+    }
+}
+
+fn within(n: u64, min: Option<u64>, max: Option<u64>) -> bool {
+    min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m)
+}
+
+fn bound_text(min: Option<u64>, max: Option<u64>) -> String {
+    match (min, max) {
+        (Some(a), Some(b)) if a == b => format!("= {a}"),
+        (Some(a), Some(b)) => format!("{a}..={b}"),
+        (Some(a), None) => format!(">= {a}"),
+        (None, Some(b)) => format!("<= {b}"),
+        (None, None) => "any".into(),
+    }
+}
+
+fn who_matches(who: &Who, by: By, agent_type: Option<&str>) -> bool {
+    match (who, agent_type) {
+        (Who::Parent, Some(_)) => false,
+        (Who::Parent, None) => by != By::Child,
+        (Who::Child { agent_type: t, .. }, Some(want)) => {
+            by != By::Parent && t.as_deref() == Some(want)
+        }
+        (Who::Child { .. }, None) => by != By::Parent,
+    }
+}
+
+fn scope_text(by: By, agent_type: Option<&str>) -> String {
+    match (by, agent_type) {
+        (_, Some(t)) => format!(" by a {t} child"),
+        (By::Parent, None) => " by the parent".into(),
+        (By::Child, None) => " by a child".into(),
+        (By::Any, None) => String::new(),
+    }
+}
+
+/// A regex matcher where `^`/`$` match at line ends.
+pub fn regex(pattern: &str) -> Result<RegexMatcher, String> {
+    RegexMatcherBuilder::new()
+        .multi_line(true)
+        .build(pattern)
+        .map_err(|e| format!("bad regex {pattern:?}: {e}"))
+}
+
+fn is_match(m: &RegexMatcher, text: &str) -> bool {
+    m.is_match(text.as_bytes()).unwrap_or(false)
+}
+
+/// Quotes at most `n` characters of `text` for a message.
+pub fn excerpt(text: &str, n: usize) -> String {
+    let count = text.chars().count();
+    if count <= n {
+        format!("{text:?}")
+    } else {
+        let cut: String = text.chars().take(n).collect();
+        format!("{cut:?}… ({count} chars)")
+    }
+}
+
+fn tally(items: impl IntoIterator<Item = String>) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for i in items {
+        match counts.iter_mut().find(|(k, _)| *k == i) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((i, 1)),
+        }
+    }
+    if counts.is_empty() {
+        return "none".into();
+    }
+    counts
+        .iter()
+        .map(|(k, n)| {
+            if *n == 1 {
+                k.clone()
+            } else {
+                format!("{k} ×{n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Grader {
+    /// Runs the check.
+    pub fn grade(&self, ev: &Evidence) -> GradeResult {
+        match self {
+            Grader::ExitCode(want) => GradeResult::new(
+                format!("exit_code {want}"),
+                ev.exit_code == Some(*want) && !ev.timed_out,
+                ev.exit_description(),
+            ),
+            Grader::ToolCalled(c) => grade_calls(ev, c, false),
+            Grader::ToolNotCalled(c) => grade_calls(ev, c, true),
+            Grader::Requests(c) => grade_requests(ev, c),
+            Grader::FileExists(p) => {
+                let exists = ev.project.join(p).exists();
+                GradeResult::new(
+                    format!("file_exists {p}"),
+                    exists,
+                    if exists { "exists" } else { "missing" }.into(),
+                )
+            }
+            Grader::FileMissing(p) => {
+                let exists = ev.project.join(p).exists();
+                GradeResult::new(
+                    format!("file_missing {p}"),
+                    !exists,
+                    if exists { "exists" } else { "missing" }.into(),
+                )
+            }
+            Grader::FileContains(f) => grade_file_text(ev, f, true),
+            Grader::FileNotContains(f) => grade_file_text(ev, f, false),
+            Grader::FileUnchanged(p) => grade_unchanged(ev, p),
+            Grader::FinalTextMatches(pattern) => {
+                let name = format!("final_text_matches {pattern:?}");
+                let m = match regex(pattern) {
+                    Ok(m) => m,
+                    Err(e) => return GradeResult::new(name, false, e),
+                };
+                match ev.final_turn() {
+                    None => GradeResult::new(name, false, "no turn_ended event of main".into()),
+                    Some(t) => {
+                        let text = t.get("final_text").and_then(|v| v.as_str()).unwrap_or("");
+                        GradeResult::new(name, is_match(&m, text), excerpt(text, 200))
+                    }
+                }
+            }
+            Grader::SubagentStatus(c) => grade_status(ev, c),
+            Grader::ApprovalAsked(c) => {
+                let name = format!(
+                    "approval_asked{}{} {}",
+                    c.tool.as_ref().map(|t| format!(" {t}")).unwrap_or_default(),
+                    scope_text(c.by, c.agent_type.as_deref()),
+                    bound_text(Some(c.min.unwrap_or(1)), c.max)
+                );
+                let all = ev.approvals();
+                let n = all
+                    .iter()
+                    .filter(|(who, tool)| {
+                        who_matches(who, c.by, c.agent_type.as_deref())
+                            && c.tool.as_ref().is_none_or(|t| t == tool)
+                    })
+                    .count() as u64;
+                let saw = format!(
+                    "{n} matching; all questions: {}",
+                    tally(all.iter().map(|(w, t)| format!("{t} by {}", w.describe())))
+                );
+                GradeResult::new(name, within(n, Some(c.min.unwrap_or(1)), c.max), saw)
+            }
+            Grader::ToolDenied(c) => grade_denied(ev, c),
+            Grader::TaskStatus(c) => grade_tasks(ev, c),
+            Grader::ParentLogContains(text) => {
+                let found = ev.parent_log_text.contains(text.as_str());
+                GradeResult::new(
+                    format!("parent_log_contains {text:?}"),
+                    found,
+                    log_saw(ev, found),
+                )
+            }
+            Grader::ParentLogNotContains(text) => {
+                let found = ev.parent_log_text.contains(text.as_str());
+                let saw = match ev.parent_log_text.find(text.as_str()) {
+                    Some(at) => {
+                        let line = ev.parent_log_text[..at].matches('\n').count() + 1;
+                        format!("found on line {line} of the parent's log")
+                    }
+                    None => log_saw(ev, false),
+                };
+                GradeResult::new(format!("parent_log_not_contains {text:?}"), !found, saw)
+            }
+            Grader::ReportContains(text) => {
+                let reports = ev.reports();
+                let found = reports.iter().any(|r| r.contains(text.as_str()));
+                let saw = if reports.is_empty() {
+                    "no Agent results in the parent's log".into()
+                } else {
+                    format!(
+                        "{} reports; first: {}",
+                        reports.len(),
+                        excerpt(&reports[0], 300)
+                    )
+                };
+                GradeResult::new(format!("report_contains {text:?}"), found, saw)
+            }
+            Grader::ReportBytes(b) => {
+                let reports = ev.reports();
+                let bodies: Vec<usize> = reports
+                    .iter()
+                    .map(|r| r.split_once("\n\n").map_or(0, |(_, body)| body.len()))
+                    .collect();
+                let total: usize = bodies.iter().sum();
+                GradeResult::new(
+                    format!("report_bytes {}", bound_text(b.min, b.max)),
+                    !reports.is_empty() && within(total as u64, b.min, b.max),
+                    format!("{total} bytes in {} reports {bodies:?}", reports.len()),
+                )
+            }
+            Grader::Tokens(b) => {
+                let n = ev.tokens();
+                GradeResult::new(
+                    format!("tokens {}", bound_text(b.min, b.max)),
+                    within(n, b.min, b.max),
+                    format!("{n} tokens"),
+                )
+            }
+            Grader::MockRequest(c) => grade_mock_request(ev, c),
+        }
+    }
+}
+
+fn log_saw(ev: &Evidence, found: bool) -> String {
+    match (&ev.session_id, found) {
+        (None, _) => "no session (no session_started event)".into(),
+        (Some(_), true) => "found".into(),
+        (Some(_), false) if ev.parent_log_text.is_empty() => {
+            "the parent's log is empty or missing".into()
+        }
+        (Some(_), false) => format!("not in the parent's log ({} records)", ev.parent_log.len()),
+    }
+}
+
+fn grade_calls(ev: &Evidence, c: &CallCheck, negate: bool) -> GradeResult {
+    let (min, max) = if negate {
+        (None, Some(0))
+    } else {
+        (Some(c.min.unwrap_or(1)), c.max)
+    };
+    let outcome = c
+        .outcome
+        .as_ref()
+        .map(|o| format!(" ({o})"))
+        .unwrap_or_default();
+    let name = format!(
+        "{} {}{}{}{}",
+        if negate {
+            "tool_not_called"
+        } else {
+            "tool_called"
+        },
+        c.tool,
+        outcome,
+        scope_text(c.by, c.agent_type.as_deref()),
+        if negate {
+            String::new()
+        } else {
+            format!(" {}", bound_text(min, max))
+        }
+    );
+    let calls = ev.calls();
+    let in_scope: Vec<_> = calls
+        .iter()
+        .filter(|k| who_matches(&k.who, c.by, c.agent_type.as_deref()))
+        .collect();
+    let n = in_scope
+        .iter()
+        .filter(|k| {
+            k.tool == c.tool
+                && c.outcome
+                    .as_ref()
+                    .is_none_or(|o| k.outcome.as_ref() == Some(o))
+        })
+        .count() as u64;
+    let saw = format!(
+        "{n} matching; calls{}: {}",
+        scope_text(c.by, c.agent_type.as_deref()),
+        tally(in_scope.iter().map(|k| match &k.outcome {
+            Some(o) => format!("{} ({o})", k.tool),
+            None => k.tool.clone(),
+        }))
+    );
+    GradeResult::new(name, within(n, min, max), saw)
+}
+
+fn grade_requests(ev: &Evidence, c: &RequestCheck) -> GradeResult {
+    let bound = bound_text(c.min, c.max);
+    if let Some(rule) = &c.rule {
+        let name = format!("requests rule {rule} {bound}");
+        return match ev.rule_requests(rule) {
+            None => GradeResult::skipped(name, "live run: no mock record"),
+            Some(rs) => {
+                let n = rs.len() as u64;
+                GradeResult::new(name, within(n, c.min, c.max), format!("{n} requests"))
+            }
+        };
+    }
+    let (parent, total) = ev.requests();
+    let (label, n) = match c.by {
+        RequestScope::Total => ("total", total),
+        RequestScope::Parent => ("parent", parent),
+        RequestScope::Children => ("children", total.saturating_sub(parent)),
+    };
+    GradeResult::new(
+        format!("requests {label} {bound}"),
+        within(n, c.min, c.max),
+        format!("{n} {label} requests ({parent} parent, {total} total)"),
+    )
+}
+
+fn grade_file_text(ev: &Evidence, f: &FileText, want: bool) -> GradeResult {
+    let what = match (&f.text, &f.regex) {
+        (Some(t), _) => format!("{t:?}"),
+        (None, Some(r)) => format!("/{r}/"),
+        (None, None) => String::new(),
+    };
+    let name = format!(
+        "{} {} {what}",
+        if want {
+            "file_contains"
+        } else {
+            "file_not_contains"
+        },
+        f.path
+    );
+    if f.text.is_some() == f.regex.is_some() {
+        return GradeResult::new(name, false, "give exactly one of text and regex".into());
+    }
+    let text = match std::fs::read(ev.project.join(&f.path)) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => return GradeResult::new(name, false, format!("cannot read it: {e}")),
+    };
+    let found = match (&f.text, &f.regex) {
+        (Some(t), _) => text.contains(t.as_str()),
+        (None, Some(r)) => match regex(r) {
+            Ok(m) => is_match(&m, &text),
+            Err(e) => return GradeResult::new(name, false, e),
+        },
+        (None, None) => false,
+    };
+    GradeResult::new(name, found == want, excerpt(&text, 200))
+}
+
+fn grade_unchanged(ev: &Evidence, p: &str) -> GradeResult {
+    let name = format!("file_unchanged {p}");
+    let before = std::fs::read(ev.fixture.join(p)).ok();
+    let after = std::fs::read(ev.project.join(p)).ok();
+    let saw = match (&before, &after) {
+        (None, None) => "absent before and after".to_string(),
+        (Some(_), None) => "deleted".to_string(),
+        (None, Some(a)) => format!("created ({} bytes)", a.len()),
+        (Some(b), Some(a)) if a == b => "unchanged".to_string(),
+        (Some(b), Some(a)) => format!(
+            "changed: {} bytes → {} bytes, now {}",
+            b.len(),
+            a.len(),
+            excerpt(&String::from_utf8_lossy(a), 120)
+        ),
+    };
+    GradeResult::new(name, before == after, saw)
+}
+
+fn grade_status(ev: &Evidence, c: &StatusCheck) -> GradeResult {
+    let min = c.min.unwrap_or(1);
+    let name = format!(
+        "subagent_status {}{}{} {}",
+        if c.all { "all " } else { "" },
+        c.status,
+        c.agent_type
+            .as_ref()
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default(),
+        bound_text(Some(min), None)
+    );
+    let children: Vec<_> = ev
+        .children()
+        .into_iter()
+        .filter(|ch| c.agent_type.as_ref().is_none_or(|t| *t == ch.agent_type))
+        .collect();
+    let with = children.iter().filter(|ch| ch.status == c.status).count() as u64;
+    let passed = with >= min && (!c.all || with == children.len() as u64);
+    let saw = if children.is_empty() {
+        "no subagent_ended events".to_string()
+    } else {
+        children
+            .iter()
+            .map(|ch| {
+                let id: String = ch.agent_id.chars().take(8).collect();
+                let mut s = format!("{} {id} {}", ch.agent_type, ch.status);
+                if let Some(e) = &ch.error {
+                    s.push_str(&format!(" ({})", excerpt(e, 80)));
+                }
+                s
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    GradeResult::new(name, passed, saw)
+}
+
+fn grade_denied(ev: &Evidence, c: &DenyCheck) -> GradeResult {
+    let min = c.min.unwrap_or(1);
+    let name = format!(
+        "tool_denied{}{}{} {}",
+        c.tool.as_ref().map(|t| format!(" {t}")).unwrap_or_default(),
+        scope_text(c.by, c.agent_type.as_deref()),
+        c.reason_contains
+            .as_ref()
+            .map(|r| format!(" with {r:?}"))
+            .unwrap_or_default(),
+        bound_text(Some(min), c.max)
+    );
+    let all = ev.denials();
+    let n = all
+        .iter()
+        .filter(|d| {
+            who_matches(&d.who, c.by, c.agent_type.as_deref())
+                && c.tool.as_ref().is_none_or(|t| d.tool.as_ref() == Some(t))
+                && c.reason_contains
+                    .as_ref()
+                    .is_none_or(|r| d.reason.as_ref().is_some_and(|x| x.contains(r.as_str())))
+        })
+        .count() as u64;
+    let saw = format!(
+        "{n} matching; all denials: {}",
+        tally(all.iter().map(|d| {
+            let mut s = format!(
+                "{} by {}",
+                d.tool.as_deref().unwrap_or("?"),
+                d.who.describe()
+            );
+            if let Some(r) = &d.reason {
+                s.push_str(&format!(": {}", excerpt(r, 80)));
+            }
+            s
+        }))
+    );
+    GradeResult::new(name, within(n, Some(min), c.max), saw)
+}
+
+fn grade_tasks(ev: &Evidence, c: &TaskCheck) -> GradeResult {
+    let min = c.min.unwrap_or(1);
+    let filters = [
+        c.kind.clone(),
+        c.agent_type.clone(),
+        c.description.as_ref().map(|d| format!("{d:?}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ");
+    let name = format!(
+        "task_status {}{}{} {}",
+        if c.all { "all " } else { "" },
+        c.status,
+        if filters.is_empty() {
+            String::new()
+        } else {
+            format!(" ({filters})")
+        },
+        bound_text(Some(min), None)
+    );
+    if let Some(e) = &ev.tasks_error {
+        return GradeResult::new(name, false, format!("cannot read the task table: {e}"));
+    }
+    let rows: Vec<_> = ev
+        .tasks
+        .iter()
+        .filter(|t| c.kind.as_ref().is_none_or(|k| t.kind.as_str() == k))
+        .filter(|t| {
+            c.agent_type
+                .as_ref()
+                .is_none_or(|a| t.agent_type.as_ref() == Some(a))
+        })
+        .filter(|t| {
+            c.description
+                .as_ref()
+                .is_none_or(|d| t.description.contains(d.as_str()))
+        })
+        .collect();
+    let with = rows
+        .iter()
+        .filter(|t| t.status.as_str() == c.status)
+        .count() as u64;
+    let passed = with >= min && (!c.all || with == rows.len() as u64);
+    let saw = if ev.tasks.is_empty() {
+        "no rows in the task table".to_string()
+    } else {
+        tally(ev.tasks.iter().map(|t| {
+            format!(
+                "{} {} {}",
+                t.kind,
+                t.agent_type.as_deref().unwrap_or("-"),
+                t.status
+            )
+        }))
+    };
+    GradeResult::new(name, passed, saw)
+}
+
+fn tool_names(body: &serde_json::Value) -> Vec<String> {
+    body.get("tools")
+        .and_then(|t| t.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| {
+                    t.get("name")
+                        .or_else(|| t.get("function").and_then(|f| f.get("name")))
+                        .and_then(|n| n.as_str())
+                        .map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn grade_mock_request(ev: &Evidence, c: &MockRequestCheck) -> GradeResult {
+    let name = format!("mock_request {} step {}", c.rule, c.step);
+    let Some(records) = ev.rule_requests(&c.rule) else {
+        return GradeResult::skipped(name, "live run: no mock record");
+    };
+    let Some(r) = records.iter().find(|r| r.step == c.step) else {
+        let steps: Vec<usize> = records.iter().map(|r| r.step).collect();
+        return GradeResult::new(
+            name,
+            false,
+            format!("no such request; the rule answered steps {steps:?}"),
+        );
+    };
+    let tools = tool_names(&r.body);
+    let mut problems = Vec::new();
+    for t in &c.tools_include {
+        if !tools.contains(t) {
+            problems.push(format!("{t} not offered"));
+        }
+    }
+    for t in &c.tools_exclude {
+        if tools.contains(t) {
+            problems.push(format!("{t} offered"));
+        }
+    }
+    if let Some(exact) = &c.tools_exact
+        && exact != &tools
+    {
+        problems.push(format!("tools are not exactly {exact:?}"));
+    }
+    if let Some(text) = &c.contains
+        && !r.body.to_string().contains(text.as_str())
+    {
+        problems.push(format!("body does not contain {text:?}"));
+    }
+    let mut saw = format!("tools offered: {tools:?}");
+    if !problems.is_empty() {
+        saw = format!("{}; {saw}", problems.join("; "));
+    }
+    GradeResult::new(name, problems.is_empty(), saw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graders(yaml: &str) -> Vec<Grader> {
+        serde_saphyr::from_str(yaml).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn graders_parse_from_one_key_mappings() {
+        let g = graders(
+            "- exit_code: 0\n- tool_not_called: { tool: Read, by: parent }\n- requests: { by: parent, max: 2 }\n- file_unchanged: a.txt\n- approval_denied: { tool: Bash }\n- tokens: { max: 100 }\n",
+        );
+        assert_eq!(g.len(), 6);
+        assert!(matches!(
+            g[1],
+            Grader::ToolNotCalled(CallCheck { by: By::Parent, .. })
+        ));
+        assert!(matches!(g[4], Grader::ToolDenied(_)));
+        let bad: Result<Vec<Grader>, _> = serde_saphyr::from_str("- tool_called: { tol: Read }\n");
+        assert!(bad.is_err());
+    }
+
+    #[test]
+    fn regexes_anchor_at_lines() {
+        let m = regex("^VERDICT: FAIL$").unwrap_or_else(|e| panic!("{e}"));
+        assert!(is_match(&m, "checks\nVERDICT: FAIL\n"));
+        assert!(!is_match(&m, "VERDICT: PASS"));
+    }
+
+    #[test]
+    fn scopes_filter_by_parent_child_and_type() {
+        let child = Who::Child {
+            id: "x".into(),
+            agent_type: Some("Explore".into()),
+        };
+        assert!(who_matches(&Who::Parent, By::Any, None));
+        assert!(!who_matches(&Who::Parent, By::Child, None));
+        assert!(who_matches(&child, By::Child, Some("Explore")));
+        assert!(!who_matches(&child, By::Any, Some("Plan")));
+        assert!(!who_matches(&child, By::Parent, None));
+    }
+}

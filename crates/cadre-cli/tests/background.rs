@@ -1,0 +1,386 @@
+//! Background work through the binary: background subagents and shells,
+//! completion notices that start new turns, `exec` waiting (or not), task
+//! tools, stopping, interrupting, and tasks lost when cadre is killed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use cadre_core::tasks::{TaskFilter, TaskStatus, TaskTable};
+use cadre_mock::Record;
+use common::{Harness, Wire, events, stderr, stdout, tool_results};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+
+const HELPER: &str = "---
+name: helper
+description: Does a background job.
+tools: Read, Bash
+---
+You are HELPER.
+";
+
+fn rule_records<'a>(records: &'a [Record], rule: &str) -> Vec<&'a Record> {
+    records
+        .iter()
+        .filter(|r| r.rule.as_deref() == Some(rule))
+        .collect()
+}
+
+fn user_texts(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn tasks(h: &Harness) -> Vec<cadre_core::tasks::TaskRow> {
+    TaskTable::open(&h.data_dir())
+        .unwrap()
+        .list(&TaskFilter::default())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_background_child_and_shell_notify_the_parent_after_its_turn_ends() {
+    let script = r#"
+rules:
+  - name: parent
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "bg job", prompt: "bg-child: summarise", subagent_type: "helper", run_in_background: true } }
+          - { name: Bash, input: { command: "sleep 0.3; echo bash-done", run_in_background: true, description: "slow echo" } }
+      - text: "Both started; I'll wait for them."
+      - text: "Final: the child said CHILD-REPORT and the shell said bash-done."
+      - text: "Final: the child said CHILD-REPORT and the shell said bash-done."
+  - name: child
+    when: { system: "You are HELPER" }
+    replies:
+      - latency_ms: 600
+        text: "CHILD-REPORT: all summarised."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(".cadre/agents/helper.md", HELPER);
+    let out = h
+        .cadre(&[
+            "exec",
+            "--json",
+            "--permission-mode",
+            "acceptEdits",
+            "start background work",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    let ended = evs.last().unwrap();
+    assert_eq!(ended["type"], "turn_ended");
+    assert!(
+        ended["final_text"]
+            .as_str()
+            .unwrap()
+            .contains("CHILD-REPORT")
+    );
+
+    let records = h.records();
+    let parent = rule_records(&records, "parent");
+    assert!(
+        parent.len() >= 3,
+        "the notice started at least one more turn"
+    );
+    // The first turn ended before any notice: its second request holds none.
+    assert!(!user_texts(&parent[1].body).contains("<task id="));
+    let later: String = parent[2..].iter().map(|r| user_texts(&r.body)).collect();
+    assert!(later.contains("<task-notification>\\n<task id="), "{later}");
+    assert!(
+        later.contains("CHILD-REPORT"),
+        "the child's report is in the notice"
+    );
+    assert!(
+        later.contains("bash-done"),
+        "the shell's output is in the notice"
+    );
+    // Each task announced once.
+    let notified: Vec<String> = evs
+        .iter()
+        .filter(|e| e["type"] == "tasks_notified")
+        .flat_map(|e| {
+            e["task_ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+        })
+        .collect();
+    let mut unique = notified.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(notified.len(), unique.len());
+    assert_eq!(unique.len(), 2);
+    // exec exited only after: both rows are final and succeeded.
+    let rows = tasks(&h);
+    assert_eq!(rows.len(), 2);
+    assert!(
+        rows.iter()
+            .all(|r| r.status == TaskStatus::Succeeded && r.notified),
+        "{rows:?}"
+    );
+    // The spawn's own result came back at once.
+    let results = tool_results(&parent[1].body);
+    assert!(
+        results[0].0.starts_with("launched in background: task t-"),
+        "{}",
+        results[0].0
+    );
+    assert!(
+        results[1].0.starts_with("launched in background: task t-"),
+        "{}",
+        results[1].0
+    );
+}
+
+#[tokio::test]
+async fn no_wait_exits_at_once_and_stops_what_it_started() {
+    let script = r#"
+rules:
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo $$ > pid.txt; sleep 30", run_in_background: true } }
+      - latency_ms: 500
+        text: "started"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let started = std::time::Instant::now();
+    let out = h
+        .cadre(&[
+            "exec",
+            "--no-wait",
+            "--permission-mode",
+            "acceptEdits",
+            "go",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "started");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let rows = tasks(&h);
+    assert_eq!(rows[0].status, TaskStatus::Cancelled);
+    let pid: i32 = h.read("pid.txt").trim().parse().unwrap();
+    // SAFETY: probing whether a process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    assert!(!alive, "the shell was killed");
+}
+
+#[tokio::test]
+async fn task_output_reads_by_offset_and_waits_and_task_stop_cancels() {
+    let script = r#"
+rules:
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo $$ > pid.txt; echo first-line; sleep 0.5; echo second-line; sleep 30", run_in_background: true, description: "ticker" } }
+      - tool_calls:
+          - { name: TaskOutput, input: { task_id: "{{task_id}}", wait_ms: 2000 } }
+      - tool_calls:
+          - { name: TaskOutput, input: { task_id: "{{task_id}}", wait_ms: 3000 } }
+      - tool_calls:
+          - { name: TaskOutput, input: { task_id: "{{task_id}}", offset: 0 } }
+      - tool_calls:
+          - { name: TaskList, input: {} }
+      - tool_calls:
+          - { name: TaskStop, input: { task_id: "{{task_id}}" } }
+      - tool_calls:
+          - { name: TaskOutput, input: { task_id: "t-000000000000" } }
+      - text: "done"
+      - text: "done after the notice"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let out = h
+        .cadre(&["exec", "--json", "--permission-mode", "acceptEdits", "go"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let last = tool_results(&records[7].body);
+    let texts: Vec<&str> = last.iter().map(|r| r.0.as_str()).collect();
+    // 1: waits until the first output; 2: continues where it stopped.
+    assert!(texts[1].contains("first-line"), "{}", texts[1]);
+    assert!(!texts[1].contains("second-line"), "{}", texts[1]);
+    assert!(
+        texts[2].contains("second-line") && !texts[2].contains("first-line"),
+        "{}",
+        texts[2]
+    );
+    // 3: an explicit offset reads from there.
+    assert!(
+        texts[3].contains("first-line") && texts[3].contains("second-line"),
+        "{}",
+        texts[3]
+    );
+    // 4: the list shows it running with its description.
+    assert!(
+        texts[4].contains("running") && texts[4].contains("ticker"),
+        "{}",
+        texts[4]
+    );
+    // 5: stop; 6: unknown ids list the running tasks.
+    assert!(texts[5].starts_with("stopping task t-"), "{}", texts[5]);
+    assert!(
+        last[6].1 && texts[6].contains("no task t-000000000000"),
+        "{}",
+        texts[6]
+    );
+    let rows = tasks(&h);
+    assert_eq!(rows[0].status, TaskStatus::Cancelled);
+    let pid: i32 = h.read("pid.txt").trim().parse().unwrap();
+    // SAFETY: probing whether a process exists.
+    assert_ne!(unsafe { libc::kill(pid, 0) }, 0, "the shell is gone");
+}
+
+#[tokio::test]
+async fn ctrl_c_during_exec_cancels_background_children_too() {
+    let script = r#"
+rules:
+  - name: parent
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "a", prompt: "bg-a", subagent_type: "helper", run_in_background: true } }
+          - { name: Agent, input: { description: "b", prompt: "bg-b", subagent_type: "helper", run_in_background: true } }
+      - text: "waiting"
+  - name: child
+    when: { system: "You are HELPER" }
+    replies:
+      - latency_ms: 20000
+        text: "late"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(".cadre/agents/helper.md", HELPER);
+    let mut child = h
+        .command(&["exec", "--json", "go"], &[])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap() as i32;
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        if line.contains("\"type\":\"turn_ended\"") {
+            break;
+        }
+    }
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    let rows = tasks(&h);
+    assert_eq!(rows.len(), 2);
+    assert!(
+        rows.iter().all(|r| r.status == TaskStatus::Cancelled),
+        "{rows:?}"
+    );
+}
+
+#[tokio::test]
+async fn tasks_of_a_killed_cadre_are_lost_at_the_next_start() {
+    let script = r#"
+rules:
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo $$ > pid.txt; sleep 30", run_in_background: true, description: "long job" } }
+      - text: "waiting"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let mut child = h
+        .command(
+            &["exec", "--json", "--permission-mode", "acceptEdits", "go"],
+            &[],
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = lines.next_line().await.unwrap().unwrap();
+        if line.contains("\"type\":\"turn_ended\"") {
+            break;
+        }
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    let pid: i32 = h.read("pid.txt").trim().parse().unwrap();
+    // SAFETY: ending the orphaned shell's process group this test started.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    assert_eq!(tasks(&h)[0].status, TaskStatus::Running);
+
+    let out = h.cadre(&["tasks"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listing = stdout(&out);
+    assert!(
+        listing.contains("lost") && listing.contains("long job"),
+        "{listing}"
+    );
+    let row = &tasks(&h)[0];
+    assert_eq!(row.status, TaskStatus::Lost);
+    assert!(
+        row.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("TASK_LOST_ON_STARTUP")
+    );
+}
+
+#[tokio::test]
+async fn forty_children_finishing_together_are_announced_in_two_notices() {
+    let calls: Vec<String> = (0..40)
+        .map(|i| format!("          - {{ name: Agent, input: {{ description: \"n{i}\", prompt: \"many-{i}\", subagent_type: \"helper\", run_in_background: true }} }}"))
+        .collect();
+    let script = format!(
+        "rules:\n  - name: parent\n    when: {{ system: \"You are cadre\" }}\n    replies:\n      - tool_calls:\n{}\n      - text: \"started\"\n      - text: \"got some\"\n      - text: \"got the rest\"\n  - name: child\n    when: {{ system: \"You are HELPER\" }}\n    replies:\n      - latency_ms: 300\n        text: \"small report\"\n",
+        calls.join("\n")
+    );
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    h.write(".cadre/agents/helper.md", HELPER);
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[subagents]\nmax_subagents_per_turn = 64\nmax_running_subagents = 64\nmax_concurrent_subagents = 32\n",
+    )
+    .unwrap();
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    let notices: Vec<usize> = evs
+        .iter()
+        .filter(|e| e["type"] == "tasks_notified")
+        .map(|e| e["task_ids"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(notices.iter().sum::<usize>(), 40, "{notices:?}");
+    assert!(notices.iter().all(|n| *n <= 32), "{notices:?}");
+    assert!(notices.contains(&32), "a burst is cut at 32: {notices:?}");
+    let rows = tasks(&h);
+    assert!(
+        rows.iter()
+            .all(|r| r.notified && r.status == TaskStatus::Succeeded)
+    );
+}
