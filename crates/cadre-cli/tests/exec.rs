@@ -311,7 +311,10 @@ rules:
             "Grep",
             "Bash",
             "TodoWrite",
-            "Agent"
+            "Agent",
+            "TaskList",
+            "TaskOutput",
+            "TaskStop"
         ]
     );
 }
