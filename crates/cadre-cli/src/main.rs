@@ -9,6 +9,7 @@ mod interactive;
 mod render;
 mod sessions;
 mod setup;
+mod signals;
 mod tasks;
 
 use std::process::ExitCode;

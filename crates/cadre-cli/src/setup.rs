@@ -16,6 +16,7 @@ use cadre_core::permissions::{ApprovalGate, ApprovalSource, PermissionMode, Perm
 use cadre_core::sandbox::{SandboxPolicy, SandboxSupport, probe};
 use cadre_core::session::{SessionLog, sessions_dir};
 use cadre_core::subagents::catalog::{CatalogSources, DEFAULT_MANAGED_DIR, DefinitionCatalog};
+use cadre_core::subagents::definition::IssueLevel;
 use cadre_core::subagents::filter::{FilterInput, resolve_tools};
 use cadre_core::subagents::ratchet::child_mode;
 use cadre_core::subagents::runtime::{
@@ -137,6 +138,13 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     let subagents = subagent_settings(&settings);
     let sources = catalog_sources(agent, &subagents, &cwd, &home);
     let catalog = DefinitionCatalog::load(&sources).map_err(UsageError)?;
+    // Skipped or odd definition files are announced at start-up (files
+    // without a name are documentation and stay silent).
+    for issue in catalog.issues() {
+        if issue.level != IssueLevel::Info {
+            warnings.push(format!("agent definition {issue}"));
+        }
+    }
     let main_definition = match &agent.agent {
         None => None,
         Some(name) => {
@@ -242,6 +250,11 @@ pub fn subagent_settings(settings: &Settings) -> SubagentSettings {
             .unwrap_or(d.max_tool_calls_per_child),
         enable_verification: f.enable_verification.unwrap_or(d.enable_verification),
         custom_deny: f.extra_deny.clone(),
+        auto_background_after: f
+            .auto_background_after_s
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(std::time::Duration::from_secs_f64)
+            .unwrap_or(d.auto_background_after),
     }
 }
 
@@ -356,6 +369,12 @@ impl Runtime {
             .map_err(|e| UsageError(format!("--agent {}: {e}", def.name)))?;
             tools.retain(|t| filtered.tools.iter().any(|n| n == t.name()));
             allowed_types = filtered.agent_types;
+            if def.read_only {
+                ctx.sandbox = ctx
+                    .sandbox
+                    .as_ref()
+                    .map(|s| Arc::new(SandboxPolicy::clone(s).read_only()));
+            }
             system = child_system_prompt(def, &self.cwd);
         }
         let runtime = Arc::new(SubagentRuntime::new(

@@ -534,7 +534,6 @@ async fn skip_rules_each_reported_with_its_reason_and_the_good_files_still_load(
 }
 
 #[tokio::test]
-#[ignore = "bug: skipped definition files are not warned about at start-up (DESIGN 7.2); only `cadre agents list` mentions them"]
 async fn skipped_files_are_warned_about_at_start_up_and_documentation_is_silent() {
     let h = Harness::new(
         "rules:\n  - replies:\n      - text: \"hi\"\n",
@@ -622,13 +621,16 @@ async fn claude_code_files_load_crlf_bom_comma_tools_examples_color_model_unknow
     let text = stdout(&out);
     for want in [
         format!("warning {file}:7: unknown field `proactive` (kept, ignored)"),
-        format!(
-            "warning {file}:3: line 3: value with ': ' was quoted to parse (as Claude Code does)"
-        ),
         format!("ok      project ({file}): reviewer"),
     ] {
         assert!(text.lines().any(|l| l == want), "missing `{want}`:\n{text}");
     }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(&format!("warning {file}:3: "))
+                && l.ends_with("value with ': ' was quoted to parse (as Claude Code does)")),
+        "{text}"
+    );
     assert!(!text.contains("color"), "color is a known field:\n{text}");
 
     // Spawned: exactly those tools (no Agent), that model, the body as the prompt.
@@ -1114,7 +1116,6 @@ async fn a_read_only_builtin_child_cannot_write_the_project_even_in_accept_edits
 }
 
 #[tokio::test]
-#[ignore = "bug: `--agent Explore` does not make the main session read-only: its sandboxed Bash can write the project, though a spawned Explore child cannot"]
 async fn agent_flag_with_a_read_only_builtin_keeps_the_project_read_only() {
     let h = Harness::new(&touch_script(""), Wire::Anthropic).await;
     let Some(made) = touch_in_a_real_project(&h, &["--agent", "Explore"], "made").await else {

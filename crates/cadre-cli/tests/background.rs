@@ -384,3 +384,103 @@ async fn forty_children_finishing_together_are_announced_in_two_notices() {
             .all(|r| r.notified && r.status == TaskStatus::Succeeded)
     );
 }
+
+const SLOW_CHILD: &str = r#"
+rules:
+  - name: parent
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "slow", prompt: "slow-child", subagent_type: "helper" } }
+      - text: "moved on"
+      - text: "got the slow report"
+  - name: child
+    when: { system: "You are HELPER" }
+    replies:
+      - latency_ms: 1500
+        tool_calls:
+          - { name: Read, input: { file_path: "a.txt" } }
+      - latency_ms: 1500
+        text: "SLOW-REPORT"
+"#;
+
+fn assert_moved_to_background(h: &Harness, out: &std::process::Output) {
+    assert!(out.status.success(), "{}", stderr(out));
+    let records = h.records();
+    let parent = rule_records(&records, "parent");
+    let results = tool_results(&parent[1].body);
+    assert!(
+        results[0].0.starts_with("launched in background: task t-"),
+        "{}",
+        results[0].0
+    );
+    // The child was not restarted: one request per step, the second after the first.
+    let child = rule_records(&records, "child");
+    assert_eq!(child.len(), 2, "{child:?}");
+    assert_eq!((child[0].step, child[1].step), (0, 1));
+    assert!(child[1].t_start_ms >= child[0].t_end_ms);
+    // Its report came by notice, and the parent's turn ended before that.
+    assert!(parent[1].t_start_ms < child[1].t_end_ms);
+    assert!(user_texts(&parent[2].body).contains("SLOW-REPORT"));
+}
+
+#[tokio::test]
+async fn a_foreground_child_past_the_auto_background_limit_moves_to_the_background_unrestarted() {
+    let h = Harness::new(SLOW_CHILD, Wire::Anthropic).await;
+    h.write(".cadre/agents/helper.md", HELPER);
+    h.write("a.txt", "a\n");
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[subagents]\nauto_background_after_s = 1\n",
+    )
+    .unwrap();
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert_moved_to_background(&h, &out);
+}
+
+#[tokio::test]
+async fn sigusr1_moves_the_running_foreground_batch_to_the_background() {
+    let h = Harness::new(SLOW_CHILD, Wire::Anthropic).await;
+    h.write(".cadre/agents/helper.md", HELPER);
+    h.write("a.txt", "a\n");
+    let mut child = h
+        .command(&["exec", "--json", "go"], &[])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap() as i32;
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let started = line.contains("\"type\":\"subagent_started\"");
+        seen.push(line);
+        if started {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(pid, libc::SIGUSR1) };
+    while let Some(line) = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        seen.push(line);
+    }
+    let out = child.wait_with_output().await.unwrap();
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("\"type\":\"subagent_backgrounded\""))
+    );
+    assert_moved_to_background(&h, &out);
+}

@@ -149,10 +149,8 @@ fn a_case_whose_cadre_fails_or_hangs_is_reported_as_failed_not_waited_for() {
     assert_eq!(c["graders"][0]["grader"], "exit_code 0 (implicit)");
     assert_eq!(c["graders"][0]["saw"], "exit 1");
     assert!(
-        c["stderr_tail"]
-            .as_str()
-            .unwrap()
-            .contains("scripted refusal"),
+        c["turn"].as_str().unwrap().starts_with("failed: ")
+            && c["turn"].as_str().unwrap().contains("scripted refusal"),
         "{c}"
     );
 

@@ -110,6 +110,8 @@ pub struct SubagentsFile {
     /// Tools denied to every non-built-in definition.
     #[serde(default)]
     pub extra_deny: Vec<String>,
+    /// Seconds before a foreground child moves to the background.
+    pub auto_background_after_s: Option<f64>,
 }
 
 /// One config file's contents. Every key is optional; later files override.
@@ -206,7 +208,8 @@ impl ConfigFile {
             default_type,
             default_max_turns,
             max_tool_calls_per_child,
-            enable_verification
+            enable_verification,
+            auto_background_after_s
         );
         a.extra_deny.extend(b.extra_deny);
         self.other.extend(over.other);

@@ -395,6 +395,19 @@ impl Evidence {
             .last()
     }
 
+    /// How the main turn ended, when not `completed`: `<status>: <error>`.
+    pub fn turn_problem(&self) -> Option<String> {
+        let t = self.final_turn()?;
+        let status = str_of(t, "status").unwrap_or("?");
+        if status == "completed" {
+            return None;
+        }
+        Some(match str_of(t, "error") {
+            Some(e) => format!("{status}: {e}"),
+            None => status.to_string(),
+        })
+    }
+
     /// Whether a mock request is the parent's: its first user message is
     /// the case prompt (after the roster reminder, when there is one).
     fn is_parent_request(&self, r: &Record) -> bool {

@@ -289,12 +289,18 @@ impl GradeResult {
     }
 }
 
+/// `min` as given; else 1 when no `max` is given ("at least once"), else 0.
+fn default_min(min: Option<u64>, max: Option<u64>) -> u64 {
+    min.unwrap_or(if max.is_some() { 0 } else { 1 })
+}
+
 fn within(n: u64, min: Option<u64>, max: Option<u64>) -> bool {
     min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m)
 }
 
 fn bound_text(min: Option<u64>, max: Option<u64>) -> String {
     match (min, max) {
+        (Some(0), Some(b)) => format!("<= {b}"),
         (Some(a), Some(b)) if a == b => format!("= {a}"),
         (Some(a), Some(b)) => format!("{a}..={b}"),
         (Some(a), None) => format!(">= {a}"),
@@ -316,7 +322,7 @@ fn who_matches(who: &Who, by: By, agent_type: Option<&str>) -> bool {
 
 fn scope_text(by: By, agent_type: Option<&str>) -> String {
     match (by, agent_type) {
-        (_, Some(t)) => format!(" by a {t} child"),
+        (_, Some(t)) => format!(" by {t} children"),
         (By::Parent, None) => " by the parent".into(),
         (By::Child, None) => " by a child".into(),
         (By::Any, None) => String::new(),
@@ -421,7 +427,7 @@ impl Grader {
                     "approval_asked{}{} {}",
                     c.tool.as_ref().map(|t| format!(" {t}")).unwrap_or_default(),
                     scope_text(c.by, c.agent_type.as_deref()),
-                    bound_text(Some(c.min.unwrap_or(1)), c.max)
+                    bound_text(Some(default_min(c.min, c.max)), c.max)
                 );
                 let all = ev.approvals();
                 let n = all
@@ -435,7 +441,7 @@ impl Grader {
                     "{n} matching; all questions: {}",
                     tally(all.iter().map(|(w, t)| format!("{t} by {}", w.describe())))
                 );
-                GradeResult::new(name, within(n, Some(c.min.unwrap_or(1)), c.max), saw)
+                GradeResult::new(name, within(n, Some(default_min(c.min, c.max)), c.max), saw)
             }
             Grader::ToolDenied(c) => grade_denied(ev, c),
             Grader::TaskStatus(c) => grade_tasks(ev, c),
@@ -474,10 +480,7 @@ impl Grader {
             }
             Grader::ReportBytes(b) => {
                 let reports = ev.reports();
-                let bodies: Vec<usize> = reports
-                    .iter()
-                    .map(|r| r.split_once("\n\n").map_or(0, |(_, body)| body.len()))
-                    .collect();
+                let bodies: Vec<usize> = reports.iter().map(|r| kept_text(r).len()).collect();
                 let total: usize = bodies.iter().sum();
                 GradeResult::new(
                     format!("report_bytes {}", bound_text(b.min, b.max)),
@@ -498,6 +501,16 @@ impl Grader {
     }
 }
 
+/// The child's text in one report: after the header block, without a
+/// closing `[truncated N bytes]` line.
+fn kept_text(report: &str) -> &str {
+    let body = report.split_once("\n\n").map_or("", |(_, b)| b);
+    match body.rfind("\n[truncated ") {
+        Some(at) if body.ends_with(" bytes]") => &body[..at],
+        _ => body,
+    }
+}
+
 fn log_saw(ev: &Evidence, found: bool) -> String {
     match (&ev.session_id, found) {
         (None, _) => "no session (no session_started event)".into(),
@@ -513,7 +526,7 @@ fn grade_calls(ev: &Evidence, c: &CallCheck, negate: bool) -> GradeResult {
     let (min, max) = if negate {
         (None, Some(0))
     } else {
-        (Some(c.min.unwrap_or(1)), c.max)
+        (Some(default_min(c.min, c.max)), c.max)
     };
     let outcome = c
         .outcome
@@ -677,7 +690,7 @@ fn grade_status(ev: &Evidence, c: &StatusCheck) -> GradeResult {
 }
 
 fn grade_denied(ev: &Evidence, c: &DenyCheck) -> GradeResult {
-    let min = c.min.unwrap_or(1);
+    let min = default_min(c.min, c.max);
     let name = format!(
         "tool_denied{}{}{} {}",
         c.tool.as_ref().map(|t| format!(" {t}")).unwrap_or_default(),
@@ -822,12 +835,14 @@ fn grade_mock_request(ev: &Evidence, c: &MockRequestCheck) -> GradeResult {
     {
         problems.push(format!("tools are not exactly {exact:?}"));
     }
-    if let Some(text) = &c.contains
-        && !r.body.to_string().contains(text.as_str())
-    {
-        problems.push(format!("body does not contain {text:?}"));
-    }
     let mut saw = format!("tools offered: {tools:?}");
+    if let Some(text) = &c.contains {
+        if r.body.to_string().contains(text.as_str()) {
+            saw.push_str(&format!("; body contains {text:?}"));
+        } else {
+            problems.push(format!("body does not contain {text:?}"));
+        }
+    }
     if !problems.is_empty() {
         saw = format!("{}; {saw}", problems.join("; "));
     }
@@ -855,6 +870,19 @@ mod tests {
         assert!(matches!(g[4], Grader::ToolDenied(_)));
         let bad: Result<Vec<Grader>, _> = serde_saphyr::from_str("- tool_called: { tol: Read }\n");
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn report_bytes_count_the_kept_text_only() {
+        assert_eq!(
+            kept_text("[1/2] completed · x\n\nabc\n[truncated 10 bytes]"),
+            "abc"
+        );
+        assert_eq!(
+            kept_text("[1/2] completed · x\nverdict: fail\n\nabc\n"),
+            "abc\n"
+        );
+        assert_eq!(kept_text("no body"), "");
     }
 
     #[test]

@@ -83,24 +83,36 @@ pub async fn run(args: EvalArgs) -> Result<ExitCode> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let (live_env, live_config) = if args.live {
+    let live = if args.live {
         live_setup()?
     } else {
-        (Vec::new(), None)
+        LiveSetup::default()
     };
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
+    // Ctrl+C or SIGTERM: kill every running case's process group and report.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_signal.cancel();
+        let terminated = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminated => {}
         }
+        on_signal.cancel();
     });
     let cfg = Arc::new(RunConfig {
         exe,
         live: args.live,
         keep: args.keep,
-        live_env,
-        live_config,
+        live_env: live.env,
+        live_config: live.config,
         cancel: cancel.clone(),
     });
 
@@ -144,7 +156,7 @@ pub async fn run(args: EvalArgs) -> Result<ExitCode> {
 /// The environment and config a live run uses: the provider settings from
 /// this environment, and the user's config without its `[permissions]` (a
 /// case sets its own).
-fn live_setup() -> Result<(Vec<(String, String)>, Option<toml::Table>)> {
+fn live_setup() -> Result<LiveSetup> {
     let env: Vec<(String, String)> = LIVE_ENV
         .iter()
         .filter_map(|k| {
@@ -179,7 +191,16 @@ fn live_setup() -> Result<(Vec<(String, String)>, Option<toml::Table>)> {
         )
         .into());
     }
-    Ok((env, config))
+    Ok(LiveSetup { env, config })
+}
+
+/// What `--live` passes to every run.
+#[derive(Debug, Default)]
+struct LiveSetup {
+    /// Environment passed through.
+    env: Vec<(String, String)>,
+    /// The user's config without `[permissions]`.
+    config: Option<toml::Table>,
 }
 
 fn base_result(case: &Case, result: Outcome) -> CaseResult {
@@ -190,6 +211,7 @@ fn base_result(case: &Case, result: Outcome) -> CaseResult {
         result,
         error: None,
         exit_code: None,
+        turn: None,
         requests: None,
         tool_calls: 0,
         tokens: 0,
@@ -244,6 +266,7 @@ async fn evaluate(case: Case, cfg: Arc<RunConfig>) -> CaseResult {
                 .then(|| format!("cadre did not run ({})", ev.exit_description()))
         }),
         exit_code: ev.exit_code,
+        turn: ev.turn_problem(),
         requests: Some(Requests { parent, total }),
         tool_calls: calls,
         tokens: ev.tokens(),

@@ -43,6 +43,8 @@ pub struct CaseResult {
     pub error: Option<String>,
     /// cadre's exit status.
     pub exit_code: Option<i32>,
+    /// How the main turn ended when it did not complete (`failed: …`, `interrupted`).
+    pub turn: Option<String>,
     /// Model requests.
     pub requests: Option<Requests>,
     /// Tool calls, the children's included.
@@ -105,6 +107,14 @@ fn tokens_text(n: u64) -> String {
     }
 }
 
+fn time_text(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
+
 /// The human table, then each failure's details.
 pub fn table(s: &Summary) -> String {
     let header = ["case", "result", "requests", "tool calls", "tokens", "time"];
@@ -138,7 +148,7 @@ pub fn table(s: &Summary) -> String {
                 if c.result == Outcome::Skipped {
                     "-".into()
                 } else {
-                    format!("{:.1}s", c.duration_ms as f64 / 1000.0)
+                    time_text(c.duration_ms)
                 },
             ]
         })
@@ -176,6 +186,9 @@ pub fn table(s: &Summary) -> String {
         if let Some(e) = &c.error {
             let _ = writeln!(out, "  error: {e}");
         }
+        if let Some(t) = &c.turn {
+            let _ = writeln!(out, "  turn: {t}");
+        }
         for g in c.graders.iter().filter(|g| !g.passed) {
             let _ = writeln!(out, "  ✗ {}: saw {}", g.grader, g.saw);
         }
@@ -198,7 +211,7 @@ pub fn table(s: &Summary) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{} passed, {} failed{} ({} run, {:.1}s)",
+        "\n{} passed, {} failed{} ({} run, {})",
         s.passed,
         s.failed,
         if s.skipped > 0 {
@@ -207,7 +220,7 @@ pub fn table(s: &Summary) -> String {
             String::new()
         },
         s.mode,
-        s.duration_ms as f64 / 1000.0
+        time_text(s.duration_ms)
     );
     out
 }
@@ -224,6 +237,7 @@ mod tests {
             result,
             error: None,
             exit_code: Some(0),
+            turn: None,
             requests: Some(Requests {
                 parent: 2,
                 total: 4,

@@ -51,6 +51,8 @@ pub struct RunOutcome {
     pub error: Option<String>,
     /// The run's directory, when kept.
     pub workdir: Option<PathBuf>,
+    /// The run's directory, removed when this is dropped (after grading).
+    pub tmp: Option<tempfile::TempDir>,
 }
 
 fn now_ms() -> u64 {
@@ -172,6 +174,8 @@ pub async fn run_case(case: &Case, file: &CaseFile, cfg: &RunConfig) -> RunOutco
     out.evidence.read_tasks();
     if cfg.keep {
         out.workdir = Some(tmp.keep());
+    } else {
+        out.tmp = Some(tmp);
     }
     out.duration = started.elapsed();
     out

@@ -199,6 +199,17 @@ pub enum Event {
         /// `completed`, `failed` or `denied`.
         outcome: String,
     },
+    /// A foreground subagent was moved to the background mid-run.
+    SubagentBackgrounded {
+        /// 1-based position in its batch.
+        index: usize,
+        /// Batch size.
+        total: usize,
+        /// Child agent id.
+        agent_id: String,
+        /// Its task id.
+        task_id: String,
+    },
     /// A subagent ended.
     SubagentEnded {
         /// 1-based position in its batch.

@@ -147,6 +147,11 @@ impl Agent {
         self
     }
 
+    /// The runtime this agent spawns subagents through, if it may.
+    pub fn subagent_runtime(&self) -> Option<Arc<crate::subagents::SubagentRuntime>> {
+        self.spawner.as_ref().map(|s| s.runtime.clone())
+    }
+
     /// The model this agent talks to.
     pub fn model(&self) -> &str {
         &self.client.config().model

@@ -677,12 +677,13 @@ fn parse_into(
                     for (index, reason) in lines {
                         let line = index + 2;
                         let message = match reason {
-                            QuoteReason::Colon => format!(
-                                "line {line}: value with ': ' was quoted to parse (as Claude Code does)"
-                            ),
-                            QuoteReason::Reserved(c) => format!(
-                                "line {line}: value starting with '{c}' was quoted to parse"
-                            ),
+                            QuoteReason::Colon => {
+                                "a value with ': ' was quoted to parse (as Claude Code does)"
+                                    .to_string()
+                            }
+                            QuoteReason::Reserved(c) => {
+                                format!("a value starting with '{c}' was quoted to parse")
+                            }
                         };
                         issues.push(IssueLevel::Warning, Some(line), message);
                     }
@@ -1229,7 +1230,7 @@ mod tests {
         assert_eq!(def.description, "`code` reviewer");
         assert_eq!(
             issues[0].message,
-            "line 3: value starting with '`' was quoted to parse"
+            "a value starting with '`' was quoted to parse"
         );
     }
 

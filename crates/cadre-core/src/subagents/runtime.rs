@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::future::join_all;
 use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -55,6 +54,9 @@ pub struct SubagentSettings {
     pub enable_verification: bool,
     /// Extra tools denied to non-built-in definitions.
     pub custom_deny: Vec<String>,
+    /// A foreground child still running after this long moves to the
+    /// background, so one slow child never holds the parent's turn hostage.
+    pub auto_background_after: std::time::Duration,
 }
 
 impl Default for SubagentSettings {
@@ -69,6 +71,7 @@ impl Default for SubagentSettings {
             max_tool_calls_per_child: 200,
             enable_verification: false,
             custom_deny: Vec::new(),
+            auto_background_after: std::time::Duration::from_secs(120),
         }
     }
 }
@@ -95,6 +98,7 @@ pub struct SubagentRuntime {
     /// Template for children's tool contexts (cwd, cap, sandbox).
     pub base_ctx: ToolContext,
     running: Arc<AtomicUsize>,
+    background_now: tokio::sync::Notify,
 }
 
 /// How many children of the session are running (or admitted and queued).
@@ -102,6 +106,11 @@ impl SubagentRuntime {
     /// Children running now.
     pub fn running(&self) -> usize {
         self.running.load(Ordering::SeqCst)
+    }
+
+    /// Moves the foreground batch now running (if any) to the background.
+    pub fn background_now(&self) {
+        self.background_now.notify_waiters();
     }
 }
 
@@ -179,6 +188,16 @@ struct Prepared {
     task_cancel: Option<CancellationToken>,
 }
 
+/// A foreground child the batch is waiting for.
+struct ForegroundChild {
+    slot: usize,
+    rx: tokio::sync::oneshot::Receiver<Result<ChildReport, BatchFailure>>,
+    detached: Arc<std::sync::atomic::AtomicBool>,
+    cancel: CancellationToken,
+    task_id: Option<String>,
+    tag: ChildTag,
+}
+
 /// The log of a child could not be written: the batch and the turn stop.
 #[derive(Debug)]
 pub struct BatchFailure(pub String);
@@ -233,6 +252,7 @@ impl SubagentRuntime {
             agents_dir,
             base_ctx,
             running: Arc::new(AtomicUsize::new(0)),
+            background_now: tokio::sync::Notify::new(),
         }
     }
 
@@ -338,30 +358,115 @@ impl SubagentRuntime {
 
         let pool = Arc::new(Semaphore::new(self.settings.max_concurrent.clamp(1, 32)));
         let batch_cancel = cancel.child_token();
-        let runs = foreground.into_iter().map(|(slot, p)| {
+        // Each foreground child runs as its own task so that it can be moved to
+        // the background mid-run (after `auto_background_after` or on request)
+        // without a restart: it keeps its progress and reports by notice.
+        let mut waiting: Vec<ForegroundChild> = Vec::new();
+        let mut slots = slots.into_iter();
+        for (slot, p) in foreground {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let detached = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let child_cancel = p
+                .task_cancel
+                .clone()
+                .unwrap_or_else(|| batch_cancel.child_token());
+            waiting.push(ForegroundChild {
+                slot,
+                rx,
+                detached: detached.clone(),
+                cancel: child_cancel.clone(),
+                task_id: p.task_id.clone(),
+                tag: p.tag.clone(),
+            });
+            let rt = self.clone();
             let pool = pool.clone();
-            let batch_cancel = batch_cancel.clone();
-            async move {
+            let running_slot = slots.next();
+            tokio::spawn(async move {
+                let _running_slot = running_slot;
                 let permit = tokio::select! {
                     p = pool.acquire_owned() => p.ok(),
-                    _ = batch_cancel.cancelled() => None,
+                    _ = child_cancel.cancelled() => None,
                 };
                 let task = p.task_id.clone();
-                let report = match permit {
-                    Some(_permit) => self.run_child(p, &batch_cancel).await,
-                    None => Ok(self.cancelled_before_start(p)),
+                let result = match permit {
+                    Some(_permit) => {
+                        let run = std::panic::AssertUnwindSafe(rt.run_child(p, &child_cancel));
+                        match futures::FutureExt::catch_unwind(run).await {
+                            Ok(r) => r,
+                            Err(_) => Err(BatchFailure("the subagent panicked".into())),
+                        }
+                    }
+                    None => Ok(rt.cancelled_before_start(p)),
                 };
-                if let (Some(task), Ok(r)) = (task, &report) {
-                    self.close_task(&task, r, &r.final_text, false);
+                let attached = !detached.load(Ordering::SeqCst);
+                match (&task, &result) {
+                    (Some(task), Ok(r)) => {
+                        let text = if attached {
+                            r.final_text.clone()
+                        } else {
+                            render_batch(std::slice::from_ref(r))
+                                .into_iter()
+                                .next()
+                                .unwrap_or_default()
+                        };
+                        rt.close_task(task, r, &text, !attached);
+                    }
+                    (Some(task), Err(BatchFailure(e))) if !attached => {
+                        if let Some(work) = &rt.base_ctx.background {
+                            work.finish(task, TaskStatus::Failed, e, Some(e), true);
+                        }
+                    }
+                    _ => {}
                 }
-                // A child whose log broke stops its siblings too.
-                if report.is_err() {
-                    batch_cancel.cancel();
+                if attached {
+                    let _ = tx.send(result);
                 }
-                (slot, report)
+            });
+        }
+
+        let mut finished: Vec<(usize, Result<ChildReport, BatchFailure>)> = Vec::new();
+        let auto = self.settings.auto_background_after;
+        let deadline = tokio::time::Instant::now() + auto;
+        while !waiting.is_empty() {
+            let next = futures::future::select_all(waiting.iter_mut().map(|c| &mut c.rx));
+            tokio::select! {
+                (result, k, _) = next => {
+                    let child = waiting.swap_remove(k);
+                    let result = result.unwrap_or_else(|_| Err(BatchFailure("the subagent ended without a report".into())));
+                    // A child whose log broke stops its siblings too.
+                    if result.is_err() {
+                        for c in &waiting {
+                            c.cancel.cancel();
+                        }
+                    }
+                    finished.push((child.slot, result));
+                }
+                _ = cancel.cancelled() => {
+                    for c in &waiting {
+                        c.cancel.cancel();
+                    }
+                    // Their reports still arrive (as cancelled) through the loop.
+                    let grace = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+                    while !waiting.is_empty() {
+                        let next = futures::future::select_all(waiting.iter_mut().map(|c| &mut c.rx));
+                        match tokio::time::timeout_at(grace, next).await {
+                            Ok((result, k, _)) => {
+                                let child = waiting.swap_remove(k);
+                                finished.push((child.slot, result.unwrap_or_else(|_| Err(BatchFailure("the subagent ended without a report".into())))));
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    break;
+                }
+                _ = tokio::time::sleep_until(deadline), if self.base_ctx.background.is_some() => {
+                    self.detach(&mut waiting, &mut outputs, "it ran longer than the auto-background limit");
+                }
+                _ = self.background_now.notified(), if self.base_ctx.background.is_some() => {
+                    self.detach(&mut waiting, &mut outputs, "the user moved it to the background");
+                }
             }
-        });
-        let finished = join_all(runs).await;
+        }
         drop(slots);
         if finished.is_empty() {
             return Ok(outputs
@@ -615,6 +720,30 @@ impl SubagentRuntime {
         work.finish(task_id, status, report, r.error.as_deref(), announce);
     }
 
+    /// Moves every child still running to the background: the batch stops
+    /// waiting and their results become task ids; they report by notice.
+    fn detach(
+        &self,
+        waiting: &mut Vec<ForegroundChild>,
+        outputs: &mut [Option<ToolOutput>],
+        why: &str,
+    ) {
+        for child in waiting.drain(..) {
+            child.detached.store(true, Ordering::SeqCst);
+            let id = child.task_id.unwrap_or_default();
+            self.events.emit(Event::SubagentBackgrounded {
+                index: child.tag.index,
+                total: child.tag.total,
+                agent_id: child.tag.agent_id.clone(),
+                task_id: id.clone(),
+            });
+            outputs[child.slot] = Some(ToolOutput::ok(format!(
+                "launched in background: task {id} · {} · agent {} ({why}; it keeps its progress). You will get a <task-notification> with its report when it ends; don't wait or poll for it.",
+                child.tag.agent_type, child.tag.agent_id
+            )));
+        }
+    }
+
     /// Starts a background child; the parent gets its task id at once.
     fn launch_background(self: &Arc<Self>, p: Prepared, slot: Option<RunningSlot>) -> ToolOutput {
         let (Some(task_id), Some(cancel)) = (p.task_id.clone(), p.task_cancel.clone()) else {
@@ -684,7 +813,18 @@ impl SubagentRuntime {
     }
 
     /// Runs one child to completion and turns its outcome into a report.
-    async fn run_child(
+    ///
+    /// Boxed: a child may itself run batches, and naming the future's type
+    /// here is what lets that recursion be spawned on other threads.
+    fn run_child<'a>(
+        &'a self,
+        p: Prepared,
+        cancel: &'a CancellationToken,
+    ) -> futures::future::BoxFuture<'a, Result<ChildReport, BatchFailure>> {
+        Box::pin(self.run_child_inner(p, cancel))
+    }
+
+    async fn run_child_inner(
         &self,
         mut p: Prepared,
         cancel: &CancellationToken,
