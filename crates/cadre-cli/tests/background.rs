@@ -484,3 +484,64 @@ async fn sigusr1_moves_the_running_foreground_batch_to_the_background() {
     );
     assert_moved_to_background(&h, &out);
 }
+
+#[tokio::test]
+async fn a_fork_starts_from_the_parents_last_request_byte_for_byte_and_never_forks() {
+    let script = r#"
+rules:
+  - name: fork
+    when: { any_user: "<fork_boilerplate>" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "nested", prompt: "fork again", subagent_type: "fork" } }
+      - text: "Scope: the side task. Result: FORK-RESULT. Key files: none. Files changed: none. Issues: none."
+  - name: parent
+    replies:
+      - text: "Forking a worker for the side task."
+        tool_calls:
+          - { name: Agent, input: { description: "side task", prompt: "do the side task", subagent_type: "fork" } }
+      - text: "The fork is on it."
+      - text: "The fork reported FORK-RESULT."
+"#;
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let h = Harness::new(script, wire).await;
+        let out = h.cadre(&["exec", "--json", "start"]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let records = h.records();
+        let parent = rule_records(&records, "parent");
+        let fork = rule_records(&records, "fork");
+        assert_eq!(fork.len(), 2, "{wire:?}");
+        let (p, f) = (&parent[0].body, &fork[0].body);
+        for key in ["system", "tools", "model"] {
+            assert_eq!(p[key], f[key], "{wire:?}: {key} differs");
+        }
+        let pm = p["messages"].as_array().unwrap();
+        let fm = f["messages"].as_array().unwrap();
+        assert_eq!(fm.len(), pm.len() + 1);
+        assert_eq!(
+            &fm[..pm.len()],
+            &pm[..],
+            "{wire:?}: the inherited prefix is byte-identical"
+        );
+        let directive = fm.last().unwrap().to_string();
+        assert!(directive.contains("<fork_boilerplate>") && directive.contains("do the side task"));
+        // The fork's own Agent call was refused.
+        let refused = tool_results(&fork[1].body);
+        assert!(
+            refused[0].1
+                && refused[0]
+                    .0
+                    .contains("forked worker cannot start subagents"),
+            "{refused:?}"
+        );
+        // It ran in the background and its report reached the parent.
+        let results = tool_results(&parent[1].body);
+        assert!(
+            results[0].0.starts_with("launched in background: task t-"),
+            "{}",
+            results[0].0
+        );
+        assert!(user_texts(&parent.last().unwrap().body).contains("FORK-RESULT"));
+        assert!(stdout(&out).contains("The fork reported FORK-RESULT."));
+    }
+}

@@ -12,6 +12,10 @@ pub struct RequestInfo {
     pub system: String,
     /// Text of the first user message.
     pub first_user: String,
+    /// Text of the last user message.
+    pub last_user: String,
+    /// Text of every user message, joined.
+    pub all_user: String,
     /// Names of the offered tools.
     pub tools: Vec<String>,
     /// Number of assistant turns already in `messages`.
@@ -31,10 +35,24 @@ pub fn request_info(wire: Wire, body: &Value) -> RequestInfo {
         .find(|m| role(m) == Some("user"))
         .map(|m| content_text(m.get("content")))
         .unwrap_or_default();
+    let last_user = messages
+        .iter()
+        .rev()
+        .find(|m| role(m) == Some("user"))
+        .map(|m| content_text(m.get("content")))
+        .unwrap_or_default();
+    let all_user = messages
+        .iter()
+        .filter(|m| role(m) == Some("user"))
+        .map(|m| content_text(m.get("content")))
+        .collect::<Vec<_>>()
+        .join("\n");
     match wire {
         Wire::Anthropic => RequestInfo {
             system: content_text(body.get("system")),
             first_user,
+            last_user,
+            all_user,
             tools: tool_names(body, |t| t.get("name")),
             step,
         },
@@ -46,6 +64,8 @@ pub fn request_info(wire: Wire, body: &Value) -> RequestInfo {
                 .collect::<Vec<_>>()
                 .join("\n"),
             first_user,
+            last_user,
+            all_user,
             tools: tool_names(body, |t| t.get("function").and_then(|f| f.get("name"))),
             step,
         },
@@ -110,6 +130,12 @@ impl RequestInfo {
             && w.first_user
                 .as_ref()
                 .is_none_or(|s| self.first_user.contains(s))
+            && w.last_user
+                .as_ref()
+                .is_none_or(|s| self.last_user.contains(s))
+            && w.any_user
+                .as_ref()
+                .is_none_or(|s| self.all_user.contains(s))
             && w.tool.as_ref().is_none_or(|t| self.tools.contains(t))
     }
 
@@ -176,6 +202,8 @@ mod tests {
         let info = RequestInfo {
             system: "sys".into(),
             first_user: "hello".into(),
+            last_user: "bye".into(),
+            all_user: "hello\nbye".into(),
             tools: vec!["Bash".into()],
             step: 0,
         };

@@ -40,6 +40,10 @@ pub struct When {
     pub system: Option<String>,
     /// Substring of the first user message's text.
     pub first_user: Option<String>,
+    /// Substring of the last user message's text.
+    pub last_user: Option<String>,
+    /// Substring of any user message's text.
+    pub any_user: Option<String>,
     /// A tool with exactly this name is offered in the request.
     pub tool: Option<String>,
 }

@@ -114,7 +114,26 @@ pub struct Agent {
     gate: Arc<ApprovalGate>,
     log: Option<Arc<SessionLog>>,
     spawner: Option<Spawner>,
+    source: QuerySource,
+    cache_after: Option<usize>,
+    last_request: Option<ModelRequest>,
 }
+
+/// Who an agent's requests are for: decides, among other things, that a fork
+/// never forks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuerySource {
+    /// The user's own agent.
+    Main,
+    /// A child made from a definition.
+    Subagent,
+    /// A child forked from its parent's conversation.
+    Fork,
+}
+
+/// The tag that wraps a fork's directive; finding it in a conversation marks
+/// the agent as a fork even when its query source was lost.
+pub const FORK_TAG: &str = "<fork_boilerplate>";
 
 /// A tool call that could not be logged: the turn must stop.
 struct LogFailure(String);
@@ -138,7 +157,39 @@ impl Agent {
             gate: setup.gate,
             log: setup.log,
             spawner: None,
+            source: QuerySource::Main,
+            cache_after: None,
+            last_request: None,
         }
+    }
+
+    /// Marks where this agent's requests come from.
+    pub fn with_source(mut self, source: QuerySource) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Adds a prompt-cache breakpoint after message `index` of every request.
+    pub fn with_cache_after(mut self, index: Option<usize>) -> Self {
+        self.cache_after = index;
+        self
+    }
+
+    /// The last request this agent sent (a fork starts from it, byte for byte).
+    pub fn last_request(&self) -> Option<&ModelRequest> {
+        self.last_request.as_ref()
+    }
+
+    /// True for a fork: by query source, or by the fork tag in its
+    /// conversation when that marker was lost (e.g. after a resume).
+    pub fn is_fork(&self) -> bool {
+        self.source == QuerySource::Fork
+            || self.conversation.iter().any(|m| {
+                m.role == Role::User
+                    && m.content.iter().any(
+                        |b| matches!(b, ContentBlock::Text { text } if text.contains(FORK_TAG)),
+                    )
+            })
     }
 
     /// Lets this agent start subagents through `spawner`.
@@ -345,6 +396,7 @@ impl Agent {
                 messages: self.conversation.clone(),
                 tools: self.tools.specs(),
                 max_tokens: self.client.config().max_tokens,
+                cache_after: self.cache_after,
             };
             let events = self.events.clone();
             let agent = self.id.clone();
@@ -379,6 +431,8 @@ impl Agent {
                     return out;
                 }
             };
+            drop(on_delta);
+            self.last_request = Some(req);
             out.usage.add(&resp.usage);
             self.usage.add(&resp.usage);
             self.events.emit(Event::Usage {
@@ -652,6 +706,23 @@ impl Agent {
                 })
                 .collect();
         };
+        if self.is_fork() {
+            // A fork keeps `Agent` in its tool list (so its prefix matches its
+            // parent's), but a fork never forks or spawns.
+            let started = Instant::now();
+            return calls
+                .iter()
+                .map(|c| {
+                    let (tool, _) = self.begin_call(c);
+                    let (out, status) = self.denied(
+                        c,
+                        &tool,
+                        "denied: a forked worker cannot start subagents or forks; do the work yourself with your other tools".into(),
+                    );
+                    self.finish_call(c, tool, out, status, started)
+                })
+                .collect();
+        }
         let started = Instant::now();
         let begun: Vec<(String, Value)> = calls.iter().map(|c| self.begin_call(c)).collect();
         let mut outcome: Vec<Option<(ToolOutput, &'static str)>> = vec![None; calls.len()];
@@ -711,6 +782,8 @@ impl Agent {
                 .run_batch(
                     &Parent {
                         agent_id: &self.id,
+                        registry: &self.tools,
+                        last_request: self.last_request.as_ref(),
                         spawner,
                         client: &self.client,
                         mode: self.policy.mode,

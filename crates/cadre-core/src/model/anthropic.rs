@@ -54,14 +54,17 @@ pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
         };
         messages.push(json!({"role": role, "content": blocks}));
     }
-    if let Some(last) = messages
-        .last_mut()
-        .and_then(|m| m.get_mut("content"))
-        .and_then(Value::as_array_mut)
-        .and_then(|blocks| blocks.last_mut())
-        .and_then(Value::as_object_mut)
-    {
-        last.insert("cache_control".into(), cache_mark());
+    let tail = messages.len().checked_sub(1);
+    for index in [req.cache_after, tail].into_iter().flatten() {
+        if let Some(last) = messages
+            .get_mut(index)
+            .and_then(|m| m.get_mut("content"))
+            .and_then(Value::as_array_mut)
+            .and_then(|blocks| blocks.last_mut())
+            .and_then(Value::as_object_mut)
+        {
+            last.insert("cache_control".into(), cache_mark());
+        }
     }
 
     let mut tools: Vec<Value> = req
@@ -305,6 +308,7 @@ mod tests {
                 input_schema: json!({"type": "object"}),
             }],
             max_tokens: 100,
+            cache_after: None,
         };
         let body = request_body(&req, true);
         let s = body.to_string();

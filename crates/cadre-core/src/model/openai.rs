@@ -297,6 +297,7 @@ mod tests {
             ],
             tools: vec![],
             max_tokens: 10,
+            cache_after: None,
         };
         let body = request_body(&req, false);
         let roles: Vec<&str> = body["messages"]

@@ -124,6 +124,9 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// Output token ceiling.
     pub max_tokens: u32,
+    /// An extra prompt-cache breakpoint after this message (a fork marks the
+    /// end of what it inherited, so its requests read the parent's cache).
+    pub cache_after: Option<usize>,
 }
 
 /// Why the model stopped.

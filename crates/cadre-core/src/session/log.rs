@@ -148,6 +148,37 @@ impl SessionLog {
         &self.path
     }
 
+    /// Appends the records that rebuild `messages` (a child that starts from
+    /// an inherited conversation logs it first, so it can be resumed).
+    pub fn append_messages(&self, messages: &[Message]) -> Result<(), SessionError> {
+        for m in messages {
+            match m.role {
+                Role::Assistant => self.append(RecordBody::Assistant { message: m.clone() })?,
+                Role::User => {
+                    for b in &m.content {
+                        match b {
+                            ContentBlock::Text { text } => {
+                                self.append(RecordBody::User { text: text.clone() })?
+                            }
+                            ContentBlock::ToolResult {
+                                tool_use_id,
+                                content,
+                                is_error,
+                            } => self.append(RecordBody::ToolResult {
+                                call_id: tool_use_id.clone(),
+                                content: content.clone(),
+                                is_error: *is_error,
+                                status: if *is_error { "error" } else { "ok" }.into(),
+                            })?,
+                            ContentBlock::ToolUse { .. } => {}
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Appends one record as one line, in one write, and returns once the OS has it.
     pub fn append(&self, body: RecordBody) -> Result<(), SessionError> {
         let record = LogRecord {
