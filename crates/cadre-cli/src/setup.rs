@@ -22,7 +22,7 @@ use cadre_core::subagents::ratchet::child_mode;
 use cadre_core::subagents::runtime::{
     Spawner, SubagentRuntime, SubagentSettings, child_system_prompt,
 };
-use cadre_core::subagents::{AgentDefinition, AgentTool};
+use cadre_core::subagents::{AgentDefinition, AgentTool, SendMessageTool};
 use cadre_core::tasks::TaskTable;
 use cadre_core::tools::{
     DEFAULT_OUTPUT_CAP, TaskListTool, TaskOutputTool, TaskStopTool, ToolContext, ToolRegistry,
@@ -352,6 +352,7 @@ impl Runtime {
             tools.insert(Arc::new(TaskListTool));
             tools.insert(Arc::new(TaskOutputTool));
             tools.insert(Arc::new(TaskStopTool));
+            tools.insert(Arc::new(SendMessageTool));
         }
         let mut allowed_types = None;
         let mut system = build_system_prompt(&self.cwd);

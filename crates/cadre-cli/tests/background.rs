@@ -545,3 +545,130 @@ rules:
         assert!(stdout(&out).contains("The fork reported FORK-RESULT."));
     }
 }
+
+#[tokio::test]
+async fn send_message_resumes_a_finished_child_with_its_history_and_refuses_explore() {
+    let script = r#"
+rules:
+  - name: gp
+    when: { first_user: "gp-task" }
+    replies:
+      - text: "GP-FIRST answer"
+      - text: "GP-SECOND answer"
+  - name: explore
+    when: { first_user: "explore-task" }
+    replies:
+      - text: "found it"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "gp", prompt: "gp-task", subagent_type: "general-purpose", name: "helper1" } }
+          - { name: Agent, input: { description: "ex", prompt: "explore-task", subagent_type: "Explore", name: "scout" } }
+      - tool_calls:
+          - { name: SendMessage, input: { to: "helper1", message: "follow-up question" } }
+          - { name: SendMessage, input: { to: "scout", message: "more please" } }
+      - text: "waiting for helper1"
+      - text: "helper1 answered GP-SECOND"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let parent = rule_records(&records, "parent");
+    let all = tool_results(&parent[2].body);
+    let sent = &all[all.len() - 2..];
+    assert!(sent[0].0.starts_with("resumed agent "), "{}", sent[0].0);
+    assert!(
+        sent[1].1 && sent[1].0.contains("one-shot Explore"),
+        "{}",
+        sent[1].0
+    );
+    let gp = rule_records(&records, "gp");
+    assert_eq!(gp.len(), 2);
+    let history = gp[1].body["messages"].to_string();
+    for part in ["gp-task", "GP-FIRST answer", "follow-up question"] {
+        assert!(
+            history.contains(part),
+            "the resumed child's request holds {part}: {history}"
+        );
+    }
+    assert!(user_texts(&parent.last().unwrap().body).contains("GP-SECOND"));
+}
+
+#[tokio::test]
+async fn send_message_to_a_running_child_joins_its_next_request() {
+    let script = r#"
+rules:
+  - name: runner
+    when: { first_user: "long-task" }
+    replies:
+      - latency_ms: 800
+        tool_calls:
+          - { name: Read, input: { file_path: "a.txt" } }
+      - text: "runner done"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "long", prompt: "long-task", subagent_type: "general-purpose", name: "runner", run_in_background: true } }
+      - tool_calls:
+          - { name: SendMessage, input: { to: "runner", message: "STEER-MSG: focus on a.txt" } }
+      - text: "steered"
+      - text: "all done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write("a.txt", "a\n");
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let parent = rule_records(&records, "parent");
+    let all = tool_results(&parent[2].body);
+    assert!(
+        all.last()
+            .unwrap()
+            .0
+            .starts_with("delivered to running agent"),
+        "{all:?}"
+    );
+    let runner = rule_records(&records, "runner");
+    assert_eq!(runner.len(), 2);
+    assert!(!runner[0].body.to_string().contains("STEER-MSG"));
+    assert!(
+        runner[1].body.to_string().contains("STEER-MSG"),
+        "joined the next request"
+    );
+}
+
+#[tokio::test]
+async fn a_resumed_fork_whose_marker_is_gone_still_cannot_fork() {
+    let script = r#"
+rules:
+  - name: fork
+    when: { any_user: "<fork_boilerplate>" }
+    replies:
+      - text: "Scope: first pass. Result: ok."
+      - tool_calls:
+          - { name: Agent, input: { description: "nested", prompt: "again", subagent_type: "fork" } }
+      - text: "Scope: second pass. Result: ok."
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "side", prompt: "side task", subagent_type: "fork", name: "f1" } }
+      - text: "forked"
+      - tool_calls:
+          - { name: SendMessage, input: { to: "f1", message: "one more thing" } }
+      - text: "resumed it"
+      - text: "done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let fork = rule_records(&records, "fork");
+    assert_eq!(fork.len(), 3, "{fork:?}");
+    let refused = tool_results(&fork[2].body);
+    let last = refused.last().unwrap();
+    assert!(
+        last.1 && last.0.contains("forked worker cannot start subagents"),
+        "{last:?}"
+    );
+}

@@ -71,7 +71,9 @@ pub struct TurnOutcome {
     pub usage: Usage,
 }
 
-/// Everything an agent is made of; shared parts are `Arc`s.
+/// Everything an agent is made of; shared parts are `Arc`s. Kept by the
+/// runtime so a finished child can be resumed as it was made.
+#[derive(Clone)]
 pub struct AgentSetup {
     /// Agent id (`main` for the top-level agent).
     pub id: String,
@@ -117,6 +119,7 @@ pub struct Agent {
     source: QuerySource,
     cache_after: Option<usize>,
     last_request: Option<ModelRequest>,
+    inbox: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
 }
 
 /// Who an agent's requests are for: decides, among other things, that a fork
@@ -160,7 +163,13 @@ impl Agent {
             source: QuerySource::Main,
             cache_after: None,
             last_request: None,
+            inbox: None,
         }
+    }
+
+    /// Messages sent to this agent while it runs join its next request.
+    pub fn set_inbox(&mut self, inbox: tokio::sync::mpsc::UnboundedReceiver<String>) {
+        self.inbox = Some(inbox);
     }
 
     /// Marks where this agent's requests come from.
@@ -215,6 +224,17 @@ impl Agent {
 
     /// Joins finished background tasks' notice to the next request.
     fn deliver_notices(&mut self) -> Result<(), LogFailure> {
+        let mut messages = Vec::new();
+        if let Some(inbox) = &mut self.inbox {
+            while let Ok(m) = inbox.try_recv() {
+                messages.push(m);
+            }
+        }
+        for m in messages {
+            let text = format!("<message from=\"parent\">\n{m}\n</message>");
+            self.write_log(RecordBody::User { text: text.clone() })?;
+            self.push_user_text(text);
+        }
         let Some(work) = self.ctx.background.clone() else {
             return Ok(());
         };
@@ -676,7 +696,13 @@ impl Agent {
                     })?;
                     let mut ctx = self.ctx.clone();
                     ctx.cancel = cancel.child_token();
-                    let out = tool.execute(&ctx, &call.input).await;
+                    let out = match &self.spawner {
+                        // Messages reach children through the runtime that made them.
+                        Some(sp) if tool.name() == "SendMessage" => {
+                            sp.runtime.send_message(&self.id, &call.input).await
+                        }
+                        _ => tool.execute(&ctx, &call.input).await,
+                    };
                     let status = if out.is_error { "error" } else { "ok" };
                     (out, status)
                 }

@@ -77,6 +77,42 @@ impl Tool for AgentTool {
     }
 }
 
+/// The `SendMessage` tool's spec; calls are carried out by the subagent
+/// runtime through the agent loop.
+pub struct SendMessageTool;
+
+impl Tool for SendMessageTool {
+    fn name(&self) -> &'static str {
+        "SendMessage"
+    }
+
+    fn description(&self) -> &'static str {
+        "Send a message to a subagent you started, by its agent id or the `name` you gave it. A running subagent sees it with its next request (use this to steer it). A finished or stopped one is resumed in the background with its full history and answers by <task-notification>. Explore and Plan are one-shot and cannot be resumed."
+    }
+
+    fn input_schema(&self) -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "to": {"type": "string", "description": "Agent id or name"},
+                "message": {"type": "string", "description": "What to tell it"}
+            },
+            "required": ["to", "message"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn execute<'a>(&'a self, _ctx: &'a ToolContext, _input: &'a str) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async {
+            ToolOutput::error("messages to subagents are not available to this agent")
+        })
+    }
+}
+
 /// The system reminder listing the agent types (name and description only).
 pub fn roster_reminder(roster: &[(String, String)]) -> String {
     let mut s = String::from(

@@ -12,7 +12,7 @@ pub mod report;
 pub mod runtime;
 mod types;
 
-pub use agent_tool::{AgentArgs, AgentTool, roster_reminder};
+pub use agent_tool::{AgentArgs, AgentTool, SendMessageTool, roster_reminder};
 pub use report::{ChildReport, ChildStatus, Verdict};
 pub use runtime::{
     BatchCall, BatchFailure, ChildTag, Parent, Spawner, SubagentRuntime, SubagentSettings,
