@@ -314,7 +314,8 @@ rules:
             "Agent",
             "TaskList",
             "TaskOutput",
-            "TaskStop"
+            "TaskStop",
+            "SendMessage"
         ]
     );
 }
