@@ -29,6 +29,9 @@ pub struct ExecArgs {
     pub no_wait: bool,
 }
 
+/// Waits between tries to deliver task notices when the model service fails:
+/// quick retries, then a cool-down from 60 s doubling to 300 s.
+const NOTICE_RETRY_S: [u64; 7] = [1, 2, 5, 60, 120, 240, 300];
 /// How long stopped background work gets to wind down before exit.
 const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// Notice-started turns allowed per window: a burst of completions is batched
@@ -151,6 +154,9 @@ pub async fn run(
             return Err(e);
         }
     };
+    // After a resume, tasks that ended unannounced are announced now, once.
+    work.requeue_unannounced("main");
+    crate::signals::watch_external_stops(&work);
     let mut agent = match runtime.main_agent(
         sink.clone(),
         approvals,
@@ -189,8 +195,26 @@ pub async fn run(
             } => {}
             _ = cancel.cancelled() => break,
         }
-        // The notices themselves join the turn's first request.
-        outcome = agent.run_turn(String::new(), cancel.clone()).await;
+        // The notices themselves join the turn's first request. A delivery
+        // the model service fails is retried, then cools down.
+        let mut retries = NOTICE_RETRY_S.iter();
+        loop {
+            outcome = agent.run_turn(String::new(), cancel.clone()).await;
+            let failed = outcome.status == TurnStatus::Failed && outcome.model_error.is_some();
+            let Some(wait) = retries.next().filter(|_| failed) else {
+                break;
+            };
+            sink.emit(Event::Warning {
+                message: format!(
+                    "delivering task notices failed ({}); retrying in {wait} s",
+                    outcome.error.clone().unwrap_or_default()
+                ),
+            });
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_secs(*wait)) => {}
+                _ = cancel.cancelled() => break,
+            }
+        }
     }
     if cancel.is_cancelled() {
         outcome.status = TurnStatus::Interrupted;

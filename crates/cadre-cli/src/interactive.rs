@@ -72,6 +72,8 @@ pub async fn run(
 
     let mut human = HumanRenderer::for_interactive();
     let work = runtime.background(&session.id, &sink)?;
+    work.requeue_unannounced("main");
+    crate::signals::watch_external_stops(&work);
     let mut agent = runtime.main_agent(
         sink,
         approvals,

@@ -672,3 +672,82 @@ rules:
         "{last:?}"
     );
 }
+
+#[tokio::test]
+async fn cadre_tasks_stop_from_another_process_stops_the_running_work() {
+    let script = r#"
+rules:
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo $$ > pid.txt; sleep 30", run_in_background: true, description: "stoppable" } }
+      - text: "waiting"
+      - text: "noticed the stop"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let mut child = h
+        .command(
+            &["exec", "--json", "--permission-mode", "acceptEdits", "go"],
+            &[],
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = lines.next_line().await.unwrap().unwrap();
+        if line.contains("\"type\":\"turn_ended\"") {
+            break;
+        }
+    }
+    let id = tasks(&h)[0].id.clone();
+    let out = h.cadre(&["tasks", "stop", &id]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(tasks(&h)[0].status, TaskStatus::Cancelled);
+    let pid: i32 = h.read("pid.txt").trim().parse().unwrap();
+    // SAFETY: probing whether a process exists.
+    assert_ne!(unsafe { libc::kill(pid, 0) }, 0, "the shell is gone");
+}
+
+#[tokio::test]
+async fn a_childs_background_shells_are_stopped_when_the_child_ends() {
+    let script = r#"
+rules:
+  - name: child
+    when: { system: "You are HELPER" }
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo $$ > child-shell.pid; sleep 30", run_in_background: true } }
+      - latency_ms: 300
+        text: "child done"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "c", prompt: "start a shell", subagent_type: "helper" } }
+      - text: "done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(".cadre/agents/helper.md", HELPER);
+    let out = h
+        .cadre(&["exec", "--json", "--permission-mode", "acceptEdits", "go"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pid: i32 = h.read("child-shell.pid").trim().parse().unwrap();
+    // SAFETY: probing whether a process exists.
+    assert_ne!(
+        unsafe { libc::kill(pid, 0) },
+        0,
+        "the child's shell is gone"
+    );
+    let rows = tasks(&h);
+    let shell = rows.iter().find(|r| r.agent_type.is_none()).unwrap();
+    assert_eq!(shell.status, TaskStatus::Cancelled);
+}

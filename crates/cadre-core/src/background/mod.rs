@@ -308,6 +308,76 @@ impl BackgroundWork {
         self.root.cancel();
     }
 
+    /// Stops every task `owner` started (a child's shells when the child ends).
+    pub fn stop_owned_by(&self, owner: &str) {
+        for id in self.running_of(owner) {
+            let _ = self.stop(owner, &id);
+        }
+    }
+
+    /// Applies stops requested from outside this process (`cadre tasks stop`
+    /// marks the row `stopping`; the owner notices here and winds the work down).
+    pub fn apply_external_stops(&self) {
+        let running: Vec<(String, CancellationToken)> = self
+            .inner
+            .lock()
+            .map(|i| {
+                i.running
+                    .iter()
+                    .map(|(id, r)| (id.clone(), r.cancel.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (id, token) in running {
+            if !token.is_cancelled()
+                && self
+                    .table
+                    .get(&id)
+                    .is_ok_and(|r| r.status == TaskStatus::Stopping)
+            {
+                token.cancel();
+            }
+        }
+    }
+
+    /// Queues the finished, never-announced tasks `owner` started in this
+    /// session (after `--resume`), so each is announced exactly once.
+    pub fn requeue_unannounced(&self, owner: &str) {
+        let rows = self
+            .table
+            .list(&crate::tasks::TaskFilter {
+                session_id: Some(self.session_id.clone()),
+                parent_agent: Some(owner.to_string()),
+                ..Default::default()
+            })
+            .unwrap_or_default();
+        let items: Vec<Finished> = rows
+            .into_iter()
+            .filter(|r| r.status.is_final() && !r.notified)
+            .map(|r| Finished {
+                task_id: r.id.clone(),
+                status: r.status,
+                description: r.description.clone(),
+                kind_label: r.agent_type.clone().unwrap_or_else(|| "bash".into()),
+                report: r
+                    .result_summary
+                    .clone()
+                    .or(r.error.clone())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        if items.is_empty() {
+            return;
+        }
+        if let Ok(mut inner) = self.inner.lock() {
+            inner
+                .finished
+                .entry(owner.to_string())
+                .or_default()
+                .extend(items);
+        }
+    }
+
     /// Waits (bounded) until no task is registered as running.
     pub async fn wait_idle(&self, limit: std::time::Duration) {
         let deadline = tokio::time::Instant::now() + limit;

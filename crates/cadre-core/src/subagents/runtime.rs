@@ -1099,7 +1099,12 @@ impl SubagentRuntime {
         let rt = self.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let report = match rt.run_child(p, &cancel).await {
+            // A panicking child ends as failed; it never takes the parent down.
+            let run = std::panic::AssertUnwindSafe(rt.run_child(p, &cancel));
+            let result = futures::FutureExt::catch_unwind(run)
+                .await
+                .unwrap_or_else(|_| Err(BatchFailure("the subagent panicked".into())));
+            let report = match result {
                 Ok(r) => r,
                 Err(BatchFailure(e)) => {
                     if let Some(work) = &rt.base_ctx.background {
@@ -1245,7 +1250,11 @@ impl SubagentRuntime {
             worktree: None,
         };
         self.emit_ended(&p.tag, &report, usage);
-        // Clean-up: dropping the child drops its caches and closes its log.
+        // Clean-up, whichever way it ended: its background shells stop, and
+        // dropping the child drops its caches and closes its log.
+        if let Some(work) = &self.base_ctx.background {
+            work.stop_owned_by(&p.tag.agent_id);
+        }
         drop(p);
         Ok(report)
     }
