@@ -8,6 +8,7 @@ wall time; compare the ratios and the targets printed beside them.
     python3 bench/run.py overhead    # 200 sequential Read round trips
     python3 bench/run.py startup     # launch → first model request; trivial exec
     python3 bench/run.py fanout      # 1/4/10/32 children, pools 4 and 32
+    python3 bench/run.py background  # 100 idle background children
     python3 bench/run.py all
 """
 import json
@@ -232,11 +233,70 @@ def fanout(sizes=(1, 4, 10, 32), pools=(4, 32)):
     }
 
 
+def background_script(n):
+    calls = "\n".join(
+        f'          - {{ name: Agent, input: {{ description: "b{i}", prompt: "idle-{i:03d}", subagent_type: "worker", run_in_background: true }} }}'
+        for i in range(n))
+    return f"""rules:
+  - name: child
+    when: {{ system: "You are a bench worker" }}
+    replies:
+      - latency_ms: 10000
+        text: "idle child done"
+  - name: parent
+    replies:
+      - tool_calls:
+{calls}
+      - text: "started"
+      - text: "notified"
+      - text: "notified again"
+      - text: "notified once more"
+"""
+
+
+def background(sizes=(1, 100)):
+    results = {}
+    for n in sizes:
+        def go(work, project, home):
+            os.makedirs(os.path.join(project, ".cadre", "agents"), exist_ok=True)
+            with open(os.path.join(project, ".cadre", "agents", "worker.md"), "w") as f:
+                f.write(WORKER)
+            os.makedirs(home, exist_ok=True)
+            with open(os.path.join(home, "config.toml"), "w") as f:
+                f.write("[subagents]\nmax_subagents_per_turn = 128\nmax_running_subagents = 128\n")
+            mock = Mock(background_script(n), work)
+            try:
+                _, wall, maxrss, code = run_cadre(mock, project, home, "idle children")
+                assert code == 0, f"cadre exited {code}"
+                recs = mock.records()
+            finally:
+                mock.stop()
+            parent = sorted((r for r in recs if r["rule"] == "parent"), key=lambda r: r["t_start_ms"])
+            kids = [r for r in recs if r["rule"] == "child"]
+            last_child_end = max(r["t_end_ms"] for r in kids)
+            notice_turn = min(r["t_start_ms"] for r in parent[2:])
+            return {
+                "children": n,
+                "peak_rss_mib": round(maxrss / 1024, 2),
+                "ms_last_child_reply_to_notice_turn": notice_turn - last_child_end,
+                "notice_turns": len(parent) - 2,
+                "process_wall_s": round(wall, 3),
+            }
+        results[n] = with_project(go)
+    lo, hi = min(sizes), max(sizes)
+    return {
+        "runs": list(results.values()),
+        "rss_kib_per_idle_child": round((results[hi]["peak_rss_mib"] - results[lo]["peak_rss_mib"]) / (hi - lo) * 1024, 1),
+        "targets": {"rss_kib_per_idle_child": 1024, "ms_last_child_reply_to_notice_turn": 5},
+    }
+
+
 def main():
     which = sys.argv[1] if len(sys.argv) > 1 else "all"
     build()
     os.makedirs(RESULTS, exist_ok=True)
-    for name, fn in [("overhead", overhead), ("startup", startup), ("fanout", fanout)]:
+    for name, fn in [("overhead", overhead), ("startup", startup), ("fanout", fanout),
+                     ("background", background)]:
         if which in (name, "all"):
             figures = fn()
             figures["machine"] = {"cpus": os.cpu_count()}

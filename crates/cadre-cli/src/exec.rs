@@ -39,7 +39,7 @@ const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 const NOTICE_TURNS_PER_WINDOW: usize = 3;
 /// Quiet time after a task ends before its notice goes out, so a burst of
 /// completions becomes one notice (32 tasks at most each).
-const NOTICE_SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+const NOTICE_SETTLE: std::time::Duration = std::time::Duration::from_millis(25);
 /// Longest a notice is held back waiting for a burst to settle.
 const NOTICE_SETTLE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 /// The window for `NOTICE_TURNS_PER_WINDOW`.
@@ -190,7 +190,7 @@ pub async fn run(
         }
         tokio::select! {
             _ = async {
-                work.settle(NOTICE_SETTLE, NOTICE_SETTLE_MAX).await;
+                work.settle("main", NOTICE_SETTLE, NOTICE_SETTLE_MAX).await;
                 throttle.wait().await;
             } => {}
             _ = cancel.cancelled() => break,

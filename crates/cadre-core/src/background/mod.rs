@@ -242,11 +242,20 @@ impl BackgroundWork {
         items
     }
 
-    /// Waits until no task has ended for `quiet` (at most `limit`), so tasks
-    /// finishing together are announced together.
-    pub async fn settle(&self, quiet: std::time::Duration, limit: std::time::Duration) {
+    /// Waits until no task of `owner` has ended for `quiet` (at most
+    /// `limit`), so tasks finishing together are announced together. With
+    /// nothing of `owner` still running there is nothing to wait for.
+    pub async fn settle(
+        &self,
+        owner: &str,
+        quiet: std::time::Duration,
+        limit: std::time::Duration,
+    ) {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
+            if self.active_for(owner) == 0 {
+                return;
+            }
             let before = self.endings.load(std::sync::atomic::Ordering::SeqCst);
             let until = (tokio::time::Instant::now() + quiet).min(deadline);
             tokio::time::sleep_until(until).await;
