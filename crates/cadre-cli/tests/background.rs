@@ -5,14 +5,12 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use cadre_core::tasks::{TaskFilter, TaskStatus, TaskTable};
 use cadre_mock::Record;
 use common::{Harness, Wire, events, stderr, stdout, tool_results};
 use serde_json::Value;
-use tokio::io::AsyncBufReadExt;
 
 const HELPER: &str = "---
 name: helper
@@ -262,32 +260,10 @@ rules:
 "#;
     let h = Harness::new(script, Wire::Anthropic).await;
     h.write(".cadre/agents/helper.md", HELPER);
-    let mut child = h
-        .command(&["exec", "--json", "go"], &[])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pid = child.id().unwrap() as i32;
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if line.contains("\"type\":\"turn_ended\"") {
-            break;
-        }
-    }
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let mut run = h.spawn_json(&["exec", "--json", "go"]);
+    run.wait_for("turn_ended", 1).await;
+    run.signal(libc::SIGINT);
+    let (status, _) = run.finish().await;
     assert_eq!(status.code(), Some(130));
     let rows = tasks(&h);
     assert_eq!(rows.len(), 2);
@@ -308,26 +284,9 @@ rules:
       - text: "waiting"
 "#;
     let h = Harness::new(script, Wire::Anthropic).await;
-    let mut child = h
-        .command(
-            &["exec", "--json", "--permission-mode", "acceptEdits", "go"],
-            &[],
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = lines.next_line().await.unwrap().unwrap();
-        if line.contains("\"type\":\"turn_ended\"") {
-            break;
-        }
-    }
-    child.start_kill().unwrap();
-    child.wait().await.unwrap();
+    let mut run = h.spawn_json(&["exec", "--json", "--permission-mode", "acceptEdits", "go"]);
+    run.wait_for("turn_ended", 1).await;
+    run.kill().await;
     let pid: i32 = h.read("pid.txt").trim().parse().unwrap();
     // SAFETY: ending the orphaned shell's process group this test started.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
@@ -408,8 +367,8 @@ rules:
         text: "SLOW-REPORT"
 "#;
 
-fn assert_moved_to_background(h: &Harness, out: &std::process::Output) {
-    assert!(out.status.success(), "{}", stderr(out));
+fn assert_moved_to_background(h: &Harness, status: std::process::ExitStatus) {
+    assert!(status.success());
     let records = h.records();
     let parent = rule_records(&records, "parent");
     let results = tool_results(&parent[1].body);
@@ -440,7 +399,8 @@ async fn a_foreground_child_past_the_auto_background_limit_moves_to_the_backgrou
     )
     .unwrap();
     let out = h.cadre(&["exec", "--json", "go"]).await;
-    assert_moved_to_background(&h, &out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_moved_to_background(&h, out.status);
 }
 
 #[tokio::test]
@@ -448,45 +408,13 @@ async fn sigusr1_moves_the_running_foreground_batch_to_the_background() {
     let h = Harness::new(SLOW_CHILD, Wire::Anthropic).await;
     h.write(".cadre/agents/helper.md", HELPER);
     h.write("a.txt", "a\n");
-    let mut child = h
-        .command(&["exec", "--json", "go"], &[])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pid = child.id().unwrap() as i32;
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    loop {
-        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        let started = line.contains("\"type\":\"subagent_started\"");
-        seen.push(line);
-        if started {
-            break;
-        }
-    }
+    let mut run = h.spawn_json(&["exec", "--json", "go"]);
+    run.wait_for("subagent_started", 1).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(pid, libc::SIGUSR1) };
-    while let Some(line) = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-    {
-        seen.push(line);
-    }
-    let out = child.wait_with_output().await.unwrap();
-    assert!(
-        seen.iter()
-            .any(|l| l.contains("\"type\":\"subagent_backgrounded\""))
-    );
-    assert_moved_to_background(&h, &out);
+    run.signal(libc::SIGUSR1);
+    let (status, events) = run.finish().await;
+    assert!(events.iter().any(|e| e["type"] == "subagent_backgrounded"));
+    assert_moved_to_background(&h, status);
 }
 
 #[tokio::test]
@@ -689,31 +617,12 @@ rules:
       - text: "noticed the stop"
 "#;
     let h = Harness::new(script, Wire::Anthropic).await;
-    let mut child = h
-        .command(
-            &["exec", "--json", "--permission-mode", "acceptEdits", "go"],
-            &[],
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = lines.next_line().await.unwrap().unwrap();
-        if line.contains("\"type\":\"turn_ended\"") {
-            break;
-        }
-    }
+    let mut run = h.spawn_json(&["exec", "--json", "--permission-mode", "acceptEdits", "go"]);
+    run.wait_for("turn_ended", 1).await;
     let id = tasks(&h)[0].id.clone();
     let out = h.cadre(&["tasks", "stop", &id]).await;
     assert!(out.status.success(), "{}", stderr(&out));
-    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let (status, _) = run.finish().await;
     assert!(status.success());
     assert_eq!(tasks(&h)[0].status, TaskStatus::Cancelled);
     let pid: i32 = h.read("pid.txt").trim().parse().unwrap();

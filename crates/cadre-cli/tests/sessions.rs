@@ -5,12 +5,10 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::{Harness, Wire, events, stderr, stdout, tool_results};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const CRASH: &str = r#"
 rules:
@@ -37,27 +35,14 @@ fn log_records(path: &std::path::Path) -> Vec<Value> {
 /// Starts a run whose Bash call sleeps, kills cadre with SIGKILL once the
 /// command is running, and returns the session id.
 async fn crash_mid_call(h: &Harness) -> String {
-    let mut child = h
-        .command(
-            &[
-                "exec",
-                "--json",
-                "--permission-mode",
-                "acceptEdits",
-                "run the slow thing",
-            ],
-            &[],
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next_line().await.unwrap().unwrap();
-    let started: Value = serde_json::from_str(&first).unwrap();
-    assert_eq!(started["type"], "session_started");
+    let mut run = h.spawn_json(&[
+        "exec",
+        "--json",
+        "--permission-mode",
+        "acceptEdits",
+        "run the slow thing",
+    ]);
+    let started = run.wait_for("session_started", 1).await;
     let id = started["session_id"].as_str().unwrap().to_string();
     tokio::time::timeout(Duration::from_secs(10), async {
         while !h.path("runs.txt").exists() {
@@ -66,8 +51,7 @@ async fn crash_mid_call(h: &Harness) -> String {
     })
     .await
     .expect("the command started");
-    child.start_kill().unwrap();
-    child.wait().await.unwrap();
+    run.kill().await;
     // The orphaned shell is its own process group; end it too.
     let pid: i32 = h.read("runs.txt").trim().parse().unwrap();
     // SAFETY: signalling a process group this test started.

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use cadre_mock::Record;
@@ -536,33 +535,12 @@ async fn sigkill_mid_batch_resumes_with_the_agent_calls_unknown_and_reruns_nothi
     }
     let h = Harness::new(&script, Wire::Anthropic).await;
     h.write(".cadre/agents/finder.md", FINDER);
-    let mut child = h
-        .command(&["exec", "--json", "go"], &[])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    use tokio::io::AsyncBufReadExt;
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    let mut run = h.spawn_json(&["exec", "--json", "go"]);
+    let first = run.wait_for("session_started", 1).await;
     let session = first["session_id"].as_str().unwrap().to_string();
-    // Wait until both children have started.
-    let mut started = 0;
-    while started < 2 {
-        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if line.contains("\"type\":\"subagent_started\"") {
-            started += 1;
-        }
-    }
+    run.wait_for("subagent_started", 2).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    child.start_kill().unwrap();
-    child.wait().await.unwrap();
+    run.kill().await;
 
     let agents_dir = h
         .data_dir()
@@ -630,45 +608,12 @@ rules:
 "#;
     let h = Harness::new(script, Wire::Anthropic).await;
     h.write(".cadre/agents/finder.md", FINDER);
-    let mut child = h
-        .command(&["exec", "--json", "go"], &[])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let pid = child.id().unwrap() as i32;
-    use tokio::io::AsyncBufReadExt;
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    let mut started = 0;
-    while started < 2 {
-        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if line.contains("\"type\":\"subagent_started\"") {
-            started += 1;
-        }
-        seen.push(line);
-    }
+    let mut run = h.spawn_json(&["exec", "--json", "go"]);
+    run.wait_for("subagent_started", 2).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    while let Ok(Some(line)) = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-        .await
-        .unwrap()
-    {
-        seen.push(line);
-    }
-    let status = child.wait().await.unwrap();
+    run.signal(libc::SIGINT);
+    let (status, evs) = run.finish().await;
     assert_eq!(status.code(), Some(130));
-    let evs: Vec<Value> = seen
-        .iter()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     let ended: Vec<&Value> = evs
         .iter()
         .filter(|e| e["type"] == "subagent_ended")

@@ -212,3 +212,90 @@ pub fn events(o: &Output) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
 }
+
+/// A `cadre exec --json` run in progress, read event line by event line.
+pub struct LiveRun {
+    pub child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    /// Every line read so far.
+    pub seen: Vec<String>,
+}
+
+impl Harness {
+    /// Starts `cadre <args>` (which should include `--json`) with stdin closed.
+    pub fn spawn_json(&self, args: &[&str]) -> LiveRun {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = self
+            .command(args, &[])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("cadre starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        LiveRun {
+            child,
+            lines: tokio::io::BufReader::new(stdout).lines(),
+            seen: Vec::new(),
+        }
+    }
+}
+
+impl LiveRun {
+    /// The process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id().expect("running") as i32
+    }
+
+    /// Reads events until the `count`-th one of `event_type`, and returns it.
+    pub async fn wait_for(&mut self, event_type: &str, count: usize) -> Value {
+        let mut found = 0;
+        loop {
+            let line =
+                tokio::time::timeout(std::time::Duration::from_secs(20), self.lines.next_line())
+                    .await
+                    .unwrap_or_else(|_| panic!("no {event_type} event within 20 s"))
+                    .expect("stdout readable")
+                    .unwrap_or_else(|| panic!("cadre ended before {count} {event_type} events"));
+            let event: Value = serde_json::from_str(&line).expect("JSON event");
+            self.seen.push(line);
+            if event["type"] == event_type {
+                found += 1;
+                if found == count {
+                    return event;
+                }
+            }
+        }
+    }
+
+    /// Sends `signal` to the process.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(self.pid(), signal) };
+    }
+
+    /// Reads the remaining events and waits for the exit status.
+    pub async fn finish(mut self) -> (std::process::ExitStatus, Vec<Value>) {
+        while let Ok(Some(line)) =
+            tokio::time::timeout(std::time::Duration::from_secs(30), self.lines.next_line())
+                .await
+                .expect("cadre ends within 30 s")
+        {
+            self.seen.push(line);
+        }
+        let status = self.child.wait().await.expect("exit status");
+        let events = self
+            .seen
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("JSON event"))
+            .collect();
+        (status, events)
+    }
+
+    /// Kills the process (SIGKILL) and waits for it.
+    pub async fn kill(mut self) {
+        self.child.start_kill().expect("kill");
+        self.child.wait().await.expect("exit status");
+    }
+}
