@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use cadre_core::agent::{Event, EventSink, TurnStatus};
+use cadre_core::background::{NOTICE_SETTLE, NOTICE_SETTLE_MAX, NoticeThrottle};
 use cadre_core::permissions::{ApprovalSource, Headless};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
@@ -34,43 +35,6 @@ pub struct ExecArgs {
 const NOTICE_RETRY_S: [u64; 7] = [1, 2, 5, 60, 120, 240, 300];
 /// How long stopped background work gets to wind down before exit.
 const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
-/// Notice-started turns allowed per window: a burst of completions is batched
-/// instead of waking the model for each one.
-const NOTICE_TURNS_PER_WINDOW: usize = 3;
-/// Quiet time after a task ends before its notice goes out, so a burst of
-/// completions becomes one notice (32 tasks at most each).
-const NOTICE_SETTLE: std::time::Duration = std::time::Duration::from_millis(25);
-/// Longest a notice is held back waiting for a burst to settle.
-const NOTICE_SETTLE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
-/// The window for `NOTICE_TURNS_PER_WINDOW`.
-const NOTICE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// At most `NOTICE_TURNS_PER_WINDOW` notice turns per `NOTICE_WINDOW`; later
-/// notices wait, and pile up into one.
-#[derive(Default)]
-struct NoticeThrottle {
-    recent: std::collections::VecDeque<tokio::time::Instant>,
-}
-
-impl NoticeThrottle {
-    async fn wait(&mut self) {
-        let now = tokio::time::Instant::now();
-        while self
-            .recent
-            .front()
-            .is_some_and(|t| now.duration_since(*t) >= NOTICE_WINDOW)
-        {
-            self.recent.pop_front();
-        }
-        if self.recent.len() >= NOTICE_TURNS_PER_WINDOW
-            && let Some(oldest) = self.recent.front()
-        {
-            tokio::time::sleep_until(*oldest + NOTICE_WINDOW).await;
-            self.recent.pop_front();
-        }
-        self.recent.push_back(tokio::time::Instant::now());
-    }
-}
 
 /// Exit code for a run the user interrupted (128 + SIGINT), as shells expect.
 const EXIT_INTERRUPTED: u8 = 130;

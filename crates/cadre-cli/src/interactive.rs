@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use cadre_core::agent::EventSink;
+use cadre_core::background::{NOTICE_SETTLE, NOTICE_SETTLE_MAX, NoticeThrottle};
 use cadre_core::permissions::{ApprovalSource, Headless};
 use tokio_util::sync::CancellationToken;
 
@@ -71,6 +72,7 @@ pub async fn run(
     });
 
     let mut human = HumanRenderer::for_interactive();
+    let mut throttle = NoticeThrottle::default();
     let work = runtime.background(&session.id, &sink)?;
     work.requeue_unannounced("main");
     crate::signals::watch_external_stops(&work);
@@ -104,6 +106,9 @@ pub async fn run(
             }
             Some(Some(line)) => line.trim().to_string(),
             None => {
+                // Notice-started turns are throttled and batched as in `exec`.
+                work.settle("main", NOTICE_SETTLE, NOTICE_SETTLE_MAX).await;
+                throttle.wait().await;
                 eprintln!("\n(background task finished)");
                 String::new()
             }

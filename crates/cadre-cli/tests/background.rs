@@ -664,3 +664,31 @@ rules:
     let shell = rows.iter().find(|r| r.agent_type.is_none()).unwrap();
     assert_eq!(shell.status, TaskStatus::Cancelled);
 }
+
+#[tokio::test]
+async fn a_long_report_nobody_read_is_pointed_out_again_after_fifteen_replies() {
+    let long = "LONG-REPORT ".repeat(900);
+    let globs = "      - tool_calls: [{ name: Glob, input: { pattern: \"*.txt\" } }]\n".repeat(16);
+    let script = format!(
+        "rules:\n  - name: child\n    when: {{ system: \"You are HELPER\" }}\n    replies:\n      - text: \"{long}\"\n  - name: parent\n    when: {{ system: \"You are cadre\" }}\n    replies:\n      - tool_calls:\n          - {{ name: Agent, input: {{ description: \"verbose\", prompt: \"write a lot\", subagent_type: \"helper\", run_in_background: true }} }}\n      - text: \"waiting\"\n{globs}      - text: \"done\"\n"
+    );
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    h.write(".cadre/agents/helper.md", HELPER);
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let parent = rule_records(&records, "parent");
+    let notice_at = parent
+        .iter()
+        .position(|r| user_texts(&r.body).contains("report-omitted"))
+        .expect("a notice pointing to TaskOutput");
+    assert!(
+        !user_texts(&parent[notice_at].body).contains("LONG-REPORT LONG-REPORT"),
+        "not inlined"
+    );
+    let reminded = parent
+        .iter()
+        .position(|r| user_texts(&r.body).contains("have not read yet"))
+        .expect("a reminder");
+    assert!(reminded > notice_at + 10, "{notice_at} {reminded}");
+}

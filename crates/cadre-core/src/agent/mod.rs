@@ -120,7 +120,11 @@ pub struct Agent {
     cache_after: Option<usize>,
     last_request: Option<ModelRequest>,
     inbox: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+    replies_since_reminder: u32,
 }
+
+/// Assistant replies between reminders of unread finished tasks.
+const UNREAD_REMINDER_EVERY: u32 = 15;
 
 /// Who an agent's requests are for: decides, among other things, that a fork
 /// never forks.
@@ -164,6 +168,7 @@ impl Agent {
             cache_after: None,
             last_request: None,
             inbox: None,
+            replies_since_reminder: 0,
         }
     }
 
@@ -238,6 +243,21 @@ impl Agent {
         let Some(work) = self.ctx.background.clone() else {
             return Ok(());
         };
+        // Every so many replies, tasks whose long output was never read are
+        // pointed out again, so a finished result is not silently forgotten.
+        self.replies_since_reminder += 1;
+        if self.replies_since_reminder >= UNREAD_REMINDER_EVERY {
+            self.replies_since_reminder = 0;
+            let unread = work.unread_of(&self.id);
+            if !unread.is_empty() {
+                let text = format!(
+                    "<system-reminder>Finished background tasks whose output you have not read yet: {}. Read them with TaskOutput if they matter to the task.</system-reminder>",
+                    unread.join(", ")
+                );
+                self.write_log(RecordBody::User { text: text.clone() })?;
+                self.push_user_text(text);
+            }
+        }
         let items = work.take_finished(&self.id);
         if items.is_empty() {
             return Ok(());

@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
-pub use notice::{NOTICE_MAX_TASKS, NOTICE_REPORT_MAX, notification_text};
+pub use notice::{
+    NOTICE_MAX_TASKS, NOTICE_REPORT_MAX, NOTICE_SETTLE, NOTICE_SETTLE_MAX, NoticeThrottle,
+    notification_text,
+};
 
 use crate::agent::{Event, EventSink};
 use crate::tasks::{TaskError, TaskKind, TaskRow, TaskStatus, TaskTable};
@@ -60,6 +63,9 @@ struct Inner {
     running: HashMap<String, Running>,
     finished: HashMap<String, Vec<Finished>>,
     cursors: HashMap<(String, String), u64>,
+    /// Announced tasks whose report was too long to inline and that their
+    /// owner has not read yet: (owner, task id).
+    unread: std::collections::BTreeSet<(String, String)>,
 }
 
 /// The session's background work. Shared (`Arc`) by every agent of the session.
@@ -238,8 +244,27 @@ impl BackgroundWork {
         if !items.is_empty() {
             let ids: Vec<String> = items.iter().map(|f| f.task_id.clone()).collect();
             let _ = self.table.mark_notified(&ids);
+            if let Ok(mut inner) = self.inner.lock() {
+                for f in items.iter().filter(|f| f.report.len() > NOTICE_REPORT_MAX) {
+                    inner.unread.insert((owner.to_string(), f.task_id.clone()));
+                }
+            }
         }
         items
+    }
+
+    /// Announced tasks of `owner` whose long output it has not read yet.
+    pub fn unread_of(&self, owner: &str) -> Vec<String> {
+        self.inner
+            .lock()
+            .map(|i| {
+                i.unread
+                    .iter()
+                    .filter(|(o, _)| o == owner)
+                    .map(|(_, t)| t.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Waits until no task of `owner` has ended for `quiet` (at most
@@ -442,11 +467,15 @@ impl BackgroundWork {
             .unwrap_or(0)
     }
 
-    /// Moves `agent`'s read cursor on `task_id`.
-    pub fn set_cursor(&self, agent: &str, task_id: &str, offset: u64) {
+    /// Moves `agent`'s read cursor on `task_id`; reading to the end of a
+    /// finished task's output counts as having read it.
+    pub fn set_cursor(&self, agent: &str, task_id: &str, offset: u64, at_end: bool) {
         if let Ok(mut i) = self.inner.lock() {
             i.cursors
                 .insert((agent.to_string(), task_id.to_string()), offset);
+            if at_end {
+                i.unread.remove(&(agent.to_string(), task_id.to_string()));
+            }
         }
     }
 

@@ -35,3 +35,42 @@ pub fn notification_text(items: &[Finished]) -> String {
     s.push_str("</task-notification>");
     s
 }
+
+/// Notice-started turns allowed per window: a burst of completions is batched
+/// instead of waking the model for each one.
+pub const NOTICE_TURNS_PER_WINDOW: usize = 3;
+/// The window for `NOTICE_TURNS_PER_WINDOW`.
+pub const NOTICE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+/// Quiet time after a task ends before its notice goes out, so a burst of
+/// completions becomes one notice (32 tasks at most each).
+pub const NOTICE_SETTLE: std::time::Duration = std::time::Duration::from_millis(25);
+/// Longest a notice is held back waiting for a burst to settle.
+pub const NOTICE_SETTLE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// At most `NOTICE_TURNS_PER_WINDOW` notice-started turns per `NOTICE_WINDOW`
+/// for one parent; later notices wait, and pile up into one.
+#[derive(Debug, Default)]
+pub struct NoticeThrottle {
+    recent: std::collections::VecDeque<tokio::time::Instant>,
+}
+
+impl NoticeThrottle {
+    /// Waits until another notice-started turn is allowed, and counts it.
+    pub async fn wait(&mut self) {
+        let now = tokio::time::Instant::now();
+        while self
+            .recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= NOTICE_WINDOW)
+        {
+            self.recent.pop_front();
+        }
+        if self.recent.len() >= NOTICE_TURNS_PER_WINDOW
+            && let Some(oldest) = self.recent.front()
+        {
+            tokio::time::sleep_until(*oldest + NOTICE_WINDOW).await;
+            self.recent.pop_front();
+        }
+        self.recent.push_back(tokio::time::Instant::now());
+    }
+}

@@ -183,7 +183,12 @@ impl Tool for TaskOutputTool {
                 let waiting =
                     text.is_empty() && status.is_active() && tokio::time::Instant::now() < deadline;
                 if !waiting {
-                    w.set_cursor(&ctx.agent_id, &row.id, next);
+                    w.set_cursor(
+                        &ctx.agent_id,
+                        &row.id,
+                        next,
+                        next >= total && status.is_final(),
+                    );
                     let mut out = format!(
                         "task {} · {} · bytes {offset}-{next} of {total}",
                         row.id,
