@@ -248,10 +248,7 @@ def background_script(n):
       - tool_calls:
 {calls}
       - text: "started"
-      - text: "notified"
-      - text: "notified again"
-      - text: "notified once more"
-"""
+""" + "".join(f'      - text: "notified {k}"\n' for k in range(8))
 
 
 def background(sizes=(1, 100)):

@@ -295,10 +295,15 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
         }
     };
     let info = request_info(wire, &body);
-    set_rec(&mut guard, &|r| {
-        r.body = body.clone();
-        r.step = info.step;
-    });
+    // The body moves into the record once it is no longer read: cloning a
+    // large conversation on every request would make the mock the bottleneck.
+    let step = info.step;
+    set_rec(&mut guard, &|r| r.step = step);
+    let keep_body = |guard: &mut RecordGuard, body: Value| {
+        if let Some(r) = guard.rec.as_mut() {
+            r.body = body;
+        }
+    };
 
     let script = &shared.script;
     let Some(ri) = info.find_rule(script) else {
@@ -307,6 +312,7 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
             preview(&info.system),
             preview(&info.first_user)
         );
+        keep_body(&mut guard, body);
         return error_response(guard, wire, n, 400, &msg);
     };
     let rule = &script.rules[ri];
@@ -318,6 +324,7 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
             rule.replies.len(),
             info.step
         );
+        keep_body(&mut guard, body);
         return error_response(guard, wire, n, 400, &msg);
     };
 
@@ -336,6 +343,7 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
     if let Some(f) = failure
         && f.cut_after_bytes.is_none()
     {
+        keep_body(&mut guard, body);
         return failure_response(guard, wire, n, f);
     }
 
@@ -359,6 +367,7 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
             .and_then(Value::as_bool)
             == Some(true),
     };
+    keep_body(&mut guard, body);
 
     let mut pieces: Vec<Bytes> = if streaming {
         wire::stream_events(wire, reply, &ctx)
