@@ -1,6 +1,7 @@
 //! The Anthropic Messages wire format: request bodies with prompt-cache
 //! breakpoints, and the streamed event sequence.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::reply::ReplyBuilder;
@@ -8,10 +9,6 @@ use super::{ContentBlock, ModelError, ModelRequest, Role, StopReason, StreamDelt
 
 /// The API version header value the client sends.
 pub(crate) const API_VERSION: &str = "2023-06-01";
-
-fn cache_mark() -> Value {
-    json!({"type": "ephemeral"})
-}
 
 /// Tool-call input must be a JSON object on this wire; text the model produced
 /// that is not one (it was malformed) is sent back as an empty object.
@@ -22,80 +19,183 @@ fn input_object(raw: &str) -> Value {
     }
 }
 
-/// The JSON body of a Messages request, with cache breakpoints on the system
-/// prompt, the tool list and the conversation tail.
-pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
-    let mut messages: Vec<Value> = Vec::with_capacity(req.messages.len());
+/// `{"type": "ephemeral"}`: a prompt-cache breakpoint.
+#[derive(Serialize)]
+struct CacheMark {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: Option<CacheMark> = Some(CacheMark { kind: "ephemeral" });
+
+/// A content block as sent, borrowing the conversation (no copy per request).
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockOut<'a> {
+    Text {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheMark>,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheMark>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheMark>,
+    },
+}
+
+impl BlockOut<'_> {
+    fn mark(&mut self) {
+        match self {
+            BlockOut::Text { cache_control, .. }
+            | BlockOut::ToolUse { cache_control, .. }
+            | BlockOut::ToolResult { cache_control, .. } => *cache_control = EPHEMERAL,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct MessageOut<'a> {
+    role: &'static str,
+    content: Vec<BlockOut<'a>>,
+}
+
+#[derive(Serialize)]
+struct SystemOut<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: Option<CacheMark>,
+}
+
+#[derive(Serialize)]
+struct ToolOut<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheMark>,
+}
+
+#[derive(Serialize)]
+struct BodyOut<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    messages: Vec<MessageOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[SystemOut<'a>; 1]>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ToolOut<'a>>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+}
+
+/// An empty message still needs one block on this wire.
+const EMPTY_TEXT: &str = "(empty)";
+
+fn body_out(req: &ModelRequest, stream: bool) -> BodyOut<'_> {
+    let mut messages: Vec<MessageOut<'_>> = Vec::with_capacity(req.messages.len());
     for m in &req.messages {
-        let mut blocks: Vec<Value> = Vec::new();
+        let mut blocks: Vec<BlockOut<'_>> = Vec::with_capacity(m.content.len());
         for b in &m.content {
             match b {
                 ContentBlock::Text { text } if text.is_empty() => {}
-                ContentBlock::Text { text } => blocks.push(json!({"type": "text", "text": text})),
-                ContentBlock::ToolUse { id, name, input } => blocks.push(json!({
-                    "type": "tool_use", "id": id, "name": name, "input": input_object(input)
-                })),
+                ContentBlock::Text { text } => blocks.push(BlockOut::Text {
+                    text,
+                    cache_control: None,
+                }),
+                ContentBlock::ToolUse { id, name, input } => blocks.push(BlockOut::ToolUse {
+                    id,
+                    name,
+                    input: input_object(input),
+                    cache_control: None,
+                }),
                 ContentBlock::ToolResult {
                     tool_use_id,
                     content,
                     is_error,
-                } => blocks.push(json!({
-                    "type": "tool_result", "tool_use_id": tool_use_id,
-                    "content": content, "is_error": is_error
-                })),
+                } => blocks.push(BlockOut::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error: *is_error,
+                    cache_control: None,
+                }),
             }
         }
         if blocks.is_empty() {
-            blocks.push(json!({"type": "text", "text": "(empty)"}));
+            blocks.push(BlockOut::Text {
+                text: EMPTY_TEXT,
+                cache_control: None,
+            });
         }
         let role = match m.role {
             Role::User => "user",
             Role::Assistant => "assistant",
         };
-        messages.push(json!({"role": role, "content": blocks}));
+        messages.push(MessageOut {
+            role,
+            content: blocks,
+        });
     }
+    // Breakpoints: the conversation tail, and (for a fork) the end of what it
+    // inherited; the system prompt and the tool list get theirs below.
     let tail = messages.len().checked_sub(1);
     for index in [req.cache_after, tail].into_iter().flatten() {
-        if let Some(last) = messages
-            .get_mut(index)
-            .and_then(|m| m.get_mut("content"))
-            .and_then(Value::as_array_mut)
-            .and_then(|blocks| blocks.last_mut())
-            .and_then(Value::as_object_mut)
-        {
-            last.insert("cache_control".into(), cache_mark());
+        if let Some(last) = messages.get_mut(index).and_then(|m| m.content.last_mut()) {
+            last.mark();
         }
     }
-
-    let mut tools: Vec<Value> = req
+    let n_tools = req.tools.len();
+    let tools = req
         .tools
         .iter()
-        .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+        .enumerate()
+        .map(|(i, t)| ToolOut {
+            name: &t.name,
+            description: &t.description,
+            input_schema: &t.input_schema,
+            cache_control: if i + 1 == n_tools { EPHEMERAL } else { None },
+        })
         .collect();
-    if let Some(last) = tools.last_mut().and_then(Value::as_object_mut) {
-        last.insert("cache_control".into(), cache_mark());
+    BodyOut {
+        model: &req.model,
+        max_tokens: req.max_tokens,
+        messages,
+        system: (!req.system.is_empty()).then(|| {
+            [SystemOut {
+                kind: "text",
+                text: &req.system,
+                cache_control: EPHEMERAL,
+            }]
+        }),
+        tools,
+        stream,
     }
+}
 
-    let mut body = json!({
-        "model": req.model,
-        "max_tokens": req.max_tokens,
-        "messages": messages,
-    });
-    if let Some(obj) = body.as_object_mut() {
-        if !req.system.is_empty() {
-            obj.insert(
-                "system".into(),
-                json!([{"type": "text", "text": req.system, "cache_control": cache_mark()}]),
-            );
-        }
-        if !tools.is_empty() {
-            obj.insert("tools".into(), Value::Array(tools));
-        }
-        if stream {
-            obj.insert("stream".into(), Value::Bool(true));
-        }
-    }
-    body
+/// The JSON body of a Messages request, with cache breakpoints on the system
+/// prompt, the tool list and the conversation tail.
+#[cfg(test)]
+pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
+    serde_json::to_value(body_out(req, stream)).unwrap_or(Value::Null)
+}
+
+/// The encoded body of a Messages request, serialised straight from the
+/// conversation without building an intermediate tree.
+pub(crate) fn request_bytes(
+    req: &ModelRequest,
+    stream: bool,
+) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(&body_out(req, stream))
 }
 
 fn stop_reason(s: &str) -> StopReason {

@@ -182,11 +182,10 @@ impl ModelClient {
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
         let body = match self.config.provider {
-            Provider::Anthropic => anthropic::request_body(req, true),
-            Provider::OpenAI => openai::request_body(req, true),
-        };
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| ModelError::Protocol(format!("cannot encode request: {e}")))?;
+            Provider::Anthropic => anthropic::request_bytes(req, true),
+            Provider::OpenAI => serde_json::to_vec(&openai::request_body(req, true)),
+        }
+        .map_err(|e| ModelError::Protocol(format!("cannot encode request: {e}")))?;
         let headers = self.headers()?;
         let max = self.config.max_attempts.max(1);
         let mut attempt = 1;
