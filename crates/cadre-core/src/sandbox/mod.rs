@@ -52,7 +52,7 @@ use std::fs::{self, File};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use landlock::{
@@ -155,6 +155,7 @@ impl SandboxPolicy {
         let mut builder = Builder {
             ruleset: ruleset.create()?,
             hidden: &hidden,
+            read_only: self.read_only_project.then_some(project.as_path()),
         };
 
         builder.grant_tree(Path::new("/"), AccessFs::from_read(FS_ABI), false)?;
@@ -339,40 +340,57 @@ struct Builder<'a> {
     ruleset: RulesetCreated,
     /// The real path of the data dir.
     hidden: &'a Path,
+    /// A read-only project: no write grant may cover it, even through a
+    /// writable temp dir that contains it.
+    read_only: Option<&'a Path>,
 }
 
 impl Builder<'_> {
-    /// Grants `access` on the tree at `root` (a real path), minus the data dir.
+    /// Grants `access` on the tree at `root` (a real path), minus the data
+    /// dir, and (for write access) minus a read-only project.
     fn grant_tree(
         &mut self,
         root: &Path,
         access: BitFlags<AccessFs>,
         required: bool,
     ) -> Result<(), SandboxError> {
-        if root.starts_with(self.hidden) {
-            // The data dir wins over anything inside it.
+        let writes = access.intersects(AccessFs::from_write(FS_ABI));
+        let mut excluded: Vec<PathBuf> = vec![self.hidden.to_path_buf()];
+        if writes && let Some(p) = self.read_only {
+            excluded.push(p.to_path_buf());
+        }
+        self.grant_excluding(root, access, required, &excluded)
+    }
+
+    /// Grants `access` on `root` unless an excluded path is `root` or lies
+    /// inside it; in that case it descends, granting every entry except the
+    /// ones leading to an excluded path. Landlock cannot subtract a subtree
+    /// from a grant, so this is how "everything but X" is expressed.
+    fn grant_excluding(
+        &mut self,
+        root: &Path,
+        access: BitFlags<AccessFs>,
+        required: bool,
+        excluded: &[PathBuf],
+    ) -> Result<(), SandboxError> {
+        if excluded.iter().any(|e| root.starts_with(e)) {
             return Ok(());
         }
-        let Ok(toward_hidden) = self.hidden.strip_prefix(root) else {
+        if !excluded.iter().any(|e| e.starts_with(root)) {
             return self.grant_path(root, access, required);
-        };
-        // `root` is a strict ancestor of the data dir: grant every entry along
-        // the way except the one leading to the data dir.
-        let mut dir = root.to_path_buf();
-        for component in toward_hidden.components() {
-            let Component::Normal(next) = component else {
-                break;
-            };
-            // An unlistable directory grants nothing (its entries stay denied).
-            if let Ok(entries) = fs::read_dir(&dir) {
-                for entry in entries.flatten() {
-                    let name = entry.file_name();
-                    if name.as_os_str() != next {
-                        self.grant_path(&dir.join(&name), access, false)?;
-                    }
+        }
+        // An unlistable directory grants nothing (its entries stay denied).
+        if let Ok(entries) = fs::read_dir(root) {
+            for entry in entries.flatten() {
+                let child = root.join(entry.file_name());
+                let leads_to_excluded = excluded.iter().any(|e| e.starts_with(&child));
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                if leads_to_excluded && is_dir {
+                    self.grant_excluding(&child, access, false, excluded)?;
+                } else if !leads_to_excluded {
+                    self.grant_path(&child, access, false)?;
                 }
             }
-            dir.push(next);
         }
         Ok(())
     }
