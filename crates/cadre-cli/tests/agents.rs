@@ -1072,7 +1072,7 @@ rules:
 /// script's first reply (main or child) runs `touch <file>`; returns whether
 /// the file was created, or `None` when this kernel has no Landlock.
 async fn touch_in_a_real_project(h: &Harness, args: &[&str], file: &str) -> Option<bool> {
-    let proj = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let proj = tempfile::tempdir_in(common::non_temp_base()).unwrap();
     let mut all = args.to_vec();
     all.extend(["exec", "--json", "--permission-mode", "acceptEdits", "go"]);
     let out = cadre_in(h, proj.path(), &all, &[]).await;

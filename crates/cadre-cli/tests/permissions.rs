@@ -338,7 +338,7 @@ rules:
 
 #[tokio::test]
 async fn writes_to_git_and_the_data_dir_ask_even_in_accept_edits_with_an_allow_rule() {
-    let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let data = tempfile::tempdir_in(common::non_temp_base()).unwrap();
     let script = format!(
         r#"
 rules:

@@ -17,7 +17,7 @@ fn landlock_missing(evs: &[serde_json::Value]) -> bool {
 
 #[tokio::test]
 async fn sandboxed_commands_are_confined() {
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = tempfile::tempdir_in(common::non_temp_base()).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();

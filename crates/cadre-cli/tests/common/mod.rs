@@ -31,9 +31,9 @@ impl Harness {
         let mock = MockServer::start(script, None).await.expect("mock starts");
         Harness {
             project: tempfile::tempdir().unwrap(),
-            // Outside /tmp: the sandbox hides the data dir, and a data dir
-            // inside /tmp would keep sandboxed commands from creating files there.
-            home: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+            // Outside the temp dirs: the sandbox hides the data dir, and a data
+            // dir inside /tmp would keep sandboxed commands from creating files there.
+            home: tempfile::tempdir_in(non_temp_base()).unwrap(),
             mock,
             wire,
         }
@@ -298,4 +298,30 @@ impl LiveRun {
         self.child.start_kill().expect("kill");
         self.child.wait().await.expect("exit status");
     }
+}
+
+/// A directory for test files that is not inside a temp dir the sandbox lets
+/// commands write (`/tmp`, `/var/tmp`, `$TMPDIR`): the build's own temp dir
+/// when the checkout is elsewhere, else a folder in the user's cache.
+pub fn non_temp_base() -> PathBuf {
+    let temp_roots: Vec<PathBuf> = ["/tmp", "/var/tmp"]
+        .iter()
+        .map(PathBuf::from)
+        .chain(std::env::var_os("TMPDIR").map(PathBuf::from))
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let in_temp = |p: &Path| {
+        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        temp_roots.iter().any(|t| real.starts_with(t))
+    };
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    if !in_temp(&target) {
+        return target;
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"));
+    let base = home.join(".cache").join("cadre-tests");
+    std::fs::create_dir_all(&base).unwrap();
+    base
 }
