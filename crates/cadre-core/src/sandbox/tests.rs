@@ -11,15 +11,29 @@ use tempfile::TempDir;
 
 use super::*;
 
-/// Test directories live under the target dir, which is not a temp dir (and
-/// so not writable by policy).
+/// Test directories live outside the temp dirs (which every policy lets
+/// commands write): under the target dir, or in the user's cache when the
+/// checkout itself is inside a temp dir.
 fn base() -> PathBuf {
-    let base = PathBuf::from(concat!(
+    let temp_roots: Vec<PathBuf> = ["/tmp", "/var/tmp"]
+        .iter()
+        .map(PathBuf::from)
+        .chain(std::env::var_os("TMPDIR").map(PathBuf::from))
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
+    let target = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../target/sandbox-test"
     ));
-    fs::create_dir_all(&base).unwrap();
-    base.canonicalize().unwrap()
+    fs::create_dir_all(&target).unwrap();
+    let target = target.canonicalize().unwrap();
+    if !temp_roots.iter().any(|t| target.starts_with(t)) {
+        return target;
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
+    let cache = home.join(".cache").join("cadre-sandbox-test");
+    fs::create_dir_all(&cache).unwrap();
+    cache.canonicalize().unwrap()
 }
 
 /// `root/{project, data/secret.txt, sibling.txt, outside/}`.
