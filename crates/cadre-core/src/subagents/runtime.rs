@@ -20,8 +20,8 @@ use super::ratchet::child_mode;
 use super::report::{ChildReport, ChildStatus, parse_verdict, render_batch};
 use super::{AgentDefinition, DefinitionSource};
 use crate::agent::{
-    Agent, AgentSetup, Event, EventSink, FORK_TAG, QuerySource, TurnLimits, TurnStatus,
-    environment_facts, project_instructions,
+    Agent, AgentSetup, Event, EventSink, TurnLimits, TurnStatus, environment_facts,
+    project_instructions,
 };
 use crate::config::Settings;
 use crate::model::{ModelClient, ModelRequest, Usage};
@@ -151,6 +151,11 @@ impl Spawner {
         }
     }
 }
+
+mod fork;
+mod messages;
+
+pub use fork::fork_directive;
 
 /// What a batch needs to know about the agent spawning it.
 pub struct Parent<'a> {
@@ -712,100 +717,6 @@ impl SubagentRuntime {
         Ok(())
     }
 
-    /// A fork: the parent's last request, byte for byte (system prompt, tool
-    /// list, model, history), then the fork directive as a new user message.
-    /// It always runs in the background, and it never forks.
-    fn prepare_fork(
-        self: &Arc<Self>,
-        parent: &Parent<'_>,
-        args: &AgentArgs,
-        index: usize,
-        total: usize,
-    ) -> Result<Prepared, ToolOutput> {
-        let Some(req) = parent.last_request else {
-            return Err(ToolOutput::error("there is no conversation to fork yet"));
-        };
-        if self.base_ctx.background.is_none() {
-            return Err(ToolOutput::error(
-                "forks run in the background, which is not available in this session",
-            ));
-        }
-        let agent_id = new_agent_id();
-        let tag = ChildTag {
-            index,
-            total,
-            agent_type: "fork".into(),
-            agent_id: agent_id.clone(),
-        };
-        let mut ctx = self.base_ctx.clone();
-        ctx.agent_id = agent_id.clone();
-        ctx.file_state = Arc::new(Default::default());
-        ctx.todos = Arc::new(Default::default());
-        let mut messages = req.messages.clone();
-        let inherited = messages.len();
-        messages.push(crate::model::Message::user_text(fork_directive(
-            &args.prompt,
-        )));
-        let setup = AgentSetup {
-            id: agent_id,
-            label: Some(format!(
-                "Subagent: {index}/{total} fork: \"{}\"",
-                first_chars(&args.prompt, 60)
-            )),
-            client: parent.client.clone(),
-            tools: parent.registry.clone(),
-            ctx: ctx.clone(),
-            system: req.system.clone(),
-            limits: TurnLimits {
-                max_requests: self.settings.default_max_turns,
-                max_tool_calls: self.settings.max_tool_calls_per_child,
-            },
-            events: self.events.for_child(tag.clone()),
-            policy: Arc::new({
-                let mut p = (*self.policy).clone();
-                p.mode = parent.mode;
-                p
-            }),
-            gate: self.gate.clone(),
-            log: None,
-        };
-        let mut agent = Agent::new(setup.clone())
-            .with_source(QuerySource::Fork)
-            .with_cache_after(inherited.checked_sub(1))
-            .with_spawner(Some(Spawner {
-                runtime: self.clone(),
-                depth: parent.spawner.depth + 1,
-                allowed_types: None,
-                started_this_turn: AtomicUsize::new(0),
-            }));
-        agent.restore(messages);
-        self.events.emit(Event::SubagentStarted {
-            index,
-            total,
-            agent_id: tag.agent_id.clone(),
-            agent_type: "fork".into(),
-            description: args.description.clone(),
-            model: agent.model().to_string(),
-            mode: parent.mode,
-        });
-        Ok(Prepared {
-            index,
-            tag,
-            agent,
-            prompt: String::new(),
-            verification: false,
-            ctx,
-            description: args.description.clone(),
-            name: args.name.clone(),
-            background: true,
-            task_id: None,
-            task_cancel: None,
-            setup,
-            spawner: Some((parent.spawner.depth + 1, None)),
-            resumable: true,
-        })
-    }
-
     /// Files the child in the task table (foreground children too, so every
     /// child has an id and a log there).
     fn open_task(&self, parent: &Parent<'_>, p: &mut Prepared) {
@@ -838,210 +749,6 @@ impl SubagentRuntime {
                 resumable: p.resumable,
             });
         }
-    }
-
-    /// `SendMessage(to, message)` from `owner`: to a running child it joins
-    /// the child's next request; a finished or stopped one is resumed with its
-    /// full history, in the background.
-    pub async fn send_message(self: &Arc<Self>, owner: &str, input: &str) -> ToolOutput {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Args {
-            to: String,
-            message: String,
-        }
-        let args: Args = match crate::tools::parse_args(input) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
-        let Some(work) = self.base_ctx.background.clone() else {
-            return ToolOutput::error("messages to subagents are not available in this session");
-        };
-        let (record_index, record) = {
-            let Ok(children) = self.children.lock() else {
-                return ToolOutput::error("internal error: child registry unavailable");
-            };
-            let mine: Vec<(usize, &ChildRecord)> = children
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.owner == owner)
-                .collect();
-            if let Some((i, c)) = mine.iter().find(|(_, c)| c.agent_id == args.to) {
-                (*i, c.setup.clone())
-            } else {
-                let named: Vec<&(usize, &ChildRecord)> = mine
-                    .iter()
-                    .filter(|(_, c)| c.name.as_deref() == Some(args.to.as_str()))
-                    .collect();
-                match named.as_slice() {
-                    [] => {
-                        let known: Vec<String> = mine
-                            .iter()
-                            .map(|(_, c)| match &c.name {
-                                Some(n) => format!("{} ({n}, {})", c.agent_id, c.agent_type),
-                                None => format!("{} ({})", c.agent_id, c.agent_type),
-                            })
-                            .collect();
-                        return ToolOutput::error(format!(
-                            "no subagent '{}' started by this agent; known: {}",
-                            args.to,
-                            if known.is_empty() {
-                                "none".into()
-                            } else {
-                                known.join(", ")
-                            }
-                        ));
-                    }
-                    [(i, c)] => (*i, c.setup.clone()),
-                    [.., (_, newest)] => {
-                        return ToolOutput::error(format!(
-                            "the name '{}' was reused: it now reaches agent {} (the newest); address the agent you mean by its id",
-                            args.to, newest.agent_id
-                        ));
-                    }
-                }
-            }
-        };
-        let (agent_id, agent_type, task_id, resumable, spawner, name) = {
-            let Ok(children) = self.children.lock() else {
-                return ToolOutput::error("internal error: child registry unavailable");
-            };
-            let c = &children[record_index];
-            (
-                c.agent_id.clone(),
-                c.agent_type.clone(),
-                c.task_id.clone(),
-                c.resumable,
-                c.spawner.clone(),
-                c.name.clone(),
-            )
-        };
-        // Running: deliver to its inbox.
-        if let Some(task) = &task_id
-            && work.send_to_running(task, args.message.clone())
-        {
-            return ToolOutput::ok(format!(
-                "delivered to running agent {agent_id} ({agent_type}); it sees the message with its next request"
-            ));
-        }
-        if !resumable {
-            return ToolOutput::error(format!(
-                "agent {agent_id} is a one-shot {agent_type} and cannot be resumed; start a new one with Agent"
-            ));
-        }
-        self.resume(
-            &work,
-            record_index,
-            record,
-            owner,
-            &agent_id,
-            &agent_type,
-            spawner,
-            name,
-            args.message,
-        )
-    }
-
-    /// Resumes a finished child from its log, in the background.
-    #[allow(clippy::too_many_arguments)]
-    fn resume(
-        self: &Arc<Self>,
-        work: &Arc<crate::background::BackgroundWork>,
-        record_index: usize,
-        setup: AgentSetup,
-        owner: &str,
-        agent_id: &str,
-        agent_type: &str,
-        spawner: Option<(u32, Option<Vec<String>>)>,
-        name: Option<String>,
-        message: String,
-    ) -> ToolOutput {
-        let Some(dir) = &self.agents_dir else {
-            return ToolOutput::error(
-                "this session keeps no subagent logs, so none can be resumed",
-            );
-        };
-        let path = dir.join(format!("{agent_id}.jsonl"));
-        let loaded = match crate::session::read_log(&path) {
-            Ok(l) => l,
-            Err(e) => return ToolOutput::error(format!("cannot resume {agent_id}: {e}")),
-        };
-        let rebuilt = crate::session::rebuild(&loaded.records);
-        let log = match SessionLog::reopen(&path) {
-            Ok(l) => Arc::new(l),
-            Err(e) => return ToolOutput::error(format!("cannot resume {agent_id}: {e}")),
-        };
-        let spec = crate::background::TaskSpec {
-            owner,
-            kind: TaskKind::Subagent,
-            description: &format!("resumed {agent_type} {agent_id}"),
-            agent_type: Some(agent_type),
-            name: name.as_deref(),
-            background: true,
-        };
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let (row, cancel) = match work.start(spec, Some(tx)) {
-            Ok(r) => r,
-            Err(e) => {
-                return ToolOutput::error(format!("cannot file a task for the resumed agent: {e}"));
-            }
-        };
-        if let Ok(mut children) = self.children.lock()
-            && let Some(c) = children.get_mut(record_index)
-        {
-            c.task_id = Some(row.id.clone());
-        }
-        // Its query source is not carried over: a resumed fork is still
-        // recognised as one by the directive in its history.
-        let mut agent = Agent::new(setup)
-            .with_source(QuerySource::Subagent)
-            .with_spawner(spawner.map(|(depth, allowed)| Spawner {
-                runtime: self.clone(),
-                depth,
-                allowed_types: allowed,
-                started_this_turn: AtomicUsize::new(0),
-            }));
-        agent.restore(rebuilt.messages);
-        agent.set_log(log);
-        agent.set_inbox(rx);
-        let task_id = row.id.clone();
-        let rt = self.clone();
-        let started = Instant::now();
-        let tag_type = agent_type.to_string();
-        let tag_id = agent_id.to_string();
-        tokio::spawn(async move {
-            let outcome = agent.run_turn(message, cancel).await;
-            let status = match outcome.status {
-                TurnStatus::Completed => ChildStatus::Completed,
-                TurnStatus::Interrupted => ChildStatus::Cancelled,
-                _ => ChildStatus::Failed,
-            };
-            let report = ChildReport {
-                index: 1,
-                total: 1,
-                status,
-                agent_type: tag_type,
-                agent_id: tag_id,
-                requests: outcome.requests,
-                tool_calls: outcome.tool_calls,
-                tokens: outcome.usage.total(),
-                duration: started.elapsed(),
-                final_text: outcome.final_text,
-                error: outcome.error,
-                changed_files: Vec::new(),
-                verdict: None,
-                worktree: None,
-            };
-            let text = render_batch(std::slice::from_ref(&report))
-                .into_iter()
-                .next()
-                .unwrap_or_default();
-            rt.close_task(&task_id, &report, &text, true);
-        });
-        ToolOutput::ok(format!(
-            "resumed agent {agent_id} ({agent_type}) with its history, in the background as task {}; you will get a <task-notification> when it answers",
-            row.id
-        ))
     }
 
     /// Records a child's end in the task table; background ones are announced.
@@ -1273,21 +980,4 @@ pub fn child_system_prompt(def: &AgentDefinition, cwd: &std::path::Path) -> Stri
         s.push_str(&instr);
     }
     s
-}
-
-/// The directive that turns a copy of the parent into a forked worker.
-pub fn fork_directive(task: &str) -> String {
-    format!(
-        "{FORK_TAG}
-You are a forked worker: a copy of the agent above, started to do one task in the background while it goes on. You are not the main agent.
-Rules:
-1. Do not fork or start subagents.
-2. Do not converse, ask questions or wait for confirmation: nobody will answer.
-3. Use your tools directly: read, search, edit, run commands.
-4. Stay strictly within the task below.
-5. End with a report of at most 500 words that starts with `Scope:` and has the fields `Result:`, `Key files:`, `Files changed:` and `Issues:`.
-</fork_boilerplate>
-
-Task: {task}"
-    )
 }

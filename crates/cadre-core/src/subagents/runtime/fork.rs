@@ -1,0 +1,123 @@
+//! Forks: a child that starts from its parent's last request, byte for byte,
+//! so the provider's prompt cache hits, and that never forks in turn.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use super::{ChildTag, Parent, Prepared, Spawner, SubagentRuntime, first_chars, new_agent_id};
+use crate::agent::{Agent, AgentSetup, Event, FORK_TAG, QuerySource, TurnLimits};
+use crate::subagents::AgentArgs;
+use crate::tools::ToolOutput;
+
+impl SubagentRuntime {
+    /// A fork: the parent's last request, byte for byte (system prompt, tool
+    /// list, model, history), then the fork directive as a new user message.
+    /// It always runs in the background, and it never forks.
+    pub(super) fn prepare_fork(
+        self: &Arc<Self>,
+        parent: &Parent<'_>,
+        args: &AgentArgs,
+        index: usize,
+        total: usize,
+    ) -> Result<Prepared, ToolOutput> {
+        let Some(req) = parent.last_request else {
+            return Err(ToolOutput::error("there is no conversation to fork yet"));
+        };
+        if self.base_ctx.background.is_none() {
+            return Err(ToolOutput::error(
+                "forks run in the background, which is not available in this session",
+            ));
+        }
+        let agent_id = new_agent_id();
+        let tag = ChildTag {
+            index,
+            total,
+            agent_type: "fork".into(),
+            agent_id: agent_id.clone(),
+        };
+        let mut ctx = self.base_ctx.clone();
+        ctx.agent_id = agent_id.clone();
+        ctx.file_state = Arc::new(Default::default());
+        ctx.todos = Arc::new(Default::default());
+        let mut messages = req.messages.clone();
+        let inherited = messages.len();
+        messages.push(crate::model::Message::user_text(fork_directive(
+            &args.prompt,
+        )));
+        let setup = AgentSetup {
+            id: agent_id,
+            label: Some(format!(
+                "Subagent: {index}/{total} fork: \"{}\"",
+                first_chars(&args.prompt, 60)
+            )),
+            client: parent.client.clone(),
+            tools: parent.registry.clone(),
+            ctx: ctx.clone(),
+            system: req.system.clone(),
+            limits: TurnLimits {
+                max_requests: self.settings.default_max_turns,
+                max_tool_calls: self.settings.max_tool_calls_per_child,
+            },
+            events: self.events.for_child(tag.clone()),
+            policy: Arc::new({
+                let mut p = (*self.policy).clone();
+                p.mode = parent.mode;
+                p
+            }),
+            gate: self.gate.clone(),
+            log: None,
+        };
+        let mut agent = Agent::new(setup.clone())
+            .with_source(QuerySource::Fork)
+            .with_cache_after(inherited.checked_sub(1))
+            .with_spawner(Some(Spawner {
+                runtime: self.clone(),
+                depth: parent.spawner.depth + 1,
+                allowed_types: None,
+                started_this_turn: AtomicUsize::new(0),
+            }));
+        agent.restore(messages);
+        self.events.emit(Event::SubagentStarted {
+            index,
+            total,
+            agent_id: tag.agent_id.clone(),
+            agent_type: "fork".into(),
+            description: args.description.clone(),
+            model: agent.model().to_string(),
+            mode: parent.mode,
+        });
+        Ok(Prepared {
+            index,
+            tag,
+            agent,
+            prompt: String::new(),
+            verification: false,
+            ctx,
+            description: args.description.clone(),
+            name: args.name.clone(),
+            background: true,
+            task_id: None,
+            task_cancel: None,
+            setup,
+            spawner: Some((parent.spawner.depth + 1, None)),
+            resumable: true,
+        })
+    }
+}
+
+/// The directive that turns a copy of the parent into a forked worker.
+pub fn fork_directive(task: &str) -> String {
+    format!(
+        "{FORK_TAG}
+You are a forked worker: a copy of the agent above, started to do one task in the background while it goes on. You are not the main agent.
+Rules:
+1. Do not fork or start subagents.
+2. Do not converse, ask questions or wait for confirmation: nobody will answer.
+3. Use your tools directly: read, search, edit, run commands.
+4. Stay strictly within the task below.
+5. End with a report of at most 500 words that starts with `Scope:` and has the fields `Result:`, `Key files:`, `Files changed:` and `Issues:`.
+</fork_boilerplate>
+
+Task: {task}"
+    )
+}
