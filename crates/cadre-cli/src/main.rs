@@ -113,7 +113,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // One thread: the work is waiting on the network and on children, and
+    // handing it between threads cost more than it saved (bench/overhead);
+    // blocking file and process work goes to tokio's blocking pool.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
