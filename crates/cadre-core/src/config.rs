@@ -169,38 +169,18 @@ impl ConfigFile {
 
     /// Lays `over` on top of `self`.
     fn merge(&mut self, over: ConfigFile) {
-        if over.provider.is_some() {
-            self.provider = over.provider;
-        }
-        if over.model.is_some() {
-            self.model = over.model;
-        }
-        if over.base_url.is_some() {
-            self.base_url = over.base_url;
-        }
-        if over.max_tokens.is_some() {
-            self.max_tokens = over.max_tokens;
-        }
-        for (provider, aliases) in over.models {
-            self.models.entry(provider).or_default().extend(aliases);
-        }
-        if over.limits.max_requests_per_turn.is_some() {
-            self.limits.max_requests_per_turn = over.limits.max_requests_per_turn;
-        }
-        if over.limits.max_tool_calls_per_turn.is_some() {
-            self.limits.max_tool_calls_per_turn = over.limits.max_tool_calls_per_turn;
-        }
-        if over.tools.output_cap_bytes.is_some() {
-            self.tools.output_cap_bytes = over.tools.output_cap_bytes;
-        }
-        if over.sandbox.network.is_some() {
-            self.sandbox.network = over.sandbox.network;
-        }
-        let (a, b) = (&mut self.subagents, over.subagents);
+        /// Each given (`Some`) value of `$from` replaces the one in `$into`.
         macro_rules! take {
-            ($($f:ident),*) => { $( if b.$f.is_some() { a.$f = b.$f; } )* };
+            ($into:expr, $from:expr; $($f:ident),*) => {
+                $( if $from.$f.is_some() { $into.$f = $from.$f; } )*
+            };
         }
+        take!(self, over; provider, model, base_url, max_tokens);
+        take!(self.limits, over.limits; max_requests_per_turn, max_tool_calls_per_turn);
+        take!(self.tools, over.tools; output_cap_bytes);
+        take!(self.sandbox, over.sandbox; network);
         take!(
+            self.subagents, over.subagents;
             max_depth,
             max_concurrent_subagents,
             max_subagents_per_turn,
@@ -211,7 +191,10 @@ impl ConfigFile {
             enable_verification,
             auto_background_after_s
         );
-        a.extra_deny.extend(b.extra_deny);
+        for (provider, aliases) in over.models {
+            self.models.entry(provider).or_default().extend(aliases);
+        }
+        self.subagents.extra_deny.extend(over.subagents.extra_deny);
         self.other.extend(over.other);
     }
 }
