@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::PermissionMode;
 use super::rules::{CallFacts, Rule, RuleKind, RuleSet, parse_rule};
+use crate::tools::ToolInput;
 
 /// The verdict on one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,19 +146,16 @@ impl PermissionPolicy {
         }
     }
 
-    /// Decides a call of `tool` (canonical name) with arguments `input`,
-    /// working in `cwd`, for an agent whose own approvals are `tracker`.
+    /// Decides a call of `tool` (canonical name) with arguments `args` (the
+    /// parsed object the tool will run with), working in `cwd`, for an agent
+    /// whose own approvals are `tracker`.
     pub fn decide(
         &self,
         tracker: &PermissionTracker,
         tool: &str,
-        input: &Value,
+        args: &ToolInput,
         cwd: &Path,
     ) -> Decision {
-        // Arguments that are not an object will be refused by the tool itself.
-        let Some(args) = input.as_object() else {
-            return Decision::Allow;
-        };
         let class = classify(tool);
         let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
         let path = match tool {
