@@ -777,23 +777,36 @@ impl Agent {
                 .collect();
         }
         let started = Instant::now();
-        let begun: Vec<(String, Result<ToolInput, ToolOutput>)> =
+        let mut begun: Vec<(String, Result<ToolInput, ToolOutput>)> =
             calls.iter().map(|c| self.begin_call(c)).collect();
         let mut outcome: Vec<Option<(ToolOutput, &'static str)>> = vec![None; calls.len()];
         let mut parsed: Vec<(usize, BatchCall)> = Vec::new();
-        for (k, (_, input)) in begun.iter().enumerate() {
+        for (k, (_, input)) in begun.iter_mut().enumerate() {
             match input
                 .as_ref()
                 .map_err(Clone::clone)
                 .and_then(parse_args::<AgentArgs>)
             {
-                Ok(args) => parsed.push((
-                    k,
-                    BatchCall {
-                        index: first_index + k,
-                        args,
-                    },
-                )),
+                Ok(mut args) => {
+                    // A call naming no type runs the default type: decide on
+                    // that type, so a rule naming it applies.
+                    let kind = args
+                        .subagent_type
+                        .clone()
+                        .filter(|t| !t.trim().is_empty())
+                        .unwrap_or_else(|| spawner.runtime.settings.default_type.clone());
+                    if let Ok(input) = input {
+                        input.insert("subagent_type".into(), Value::String(kind.clone()));
+                    }
+                    args.subagent_type = Some(kind);
+                    parsed.push((
+                        k,
+                        BatchCall {
+                            index: first_index + k,
+                            args,
+                        },
+                    ))
+                }
                 Err(out) => outcome[k] = Some((out, "error")),
             }
         }

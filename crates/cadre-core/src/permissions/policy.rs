@@ -199,6 +199,11 @@ impl PermissionPolicy {
         if self.mode == PermissionMode::BypassPermissions {
             return Decision::Allow;
         }
+        // Plan mode is read-only whatever allow rules or approvals say;
+        // spawning is allowed (children inherit plan mode).
+        if self.mode == PermissionMode::Plan && !matches!(class, Class::Read | Class::Agent) {
+            return Decision::Deny("plan mode is read-only".into());
+        }
         // 2. Calls that always ask, whatever rules and modes say.
         if class == Class::Edit
             && let Some(p) = &path
