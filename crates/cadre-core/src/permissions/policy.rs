@@ -236,18 +236,12 @@ impl PermissionPolicy {
                 "it reads outside the project ({})",
                 path.as_deref().unwrap_or(Path::new("?")).display()
             )),
-            Class::Edit if mode == PermissionMode::Plan => {
-                Decision::Deny("plan mode is read-only".into())
-            }
             Class::Edit if !inside => ask(format!(
                 "it writes outside the project ({})",
                 path.as_deref().unwrap_or(Path::new("?")).display()
             )),
             Class::Edit if mode == PermissionMode::AcceptEdits => Decision::Allow,
             Class::Edit => ask("it changes a file".into()),
-            Class::Bash if mode == PermissionMode::Plan => {
-                Decision::Deny("plan mode is read-only".into())
-            }
             Class::Bash if !self.sandbox_available => ask(
                 "it runs a command, and this kernel has no Landlock sandbox, so it would run unsandboxed"
                     .into(),
@@ -256,9 +250,6 @@ impl PermissionPolicy {
             Class::Bash => ask("it runs a command".into()),
             // Spawning is allowed; what the child does is decided call by call.
             Class::Agent => Decision::Allow,
-            Class::Other if mode == PermissionMode::Plan => {
-                Decision::Deny("plan mode is read-only".into())
-            }
             Class::Other => ask(format!("{tool} is not known to be read-only")),
         }
     }
