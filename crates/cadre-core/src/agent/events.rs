@@ -86,7 +86,7 @@ pub enum Event {
         call_id: String,
         /// Canonical tool name (or the unknown name the model used).
         tool: String,
-        /// Arguments (the raw text when it is not JSON).
+        /// Arguments (the raw text when they are not a valid JSON object).
         input: Value,
         /// One-line argument summary.
         summary: String,

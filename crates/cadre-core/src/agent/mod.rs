@@ -27,8 +27,8 @@ use crate::permissions::{
 };
 use crate::session::{RecordBody, SessionLog};
 use crate::subagents::{AgentArgs, BatchCall, BatchFailure, Parent, Spawner};
-use crate::tools::parse_args;
 use crate::tools::{ToolContext, ToolOutput, ToolRegistry, canonical_tool_name, cap_output};
+use crate::tools::{ToolInput, parse_args, parse_input};
 use std::sync::atomic::Ordering;
 
 /// Per-turn ceilings that stop a runaway loop. The defaults are far above what
@@ -625,22 +625,27 @@ impl Agent {
         (results, failure)
     }
 
-    /// Announces a call: the canonical name and the arguments as JSON.
-    fn begin_call(&self, call: &ToolCall) -> (String, Value) {
+    /// Announces a call: the canonical name, and the arguments parsed once
+    /// (an object, or the `invalid_arguments` result the model gets instead);
+    /// the policy decides on exactly that object and the tool runs it.
+    fn begin_call(&self, call: &ToolCall) -> (String, Result<ToolInput, ToolOutput>) {
         let tool_name = self.tools.get(&call.name).map_or_else(
             || canonical_tool_name(&call.name).to_string(),
             |t| t.name().to_string(),
         );
-        let input: Value =
-            serde_json::from_str(&call.input).unwrap_or_else(|_| Value::String(call.input.clone()));
+        let parsed = parse_input(&call.input);
+        let shown = match &parsed {
+            Ok(args) => Value::Object(args.clone()),
+            Err(_) => Value::String(call.input.clone()),
+        };
         self.events.emit(Event::ToolCallStarted {
             agent: self.id.clone(),
             call_id: call.id.clone(),
             tool: tool_name.clone(),
-            summary: summary::argument_summary(&tool_name, &input),
-            input: input.clone(),
+            summary: summary::argument_summary(&tool_name, &shown),
+            input: shown,
         });
-        (tool_name, input)
+        (tool_name, parsed)
     }
 
     /// Records a denial.
@@ -693,12 +698,12 @@ impl Agent {
     ) -> Result<ToolOutput, LogFailure> {
         let (tool_name, input) = self.begin_call(call);
         let started = Instant::now();
-        let (output, status) = match self.tools.get(&call.name) {
+        let (output, status) = match (self.tools.get(&call.name), input) {
             _ if cancel.is_cancelled() => (
                 ToolOutput::error("not run: interrupted by the user"),
                 "not_run",
             ),
-            None => (
+            (None, _) => (
                 ToolOutput::error(format!(
                     "unknown tool '{}'; available tools: {}",
                     call.name,
@@ -706,7 +711,9 @@ impl Agent {
                 )),
                 "error",
             ),
-            Some(tool) => match self.permit(&tool_name, &input, cancel).await {
+            // Malformed arguments never reach the policy or the tool.
+            (Some(_), Err(out)) => (out, "error"),
+            (Some(tool), Ok(input)) => match self.permit(&tool_name, &input, cancel).await {
                 Err(reason) => self.denied(call, &tool_name, reason),
                 Ok(()) => {
                     self.write_log(RecordBody::ToolStart {
@@ -719,9 +726,9 @@ impl Agent {
                     let out = match &self.spawner {
                         // Messages reach children through the runtime that made them.
                         Some(sp) if tool.name() == "SendMessage" => {
-                            sp.runtime.send_message(&self.id, &call.input).await
+                            sp.runtime.send_message(&self.id, &input).await
                         }
-                        _ => tool.execute(&ctx, &call.input).await,
+                        _ => tool.execute(&ctx, &input).await,
                     };
                     let status = if out.is_error { "error" } else { "ok" };
                     (out, status)
@@ -770,18 +777,36 @@ impl Agent {
                 .collect();
         }
         let started = Instant::now();
-        let begun: Vec<(String, Value)> = calls.iter().map(|c| self.begin_call(c)).collect();
+        let mut begun: Vec<(String, Result<ToolInput, ToolOutput>)> =
+            calls.iter().map(|c| self.begin_call(c)).collect();
         let mut outcome: Vec<Option<(ToolOutput, &'static str)>> = vec![None; calls.len()];
         let mut parsed: Vec<(usize, BatchCall)> = Vec::new();
-        for (k, call) in calls.iter().enumerate() {
-            match parse_args::<AgentArgs>(&call.input) {
-                Ok(args) => parsed.push((
-                    k,
-                    BatchCall {
-                        index: first_index + k,
-                        args,
-                    },
-                )),
+        for (k, (_, input)) in begun.iter_mut().enumerate() {
+            match input
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(parse_args::<AgentArgs>)
+            {
+                Ok(mut args) => {
+                    // A call naming no type runs the default type: decide on
+                    // that type, so a rule naming it applies.
+                    let kind = args
+                        .subagent_type
+                        .clone()
+                        .filter(|t| !t.trim().is_empty())
+                        .unwrap_or_else(|| spawner.runtime.settings.default_type.clone());
+                    if let Ok(input) = input {
+                        input.insert("subagent_type".into(), Value::String(kind.clone()));
+                    }
+                    args.subagent_type = Some(kind);
+                    parsed.push((
+                        k,
+                        BatchCall {
+                            index: first_index + k,
+                            args,
+                        },
+                    ))
+                }
                 Err(out) => outcome[k] = Some((out, "error")),
             }
         }
@@ -805,7 +830,9 @@ impl Agent {
                 ));
                 continue;
             }
-            match self.permit("Agent", &begun[k].1, cancel).await {
+            // Only calls whose arguments parsed got here.
+            let Ok(input) = &begun[k].1 else { continue };
+            match self.permit("Agent", input, cancel).await {
                 Err(reason) => outcome[k] = Some(self.denied(calls[k], "Agent", reason)),
                 Ok(()) => {
                     if let Err(e) = self.write_log(RecordBody::ToolStart {
@@ -879,7 +906,7 @@ impl Agent {
     async fn permit(
         &self,
         tool: &str,
-        input: &Value,
+        input: &ToolInput,
         cancel: &CancellationToken,
     ) -> Result<(), String> {
         let (reason, session_rule) =

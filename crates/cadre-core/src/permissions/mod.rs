@@ -12,3 +12,6 @@ pub use gate::{
 };
 pub use mode::PermissionMode;
 pub use policy::{Decision, PermissionPolicy, PermissionTracker, resolve_real};
+
+#[cfg(test)]
+mod plan_tests;

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::PermissionMode;
 use super::rules::{CallFacts, Rule, RuleKind, RuleSet, parse_rule};
+use crate::tools::ToolInput;
 
 /// The verdict on one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,19 +146,16 @@ impl PermissionPolicy {
         }
     }
 
-    /// Decides a call of `tool` (canonical name) with arguments `input`,
-    /// working in `cwd`, for an agent whose own approvals are `tracker`.
+    /// Decides a call of `tool` (canonical name) with arguments `args` (the
+    /// parsed object the tool will run with), working in `cwd`, for an agent
+    /// whose own approvals are `tracker`.
     pub fn decide(
         &self,
         tracker: &PermissionTracker,
         tool: &str,
-        input: &Value,
+        args: &ToolInput,
         cwd: &Path,
     ) -> Decision {
-        // Arguments that are not an object will be refused by the tool itself.
-        let Some(args) = input.as_object() else {
-            return Decision::Allow;
-        };
         let class = classify(tool);
         let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
         let path = match tool {
@@ -201,6 +199,11 @@ impl PermissionPolicy {
         if self.mode == PermissionMode::BypassPermissions {
             return Decision::Allow;
         }
+        // Plan mode is read-only whatever allow rules or approvals say;
+        // spawning is allowed (children inherit plan mode).
+        if self.mode == PermissionMode::Plan && !matches!(class, Class::Read | Class::Agent) {
+            return Decision::Deny("plan mode is read-only".into());
+        }
         // 2. Calls that always ask, whatever rules and modes say.
         if class == Class::Edit
             && let Some(p) = &path
@@ -233,18 +236,12 @@ impl PermissionPolicy {
                 "it reads outside the project ({})",
                 path.as_deref().unwrap_or(Path::new("?")).display()
             )),
-            Class::Edit if mode == PermissionMode::Plan => {
-                Decision::Deny("plan mode is read-only".into())
-            }
             Class::Edit if !inside => ask(format!(
                 "it writes outside the project ({})",
                 path.as_deref().unwrap_or(Path::new("?")).display()
             )),
             Class::Edit if mode == PermissionMode::AcceptEdits => Decision::Allow,
             Class::Edit => ask("it changes a file".into()),
-            Class::Bash if mode == PermissionMode::Plan => {
-                Decision::Deny("plan mode is read-only".into())
-            }
             Class::Bash if !self.sandbox_available => ask(
                 "it runs a command, and this kernel has no Landlock sandbox, so it would run unsandboxed"
                     .into(),
@@ -253,9 +250,6 @@ impl PermissionPolicy {
             Class::Bash => ask("it runs a command".into()),
             // Spawning is allowed; what the child does is decided call by call.
             Class::Agent => Decision::Allow,
-            Class::Other if mode == PermissionMode::Plan => {
-                Decision::Deny("plan mode is read-only".into())
-            }
             Class::Other => ask(format!("{tool} is not known to be read-only")),
         }
     }

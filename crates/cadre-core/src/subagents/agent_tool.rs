@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::tools::{Tool, ToolContext, ToolOutput};
+use crate::tools::{Tool, ToolContext, ToolInput, ToolOutput};
 
 /// What the model is taught about delegating.
 const DESCRIPTION: &str = "Start a subagent: a separate agent with its own clean context that works on one task and returns only its final report.
@@ -71,7 +71,11 @@ impl Tool for AgentTool {
         false
     }
 
-    fn execute<'a>(&'a self, _ctx: &'a ToolContext, _input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        _input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         // Reached only by an agent that has the spec but no subagent runtime.
         Box::pin(async { ToolOutput::error("subagents are not available to this agent") })
     }
@@ -106,7 +110,11 @@ impl Tool for SendMessageTool {
         false
     }
 
-    fn execute<'a>(&'a self, _ctx: &'a ToolContext, _input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        _ctx: &'a ToolContext,
+        _input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async {
             ToolOutput::error("messages to subagents are not available to this agent")
         })

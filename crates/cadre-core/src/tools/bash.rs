@@ -17,7 +17,7 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep_until};
 
-use super::{Tool, ToolContext, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 use crate::sandbox::{PreparedSandbox, command_pre_exec};
 
 /// Timeout when none is given, in milliseconds.
@@ -93,7 +93,11 @@ impl Tool for BashTool {
         false
     }
 
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let args: Args = match parse_args(input) {
                 Ok(a) => a,
@@ -445,7 +449,7 @@ mod tests {
     use super::*;
 
     async fn run_tool(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
-        BashTool.execute(ctx, &input.to_string()).await
+        BashTool.execute(ctx, &crate::tools::object(input)).await
     }
 
     #[tokio::test]

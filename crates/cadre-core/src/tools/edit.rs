@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::util::{self, atomic_write, cut_line, write_creating_dirs};
-use super::{Tool, ToolContext, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 
 /// Lines of context shown around the first change.
 const SNIPPET_CONTEXT: usize = 2;
@@ -71,7 +71,11 @@ impl Tool for EditTool {
         false
     }
 
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let args: Args = match parse_args(input) {
                 Ok(a) => a,
@@ -263,12 +267,12 @@ mod tests {
     use super::*;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
-        EditTool.execute(ctx, &input.to_string()).await
+        EditTool.execute(ctx, &crate::tools::object(input)).await
     }
 
     async fn read(ctx: &ToolContext, path: &str) {
         let out = ReadTool
-            .execute(ctx, &json!({ "file_path": path }).to_string())
+            .execute(ctx, &crate::tools::object(json!({ "file_path": path })))
             .await;
         assert!(!out.is_error, "{}", out.content);
     }

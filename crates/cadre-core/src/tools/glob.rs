@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::util::{self, display_path};
-use super::{Tool, ToolContext, ToolOutput, cap_output, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, cap_output, parse_args};
 
 /// Most paths returned.
 const MAX_RESULTS: usize = 1000;
@@ -60,7 +60,11 @@ impl Tool for GlobTool {
         true
     }
 
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let args: Args = match parse_args(input) {
                 Ok(a) => a,
@@ -217,7 +221,7 @@ mod tests {
     use super::*;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
-        GlobTool.execute(ctx, &input.to_string()).await
+        GlobTool.execute(ctx, &crate::tools::object(input)).await
     }
 
     fn touch(path: &Path, age_secs: u64) {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::util::{self, cut_line, display_path};
-use super::{Tool, ToolContext, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 
 /// Longer matched or context lines are cut.
 const MAX_LINE_CHARS: usize = 1000;
@@ -122,7 +122,11 @@ impl Tool for GrepTool {
         true
     }
 
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let args: Args = match parse_args(input) {
                 Ok(a) => a,
@@ -456,7 +460,7 @@ mod tests {
     use super::*;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
-        GrepTool.execute(ctx, &input.to_string()).await
+        GrepTool.execute(ctx, &crate::tools::object(input)).await
     }
 
     fn write(root: &Path, rel: &str, text: &str, age_secs: u64) {

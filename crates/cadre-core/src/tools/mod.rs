@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned};
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::ToolSpec;
@@ -106,8 +108,8 @@ impl ToolContext {
     }
 
     /// The sandbox line of a `Bash` approval question for arguments `input`.
-    pub fn sandbox_line(&self, input: &serde_json::Value) -> String {
-        let off = input.get("sandbox").and_then(serde_json::Value::as_bool) == Some(false);
+    pub fn sandbox_line(&self, input: &ToolInput) -> String {
+        let off = input.get("sandbox").and_then(Value::as_bool) == Some(false);
         match &self.sandbox {
             _ if off => {
                 "sandbox: off — the command asks to run unsandboxed, with your full access".into()
@@ -141,8 +143,13 @@ pub trait Tool: Send + Sync {
     fn input_schema(&self) -> serde_json::Value;
     /// True when the tool never changes anything; such calls may run concurrently.
     fn is_read_only(&self) -> bool;
-    /// Runs the call. `input` is the raw argument JSON from the model.
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput>;
+    /// Runs the call with exactly the arguments the permission policy decided
+    /// on; the tool reads its typed input from them with [`parse_args`].
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput>;
 
     /// The spec sent to the model.
     fn spec(&self) -> ToolSpec {
@@ -154,15 +161,117 @@ pub trait Tool: Send + Sync {
     }
 }
 
-/// Parses raw argument JSON strictly into `T` (which should use
-/// `#[serde(deny_unknown_fields)]`): malformed JSON, unknown or duplicate keys,
-/// missing keys and wrong types all become an `invalid_arguments` result.
-pub fn parse_args<T: DeserializeOwned>(input: &str) -> Result<T, ToolOutput> {
-    let trimmed = input.trim();
+/// A call's arguments: always a JSON object, parsed once from the model's
+/// text by [`parse_input`] before anything decides on them.
+pub type ToolInput = Map<String, Value>;
+
+/// Parses the model's argument text once, strictly: it must be one JSON
+/// object, with no key twice at any depth (a plain `Value` would silently
+/// keep the last one, so what was checked and what runs could differ).
+/// Arrays, scalars and malformed text become an `invalid_arguments` result.
+pub fn parse_input(raw: &str) -> Result<ToolInput, ToolOutput> {
+    let trimmed = raw.trim();
     // An empty argument string means "no arguments": treat as `{}` so a tool
     // whose arguments are all optional still works.
-    let text = if trimmed.is_empty() { "{}" } else { trimmed };
-    serde_json::from_str::<T>(text).map_err(ToolOutput::invalid_arguments)
+    if trimmed.is_empty() {
+        return Ok(ToolInput::new());
+    }
+    match serde_json::from_str::<Strict>(trimmed) {
+        Ok(Strict(Value::Object(map))) => Ok(map),
+        Ok(Strict(other)) => Err(ToolOutput::invalid_arguments(format!(
+            "the arguments must be a JSON object, not {}",
+            json_kind(&other)
+        ))),
+        Err(e) => Err(ToolOutput::invalid_arguments(e)),
+    }
+}
+
+/// Reads a tool's typed input `T` (which should use
+/// `#[serde(deny_unknown_fields)]`) from parsed arguments: unknown or missing
+/// keys and wrong types become an `invalid_arguments` result.
+pub fn parse_args<T: DeserializeOwned>(input: &ToolInput) -> Result<T, ToolOutput> {
+    T::deserialize(input).map_err(ToolOutput::invalid_arguments)
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A JSON value read with duplicate keys refused at every depth.
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        serde_json::Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("a number that is not finite"))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            if map.contains_key(&key) {
+                return Err(de::Error::custom(format!("duplicate key `{key}`")));
+            }
+            let Strict(v) = access.next_value()?;
+            map.insert(key, v);
+        }
+        Ok(Value::Object(map))
+    }
+}
+
+/// Test helper: the arguments object inside `v` (which must be an object).
+#[cfg(test)]
+#[allow(clippy::panic)]
+pub(crate) fn object(v: Value) -> ToolInput {
+    match v {
+        Value::Object(m) => m,
+        other => panic!("not an object: {other}"),
+    }
 }
 
 /// Cuts `text` to at most `cap` bytes on a UTF-8 boundary, appending
@@ -269,22 +378,56 @@ mod tests {
     #[allow(dead_code)]
     struct Args {
         a: String,
+        b: Option<bool>,
+    }
+
+    fn parsed(raw: &str) -> Result<Args, ToolOutput> {
+        parse_args::<Args>(&parse_input(raw)?)
     }
 
     #[test]
     fn parse_args_is_strict() {
-        assert!(parse_args::<Args>(r#"{"a":"x"}"#).is_ok());
+        assert!(parsed(r#"{"a":"x"}"#).is_ok());
+        assert!(parsed(r#" {"a":"x","b":false} "#).is_ok());
         for bad in [
-            r#"{"a":"x","b":1}"#,
-            r#"{"a":"x","a":"y"}"#,
+            r#"{"a":"x","c":1}"#,
             r#"{"a":1}"#,
             r#"{}"#,
             r#"{"a":"#,
+            r#"{"a":"x"} {"a":"y"}"#,
+            r#"{"a":"x","b":"false"}"#,
         ] {
-            let err = parse_args::<Args>(bad).unwrap_err();
+            let err = parsed(bad).unwrap_err();
             assert!(err.is_error);
             assert!(
                 err.content.starts_with("invalid_arguments: "),
+                "{bad}: {}",
+                err.content
+            );
+        }
+    }
+
+    #[test]
+    fn parse_input_wants_one_object_with_unique_keys() {
+        assert_eq!(parse_input("").unwrap(), ToolInput::new());
+        assert_eq!(
+            parse_input(r#"{"a":{"b":[1,-2,0.5,null,true]}}"#).unwrap(),
+            object(serde_json::json!({"a":{"b":[1,-2,0.5,null,true]}}))
+        );
+        for (bad, why) in [
+            (r#"["x", null, null, null, false]"#, "not an array"),
+            (r#""{\"a\":\"x\"}""#, "not a string"),
+            ("7", "not a number"),
+            ("null", "not null"),
+            ("true", "not a boolean"),
+            (r#"{"a":"x","a":"y"}"#, "duplicate key `a`"),
+            (r#"{"a":"x","b":{"c":1,"c":2}}"#, "duplicate key `c`"),
+            (r#"{"a":[{"c":1,"c":2}]}"#, "duplicate key `c`"),
+        ] {
+            let err = parse_input(bad).unwrap_err();
+            assert!(err.is_error);
+            assert!(
+                err.content.starts_with("invalid_arguments: ") && err.content.contains(why),
                 "{bad}: {}",
                 err.content
             );

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::util::{self, cut_line, find_newline};
-use super::{Tool, ToolContext, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: u64 = 2000;
@@ -78,7 +78,11 @@ impl Tool for ReadTool {
         true
     }
 
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let args: Args = match parse_args(input) {
                 Ok(a) => a,
@@ -249,7 +253,7 @@ mod tests {
     use super::*;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
-        ReadTool.execute(ctx, &input.to_string()).await
+        ReadTool.execute(ctx, &crate::tools::object(input)).await
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Tool, ToolContext, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 use crate::background::BackgroundWork;
 use crate::tasks::{TaskFilter, TaskRow, TaskStatus};
 
@@ -71,7 +71,11 @@ impl Tool for TaskListTool {
     fn is_read_only(&self) -> bool {
         true
     }
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let args: ListArgs = match parse_args(input) {
                 Ok(a) => a,
@@ -144,7 +148,11 @@ impl Tool for TaskOutputTool {
     fn is_read_only(&self) -> bool {
         true
     }
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let args: OutputArgs = match parse_args(input) {
                 Ok(a) => a,
@@ -238,7 +246,11 @@ impl Tool for TaskStopTool {
     fn is_read_only(&self) -> bool {
         false
     }
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let args: StopArgs = match parse_args(input) {
                 Ok(a) => a,

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{Tool, ToolContext, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 
 /// Where a todo stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,7 +133,11 @@ impl Tool for TodoWriteTool {
         false
     }
 
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let args: Args = match parse_args(input) {
                 Ok(a) => a,
@@ -177,7 +181,9 @@ mod tests {
     use super::*;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
-        TodoWriteTool.execute(ctx, &input.to_string()).await
+        TodoWriteTool
+            .execute(ctx, &crate::tools::object(input))
+            .await
     }
 
     #[tokio::test]

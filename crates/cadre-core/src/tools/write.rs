@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::util::{self, write_creating_dirs};
-use super::{Tool, ToolContext, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 
 /// Writes a whole file.
 pub struct WriteTool;
@@ -53,7 +53,11 @@ impl Tool for WriteTool {
         false
     }
 
-    fn execute<'a>(&'a self, ctx: &'a ToolContext, input: &'a str) -> BoxFuture<'a, ToolOutput> {
+    fn execute<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let args: Args = match parse_args(input) {
                 Ok(a) => a,
@@ -104,7 +108,7 @@ mod tests {
     use super::*;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
-        WriteTool.execute(ctx, &input.to_string()).await
+        WriteTool.execute(ctx, &crate::tools::object(input)).await
     }
 
     #[tokio::test]
@@ -137,14 +141,18 @@ mod tests {
         assert!(out.content.contains("has not been read"), "{}", out.content);
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "orig");
 
-        let read = ReadTool.execute(&ctx, r#"{"file_path":"a.txt"}"#).await;
+        let read = ReadTool
+            .execute(&ctx, &crate::tools::object(json!({"file_path": "a.txt"})))
+            .await;
         assert!(!read.is_error);
         std::fs::write(&f, "changed elsewhere").unwrap();
         let out = run(&ctx, json!({"file_path": "a.txt", "content": "new"})).await;
         assert!(out.is_error);
         assert!(out.content.contains("changed on disk"), "{}", out.content);
 
-        ReadTool.execute(&ctx, r#"{"file_path":"a.txt"}"#).await;
+        ReadTool
+            .execute(&ctx, &crate::tools::object(json!({"file_path": "a.txt"})))
+            .await;
         let out = run(&ctx, json!({"file_path": "a.txt", "content": "new"})).await;
         assert!(!out.is_error, "{}", out.content);
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");

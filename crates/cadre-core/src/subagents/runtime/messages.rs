@@ -10,13 +10,13 @@ use crate::agent::{Agent, AgentSetup, QuerySource, TurnStatus};
 use crate::session::SessionLog;
 use crate::subagents::report::{ChildReport, ChildStatus, render_batch};
 use crate::tasks::TaskKind;
-use crate::tools::ToolOutput;
+use crate::tools::{ToolInput, ToolOutput};
 
 impl SubagentRuntime {
     /// `SendMessage(to, message)` from `owner`: to a running child it joins
     /// the child's next request; a finished or stopped one is resumed with its
     /// full history, in the background.
-    pub async fn send_message(self: &Arc<Self>, owner: &str, input: &str) -> ToolOutput {
+    pub async fn send_message(self: &Arc<Self>, owner: &str, input: &ToolInput) -> ToolOutput {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Args {
