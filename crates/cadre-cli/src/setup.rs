@@ -345,6 +345,7 @@ impl Runtime {
         ctx.output_cap = self.output_cap;
         ctx.sandbox = self.sandbox.clone();
         ctx.background = background;
+        ctx.policy = Some(self.policy.clone());
         let gate = Arc::new(ApprovalGate::new(approvals, events.clone()));
         let mut tools = ToolRegistry::builtin();
         tools.insert(Arc::new(AgentTool));

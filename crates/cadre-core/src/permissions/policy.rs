@@ -84,47 +84,75 @@ fn classify(tool: &str) -> Class {
     }
 }
 
-/// Resolves `path` against `base`, following symlinks as far as the path
-/// exists and normalising `..` lexically beyond that, so a link or `..` that
-/// leads out of the project is seen for what it is.
-pub fn resolve_real(base: &Path, path: &str) -> PathBuf {
-    let joined = if Path::new(path).is_absolute() {
-        PathBuf::from(path)
+/// Most symlinks followed while resolving one path (the kernel's own limit).
+const MAX_LINKS: usize = 40;
+
+/// Resolves `path` against `base` the way the kernel will: component by
+/// component, following every symlink (a dangling one too, to its target),
+/// applying `..` to the real directory reached so far. Past the first missing
+/// component the rest is appended lexically; after too many links, likewise.
+/// The result is absolute and holds no symlink, `.` or `..` where it exists.
+pub fn resolve_real(base: &Path, path: impl AsRef<Path>) -> PathBuf {
+    let path = path.as_ref();
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
     } else {
         base.join(path)
     };
-    let mut clean = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::ParentDir => {
-                clean.pop();
+    // Components still to walk, last first.
+    let mut pending: Vec<std::ffi::OsString> = Vec::new();
+    push_components(&mut pending, &joined);
+    let mut out = PathBuf::from("/");
+    let mut links = 0;
+    let mut exists = true;
+    while let Some(part) = pending.pop() {
+        if part == ".." {
+            out.pop();
+            continue;
+        }
+        let next = out.join(&part);
+        if !exists {
+            out = next;
+            continue;
+        }
+        match std::fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() && links < MAX_LINKS => {
+                links += 1;
+                match std::fs::read_link(&next) {
+                    Ok(target) => {
+                        if target.is_absolute() {
+                            out = PathBuf::from("/");
+                        }
+                        push_components(&mut pending, &target);
+                    }
+                    Err(_) => out = next,
+                }
             }
-            Component::CurDir => {}
-            other => clean.push(other.as_os_str()),
+            Ok(meta) if meta.file_type().is_symlink() => {
+                exists = false;
+                out = next;
+            }
+            Ok(_) => out = next,
+            Err(_) => {
+                exists = false;
+                out = next;
+            }
         }
     }
-    // Canonicalise the longest existing prefix, then re-append the rest.
-    let mut existing = clean.clone();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(&existing) {
-            let mut out = real;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (
-            existing.file_name().map(|n| n.to_os_string()),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => return clean,
-        }
-    }
+    out
+}
+
+/// Pushes `path`'s normal and `..` components onto `stack` so they pop in order.
+fn push_components(stack: &mut Vec<std::ffi::OsString>, path: &Path) {
+    let parts: Vec<_> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            _ => None,
+        })
+        .collect();
+    stack.extend(parts.into_iter().rev());
 }
 
 impl PermissionPolicy {
@@ -136,7 +164,8 @@ impl PermissionPolicy {
         data_dir: &Path,
         sandbox_available: bool,
     ) -> Self {
-        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        // Resolved even when missing, so a data dir made later compares equal.
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| resolve_real(p, "."));
         PermissionPolicy {
             mode,
             rules,
@@ -160,7 +189,12 @@ impl PermissionPolicy {
         let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
         let path = match tool {
             "Read" | "Write" | "Edit" => str_arg("file_path").map(|p| resolve_real(cwd, p)),
-            "Glob" | "Grep" => Some(resolve_real(cwd, str_arg("path").unwrap_or("."))),
+            "Glob" => Some(crate::tools::glob_root(
+                cwd,
+                str_arg("path"),
+                str_arg("pattern"),
+            )),
+            "Grep" => Some(resolve_real(cwd, str_arg("path").unwrap_or("."))),
             _ => None,
         };
         let command = if class == Class::Bash {
@@ -174,9 +208,10 @@ impl PermissionPolicy {
             path: path.as_deref(),
             agent_type: str_arg("subagent_type"),
         };
+        // The data directory counts as outside even when the project holds it.
         let inside = path
             .as_deref()
-            .is_none_or(|p| p.starts_with(&self.project_dir));
+            .is_none_or(|p| p.starts_with(&self.project_dir) && !p.starts_with(&self.data_dir));
         let session_rule = self.session_rule(tool, class, path.as_deref(), command, inside);
         let ask = |reason: String| -> Decision {
             match self.mode {
@@ -196,6 +231,12 @@ impl PermissionPolicy {
         if let Some((RuleKind::Deny, text)) = &rule {
             return Decision::Deny(format!("denied by the rule {text}"));
         }
+        // No file tool writes the data directory, whatever the rules and mode.
+        if class == Class::Edit
+            && let Some(why) = path.as_deref().and_then(|p| self.data_dir_write(p))
+        {
+            return Decision::Deny(why);
+        }
         if self.mode == PermissionMode::BypassPermissions {
             return Decision::Allow;
         }
@@ -207,16 +248,9 @@ impl PermissionPolicy {
         // 2. Calls that always ask, whatever rules and modes say.
         if class == Class::Edit
             && let Some(p) = &path
+            && p.components().any(|c| c.as_os_str() == ".git")
         {
-            if p.components().any(|c| c.as_os_str() == ".git") {
-                return ask(format!("writes to .git/ always ask ({})", p.display()));
-            }
-            if p.starts_with(&self.data_dir) {
-                return ask(format!(
-                    "writes to the cadre data directory always ask ({})",
-                    p.display()
-                ));
-            }
+            return ask(format!("writes to .git/ always ask ({})", p.display()));
         }
         if class == Class::Bash && args.get("sandbox").and_then(Value::as_bool) == Some(false) {
             return ask("the command asks to run without the sandbox".into());
@@ -251,6 +285,51 @@ impl PermissionPolicy {
             // Spawning is allowed; what the child does is decided call by call.
             Class::Agent => Decision::Allow,
             Class::Other => ask(format!("{tool} is not known to be read-only")),
+        }
+    }
+
+    /// Why writing `path` is refused outright: it lies in the data directory.
+    fn data_dir_write(&self, path: &Path) -> Option<String> {
+        path.starts_with(&self.data_dir).then(|| {
+            format!(
+                "file tools never write the cadre data directory ({})",
+                path.display()
+            )
+        })
+    }
+
+    /// Why a file tool must not touch the resolved `path` now, whatever was
+    /// decided before it ran: a deny rule covers it, or it would write the
+    /// data directory. Checked again at the moment the tool opens the path.
+    pub fn refusal(&self, tool: &str, path: &Path) -> Option<String> {
+        if classify(tool) == Class::Edit
+            && let Some(why) = self.data_dir_write(path)
+        {
+            return Some(format!("denied: {why}"));
+        }
+        self.deny_rule(tool, path)
+            .map(|text| format!("denied: denied by the rule {text}"))
+    }
+
+    /// Whether a search (`Glob`/`Grep`) rooted at `root` skips the resolved
+    /// `path`: the data directory unless the search was made inside it, and
+    /// anything a `Read` deny rule covers.
+    pub fn search_skips(&self, tool: &str, root: &Path, path: &Path) -> bool {
+        (path.starts_with(&self.data_dir) && !root.starts_with(&self.data_dir))
+            || self.deny_rule(tool, path).is_some()
+    }
+
+    /// The deny rule covering `tool` on `path`, if any.
+    fn deny_rule(&self, tool: &str, path: &Path) -> Option<String> {
+        let facts = CallFacts {
+            tool,
+            command: None,
+            path: Some(path),
+            agent_type: None,
+        };
+        match self.rules.evaluate(&facts, &self.project_dir) {
+            Some((RuleKind::Deny, text)) => Some(text),
+            _ => None,
         }
     }
 
@@ -295,4 +374,88 @@ impl PermissionPolicy {
 fn is_shell_syntax(word: &str) -> bool {
     word.chars()
         .any(|c| matches!(c, ';' | '&' | '|' | '>' | '<' | '$' | '`' | '(' | ')'))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    fn root() -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().canonicalize().unwrap();
+        (d, r)
+    }
+
+    #[test]
+    fn resolves_like_the_kernel() {
+        let (_d, r) = root();
+        let p = r.join("p");
+        std::fs::create_dir_all(p.join("docs")).unwrap();
+        std::fs::create_dir(r.join("out")).unwrap();
+        symlink(".", p.join("self")).unwrap();
+        symlink(r.join("out"), p.join("o")).unwrap();
+        symlink(r.join("out/new.txt"), p.join("dangling")).unwrap();
+        symlink("dangling", p.join("chain")).unwrap();
+        symlink("loop", p.join("loop")).unwrap();
+        // `..` applies to the real directory a link led to.
+        assert_eq!(resolve_real(&p, "self/../docs/x"), r.join("docs/x"));
+        assert_eq!(resolve_real(&p, "o/../p/docs"), p.join("docs"));
+        assert_eq!(resolve_real(&p, "o/a/b"), r.join("out/a/b"));
+        // A dangling link resolves to its target, through a chain.
+        assert_eq!(resolve_real(&p, "dangling"), r.join("out/new.txt"));
+        assert_eq!(resolve_real(&p, "chain"), r.join("out/new.txt"));
+        // Missing parts and `..` past them are lexical; a loop stops.
+        assert_eq!(resolve_real(&p, "new/../docs"), p.join("docs"));
+        assert_eq!(resolve_real(&p, "loop/x"), p.join("loop/x"));
+        assert_eq!(resolve_real(&p, "/../.."), PathBuf::from("/"));
+        // What the kernel opens is what this says.
+        std::fs::write(r.join("out/f"), "x").unwrap();
+        let via = p.join("self/../out/f");
+        assert_eq!(
+            std::fs::canonicalize(&via).unwrap(),
+            resolve_real(&p, "self/../out/f")
+        );
+    }
+
+    #[test]
+    fn data_dir_writes_are_denied_in_every_mode_and_reads_there_are_outside() {
+        let (_d, r) = root();
+        let data = r.join(".cadre");
+        std::fs::create_dir(&data).unwrap();
+        let t = PermissionTracker::default();
+        for mode in [
+            PermissionMode::BypassPermissions,
+            PermissionMode::AcceptEdits,
+        ] {
+            let rules = {
+                let mut set = RuleSet::default();
+                set.add(parse_rule(RuleKind::Allow, "Edit", None).unwrap());
+                set
+            };
+            let policy = PermissionPolicy::new(mode, rules, &r, &data, true);
+            let input = serde_json::json!({"file_path": ".cadre/config.toml", "content": ""});
+            assert!(matches!(
+                policy.decide(&t, "Write", &crate::tools::object(input.clone()), &r),
+                Decision::Deny(_)
+            ));
+            assert!(policy.refusal("Edit", &data.join("x")).is_some());
+            assert!(policy.search_skips("Grep", &r, &data.join("x")));
+            assert!(!policy.search_skips("Grep", &data, &data.join("x")));
+        }
+        let policy =
+            PermissionPolicy::new(PermissionMode::Default, RuleSet::default(), &r, &data, true);
+        let input = serde_json::json!({"file_path": ".cadre/note"});
+        assert!(matches!(
+            policy.decide(&t, "Read", &crate::tools::object(input.clone()), &r),
+            Decision::Ask { .. }
+        ));
+        let input = serde_json::json!({"pattern": format!("{}/*", data.display())});
+        assert!(matches!(
+            policy.decide(&t, "Glob", &crate::tools::object(input.clone()), &r),
+            Decision::Ask { .. }
+        ));
+    }
 }

@@ -1,12 +1,13 @@
 //! `Edit`: exact string replacement in a file the agent has read.
 
-use std::io;
+use std::io::{self, Read as _};
 use std::path::Path;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::exact;
 use super::util::{self, atomic_write, cut_line, write_creating_dirs};
 use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 
@@ -86,14 +87,19 @@ impl Tool for EditTool {
                     "old_string and new_string are identical; there is nothing to change",
                 );
             }
+            // The resolved path, as the permission decision saw it; reads
+            // and writes follow no symlink from here on.
             let path = ctx.resolve(&args.file_path);
+            if let Some(refused) = ctx.refusal("Edit", &path) {
+                return refused;
+            }
             let shown = path.display().to_string();
-            match std::fs::metadata(&path) {
-                Ok(meta) if meta.is_dir() => {
+            match exact::kind(&path) {
+                Ok(Some(kind)) if kind.is_dir() => {
                     return ToolOutput::error(format!("{shown} is a directory, not a file"));
                 }
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Ok(Some(_)) => {}
+                Ok(None) => {
                     if args.old_string.is_empty() {
                         return create(ctx, &path, args.new_string).await;
                     }
@@ -130,7 +136,16 @@ async fn create(ctx: &ToolContext, path: &Path, content: String) -> ToolOutput {
 
 fn edit(path: &Path, args: &Args) -> ToolOutput {
     let shown = path.display();
-    let bytes = match std::fs::read(path) {
+    let read = || -> io::Result<Vec<u8>> {
+        let mut file = exact::open_read(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    let bytes = match read() {
         Ok(b) => b,
         Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
     };

@@ -10,8 +10,9 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::util::{self, display_path};
+use super::util::{self, SearchScope, display_path};
 use super::{Tool, ToolContext, ToolInput, ToolOutput, cap_output, parse_args};
+use crate::permissions::resolve_real;
 
 /// Most paths returned.
 const MAX_RESULTS: usize = 1000;
@@ -70,11 +71,10 @@ impl Tool for GlobTool {
                 Ok(a) => a,
                 Err(e) => return e,
             };
-            let base = match &args.path {
-                Some(p) if !p.is_empty() => ctx.resolve(p),
-                _ => ctx.cwd.clone(),
-            };
-            let (root, pattern) = split_pattern(&base, &args.pattern);
+            let (root, pattern) = plan(&ctx.cwd, args.path.as_deref(), &args.pattern);
+            if let Some(refused) = ctx.refusal("Glob", &root) {
+                return refused;
+            }
             if pattern.is_empty() {
                 return ToolOutput::invalid_arguments("pattern is empty");
             }
@@ -97,8 +97,9 @@ impl Tool for GlobTool {
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
             let cap = ctx.output_cap;
+            let scope = SearchScope::new(ctx, "Glob", root);
             util::blocking(move || {
-                let mut found = match walk(&root, &matcher, &cancel) {
+                let mut found = match walk(&scope, &matcher, &cancel) {
                     Some(f) => f,
                     None => return ToolOutput::error("interrupted"),
                 };
@@ -124,6 +125,22 @@ impl Tool for GlobTool {
             .await
         })
     }
+}
+
+/// The resolved directory a `Glob` call walks (an absolute pattern's own
+/// literal prefix, else `path`, else `cwd`), for the permission decision.
+pub(crate) fn glob_root(cwd: &Path, path: Option<&str>, pattern: Option<&str>) -> PathBuf {
+    plan(cwd, path, pattern.unwrap_or("")).0
+}
+
+/// The resolved directory to walk and the pattern relative to it.
+fn plan(cwd: &Path, path: Option<&str>, pattern: &str) -> (PathBuf, String) {
+    let base = match path {
+        Some(p) if !p.is_empty() => resolve_real(cwd, p),
+        _ => resolve_real(cwd, "."),
+    };
+    let (root, pattern) = split_pattern(&base, pattern);
+    (resolve_real(cwd, root), pattern)
 }
 
 /// Splits an absolute pattern like `/src/**/*.rs` into the directory to walk
@@ -174,12 +191,13 @@ fn globset_escape(s: &str) -> String {
 
 /// Matching files under `root` with their modification times; `None` if cancelled.
 fn walk(
-    root: &Path,
+    scope: &std::sync::Arc<SearchScope>,
     matcher: &globset::GlobMatcher,
     cancel: &CancellationToken,
 ) -> Option<Vec<(SystemTime, PathBuf)>> {
     let mut found = Vec::new();
-    let walker = util::walker(root).build();
+    let root = &scope.root;
+    let walker = scope.walker().build();
     for (i, entry) in walker.enumerate() {
         if i % 256 == 0 && cancel.is_cancelled() {
             return None;
@@ -188,23 +206,17 @@ fn walk(
         if entry.depth() == 0 {
             continue;
         }
-        let path = entry.path();
-        let is_file = match entry.file_type() {
-            Some(t) if t.is_file() => true,
-            Some(t) if t.is_symlink() => path.is_file(),
-            _ => false,
-        };
-        if !is_file {
+        // A file the scope lets this search see (a symlink's target, checked).
+        let Some(real) = scope.file(&entry) else {
             continue;
-        }
-        let Ok(rel) = path.strip_prefix(root) else {
+        };
+        let Ok(rel) = entry.path().strip_prefix(root) else {
             continue;
         };
         if !matcher.is_match(rel) {
             continue;
         }
-        let mtime = entry
-            .metadata()
+        let mtime = std::fs::symlink_metadata(&real)
             .ok()
             .and_then(|m| m.modified().ok())
             .unwrap_or(SystemTime::UNIX_EPOCH);

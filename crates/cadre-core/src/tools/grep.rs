@@ -13,7 +13,8 @@ use ignore::types::TypesBuilder;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::util::{self, cut_line, display_path};
+use super::exact;
+use super::util::{self, SearchScope, cut_line, display_path};
 use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 
 /// Longer matched or context lines are cut.
@@ -146,6 +147,7 @@ struct Plan {
     matcher: RegexMatcher,
     searcher: Searcher,
     walker: ignore::WalkBuilder,
+    scope: std::sync::Arc<SearchScope>,
     mode: OutputMode,
     line_numbers: bool,
     context: bool,
@@ -178,8 +180,11 @@ impl Plan {
 
         let root = match &args.path {
             Some(p) if !p.is_empty() => ctx.resolve(p),
-            _ => ctx.cwd.clone(),
+            _ => ctx.resolve("."),
         };
+        if let Some(refused) = ctx.refusal("Grep", &root) {
+            return Err(refused);
+        }
         let meta = match std::fs::metadata(&root) {
             Ok(m) => m,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -195,7 +200,8 @@ impl Plan {
                 )));
             }
         };
-        let mut walker = util::walker(&root);
+        let scope = SearchScope::new(ctx, "Grep", root.clone());
+        let mut walker = scope.walker();
         if let Some(name) = args.file_type.as_deref().filter(|t| !t.is_empty()) {
             let types = TypesBuilder::new()
                 .add_defaults()
@@ -241,6 +247,7 @@ impl Plan {
             matcher,
             searcher,
             walker,
+            scope,
             mode,
             line_numbers: args.line_numbers.unwrap_or(true),
             context: before > 0 || after > 0,
@@ -268,16 +275,18 @@ impl Plan {
                 return ToolOutput::error("interrupted");
             }
             let Ok(entry) = entry else { continue };
-            let path = entry.path();
-            let is_file = match entry.file_type() {
-                Some(t) if t.is_file() => true,
-                Some(t) if t.is_symlink() => path.is_file(),
-                _ => false,
-            };
-            if !is_file {
+            // A file the scope lets this search see, opened exactly there.
+            let Some(real) = self.scope.file(&entry) else {
                 continue;
-            }
-            let shown = display_path(&self.cwd, path);
+            };
+            let Some((file, meta)) = exact::open_read(&real)
+                .and_then(|f| f.metadata().map(|m| (f, m)))
+                .ok()
+                .filter(|(_, m)| m.is_file())
+            else {
+                continue;
+            };
+            let shown = display_path(&self.cwd, entry.path());
             match self.mode {
                 OutputMode::Content => {
                     let mut sink = ContentSink {
@@ -287,20 +296,16 @@ impl Plan {
                         started: false,
                         out: &mut out,
                     };
-                    let _ = self.searcher.search_path(&self.matcher, path, &mut sink);
+                    let _ = self.searcher.search_file(&self.matcher, &file, &mut sink);
                 }
                 OutputMode::FilesWithMatches => {
                     let mut sink = CountSink {
                         count: 0,
                         first_only: true,
                     };
-                    let _ = self.searcher.search_path(&self.matcher, path, &mut sink);
+                    let _ = self.searcher.search_file(&self.matcher, &file, &mut sink);
                     if sink.count > 0 {
-                        let mtime = entry
-                            .metadata()
-                            .ok()
-                            .and_then(|m| m.modified().ok())
-                            .unwrap_or(SystemTime::UNIX_EPOCH);
+                        let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
                         files.push((mtime, entry.into_path()));
                     }
                 }
@@ -309,7 +314,7 @@ impl Plan {
                         count: 0,
                         first_only: false,
                     };
-                    let _ = self.searcher.search_path(&self.matcher, path, &mut sink);
+                    let _ = self.searcher.search_file(&self.matcher, &file, &mut sink);
                     if sink.count > 0 {
                         out.push(format!("{shown}:{}", sink.count));
                     }

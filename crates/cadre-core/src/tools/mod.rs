@@ -4,6 +4,7 @@
 
 mod bash;
 mod edit;
+mod exact;
 mod file_state;
 mod glob;
 mod grep;
@@ -29,6 +30,7 @@ pub use bash::BashTool;
 pub use edit::EditTool;
 pub use file_state::FileStateCache;
 pub use glob::GlobTool;
+pub(crate) use glob::glob_root;
 pub use grep::GrepTool;
 pub use read::ReadTool;
 pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
@@ -90,6 +92,9 @@ pub struct ToolContext {
     pub agent_id: String,
     /// The session's background work; `None` where background tasks are not offered.
     pub background: Option<Arc<crate::background::BackgroundWork>>,
+    /// The session's permission policy, which file tools consult again as
+    /// they open a path and searches consult for every file; `None` in tests.
+    pub policy: Option<Arc<crate::permissions::PermissionPolicy>>,
 }
 
 impl ToolContext {
@@ -104,6 +109,7 @@ impl ToolContext {
             sandbox: None,
             agent_id: "main".to_string(),
             background: None,
+            policy: None,
         }
     }
 
@@ -121,15 +127,20 @@ impl ToolContext {
         }
     }
 
-    /// Resolves a path argument against the project directory (no symlink
-    /// resolution; that is the permission layer's concern).
+    /// Resolves a path argument against the project directory the way the
+    /// permission policy does (every symlink followed, `..` applied after),
+    /// so the tool opens the very path the decision was made on.
     pub fn resolve(&self, path: &str) -> PathBuf {
-        let p = Path::new(path);
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.cwd.join(p)
-        }
+        crate::permissions::resolve_real(&self.cwd, path)
+    }
+
+    /// Why `tool` must not touch the resolved `path` (a deny rule, or a write
+    /// to the data directory), checked again as the tool runs.
+    pub(crate) fn refusal(&self, tool: &str, path: &Path) -> Option<ToolOutput> {
+        self.policy
+            .as_ref()
+            .and_then(|p| p.refusal(tool, path))
+            .map(ToolOutput::error)
     }
 }
 

@@ -2,13 +2,14 @@
 //! is never loaded whole.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read as _, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Read as _};
 use std::path::Path;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::exact;
 use super::util::{self, cut_line, find_newline};
 use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 
@@ -94,6 +95,9 @@ impl Tool for ReadTool {
             }
             let offset = args.offset.unwrap_or(1).max(1);
             let path = ctx.resolve(&args.file_path);
+            if let Some(refused) = ctx.refusal("Read", &path) {
+                return refused;
+            }
             let cap = ctx.output_cap;
             let p = path.clone();
             let out = util::blocking(move || read_lines(&p, offset, limit, cap)).await;
@@ -108,8 +112,11 @@ impl Tool for ReadTool {
 /// The numbered lines `offset..offset+limit` of the file at `path`, or why not.
 fn read_lines(path: &Path, offset: u64, limit: u64, cap: usize) -> ToolOutput {
     let shown = path.display();
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
+    // Opened exactly where the decision was made; the type is checked on
+    // what was opened, not on a name that could change in between.
+    let opened = exact::open_read(path).and_then(|f| f.metadata().map(|m| (f, m)));
+    let (file, meta) = match opened {
+        Ok(fm) => fm,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return ToolOutput::error(format!("file not found: {shown}"));
         }
@@ -123,17 +130,24 @@ fn read_lines(path: &Path, offset: u64, limit: u64, cap: usize) -> ToolOutput {
     if !meta.is_file() {
         return ToolOutput::error(format!("{shown} is not a regular file"));
     }
-    match scan(path, offset, limit, cap, meta.len()) {
+    match scan(file, path, offset, limit, cap, meta.len()) {
         Ok(out) => out,
         Err(e) => ToolOutput::error(format!("cannot read {shown}: {e}")),
     }
 }
 
-fn scan(path: &Path, offset: u64, limit: u64, cap: usize, size: u64) -> io::Result<ToolOutput> {
+fn scan(
+    file: File,
+    path: &Path,
+    offset: u64,
+    limit: u64,
+    cap: usize,
+    size: u64,
+) -> io::Result<ToolOutput> {
     let shown = path.display();
-    let mut file = File::open(path)?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut probe = Vec::with_capacity(BINARY_PROBE);
-    (&mut file)
+    (&mut reader)
         .take(BINARY_PROBE as u64)
         .read_to_end(&mut probe)?;
     if probe.contains(&0) {
@@ -144,8 +158,8 @@ fn scan(path: &Path, offset: u64, limit: u64, cap: usize, size: u64) -> io::Resu
     if probe.is_empty() {
         return Ok(ToolOutput::ok(format!("[file {shown} is empty]")));
     }
-    file.seek(SeekFrom::Start(0))?;
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    // Read on from the start again without reopening the path.
+    let mut reader = io::Cursor::new(probe).chain(reader);
 
     let end = offset.saturating_add(limit); // exclusive
     let mut out = String::new();

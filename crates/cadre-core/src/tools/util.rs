@@ -1,13 +1,13 @@
 //! Small helpers shared by the built-in tools: blocking work, path display,
-//! line cutting, atomic writes.
+//! line cutting, search scopes, atomic writes.
 
 use std::borrow::Cow;
-use std::fs::OpenOptions;
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use super::ToolOutput;
+use super::{ToolContext, ToolOutput, exact};
+use crate::permissions::{PermissionPolicy, resolve_real};
 
 /// Runs blocking work on tokio's blocking pool; a panic becomes an error result.
 pub(crate) async fn blocking<F>(work: F) -> ToolOutput
@@ -56,77 +56,87 @@ pub(crate) fn find_newline(bytes: &[u8]) -> Option<usize> {
     }
 }
 
-/// A gitignore-aware walker over `root`: hidden files included, `.git`
-/// skipped, `.gitignore` honoured even outside a git repository, entries in
-/// file-name order.
-pub(crate) fn walker(root: &Path) -> ignore::WalkBuilder {
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
-        .sort_by_file_name(|a, b| a.cmp(b));
-    builder
+/// What a search (`Glob`, `Grep`) may see below its root: not the data
+/// directory, nothing a `Read` deny rule covers, and no symlink leading out of
+/// both the search root and the project.
+pub(crate) struct SearchScope {
+    tool: &'static str,
+    /// The resolved search root.
+    pub(crate) root: PathBuf,
+    project: PathBuf,
+    policy: Option<Arc<PermissionPolicy>>,
 }
 
-/// Creates `path`'s missing parent directories, then writes it atomically;
-/// the error is a message for the model.
+impl SearchScope {
+    /// The scope of a `tool` search from the resolved `root`.
+    pub(crate) fn new(ctx: &ToolContext, tool: &'static str, root: PathBuf) -> Arc<Self> {
+        let project = ctx
+            .policy
+            .as_ref()
+            .map_or_else(|| ctx.cwd.clone(), |p| p.project_dir.clone());
+        Arc::new(SearchScope {
+            tool,
+            root,
+            project,
+            policy: ctx.policy.clone(),
+        })
+    }
+
+    fn skips(&self, path: &Path) -> bool {
+        self.policy
+            .as_ref()
+            .is_some_and(|p| p.search_skips(self.tool, &self.root, path))
+    }
+
+    /// The path to open for a file the walk found (a symlink's resolved
+    /// target), or `None` when the search must not see it.
+    pub(crate) fn file(&self, entry: &ignore::DirEntry) -> Option<PathBuf> {
+        let kind = entry.file_type()?;
+        let path = entry.path();
+        if kind.is_file() {
+            return (!self.skips(path)).then(|| path.to_path_buf());
+        }
+        if !kind.is_symlink() || self.skips(path) {
+            return None;
+        }
+        let real = resolve_real(Path::new("/"), path);
+        let reachable = real.starts_with(&self.root) || real.starts_with(&self.project);
+        if !reachable || self.skips(&real) {
+            return None;
+        }
+        std::fs::symlink_metadata(&real)
+            .is_ok_and(|m| m.is_file())
+            .then_some(real)
+    }
+
+    /// A gitignore-aware walker over the root: hidden files included, `.git`
+    /// and whatever the scope hides skipped (directories are not entered),
+    /// `.gitignore` honoured even outside a git repository, entries in
+    /// file-name order.
+    pub(crate) fn walker(self: &Arc<Self>) -> ignore::WalkBuilder {
+        let mut builder = ignore::WalkBuilder::new(&self.root);
+        let scope = Arc::clone(self);
+        builder
+            .hidden(false)
+            .require_git(false)
+            .filter_entry(move |entry| entry.file_name() != ".git" && !scope.skips(entry.path()))
+            .sort_by_file_name(|a, b| a.cmp(b));
+        builder
+    }
+}
+
+/// Creates the resolved `path`'s missing parent directories, then writes it
+/// atomically, following no symlink; the error is a message for the model.
 pub(crate) fn write_creating_dirs(path: &Path, data: &[u8]) -> Result<(), String> {
-    if let Some(parent) = path.parent()
-        && let Err(e) = std::fs::create_dir_all(parent)
-    {
-        return Err(format!("cannot create directory {}: {e}", parent.display()));
-    }
-    atomic_write(path, data).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    exact::write_atomic(path, data, true)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Writes `data` to `path` atomically: a temporary file in the same directory,
-/// then a rename over the target. An existing file's permissions are kept; a
-/// symlink is written through to its target.
+/// Writes `data` to the resolved `path` atomically (a temporary file beside
+/// it, then a rename), following no symlink; an existing file's permissions
+/// are kept.
 pub(crate) fn atomic_write(path: &Path, data: &[u8]) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-
-    let target: PathBuf = match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => match std::fs::canonicalize(path) {
-            Ok(real) => real,
-            // A dangling symlink: write through it the ordinary way.
-            Err(_) => return std::fs::write(path, data),
-        },
-        _ => path.to_path_buf(),
-    };
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".to_string());
-    let perms = std::fs::metadata(&target).ok().map(|m| m.permissions());
-
-    let mut attempt = 0;
-    let (tmp, mut file) = loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{name}.cadre-{}-{n}.tmp", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
-            Err(e) => return Err(e),
-        }
-    };
-    let result = (|| {
-        file.write_all(data)?;
-        if let Some(perms) = perms {
-            file.set_permissions(perms)?;
-        }
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&tmp, &target)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    exact::write_atomic(path, data, false)
 }
 
 #[cfg(test)]
@@ -163,10 +173,11 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn atomic_write_keeps_permissions_and_symlinks() {
+    fn atomic_write_keeps_permissions_and_refuses_symlinks() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("a.sh");
+        let root = dir.path().canonicalize().unwrap();
+        let f = root.join("a.sh");
         std::fs::write(&f, "old").unwrap();
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o750)).unwrap();
         atomic_write(&f, b"new").unwrap();
@@ -174,17 +185,13 @@ mod tests {
         let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o750);
 
-        let link = dir.path().join("link");
+        // The tools resolve a link first and write its target; a link met
+        // here means the tree changed since, and is not followed.
+        let link = root.join("link");
         std::os::unix::fs::symlink(&f, &link).unwrap();
-        atomic_write(&link, b"via link").unwrap();
-        assert!(
-            std::fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-        assert_eq!(std::fs::read_to_string(&f).unwrap(), "via link");
+        assert!(atomic_write(&link, b"via link").is_err());
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");
         // No temporary files left behind.
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        assert_eq!(std::fs::read_dir(&root).unwrap().count(), 2);
     }
 }

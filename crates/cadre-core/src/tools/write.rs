@@ -1,11 +1,10 @@
 //! `Write`: creates or overwrites a file (overwriting only what the agent has read).
 
-use std::io;
-
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::exact;
 use super::util::{self, write_creating_dirs};
 use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 
@@ -63,13 +62,18 @@ impl Tool for WriteTool {
                 Ok(a) => a,
                 Err(e) => return e,
             };
+            // The resolved path, as the permission decision saw it; the
+            // write follows no symlink from here on.
             let path = ctx.resolve(&args.file_path);
-            let existed = match std::fs::metadata(&path) {
-                Ok(meta) if meta.is_dir() => {
+            if let Some(refused) = ctx.refusal("Write", &path) {
+                return refused;
+            }
+            let existed = match exact::kind(&path) {
+                Ok(Some(kind)) if kind.is_dir() => {
                     return ToolOutput::error(format!("{} is a directory", path.display()));
                 }
-                Ok(_) => true,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                Ok(Some(_)) => true,
+                Ok(None) => false,
                 Err(e) => {
                     return ToolOutput::error(format!("cannot write {}: {e}", path.display()));
                 }
