@@ -163,7 +163,13 @@ impl BackgroundWork {
         announce: bool,
     ) {
         let summary: String = report.chars().take(500).collect();
-        let row = match self.table.get(task_id) {
+        let current = self.table.get(task_id);
+        // The whole report is kept beside the task's output, so a notice
+        // rebuilt after a crash reads exactly like the live one.
+        if announce && let Ok(row) = &current {
+            write_report(&row.output_path, report);
+        }
+        let row = match current {
             Ok(row) if row.status == TaskStatus::Stopping || row.status.is_final() => {
                 let final_row = if row.status == TaskStatus::Stopping {
                     self.table
@@ -185,6 +191,11 @@ impl BackgroundWork {
                 Err(_) => return,
             },
         };
+        if !announce {
+            // The report went back to its owner directly (a foreground
+            // child's tool result): nothing is left to announce, now or after a resume.
+            let _ = self.table.mark_notified(&[task_id.to_string()]);
+        }
         let owner = self
             .inner
             .lock()
@@ -393,11 +404,12 @@ impl BackgroundWork {
                 status: r.status,
                 description: r.description.clone(),
                 kind_label: r.agent_type.clone().unwrap_or_else(|| "bash".into()),
-                report: r
-                    .result_summary
-                    .clone()
-                    .or(r.error.clone())
-                    .unwrap_or_default(),
+                report: read_report(&r.output_path).unwrap_or_else(|| {
+                    r.result_summary
+                        .clone()
+                        .or(r.error.clone())
+                        .unwrap_or_default()
+                }),
             })
             .collect();
         if items.is_empty() {
@@ -483,4 +495,32 @@ impl BackgroundWork {
     pub fn progress(&self, task_id: &str, tool_calls: u64, tokens: u64) {
         let _ = self.table.progress(task_id, tool_calls, tokens);
     }
+}
+
+/// Where a finished task's whole report is kept: beside its output log.
+fn report_path(output_path: &std::path::Path) -> std::path::PathBuf {
+    output_path.with_file_name("report.txt")
+}
+
+/// Keeps `report` for a notice that may have to be rebuilt after a crash
+/// (0600, like the output log). Best effort: without it the notice falls back
+/// to the stored summary.
+fn write_report(output_path: &std::path::Path, report: &str) {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    if let Ok(mut f) = opts.open(report_path(output_path)) {
+        let _ = f.write_all(report.as_bytes());
+    }
+}
+
+/// The whole report kept by `write_report`, if there is one.
+fn read_report(output_path: &std::path::Path) -> Option<String> {
+    let bytes = std::fs::read(report_path(output_path)).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
