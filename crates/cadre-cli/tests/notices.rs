@@ -215,7 +215,13 @@ rules:
     let session = session_of(&events(&out));
 
     let out = h
-        .cadre(&["exec", "--json", "--resume", &session, "ask the scout again"])
+        .cadre(&[
+            "exec",
+            "--json",
+            "--resume",
+            &session,
+            "ask the scout again",
+        ])
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let records = h.records();
@@ -230,11 +236,78 @@ rules:
         assert!(history.contains(part), "{part} in {history}");
     }
     // The resumed child keeps its definition's system prompt and tools.
-    assert!(child[1].body["system"].to_string().contains("You are HELPER"));
+    assert!(
+        child[1].body["system"]
+            .to_string()
+            .contains("You are HELPER")
+    );
+    let tool_names = |r: &Record| -> Vec<String> {
+        let mut names: Vec<String> = r.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(tool_names(child[0]), tool_names(child[1]));
+    assert_eq!(tool_names(child[1]), ["Bash", "Read"]);
     assert!(
         user_texts(&parent.last().unwrap().body).contains("SECOND-ANSWER"),
         "its answer came back as a notice"
     );
+}
+
+#[tokio::test]
+async fn a_child_reached_after_a_resume_runs_no_wider_than_the_resumed_session() {
+    let script = r#"
+rules:
+  - name: child
+    when: { system: "You are HELPER" }
+    replies:
+      - text: "FIRST-ANSWER"
+      - tool_calls:
+          - { name: Bash, input: { command: "echo wrote > out.txt" } }
+      - text: "could not write"
+  - name: parent
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "work", prompt: "work-task", subagent_type: "helper", name: "worker" } }
+      - text: "worker answered"
+      - tool_calls:
+          - { name: SendMessage, input: { to: "worker", message: "now write out.txt" } }
+      - text: "waiting"
+      - text: "done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(".cadre/agents/helper.md", HELPER);
+    let out = h
+        .cadre(&[
+            "exec",
+            "--json",
+            "--permission-mode",
+            "acceptEdits",
+            "first run",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let session = session_of(&events(&out));
+    // Resumed in the default mode, headless: the child's command is not allowed.
+    let out = h
+        .cadre(&["exec", "--json", "--resume", &session, "ask the worker"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let child = rule_records(&records, "child");
+    assert_eq!(child.len(), 3);
+    let results = tool_results(&child[2].body);
+    assert!(
+        results[0].1 && results[0].0.starts_with("denied"),
+        "{results:?}"
+    );
+    assert!(!h.path("out.txt").exists());
 }
 
 #[tokio::test]
@@ -269,7 +342,13 @@ rules:
     );
 
     let out = h
-        .cadre(&["exec", "--json", "--resume", &session, "and now SECOND-PROMPT"])
+        .cadre(&[
+            "exec",
+            "--json",
+            "--resume",
+            &session,
+            "and now SECOND-PROMPT",
+        ])
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let evs = events(&out);
@@ -350,7 +429,10 @@ rules:
     .await;
     pty.type_line("/exit");
     let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
-    assert!(ran.is_ok(), "one `y` answered the question and the command ran");
+    assert!(
+        ran.is_ok(),
+        "one `y` answered the question and the command ran"
+    );
     assert!(noticed.is_ok());
     let records = h.records();
     for r in &records {
