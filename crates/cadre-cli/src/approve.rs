@@ -37,17 +37,24 @@ impl StdinLines {
     }
 
     /// The next line for the idle prompt: lines typed while a question waits
-    /// go to the question, so the prompt gives up its read whenever one is asked.
-    pub async fn next_for_prompt(&self) -> Option<String> {
+    /// go to the question, so the prompt gives up its read whenever one is
+    /// asked, and calls `reprompt` once the questions are answered.
+    pub async fn next_for_prompt(&self, reprompt: impl Fn()) -> Option<String> {
         let mut asking = self.asking.subscribe();
         loop {
             if asking.wait_for(|n| *n == 0).await.is_err() {
                 return self.next().await;
             }
             tokio::select! {
-                line = self.next() => return line,
+                // A question asked first wins even over a line already typed:
+                // the user typed it after seeing the question.
+                biased;
                 // Dropping the pending read loses no line (`recv` is cancel-safe).
                 _ = asking.wait_for(|n| *n > 0) => {}
+                line = self.next() => return line,
+            }
+            if asking.wait_for(|n| *n == 0).await.is_ok() {
+                reprompt();
             }
         }
     }

@@ -400,18 +400,24 @@ rules:
         .unwrap();
     let mut err = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let _stdout = child.stdout.take();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (asked_tx, asked_rx) = tokio::sync::oneshot::channel();
+    let log = seen.clone();
+    tokio::spawn(async move {
+        let mut asked_tx = Some(asked_tx);
+        while let Ok(Some(line)) = err.next_line().await {
+            if line.contains("Permission needed: Bash")
+                && let Some(tx) = asked_tx.take()
+            {
+                let _ = tx.send(());
+            }
+            log.lock().unwrap().push_str(&format!("{line}\n"));
+        }
+    });
     pty.type_line("start the job");
     // The parent's turn ends, the prompt is idle, then the child asks.
-    let asked = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(line) = err.next_line().await.unwrap() {
-            if line.contains("Permission needed: Bash") {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert_eq!(asked, Ok(true), "the child asked");
+    let asked = tokio::time::timeout(Duration::from_secs(20), asked_rx).await;
+    assert!(asked.is_ok(), "the child asked: {}", seen.lock().unwrap());
     assert_eq!(rule_records(&h.records(), "parent").len(), 2, "parent idle");
     pty.type_line("y");
     let ran = tokio::time::timeout(Duration::from_secs(10), async {
@@ -431,7 +437,8 @@ rules:
     let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
     assert!(
         ran.is_ok(),
-        "one `y` answered the question and the command ran"
+        "one `y` answered the question and the command ran: {}",
+        seen.lock().unwrap()
     );
     assert!(noticed.is_ok());
     let records = h.records();
