@@ -539,7 +539,6 @@ fn read_report(output_path: &std::path::Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tasks::NewTask;
 
     fn work_with_task(dir: &std::path::Path) -> (Arc<BackgroundWork>, TaskRow) {
         let table = TaskTable::open(dir).unwrap();
