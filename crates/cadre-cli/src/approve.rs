@@ -12,6 +12,9 @@ use tokio::sync::{Mutex, mpsc};
 #[derive(Clone)]
 pub struct StdinLines {
     rx: Arc<Mutex<mpsc::UnboundedReceiver<String>>>,
+    /// Questions waiting for an answer: while there is one, the idle prompt
+    /// stands back so the next line typed answers it.
+    asking: Arc<tokio::sync::watch::Sender<usize>>,
 }
 
 impl StdinLines {
@@ -29,12 +32,51 @@ impl StdinLines {
         });
         StdinLines {
             rx: Arc::new(Mutex::new(rx)),
+            asking: Arc::new(tokio::sync::watch::channel(0).0),
         }
+    }
+
+    /// The next line for the idle prompt: lines typed while a question waits
+    /// go to the question, so the prompt gives up its read whenever one is
+    /// asked, and calls `reprompt` once the questions are answered.
+    pub async fn next_for_prompt(&self, reprompt: impl Fn()) -> Option<String> {
+        let mut asking = self.asking.subscribe();
+        loop {
+            if asking.wait_for(|n| *n == 0).await.is_err() {
+                return self.next().await;
+            }
+            tokio::select! {
+                // A question asked first wins even over a line already typed:
+                // the user typed it after seeing the question.
+                biased;
+                // Dropping the pending read loses no line (`recv` is cancel-safe).
+                _ = asking.wait_for(|n| *n > 0) => {}
+                line = self.next() => return line,
+            }
+            if asking.wait_for(|n| *n == 0).await.is_ok() {
+                reprompt();
+            }
+        }
+    }
+
+    /// Counts a question as waiting until the guard is dropped.
+    fn asking(&self) -> AskingGuard {
+        self.asking.send_modify(|n| *n += 1);
+        AskingGuard(self.asking.clone())
     }
 
     /// The next line, or `None` at end of input.
     pub async fn next(&self) -> Option<String> {
         self.rx.lock().await.recv().await
+    }
+}
+
+/// A question waiting for its answer (see `StdinLines::next_for_prompt`).
+struct AskingGuard(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl Drop for AskingGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 
@@ -83,6 +125,7 @@ impl ApprovalSource for TerminalApprovals {
 
     fn ask<'a>(&'a self, q: &'a ApprovalQuestion) -> BoxFuture<'a, ApprovalAnswer> {
         Box::pin(async move {
+            let _asking = self.lines.asking();
             {
                 let mut err = std::io::stderr().lock();
                 let _ = write!(err, "{}", render_question(q));

@@ -92,7 +92,7 @@ pub async fn run(
         prompt();
         // While idle, a finished background task starts a turn of its own.
         let next = tokio::select! {
-            l = lines.next() => Some(l),
+            l = lines.next_for_prompt(prompt) => Some(l),
             _ = async {
                 while !agent.has_notices() {
                     work.changed().await;

@@ -60,6 +60,9 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
                 eprintln!("no sessions yet");
             }
             for s in list {
+                if let Some(w) = &s.warning {
+                    eprintln!("warning: session {}: {w}", s.id);
+                }
                 writeln!(
                     out,
                     "{}  {}  {}  {}",
@@ -153,7 +156,9 @@ pub async fn open(
         });
     }
     let rebuilt = rebuild(&loaded.records);
-    if rebuilt.session_id.is_none() {
+    // A log whose session record was lost (a torn first line) resumes from
+    // the records that remain; the warnings above say what was skipped.
+    if rebuilt.session_id.is_none() && loaded.records.is_empty() {
         bail!(SessionError::Empty(path));
     }
     let maybe_ran: Vec<_> = rebuilt.unfinished.iter().filter(|c| c.started).collect();

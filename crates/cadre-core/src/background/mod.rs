@@ -162,8 +162,14 @@ impl BackgroundWork {
         error: Option<&str>,
         announce: bool,
     ) {
-        let summary: String = report.chars().take(500).collect();
-        let row = match self.table.get(task_id) {
+        let summary: String = report.chars().take(SUMMARY_CHARS).collect();
+        let current = self.table.get(task_id);
+        // The whole report is kept beside the task's output, so a notice
+        // rebuilt after a crash reads exactly like the live one.
+        if announce && let Ok(row) = &current {
+            write_report(&row.output_path, report);
+        }
+        let row = match current {
             Ok(row) if row.status == TaskStatus::Stopping || row.status.is_final() => {
                 let final_row = if row.status == TaskStatus::Stopping {
                     self.table
@@ -185,6 +191,11 @@ impl BackgroundWork {
                 Err(_) => return,
             },
         };
+        if !announce {
+            // The report went back to its owner directly (a foreground
+            // child's tool result): nothing is left to announce, now or after a resume.
+            let _ = self.table.mark_notified(&[task_id.to_string()]);
+        }
         let owner = self
             .inner
             .lock()
@@ -393,11 +404,7 @@ impl BackgroundWork {
                 status: r.status,
                 description: r.description.clone(),
                 kind_label: r.agent_type.clone().unwrap_or_else(|| "bash".into()),
-                report: r
-                    .result_summary
-                    .clone()
-                    .or(r.error.clone())
-                    .unwrap_or_default(),
+                report: read_report(&r.output_path).unwrap_or_else(|| summary_report(&r)),
             })
             .collect();
         if items.is_empty() {
@@ -482,5 +489,121 @@ impl BackgroundWork {
     /// Updates a task's progress (tool calls, tokens, last activity).
     pub fn progress(&self, task_id: &str, tool_calls: u64, tokens: u64) {
         let _ = self.table.progress(task_id, tool_calls, tokens);
+    }
+}
+
+/// Characters of a report kept in the task table's summary.
+const SUMMARY_CHARS: usize = 500;
+
+/// A report from the task table alone (no kept report: a row written by an
+/// older cadre): the summary, marked when it was cut, with where the rest is.
+fn summary_report(row: &TaskRow) -> String {
+    match &row.result_summary {
+        Some(summary) if summary.chars().count() >= SUMMARY_CHARS => format!(
+            "{summary}\n[cut to its first {SUMMARY_CHARS} characters; read the whole output with TaskOutput(task_id: \"{}\")]",
+            row.id
+        ),
+        Some(summary) => summary.clone(),
+        None => row.error.clone().unwrap_or_default(),
+    }
+}
+
+/// Where a finished task's whole report is kept: beside its output log.
+fn report_path(output_path: &std::path::Path) -> std::path::PathBuf {
+    output_path.with_file_name("report.txt")
+}
+
+/// Keeps `report` for a notice that may have to be rebuilt after a crash
+/// (0600, like the output log). Best effort: without it the notice falls back
+/// to the stored summary.
+fn write_report(output_path: &std::path::Path, report: &str) {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    if let Ok(mut f) = opts.open(report_path(output_path)) {
+        let _ = f.write_all(report.as_bytes());
+    }
+}
+
+/// The whole report kept by `write_report`, if there is one.
+fn read_report(output_path: &std::path::Path) -> Option<String> {
+    let bytes = std::fs::read(report_path(output_path)).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn work_with_task(dir: &std::path::Path) -> (Arc<BackgroundWork>, TaskRow) {
+        let table = TaskTable::open(dir).unwrap();
+        let work = BackgroundWork::new(table, "s1".into(), EventSink::discard());
+        let spec = TaskSpec {
+            owner: "main",
+            kind: TaskKind::Subagent,
+            description: "job",
+            agent_type: Some("helper"),
+            name: None,
+            background: true,
+        };
+        let (row, _) = work.start(spec, None).unwrap();
+        (work, row)
+    }
+
+    #[test]
+    fn a_requeued_notice_has_the_whole_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let (work, row) = work_with_task(dir.path());
+        let report = format!("START {} END", "x".repeat(3000));
+        work.finish(&row.id, TaskStatus::Succeeded, &report, None, true);
+        // A new process of the same session: nothing in memory.
+        let again = BackgroundWork::new(
+            TaskTable::open(dir.path()).unwrap(),
+            "s1".into(),
+            EventSink::discard(),
+        );
+        again.requeue_unannounced("main");
+        let items = again.take_finished("main");
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].report, report);
+    }
+
+    #[test]
+    fn without_a_kept_report_the_cut_summary_is_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (work, row) = work_with_task(dir.path());
+        let report = "y".repeat(3000);
+        work.finish(&row.id, TaskStatus::Succeeded, &report, None, true);
+        std::fs::remove_file(report_path(&row.output_path)).unwrap();
+        let again = BackgroundWork::new(
+            TaskTable::open(dir.path()).unwrap(),
+            "s1".into(),
+            EventSink::discard(),
+        );
+        again.requeue_unannounced("main");
+        let items = again.take_finished("main");
+        assert!(items[0].report.starts_with(&"y".repeat(500)));
+        assert!(
+            items[0]
+                .report
+                .contains(&format!("TaskOutput(task_id: \"{}\")", row.id)),
+            "{}",
+            items[0].report
+        );
+    }
+
+    #[test]
+    fn a_report_returned_directly_is_never_announced_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let (work, row) = work_with_task(dir.path());
+        work.finish(&row.id, TaskStatus::Succeeded, "done", None, false);
+        assert!(work.table().get(&row.id).unwrap().notified);
+        work.requeue_unannounced("main");
+        assert!(!work.has_finished("main"));
     }
 }

@@ -52,6 +52,8 @@ pub struct SessionSummary {
     pub first_prompt: String,
     /// Working directory.
     pub cwd: String,
+    /// Why the listing is incomplete (its first record is unreadable).
+    pub warning: Option<String>,
 }
 
 /// Top-level sessions, newest first. Unreadable logs are skipped.
@@ -66,7 +68,27 @@ pub fn list_sessions(home: &Path) -> Vec<SessionSummary> {
             continue;
         }
         let Ok(log) = read_log(&path) else { continue };
-        let mut summary = None;
+        // A torn first line loses the session record, not the session: it is
+        // listed by its file name from the records that remain.
+        let stem = path.file_stem().and_then(|x| x.to_str()).unwrap_or("");
+        let headless = is_valid_session_id(stem)
+            && !log
+                .records
+                .iter()
+                .any(|r| matches!(r.body, RecordBody::SessionStart { .. }));
+        let mut summary = match log.records.first() {
+            Some(first) if headless => Some(SessionSummary {
+                id: stem.to_string(),
+                started_ms: first.time_ms,
+                first_prompt: String::new(),
+                cwd: "?".into(),
+                warning: Some(format!(
+                    "its session record is unreadable ({}); listed from the records that remain",
+                    log.warnings.first().map_or("missing", String::as_str)
+                )),
+            }),
+            _ => None,
+        };
         for r in &log.records {
             match &r.body {
                 RecordBody::SessionStart {
@@ -77,6 +99,7 @@ pub fn list_sessions(home: &Path) -> Vec<SessionSummary> {
                         started_ms: r.time_ms,
                         first_prompt: String::new(),
                         cwd: cwd.clone(),
+                        warning: None,
                     });
                 }
                 // Harness reminders (the agent roster) are not what the user typed.

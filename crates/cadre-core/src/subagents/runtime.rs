@@ -100,6 +100,8 @@ pub struct SubagentRuntime {
     running: Arc<AtomicUsize>,
     background_now: tokio::sync::Notify,
     children: std::sync::Mutex<Vec<ChildRecord>>,
+    /// Whether the children of earlier runs of this session were loaded.
+    earlier_loaded: std::sync::atomic::AtomicBool,
 }
 
 /// What the runtime remembers of every child it made, to reach it later with
@@ -280,6 +282,7 @@ impl SubagentRuntime {
             running: Arc::new(AtomicUsize::new(0)),
             background_now: tokio::sync::Notify::new(),
             children: std::sync::Mutex::new(Vec::new()),
+            earlier_loaded: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -732,22 +735,28 @@ impl SubagentRuntime {
             background: p.background,
         };
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut output_path = None;
         if let Ok((row, cancel)) = work.start(spec, Some(tx)) {
             p.agent.set_inbox(rx);
             p.task_id = Some(row.id);
             p.task_cancel = Some(cancel);
+            output_path = Some(row.output_path);
+        }
+        let record = ChildRecord {
+            agent_id: p.tag.agent_id.clone(),
+            owner: parent.agent_id.to_string(),
+            name: p.name.clone(),
+            agent_type: p.tag.agent_type.clone(),
+            setup: p.setup.clone(),
+            spawner: p.spawner.clone(),
+            task_id: p.task_id.clone(),
+            resumable: p.resumable,
+        };
+        if let Some(path) = &output_path {
+            self.save_child(path, &record);
         }
         if let Ok(mut children) = self.children.lock() {
-            children.push(ChildRecord {
-                agent_id: p.tag.agent_id.clone(),
-                owner: parent.agent_id.to_string(),
-                name: p.name.clone(),
-                agent_type: p.tag.agent_type.clone(),
-                setup: p.setup.clone(),
-                spawner: p.spawner.clone(),
-                task_id: p.task_id.clone(),
-                resumable: p.resumable,
-            });
+            children.push(record);
         }
     }
 

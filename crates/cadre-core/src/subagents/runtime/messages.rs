@@ -2,7 +2,7 @@
 //! while it runs, or by resuming it from its log once it has ended.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::{ChildRecord, Spawner, SubagentRuntime};
@@ -10,7 +10,7 @@ use crate::agent::{Agent, AgentSetup, QuerySource, TurnStatus};
 use crate::session::SessionLog;
 use crate::subagents::report::{ChildReport, ChildStatus, render_batch};
 use crate::tasks::TaskKind;
-use crate::tools::{ToolInput, ToolOutput};
+use crate::tools::{ToolInput, ToolOutput, ToolRegistry};
 
 impl SubagentRuntime {
     /// `SendMessage(to, message)` from `owner`: to a running child it joins
@@ -30,6 +30,7 @@ impl SubagentRuntime {
         let Some(work) = self.base_ctx.background.clone() else {
             return ToolOutput::error("messages to subagents are not available in this session");
         };
+        self.load_earlier_children(&work);
         let (record_index, record) = {
             let Ok(children) = self.children.lock() else {
                 return ToolOutput::error("internal error: child registry unavailable");
@@ -215,5 +216,197 @@ impl SubagentRuntime {
             "resumed agent {agent_id} ({agent_type}) with its history, in the background as task {}; you will get a <task-notification> when it answers",
             row.id
         ))
+    }
+}
+
+/// What is kept on disk of a child, beside its task's output, so `SendMessage`
+/// can reach it after a resume (the conversation itself is its log).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedChild {
+    agent_id: String,
+    owner: String,
+    name: Option<String>,
+    agent_type: String,
+    resumable: bool,
+    label: Option<String>,
+    provider: String,
+    model: String,
+    tools: Vec<String>,
+    system: String,
+    max_requests: u32,
+    max_tool_calls: u32,
+    mode: crate::permissions::PermissionMode,
+    read_only: bool,
+    spawner: Option<(u32, Option<Vec<String>>)>,
+}
+
+/// The file a child's `SavedChild` is kept in, in its task's folder.
+fn saved_child_path(output_path: &std::path::Path) -> std::path::PathBuf {
+    output_path.with_file_name("agent.json")
+}
+
+/// A saved child file is small; a bigger one is not ours and is not read.
+const SAVED_CHILD_MAX: u64 = 4 * 1024 * 1024;
+
+/// The tools named `names`, as a registry (a child's tools are always a
+/// subset of the built-ins, `Agent`, the task tools and `SendMessage`).
+fn registry_of(names: &[String]) -> ToolRegistry {
+    let has = |n: &str| names.iter().any(|t| t == n);
+    let mut registry = ToolRegistry::builtin();
+    registry.retain(|t| has(t.name()));
+    if has("Agent") {
+        registry.insert(Arc::new(crate::subagents::AgentTool));
+    }
+    if has("TaskList") {
+        registry.insert(Arc::new(crate::tools::TaskListTool));
+    }
+    if has("TaskOutput") {
+        registry.insert(Arc::new(crate::tools::TaskOutputTool));
+    }
+    if has("TaskStop") {
+        registry.insert(Arc::new(crate::tools::TaskStopTool));
+    }
+    if has("SendMessage") {
+        registry.insert(Arc::new(crate::subagents::SendMessageTool));
+    }
+    registry
+}
+
+impl SubagentRuntime {
+    /// Keeps what it takes to resume `record`'s child in a later process.
+    /// Best effort: without it the child cannot be messaged after a resume.
+    pub(super) fn save_child(&self, output_path: &std::path::Path, record: &ChildRecord) {
+        let setup = &record.setup;
+        let saved = SavedChild {
+            agent_id: record.agent_id.clone(),
+            owner: record.owner.clone(),
+            name: record.name.clone(),
+            agent_type: record.agent_type.clone(),
+            resumable: record.resumable,
+            label: setup.label.clone(),
+            provider: setup.client.config().provider.to_string(),
+            model: setup.client.config().model.clone(),
+            tools: setup.tools.names().iter().map(|n| n.to_string()).collect(),
+            system: setup.system.clone(),
+            max_requests: setup.limits.max_requests,
+            max_tool_calls: setup.limits.max_tool_calls,
+            mode: setup.policy.mode,
+            read_only: setup
+                .ctx
+                .sandbox
+                .as_ref()
+                .is_some_and(|s| s.read_only_project),
+            spawner: record.spawner.clone(),
+        };
+        let Ok(text) = serde_json::to_vec(&saved) else {
+            return;
+        };
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        if let Ok(mut f) = opts.open(saved_child_path(output_path)) {
+            use std::io::Write;
+            let _ = f.write_all(&text);
+        }
+    }
+
+    /// After a resume, the children of earlier runs of this session become
+    /// known again (once per process), older than any started since.
+    fn load_earlier_children(self: &Arc<Self>, work: &crate::background::BackgroundWork) {
+        if self.earlier_loaded.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut rows = work
+            .table()
+            .list(&crate::tasks::TaskFilter {
+                session_id: Some(work.session_id().to_string()),
+                ..Default::default()
+            })
+            .unwrap_or_default();
+        rows.reverse();
+        let mut earlier: Vec<ChildRecord> = Vec::new();
+        for row in rows.iter().filter(|r| r.kind == TaskKind::Subagent) {
+            let path = saved_child_path(&row.output_path);
+            let fits = std::fs::symlink_metadata(&path)
+                .is_ok_and(|m| m.is_file() && m.len() <= SAVED_CHILD_MAX);
+            let Some(saved) = fits
+                .then(|| std::fs::read(&path).ok())
+                .flatten()
+                .and_then(|b| serde_json::from_slice::<SavedChild>(&b).ok())
+            else {
+                continue;
+            };
+            if earlier.iter().any(|c| c.agent_id == saved.agent_id) {
+                continue;
+            }
+            earlier.push(self.rebuild_child(saved));
+        }
+        if let Ok(mut children) = self.children.lock() {
+            earlier.retain(|e| !children.iter().any(|c| c.agent_id == e.agent_id));
+            children.splice(0..0, earlier);
+        }
+    }
+
+    /// A child record from what an earlier process saved. Its permission mode
+    /// is never wider than this session's now: a resume in a stricter mode
+    /// binds the children it reaches too.
+    fn rebuild_child(&self, saved: SavedChild) -> ChildRecord {
+        let tag = super::ChildTag {
+            index: 1,
+            total: 1,
+            agent_type: saved.agent_type.clone(),
+            agent_id: saved.agent_id.clone(),
+        };
+        let client = if saved.provider == self.client.config().provider.to_string()
+            && saved.model != self.client.config().model
+        {
+            self.client.with_model(&saved.model)
+        } else {
+            self.client.clone()
+        };
+        let mut ctx = self.base_ctx.clone();
+        ctx.agent_id = saved.agent_id.clone();
+        ctx.file_state = Arc::new(Default::default());
+        ctx.todos = Arc::new(Default::default());
+        if saved.read_only {
+            ctx.sandbox = ctx
+                .sandbox
+                .as_ref()
+                .map(|s| Arc::new(crate::sandbox::SandboxPolicy::clone(s).read_only()));
+        }
+        let mut policy = (*self.policy).clone();
+        if saved.mode.strictness() > policy.mode.strictness() {
+            policy.mode = saved.mode;
+        }
+        let setup = AgentSetup {
+            id: saved.agent_id.clone(),
+            label: saved.label,
+            client,
+            tools: registry_of(&saved.tools),
+            ctx,
+            system: saved.system,
+            limits: crate::agent::TurnLimits {
+                max_requests: saved.max_requests,
+                max_tool_calls: saved.max_tool_calls,
+            },
+            events: self.events.for_child(tag),
+            policy: Arc::new(policy),
+            gate: self.gate.clone(),
+            log: None,
+        };
+        ChildRecord {
+            agent_id: saved.agent_id,
+            owner: saved.owner,
+            name: saved.name,
+            agent_type: saved.agent_type,
+            setup,
+            spawner: saved.spawner,
+            task_id: None,
+            resumable: saved.resumable,
+        }
     }
 }
