@@ -57,9 +57,11 @@ use std::sync::{Arc, OnceLock};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
-    RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
+mod git;
+mod seccomp;
 #[cfg(test)]
 mod tests;
 
@@ -68,6 +70,10 @@ mod tests;
 const FS_ABI: ABI = ABI::V5;
 /// The Landlock ABI whose network rights we handle (TCP bind and connect).
 const NET_ABI: ABI = ABI::V4;
+/// The Landlock ABI with scopes (signals, abstract unix sockets).
+const SCOPE_ABI: i32 = 6;
+/// The character devices in `/dev` a command may read and write.
+const DEVICES: [&str; 7] = ["null", "zero", "full", "random", "urandom", "tty", "ptmx"];
 /// `LANDLOCK_CREATE_RULESET_VERSION` from `<linux/landlock.h>`.
 const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1 << 0;
 
@@ -78,10 +84,11 @@ pub struct SandboxPolicy {
     pub project_dir: PathBuf,
     /// Neither readable nor writable: cadre's keys and logs.
     pub data_dir: PathBuf,
-    /// Also readable and writable: the temp dirs and `/dev` by default.
-    /// Paths that do not exist are ignored.
+    /// Also readable and writable: the temp dirs by default. Paths that do
+    /// not exist are ignored.
     pub extra_writable: Vec<PathBuf>,
-    /// Whether TCP connect and bind are allowed.
+    /// Whether sockets are allowed (TCP connect and bind, UDP, unix-domain
+    /// and other sockets).
     pub network: bool,
     /// The project is readable but not writable (read-only agents such as
     /// `Explore`); the temp dirs stay writable for scratch files.
@@ -89,8 +96,8 @@ pub struct SandboxPolicy {
 }
 
 impl SandboxPolicy {
-    /// A policy for `project_dir`, with `/tmp`, `/var/tmp`, `$TMPDIR` (if set)
-    /// and `/dev` as extra writable directories.
+    /// A policy for `project_dir`, with `/tmp`, `/var/tmp` and `$TMPDIR` (if
+    /// set) as extra writable directories.
     pub fn new(project_dir: PathBuf, data_dir: PathBuf, network: bool) -> Self {
         let mut extra_writable = vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
         if let Some(tmp) = std::env::var_os("TMPDIR") {
@@ -99,7 +106,6 @@ impl SandboxPolicy {
                 extra_writable.push(tmp);
             }
         }
-        extra_writable.push(PathBuf::from("/dev"));
         SandboxPolicy {
             project_dir,
             data_dir,
@@ -127,6 +133,8 @@ impl SandboxPolicy {
         if abi < 1 {
             return Ok(PreparedSandbox {
                 ruleset: None,
+                filter: None,
+                git: None,
                 support: SandboxSupport::Unavailable,
             });
         }
@@ -146,35 +154,65 @@ impl SandboxPolicy {
             })?;
 
         let all = AccessFs::from_all(FS_ABI);
+        // Signals may reach only processes of this sandbox, whatever the network.
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(all)?;
+            .handle_access(all)?
+            .scope(Scope::Signal)?;
         if !self.network {
-            ruleset = ruleset.handle_access(AccessNet::from_all(NET_ABI))?;
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(NET_ABI))?
+                .scope(Scope::AbstractUnixSocket)?;
+        }
+
+        // The project's git hooks and config: read-only mounts when this
+        // process can make them, else the whole git dir is read-only.
+        let mut no_write: Vec<PathBuf> = Vec::new();
+        let mut git = None;
+        if self.read_only_project {
+            no_write.push(project.clone());
+        } else {
+            match git::plan(&project) {
+                Ok(None) => {}
+                Ok(Some(guard)) if git::supported() => git = Some(guard),
+                Ok(Some(_)) | Err(_) => no_write.push(project.join(".git")),
+            }
         }
         let mut builder = Builder {
             ruleset: ruleset.create()?,
             hidden: &hidden,
-            read_only: self.read_only_project.then_some(project.as_path()),
+            no_write: &no_write,
         };
 
-        builder.grant_tree(Path::new("/"), AccessFs::from_read(FS_ABI), false)?;
+        let dev = Path::new("/dev");
+        builder.grant_tree(Path::new("/"), AccessFs::from_read(FS_ABI), false, &[dev])?;
         if !self.read_only_project {
-            builder.grant_tree(&project, all, true)?;
+            builder.grant_tree(&project, all, true, &[])?;
+        } else {
+            // Already readable through `/`, unless it lies under /dev.
+            builder.grant_tree(&project, AccessFs::from_read(FS_ABI), true, &[])?;
         }
+        builder.grant_devices(dev)?;
         for extra in &self.extra_writable {
             // Missing temp dirs (no /var/tmp, stale $TMPDIR) are not an error.
             if let Ok(real) = extra.canonicalize() {
-                builder.grant_tree(&real, all, false)?;
+                builder.grant_tree(&real, all, false, &[])?;
             }
         }
 
         let ruleset: Option<OwnedFd> = builder.ruleset.into();
+        let filter = seccomp::build(self.network);
         let support = match ruleset {
+            Some(_) if filter.is_none() && !self.network => SandboxSupport::Partial,
             Some(_) => support_for(abi, self.network),
             None => SandboxSupport::Unavailable,
         };
-        Ok(PreparedSandbox { ruleset, support })
+        Ok(PreparedSandbox {
+            ruleset,
+            filter,
+            git,
+            support,
+        })
     }
 
     /// One line for the approval question.
@@ -197,7 +235,7 @@ impl SandboxPolicy {
         let network = match (self.network, abi < 4) {
             (true, _) => "on",
             (false, false) => "off",
-            (false, true) => "NOT restricted (the kernel has no Landlock network rules)",
+            (false, true) => "TCP NOT restricted (the kernel has no Landlock network rules)",
         };
         let mut line = if self.read_only_project {
             format!(
@@ -215,6 +253,9 @@ impl SandboxPolicy {
         if abi < 3 {
             line.push_str("; file truncation not restricted (old kernel)");
         }
+        if abi < SCOPE_ABI {
+            line.push_str("; signals to other processes not restricted (old kernel)");
+        }
         line
     }
 }
@@ -225,18 +266,27 @@ impl SandboxPolicy {
 pub struct PreparedSandbox {
     /// The Landlock ruleset fd; `None` when Landlock is not available.
     ruleset: Option<OwnedFd>,
+    /// The seccomp filter; `None` on targets it does not know.
+    filter: Option<seccomp::Filter>,
+    /// Read-only mounts of the project's git hooks and config.
+    git: Option<git::GitGuard>,
     support: SandboxSupport,
 }
 
 impl PreparedSandbox {
-    /// Restricts the calling process: `prctl(PR_SET_NO_NEW_PRIVS)` then
-    /// `landlock_restrict_self`. Meant for the child, between fork and exec
-    /// (`CommandExt::pre_exec`): two syscalls, no allocation. Does nothing
-    /// when Landlock is not available.
+    /// Restricts the calling process: the git mounts in a new mount
+    /// namespace, `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`,
+    /// then the seccomp filter. Meant for the child, between fork and exec
+    /// (`CommandExt::pre_exec`): system calls only, on data prepared before
+    /// the fork, no allocation. Does nothing when Landlock is not available.
     pub fn apply(&self) -> io::Result<()> {
         let Some(fd) = &self.ruleset else {
             return Ok(());
         };
+        // A Landlock domain may not mount, so the mounts come first.
+        if let Some(git) = &self.git {
+            git.apply()?;
+        }
         let (one, zero): (libc::c_ulong, libc::c_ulong) = (1, 0);
         // SAFETY: prctl with integer arguments only.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, one, zero, zero, zero) } != 0 {
@@ -248,6 +298,9 @@ impl PreparedSandbox {
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
+        if let Some(filter) = &self.filter {
+            filter.install()?;
+        }
         Ok(())
     }
 
@@ -257,7 +310,7 @@ impl PreparedSandbox {
     }
 }
 
-/// A `pre_exec` hook applying `prepared`:
+/// A `pre_exec` hook applying `prepared` (async-signal-safe):
 /// `unsafe { cmd.pre_exec(command_pre_exec(prepared)) }`.
 pub fn command_pre_exec(
     prepared: Arc<PreparedSandbox>,
@@ -270,8 +323,8 @@ pub fn command_pre_exec(
 pub enum SandboxSupport {
     /// Every restriction is enforced.
     Full,
-    /// Some restrictions are enforced: the kernel lacks network rules
-    /// (ABI < 4) or truncation rules (ABI < 3).
+    /// Some restrictions are enforced: the kernel lacks signal scoping
+    /// (ABI < 6), network rules (ABI < 4) or truncation rules (ABI < 3).
     Partial,
     /// No Landlock: nothing is enforced.
     Unavailable,
@@ -328,7 +381,7 @@ fn kernel_abi() -> i32 {
 fn support_for(abi: i32, network: bool) -> SandboxSupport {
     if abi < 1 {
         SandboxSupport::Unavailable
-    } else if abi < 3 || (!network && abi < 4) {
+    } else if abi < 3 || abi < SCOPE_ABI || (!network && abi < 4) {
         SandboxSupport::Partial
     } else {
         SandboxSupport::Full
@@ -340,26 +393,49 @@ struct Builder<'a> {
     ruleset: RulesetCreated,
     /// The real path of the data dir.
     hidden: &'a Path,
-    /// A read-only project: no write grant may cover it, even through a
-    /// writable temp dir that contains it.
-    read_only: Option<&'a Path>,
+    /// No write grant may cover these (a read-only project, a git dir that
+    /// cannot be protected otherwise), even through a writable temp dir
+    /// that contains them.
+    no_write: &'a [PathBuf],
 }
 
 impl Builder<'_> {
     /// Grants `access` on the tree at `root` (a real path), minus the data
-    /// dir, and (for write access) minus a read-only project.
+    /// dir, minus `also_excluded`, and (for write access) minus `no_write`.
     fn grant_tree(
         &mut self,
         root: &Path,
         access: BitFlags<AccessFs>,
         required: bool,
+        also_excluded: &[&Path],
     ) -> Result<(), SandboxError> {
         let writes = access.intersects(AccessFs::from_write(FS_ABI));
         let mut excluded: Vec<PathBuf> = vec![self.hidden.to_path_buf()];
-        if writes && let Some(p) = self.read_only {
-            excluded.push(p.to_path_buf());
+        excluded.extend(also_excluded.iter().map(|p| p.to_path_buf()));
+        if writes {
+            excluded.extend(self.no_write.iter().cloned());
         }
         self.grant_excluding(root, access, required, &excluded)
+    }
+
+    /// `/dev`: listing it, reading and writing the usual character devices
+    /// and the ptys, and everything in `/dev/shm` (POSIX shared memory, a
+    /// temp dir); nothing else (block devices, other devices, new entries).
+    fn grant_devices(&mut self, dev: &Path) -> Result<(), SandboxError> {
+        let Ok(dev) = dev.canonicalize() else {
+            return Ok(());
+        };
+        let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
+        let device = device | (AccessFs::from_all(FS_ABI) & AccessFs::IoctlDev);
+        self.grant_tree(&dev, AccessFs::ReadDir.into(), false, &[])?;
+        for name in DEVICES {
+            self.grant_tree(&dev.join(name), device, false, &[])?;
+        }
+        self.grant_tree(&dev.join("pts"), device, false, &[])?;
+        if let Ok(shm) = dev.join("shm").canonicalize() {
+            self.grant_tree(&shm, AccessFs::from_all(FS_ABI), false, &[])?;
+        }
+        Ok(())
     }
 
     /// Grants `access` on `root` unless an excluded path is `root` or lies
