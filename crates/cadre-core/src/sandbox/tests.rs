@@ -621,3 +621,47 @@ fn common_tools_work_with_the_network_off() {
     );
     assert!(ok && out.ends_with("done\n"), "{out}");
 }
+
+#[test]
+fn terminal_input_cannot_be_injected() {
+    if skip() {
+        return;
+    }
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two fds; no name, termios or window size.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0);
+    // SAFETY: both fds were just opened and are owned here only.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let fx = Fixture::new();
+    for network in [true, false] {
+        let prepared = Arc::new(fx.policy(network).prepare().unwrap());
+        let mut cmd = Command::new("perl");
+        let script = format!(
+            "my $c = \"x\"; ioctl(STDIN, {}, $c) or die \"ioctl: $!\\n\"",
+            libc::TIOCSTI
+        );
+        cmd.args(["-e", &script])
+            .stdin(std::process::Stdio::from(slave.try_clone().unwrap()));
+        // SAFETY: the hook only makes system calls.
+        unsafe { cmd.pre_exec(command_pre_exec(prepared)) };
+        let out = cmd.output().unwrap();
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success());
+    }
+    // Nothing was pushed into the terminal's input (it would be echoed).
+    // SAFETY: a non-blocking read on the master fd into a local buffer.
+    unsafe { libc::fcntl(master.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut buf = [0u8; 8];
+    let n = unsafe { libc::read(master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(n <= 0, "{:?}", &buf[..n as usize]);
+}
