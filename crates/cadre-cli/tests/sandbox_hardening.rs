@@ -109,6 +109,7 @@ async fn sockets_and_signals_do_not_leave_the_sandbox() {
     let h = Harness::new(&script(&commands), Wire::Anthropic).await;
     let Some(results) = run_bash(&h, &commands).await else {
         victim.kill().unwrap();
+        victim.wait().unwrap();
         return;
     };
     for (result, command) in results.iter().zip(&commands) {
@@ -125,7 +126,10 @@ async fn sockets_and_signals_do_not_leave_the_sandbox() {
         abstract_listener.accept().is_err(),
         "an abstract unix connection arrived"
     );
-    assert!(victim.try_wait().unwrap().is_none(), "the victim was killed");
+    assert!(
+        victim.try_wait().unwrap().is_none(),
+        "the victim was killed"
+    );
     victim.kill().unwrap();
     victim.wait().unwrap();
 }
@@ -149,11 +153,20 @@ async fn dev_is_writable_only_for_the_usual_devices() {
     let Some(results) = run_bash(&h, &commands).await else {
         return;
     };
-    assert!(results[0].1 && !results[0].0.contains("created"), "{results:?}");
+    assert!(
+        results[0].1 && !results[0].0.contains("created"),
+        "{results:?}"
+    );
     assert!(!Path::new(&name).exists());
-    assert!(!results[1].1 && results[1].0.contains("fine"), "{results:?}");
+    assert!(
+        !results[1].1 && results[1].0.contains("fine"),
+        "{results:?}"
+    );
     if block.is_some() {
-        assert!(results[2].1 && !results[2].0.contains("opened"), "{results:?}");
+        assert!(
+            results[2].1 && !results[2].0.contains("opened"),
+            "{results:?}"
+        );
     }
 }
 
@@ -179,9 +192,18 @@ async fn git_commits_work_but_hooks_and_config_are_read_only() {
     let Some(results) = run_bash(&h, &commands).await else {
         return;
     };
-    assert!(!results[0].1 && results[0].0.contains("committed"), "{results:?}");
-    assert!(results[1].1 && !results[1].0.contains("hooked"), "{results:?}");
-    assert!(results[2].1 && !results[2].0.contains("configured"), "{results:?}");
+    assert!(
+        !results[0].1 && results[0].0.contains("committed"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].1 && !results[1].0.contains("hooked"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].1 && !results[2].0.contains("configured"),
+        "{results:?}"
+    );
     assert!(!h.path(".git/hooks/pre-commit").exists());
     assert_eq!(h.read(".git/config"), config);
     let log = Command::new("git")

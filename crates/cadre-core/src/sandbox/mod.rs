@@ -2,12 +2,38 @@
 //!
 //! A sandboxed command may:
 //! - write only inside the project directory and the temp dirs (`/tmp`,
-//!   `/var/tmp`, `$TMPDIR`) and `/dev` (for `/dev/null`, `/dev/tty`, ...);
+//!   `/var/tmp`, `$TMPDIR`, `/dev/shm`), except the project's git hooks and
+//!   config (see below), and to the usual character devices (`/dev/null`,
+//!   `zero`, `full`, `random`, `urandom`, `tty`, `ptmx` and the ptys in
+//!   `/dev/pts`);
 //! - read and execute everything else, except the cadre data directory
 //!   (`$CADRE_HOME`, default `~/.cadre`: keys and logs), which is neither
-//!   readable nor writable;
-//! - open TCP connections and bind TCP ports only when the policy allows
-//!   network access.
+//!   readable nor writable, and the other devices in `/dev` (block devices,
+//!   `/dev/mem`, input devices...), which it cannot open at all (`/dev` can
+//!   still be listed; `/dev/stdout`, `/dev/fd/N` lead to its own descriptors);
+//! - use sockets only when the policy allows network access. With the
+//!   network off, Landlock refuses TCP connect and bind, and a seccomp filter
+//!   ([`seccomp`]) refuses to create any socket (UDP, unix-domain, netlink,
+//!   raw...), datagram `socketpair`s and io_uring; stream `socketpair`s stay
+//!   (local plumbing: asyncio, multiprocessing). Landlock also scopes
+//!   abstract unix sockets to the sandbox;
+//! - signal only processes of its own sandbox (its children), not cadre nor
+//!   anything else (Landlock signal scope, ABI 6), whatever the network;
+//! - not push input into a terminal (`TIOCSTI`, `TIOCLINUX`, refused by the
+//!   seccomp filter whatever the network).
+//!
+//! # Git hooks and config
+//!
+//! In a project with a `.git` directory, its `hooks/`, `config` (and
+//! `config.worktree`, `commondir`, where present), those of its submodules
+//! and linked worktrees under it, and a `.git` file (`gitdir:` pointer) are
+//! read-only; the rest of `.git` stays writable so `git commit` works. Landlock
+//! cannot express this (see [`git`]): the command runs in its own mount
+//! namespace with read-only bind mounts of those paths. Where this process
+//! cannot create mount namespaces (a container without `CAP_SYS_ADMIN`, user
+//! namespaces disabled), the whole `.git` is read-only instead, and with it
+//! the project's top level accepts no new entries (the same walk as for the
+//! data dir below); [`SandboxPolicy::describe`] says so.
 //!
 //! # How the data directory is hidden
 //!
@@ -39,12 +65,36 @@
 //!   dir (and of files in it whose names are known) remain visible.
 //! - The data dir is hidden by its real location: another bind mount of it
 //!   elsewhere, or a hard link to a file in it, is not hidden.
-//! - Only TCP connect and bind are restricted: UDP, Unix-domain sockets and
-//!   other protocols are not. Network rules need Landlock ABI 4 (Linux 6.7),
-//!   truncation rules ABI 3 (Linux 6.2); on older kernels the sandbox is
-//!   reported as partially enforced. Device ioctls are restricted from ABI 5.
+//! - Network rules need Landlock ABI 4 (Linux 6.7), truncation rules ABI 3
+//!   (Linux 6.2), signal and abstract-socket scopes ABI 6 (Linux 6.12); on
+//!   older kernels the sandbox is reported as partially enforced. Device
+//!   ioctls are restricted from ABI 5. The seccomp filter knows the x86_64 and
+//!   aarch64 system call tables; on other targets sockets other than TCP are
+//!   not restricted (reported as partially enforced).
+//! - System calls through another table (32-bit programs on a 64-bit
+//!   kernel) kill the process, with the network on too: the filter cannot
+//!   tell what they do. x32 system calls fail with `ENOSYS`.
+//! - With the network off, local services reached over sockets are out of
+//!   reach too: an ssh or gpg agent (signed commits), D-Bus, nscd, a test
+//!   suite's own unix or UDP sockets. Such commands need the network on or
+//!   the sandbox off.
+//! - A command cannot signal processes of other sandboxed commands (each
+//!   command is its own sandbox), such as a background task started earlier:
+//!   stop those through cadre.
+//! - GPUs and other devices are not accessible; run such commands with the
+//!   sandbox off.
+//! - Git: a command can still create new files in `.git` that git reads,
+//!   such as `commondir` (which redirects git to another directory's config
+//!   and hooks), can write hooks of nested repositories that are not
+//!   submodules, can create a repository (a `.git`) where there is none, and
+//!   can change files that `core.hooksPath` points to inside the project. A
+//!   `.git` that is a symlink makes the whole `.git` read-only (as without
+//!   mount namespaces). A linked worktree's git dir outside the project is
+//!   read-only (commits there need the sandbox off). Missing `hooks`
+//!   directories are created (empty) so that they can be protected.
 //! - The command runs with `no_new_privs`: setuid programs (`sudo`) don't gain
-//!   privileges.
+//!   privileges. Without root, it runs in a user namespace (for the git
+//!   mounts): files of users other than its own show as owned by `nobody`.
 
 use std::ffi::{CString, OsStr};
 use std::fmt;
@@ -129,6 +179,11 @@ impl SandboxPolicy {
     /// When the kernel has no Landlock, returns a sandbox that enforces
     /// nothing ([`PreparedSandbox::status`] is [`SandboxSupport::Unavailable`]).
     pub fn prepare(&self) -> Result<PreparedSandbox, SandboxError> {
+        self.prepare_with(git::supported())
+    }
+
+    /// [`prepare`](Self::prepare), told whether mount namespaces work.
+    fn prepare_with(&self, mounts_work: bool) -> Result<PreparedSandbox, SandboxError> {
         let abi = kernel_abi();
         if abi < 1 {
             return Ok(PreparedSandbox {
@@ -174,7 +229,7 @@ impl SandboxPolicy {
         } else {
             match git::plan(&project) {
                 Ok(None) => {}
-                Ok(Some(guard)) if git::supported() => git = Some(guard),
+                Ok(Some(guard)) if mounts_work => git = Some(guard),
                 Ok(Some(_)) | Err(_) => no_write.push(project.join(".git")),
             }
         }
@@ -255,6 +310,13 @@ impl SandboxPolicy {
         }
         if abi < SCOPE_ABI {
             line.push_str("; signals to other processes not restricted (old kernel)");
+        }
+        let has_git = fs::symlink_metadata(project.join(".git")).is_ok();
+        if !self.read_only_project && has_git && !git::supported() {
+            line.push_str(
+                "; .git is read-only and no new entries at the project's top level \
+                 (no mount namespaces here to protect only its hooks and config)",
+            );
         }
         line
     }

@@ -322,7 +322,11 @@ impl Listeners {
         let path = UnixListener::bind(&sock).unwrap();
         path.set_nonblocking(true).unwrap();
         let tag = dir.parent().and_then(|p| p.file_name()).unwrap();
-        let name = format!("cadre-sandbox-test-{}-{}", std::process::id(), tag.display());
+        let name = format!(
+            "cadre-sandbox-test-{}-{}",
+            std::process::id(),
+            tag.display()
+        );
         let abstract_ =
             UnixListener::bind_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap();
         abstract_.set_nonblocking(true).unwrap();
@@ -425,7 +429,10 @@ fn signals_cannot_leave_the_sandbox() {
     // The test process is the shell's parent.
     assert!(!run(&policy, "kill -0 $PPID").0);
     assert!(!run(&policy, &format!("kill -TERM {}", outside.id())).0);
-    assert!(outside.try_wait().unwrap().is_none(), "outside process alive");
+    assert!(
+        outside.try_wait().unwrap().is_none(),
+        "outside process alive"
+    );
     // Its own children it can still signal.
     assert!(run(&policy, "sleep 30 & kill $! && wait $!; test $? -gt 128").0);
     assert!(!run(&fx.policy(false), "kill -0 $PPID").0);
@@ -535,7 +542,9 @@ fn git_hooks_and_config_are_read_only() {
     // Still a commit away.
     let (ok, out) = run(
         &policy,
-        &format!("echo more >> a.txt && {ident} git commit -q -am two && git log --oneline | wc -l"),
+        &format!(
+            "echo more >> a.txt && {ident} git commit -q -am two && git log --oneline | wc -l"
+        ),
     );
     assert!(ok, "{out}");
     assert_eq!(out.trim(), "2");
@@ -565,7 +574,10 @@ fn git_file_pointer_is_read_only() {
                 "init",
             ],
         )
-        || !git(&main, &["worktree", "add", "-q", worktree.to_str().unwrap()])
+        || !git(
+            &main,
+            &["worktree", "add", "-q", worktree.to_str().unwrap()],
+        )
     {
         eprintln!("skipping: git (with worktrees) not available");
         return;
@@ -579,7 +591,10 @@ fn git_file_pointer_is_read_only() {
         "mv .git moved",
         "git config foo.bar 1",
     ] {
-        assert!(!run_in(&policy, "sh", &cwd, attack).0, "{attack} should fail");
+        assert!(
+            !run_in(&policy, "sh", &cwd, attack).0,
+            "{attack} should fail"
+        );
     }
     assert_eq!(fs::read_to_string(worktree.join(".git")).unwrap(), pointer);
     // The checkout itself stays writable.
@@ -664,4 +679,34 @@ fn terminal_input_cannot_be_injected() {
     let mut buf = [0u8; 8];
     let n = unsafe { libc::read(master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
     assert!(n <= 0, "{:?}", &buf[..n as usize]);
+}
+
+#[test]
+fn git_dir_is_read_only_without_mount_namespaces() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::new();
+    if !git(&fx.project, &["init", "-q"]) {
+        eprintln!("skipping: git not found");
+        return;
+    }
+    fs::create_dir(fx.project.join("src")).unwrap();
+    let prepared = Arc::new(fx.policy(false).prepare_with(false).unwrap());
+    let run = |script: &str| {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(script).current_dir(&fx.project);
+        // SAFETY: the hook only makes system calls.
+        unsafe { cmd.pre_exec(command_pre_exec(prepared.clone())) };
+        let out = cmd.output().unwrap();
+        eprintln!("$ {script}\n{}", String::from_utf8_lossy(&out.stderr));
+        out.status.success()
+    };
+    assert!(!run("echo x > .git/hooks/pre-commit"));
+    assert!(!run("git config foo.bar 1"));
+    assert!(!run("mv .git .git-old"));
+    assert!(!run("echo x > .git/commondir"));
+    assert!(!fx.project.join(".git/hooks/pre-commit").exists());
+    // The rest of the project stays writable.
+    assert!(run("echo x > src/a.txt"));
 }
