@@ -202,8 +202,24 @@ impl GitGuard {
                 libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags,
             )?;
         }
-        Ok(())
+        reenter_cwd()
     }
+}
+
+/// Changes to the working directory again by its path: a working directory
+/// under a new mount still refers to what the mount covers.
+fn reenter_cwd() -> io::Result<()> {
+    let mut buf = [0 as libc::c_char; libc::PATH_MAX as usize];
+    // SAFETY: getcwd writes at most `buf.len()` bytes, NUL-terminated.
+    if unsafe { libc::getcwd(buf.as_mut_ptr(), buf.len()) }.is_null() {
+        // Too long or gone: relative paths then resolve as before.
+        return Ok(());
+    }
+    // SAFETY: `buf` now holds a NUL-terminated path.
+    if unsafe { libc::chdir(buf.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// `unshare` a mount namespace (and a user namespace with `id_maps`), then

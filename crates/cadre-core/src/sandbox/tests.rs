@@ -710,3 +710,19 @@ fn git_dir_is_read_only_without_mount_namespaces() {
     // The rest of the project stays writable.
     assert!(run("echo x > src/a.txt"));
 }
+
+#[test]
+fn git_hooks_read_only_from_a_working_dir_inside_them() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::new();
+    if !git(&fx.project, &["init", "-q"]) {
+        eprintln!("skipping: git not found");
+        return;
+    }
+    let hooks = fx.project.join(".git/hooks");
+    let (ok, _) = run_in(&fx.policy(false), "sh", &hooks, "echo x > pre-commit");
+    assert!(!ok);
+    assert!(!hooks.join("pre-commit").exists());
+}
