@@ -311,6 +311,9 @@ impl SandboxPolicy {
         if abi < SCOPE_ABI {
             line.push_str("; signals to other processes not restricted (old kernel)");
         }
+        if !self.network && seccomp::build(false).is_none() {
+            line.push_str("; UDP and unix sockets NOT restricted on this architecture");
+        }
         let has_git = fs::symlink_metadata(project.join(".git")).is_ok();
         if !self.read_only_project && has_git && !git::supported() {
             line.push_str(
