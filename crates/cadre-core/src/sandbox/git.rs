@@ -234,6 +234,15 @@ fn enter_namespace(id_maps: Option<&(Vec<u8>, Vec<u8>)>) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     if let Some((uid_map, gid_map)) = id_maps {
+        // A process that is not dumpable (cadre may make itself so, to keep
+        // its memory private) finds its /proc files owned by root and cannot
+        // write its own id maps. Memory is replaced at exec anyway, and
+        // sandboxed commands cannot ptrace this one (Landlock).
+        let (one, zero): (libc::c_ulong, libc::c_ulong) = (1, 0);
+        // SAFETY: prctl with integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, one, zero, zero, zero) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
         write_file(c"/proc/self/setgroups", b"deny")?;
         write_file(c"/proc/self/uid_map", uid_map)?;
         write_file(c"/proc/self/gid_map", gid_map)?;
