@@ -179,11 +179,15 @@ impl SandboxPolicy {
     /// When the kernel has no Landlock, returns a sandbox that enforces
     /// nothing ([`PreparedSandbox::status`] is [`SandboxSupport::Unavailable`]).
     pub fn prepare(&self) -> Result<PreparedSandbox, SandboxError> {
-        self.prepare_with(git::supported())
+        self.prepare_with(git::supported)
     }
 
-    /// [`prepare`](Self::prepare), told whether mount namespaces work.
-    fn prepare_with(&self, mounts_work: bool) -> Result<PreparedSandbox, SandboxError> {
+    /// [`prepare`](Self::prepare), with a way to tell whether mount
+    /// namespaces work (asked only for a project with a `.git`).
+    fn prepare_with(
+        &self,
+        mounts_work: impl Fn() -> bool,
+    ) -> Result<PreparedSandbox, SandboxError> {
         let abi = kernel_abi();
         if abi < 1 {
             return Ok(PreparedSandbox {
@@ -229,7 +233,7 @@ impl SandboxPolicy {
         } else {
             match git::plan(&project) {
                 Ok(None) => {}
-                Ok(Some(guard)) if mounts_work => git = Some(guard),
+                Ok(Some(guard)) if mounts_work() => git = Some(guard),
                 Ok(Some(_)) | Err(_) => no_write.push(project.join(".git")),
             }
         }

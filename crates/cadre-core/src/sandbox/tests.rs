@@ -692,7 +692,7 @@ fn git_dir_is_read_only_without_mount_namespaces() {
         return;
     }
     fs::create_dir(fx.project.join("src")).unwrap();
-    let prepared = Arc::new(fx.policy(false).prepare_with(false).unwrap());
+    let prepared = Arc::new(fx.policy(false).prepare_with(|| false).unwrap());
     let run = |script: &str| {
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(script).current_dir(&fx.project);
