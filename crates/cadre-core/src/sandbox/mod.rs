@@ -88,8 +88,8 @@
 //!   and hooks), can write hooks of nested repositories that are not
 //!   submodules, can create a repository (a `.git`) where there is none, and
 //!   can change files that `core.hooksPath` points to inside the project. A
-//!   `.git` that is a symlink makes the whole `.git` read-only (as without
-//!   mount namespaces). A linked worktree's git dir outside the project is
+//!   `.git` (or its `hooks`, `config`...) that is a symlink makes the whole
+//!   `.git` read-only (as without mount namespaces). A linked worktree's git dir outside the project is
 //!   read-only (commits there need the sandbox off). Missing `hooks`
 //!   directories are created (empty) so that they can be protected.
 //! - The command runs with `no_new_privs`: setuid programs (`sudo`) don't gain

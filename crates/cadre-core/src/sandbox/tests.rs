@@ -530,6 +530,8 @@ fn git_hooks_and_config_are_read_only() {
         "mkdir -p .git/hooks/sub",
         "mv .git .git-old",
         "rm -rf .git/hooks",
+        "ln .git/config cfg && echo '[core]' >> cfg",
+        "ln -s hooks .git/h && echo x > .git/h/pre-commit",
     ] {
         assert!(!run(&policy, attack).0, "{attack} should fail");
     }
