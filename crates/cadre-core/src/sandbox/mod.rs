@@ -2,12 +2,38 @@
 //!
 //! A sandboxed command may:
 //! - write only inside the project directory and the temp dirs (`/tmp`,
-//!   `/var/tmp`, `$TMPDIR`) and `/dev` (for `/dev/null`, `/dev/tty`, ...);
+//!   `/var/tmp`, `$TMPDIR`, `/dev/shm`), except the project's git hooks and
+//!   config (see below), and to the usual character devices (`/dev/null`,
+//!   `zero`, `full`, `random`, `urandom`, `tty`, `ptmx` and the ptys in
+//!   `/dev/pts`);
 //! - read and execute everything else, except the cadre data directory
 //!   (`$CADRE_HOME`, default `~/.cadre`: keys and logs), which is neither
-//!   readable nor writable;
-//! - open TCP connections and bind TCP ports only when the policy allows
-//!   network access.
+//!   readable nor writable, and the other devices in `/dev` (block devices,
+//!   `/dev/mem`, input devices...), which it cannot open at all (`/dev` can
+//!   still be listed; `/dev/stdout`, `/dev/fd/N` lead to its own descriptors);
+//! - use sockets only when the policy allows network access. With the
+//!   network off, Landlock refuses TCP connect and bind, and a seccomp filter
+//!   ([`seccomp`]) refuses to create any socket (UDP, unix-domain, netlink,
+//!   raw...), datagram `socketpair`s and io_uring; stream `socketpair`s stay
+//!   (local plumbing: asyncio, multiprocessing). Landlock also scopes
+//!   abstract unix sockets to the sandbox;
+//! - signal only processes of its own sandbox (its children), not cadre nor
+//!   anything else (Landlock signal scope, ABI 6), whatever the network;
+//! - not push input into a terminal (`TIOCSTI`, `TIOCLINUX`, refused by the
+//!   seccomp filter whatever the network).
+//!
+//! # Git hooks and config
+//!
+//! In a project with a `.git` directory, its `hooks/`, `config` (and
+//! `config.worktree`, `commondir`, where present), those of its submodules
+//! and linked worktrees under it, and a `.git` file (`gitdir:` pointer) are
+//! read-only; the rest of `.git` stays writable so `git commit` works. Landlock
+//! cannot express this (see [`git`]): the command runs in its own mount
+//! namespace with read-only bind mounts of those paths. Where this process
+//! cannot create mount namespaces (a container without `CAP_SYS_ADMIN`, user
+//! namespaces disabled), the whole `.git` is read-only instead, and with it
+//! the project's top level accepts no new entries (the same walk as for the
+//! data dir below); [`SandboxPolicy::describe`] says so.
 //!
 //! # How the data directory is hidden
 //!
@@ -39,12 +65,36 @@
 //!   dir (and of files in it whose names are known) remain visible.
 //! - The data dir is hidden by its real location: another bind mount of it
 //!   elsewhere, or a hard link to a file in it, is not hidden.
-//! - Only TCP connect and bind are restricted: UDP, Unix-domain sockets and
-//!   other protocols are not. Network rules need Landlock ABI 4 (Linux 6.7),
-//!   truncation rules ABI 3 (Linux 6.2); on older kernels the sandbox is
-//!   reported as partially enforced. Device ioctls are restricted from ABI 5.
+//! - Network rules need Landlock ABI 4 (Linux 6.7), truncation rules ABI 3
+//!   (Linux 6.2), signal and abstract-socket scopes ABI 6 (Linux 6.12); on
+//!   older kernels the sandbox is reported as partially enforced. Device
+//!   ioctls are restricted from ABI 5. The seccomp filter knows the x86_64 and
+//!   aarch64 system call tables; on other targets sockets other than TCP are
+//!   not restricted (reported as partially enforced).
+//! - System calls through another table (32-bit programs on a 64-bit
+//!   kernel) kill the process, with the network on too: the filter cannot
+//!   tell what they do. x32 system calls fail with `ENOSYS`.
+//! - With the network off, local services reached over sockets are out of
+//!   reach too: an ssh or gpg agent (signed commits), D-Bus, nscd, a test
+//!   suite's own unix or UDP sockets. Such commands need the network on or
+//!   the sandbox off.
+//! - A command cannot signal processes of other sandboxed commands (each
+//!   command is its own sandbox), such as a background task started earlier:
+//!   stop those through cadre.
+//! - GPUs and other devices are not accessible; run such commands with the
+//!   sandbox off.
+//! - Git: a command can still create new files in `.git` that git reads,
+//!   such as `commondir` (which redirects git to another directory's config
+//!   and hooks), can write hooks of nested repositories that are not
+//!   submodules, can create a repository (a `.git`) where there is none, and
+//!   can change files that `core.hooksPath` points to inside the project. A
+//!   `.git` (or its `hooks`, `config`...) that is a symlink makes the whole
+//!   `.git` read-only (as without mount namespaces). A linked worktree's git dir outside the project is
+//!   read-only (commits there need the sandbox off). Missing `hooks`
+//!   directories are created (empty) so that they can be protected.
 //! - The command runs with `no_new_privs`: setuid programs (`sudo`) don't gain
-//!   privileges.
+//!   privileges. Without root, it runs in a user namespace (for the git
+//!   mounts): files of users other than its own show as owned by `nobody`.
 
 use std::ffi::{CString, OsStr};
 use std::fmt;
@@ -57,9 +107,11 @@ use std::sync::{Arc, OnceLock};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
-    RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 
+mod git;
+mod seccomp;
 #[cfg(test)]
 mod tests;
 
@@ -68,6 +120,10 @@ mod tests;
 const FS_ABI: ABI = ABI::V5;
 /// The Landlock ABI whose network rights we handle (TCP bind and connect).
 const NET_ABI: ABI = ABI::V4;
+/// The Landlock ABI with scopes (signals, abstract unix sockets).
+const SCOPE_ABI: i32 = 6;
+/// The character devices in `/dev` a command may read and write.
+const DEVICES: [&str; 7] = ["null", "zero", "full", "random", "urandom", "tty", "ptmx"];
 /// `LANDLOCK_CREATE_RULESET_VERSION` from `<linux/landlock.h>`.
 const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1 << 0;
 
@@ -78,10 +134,11 @@ pub struct SandboxPolicy {
     pub project_dir: PathBuf,
     /// Neither readable nor writable: cadre's keys and logs.
     pub data_dir: PathBuf,
-    /// Also readable and writable: the temp dirs and `/dev` by default.
-    /// Paths that do not exist are ignored.
+    /// Also readable and writable: the temp dirs by default. Paths that do
+    /// not exist are ignored.
     pub extra_writable: Vec<PathBuf>,
-    /// Whether TCP connect and bind are allowed.
+    /// Whether sockets are allowed (TCP connect and bind, UDP, unix-domain
+    /// and other sockets).
     pub network: bool,
     /// The project is readable but not writable (read-only agents such as
     /// `Explore`); the temp dirs stay writable for scratch files.
@@ -89,8 +146,8 @@ pub struct SandboxPolicy {
 }
 
 impl SandboxPolicy {
-    /// A policy for `project_dir`, with `/tmp`, `/var/tmp`, `$TMPDIR` (if set)
-    /// and `/dev` as extra writable directories.
+    /// A policy for `project_dir`, with `/tmp`, `/var/tmp` and `$TMPDIR` (if
+    /// set) as extra writable directories.
     pub fn new(project_dir: PathBuf, data_dir: PathBuf, network: bool) -> Self {
         let mut extra_writable = vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
         if let Some(tmp) = std::env::var_os("TMPDIR") {
@@ -99,7 +156,6 @@ impl SandboxPolicy {
                 extra_writable.push(tmp);
             }
         }
-        extra_writable.push(PathBuf::from("/dev"));
         SandboxPolicy {
             project_dir,
             data_dir,
@@ -123,10 +179,21 @@ impl SandboxPolicy {
     /// When the kernel has no Landlock, returns a sandbox that enforces
     /// nothing ([`PreparedSandbox::status`] is [`SandboxSupport::Unavailable`]).
     pub fn prepare(&self) -> Result<PreparedSandbox, SandboxError> {
+        self.prepare_with(git::supported)
+    }
+
+    /// [`prepare`](Self::prepare), with a way to tell whether mount
+    /// namespaces work (asked only for a project with a `.git`).
+    fn prepare_with(
+        &self,
+        mounts_work: impl Fn() -> bool,
+    ) -> Result<PreparedSandbox, SandboxError> {
         let abi = kernel_abi();
         if abi < 1 {
             return Ok(PreparedSandbox {
                 ruleset: None,
+                filter: None,
+                git: None,
                 support: SandboxSupport::Unavailable,
             });
         }
@@ -146,35 +213,65 @@ impl SandboxPolicy {
             })?;
 
         let all = AccessFs::from_all(FS_ABI);
+        // Signals may reach only processes of this sandbox, whatever the network.
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(all)?;
+            .handle_access(all)?
+            .scope(Scope::Signal)?;
         if !self.network {
-            ruleset = ruleset.handle_access(AccessNet::from_all(NET_ABI))?;
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(NET_ABI))?
+                .scope(Scope::AbstractUnixSocket)?;
+        }
+
+        // The project's git hooks and config: read-only mounts when this
+        // process can make them, else the whole git dir is read-only.
+        let mut no_write: Vec<PathBuf> = Vec::new();
+        let mut git = None;
+        if self.read_only_project {
+            no_write.push(project.clone());
+        } else {
+            match git::plan(&project) {
+                Ok(None) => {}
+                Ok(Some(guard)) if mounts_work() => git = Some(guard),
+                Ok(Some(_)) | Err(_) => no_write.push(project.join(".git")),
+            }
         }
         let mut builder = Builder {
             ruleset: ruleset.create()?,
             hidden: &hidden,
-            read_only: self.read_only_project.then_some(project.as_path()),
+            no_write: &no_write,
         };
 
-        builder.grant_tree(Path::new("/"), AccessFs::from_read(FS_ABI), false)?;
+        let dev = Path::new("/dev");
+        builder.grant_tree(Path::new("/"), AccessFs::from_read(FS_ABI), false, &[dev])?;
         if !self.read_only_project {
-            builder.grant_tree(&project, all, true)?;
+            builder.grant_tree(&project, all, true, &[])?;
+        } else {
+            // Already readable through `/`, unless it lies under /dev.
+            builder.grant_tree(&project, AccessFs::from_read(FS_ABI), true, &[])?;
         }
+        builder.grant_devices(dev)?;
         for extra in &self.extra_writable {
             // Missing temp dirs (no /var/tmp, stale $TMPDIR) are not an error.
             if let Ok(real) = extra.canonicalize() {
-                builder.grant_tree(&real, all, false)?;
+                builder.grant_tree(&real, all, false, &[])?;
             }
         }
 
         let ruleset: Option<OwnedFd> = builder.ruleset.into();
+        let filter = seccomp::build(self.network);
         let support = match ruleset {
+            Some(_) if filter.is_none() && !self.network => SandboxSupport::Partial,
             Some(_) => support_for(abi, self.network),
             None => SandboxSupport::Unavailable,
         };
-        Ok(PreparedSandbox { ruleset, support })
+        Ok(PreparedSandbox {
+            ruleset,
+            filter,
+            git,
+            support,
+        })
     }
 
     /// One line for the approval question.
@@ -197,7 +294,7 @@ impl SandboxPolicy {
         let network = match (self.network, abi < 4) {
             (true, _) => "on",
             (false, false) => "off",
-            (false, true) => "NOT restricted (the kernel has no Landlock network rules)",
+            (false, true) => "TCP NOT restricted (the kernel has no Landlock network rules)",
         };
         let mut line = if self.read_only_project {
             format!(
@@ -215,6 +312,19 @@ impl SandboxPolicy {
         if abi < 3 {
             line.push_str("; file truncation not restricted (old kernel)");
         }
+        if abi < SCOPE_ABI {
+            line.push_str("; signals to other processes not restricted (old kernel)");
+        }
+        if !self.network && seccomp::build(false).is_none() {
+            line.push_str("; UDP and unix sockets NOT restricted on this architecture");
+        }
+        let has_git = fs::symlink_metadata(project.join(".git")).is_ok();
+        if !self.read_only_project && has_git && !git::supported() {
+            line.push_str(
+                "; .git is read-only and no new entries at the project's top level \
+                 (no mount namespaces here to protect only its hooks and config)",
+            );
+        }
         line
     }
 }
@@ -225,18 +335,27 @@ impl SandboxPolicy {
 pub struct PreparedSandbox {
     /// The Landlock ruleset fd; `None` when Landlock is not available.
     ruleset: Option<OwnedFd>,
+    /// The seccomp filter; `None` on targets it does not know.
+    filter: Option<seccomp::Filter>,
+    /// Read-only mounts of the project's git hooks and config.
+    git: Option<git::GitGuard>,
     support: SandboxSupport,
 }
 
 impl PreparedSandbox {
-    /// Restricts the calling process: `prctl(PR_SET_NO_NEW_PRIVS)` then
-    /// `landlock_restrict_self`. Meant for the child, between fork and exec
-    /// (`CommandExt::pre_exec`): two syscalls, no allocation. Does nothing
-    /// when Landlock is not available.
+    /// Restricts the calling process: the git mounts in a new mount
+    /// namespace, `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self`,
+    /// then the seccomp filter. Meant for the child, between fork and exec
+    /// (`CommandExt::pre_exec`): system calls only, on data prepared before
+    /// the fork, no allocation. Does nothing when Landlock is not available.
     pub fn apply(&self) -> io::Result<()> {
         let Some(fd) = &self.ruleset else {
             return Ok(());
         };
+        // A Landlock domain may not mount, so the mounts come first.
+        if let Some(git) = &self.git {
+            git.apply()?;
+        }
         let (one, zero): (libc::c_ulong, libc::c_ulong) = (1, 0);
         // SAFETY: prctl with integer arguments only.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, one, zero, zero, zero) } != 0 {
@@ -248,6 +367,9 @@ impl PreparedSandbox {
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
+        if let Some(filter) = &self.filter {
+            filter.install()?;
+        }
         Ok(())
     }
 
@@ -257,7 +379,7 @@ impl PreparedSandbox {
     }
 }
 
-/// A `pre_exec` hook applying `prepared`:
+/// A `pre_exec` hook applying `prepared` (async-signal-safe):
 /// `unsafe { cmd.pre_exec(command_pre_exec(prepared)) }`.
 pub fn command_pre_exec(
     prepared: Arc<PreparedSandbox>,
@@ -270,8 +392,8 @@ pub fn command_pre_exec(
 pub enum SandboxSupport {
     /// Every restriction is enforced.
     Full,
-    /// Some restrictions are enforced: the kernel lacks network rules
-    /// (ABI < 4) or truncation rules (ABI < 3).
+    /// Some restrictions are enforced: the kernel lacks signal scoping
+    /// (ABI < 6), network rules (ABI < 4) or truncation rules (ABI < 3).
     Partial,
     /// No Landlock: nothing is enforced.
     Unavailable,
@@ -328,7 +450,7 @@ fn kernel_abi() -> i32 {
 fn support_for(abi: i32, network: bool) -> SandboxSupport {
     if abi < 1 {
         SandboxSupport::Unavailable
-    } else if abi < 3 || (!network && abi < 4) {
+    } else if abi < 3 || abi < SCOPE_ABI || (!network && abi < 4) {
         SandboxSupport::Partial
     } else {
         SandboxSupport::Full
@@ -340,26 +462,49 @@ struct Builder<'a> {
     ruleset: RulesetCreated,
     /// The real path of the data dir.
     hidden: &'a Path,
-    /// A read-only project: no write grant may cover it, even through a
-    /// writable temp dir that contains it.
-    read_only: Option<&'a Path>,
+    /// No write grant may cover these (a read-only project, a git dir that
+    /// cannot be protected otherwise), even through a writable temp dir
+    /// that contains them.
+    no_write: &'a [PathBuf],
 }
 
 impl Builder<'_> {
     /// Grants `access` on the tree at `root` (a real path), minus the data
-    /// dir, and (for write access) minus a read-only project.
+    /// dir, minus `also_excluded`, and (for write access) minus `no_write`.
     fn grant_tree(
         &mut self,
         root: &Path,
         access: BitFlags<AccessFs>,
         required: bool,
+        also_excluded: &[&Path],
     ) -> Result<(), SandboxError> {
         let writes = access.intersects(AccessFs::from_write(FS_ABI));
         let mut excluded: Vec<PathBuf> = vec![self.hidden.to_path_buf()];
-        if writes && let Some(p) = self.read_only {
-            excluded.push(p.to_path_buf());
+        excluded.extend(also_excluded.iter().map(|p| p.to_path_buf()));
+        if writes {
+            excluded.extend(self.no_write.iter().cloned());
         }
         self.grant_excluding(root, access, required, &excluded)
+    }
+
+    /// `/dev`: listing it, reading and writing the usual character devices
+    /// and the ptys, and everything in `/dev/shm` (POSIX shared memory, a
+    /// temp dir); nothing else (block devices, other devices, new entries).
+    fn grant_devices(&mut self, dev: &Path) -> Result<(), SandboxError> {
+        let Ok(dev) = dev.canonicalize() else {
+            return Ok(());
+        };
+        let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
+        let device = device | (AccessFs::from_all(FS_ABI) & AccessFs::IoctlDev);
+        self.grant_tree(&dev, AccessFs::ReadDir.into(), false, &[])?;
+        for name in DEVICES {
+            self.grant_tree(&dev.join(name), device, false, &[])?;
+        }
+        self.grant_tree(&dev.join("pts"), device, false, &[])?;
+        if let Ok(shm) = dev.join("shm").canonicalize() {
+            self.grant_tree(&shm, AccessFs::from_all(FS_ABI), false, &[])?;
+        }
+        Ok(())
     }
 
     /// Grants `access` on `root` unless an excluded path is `root` or lies

@@ -254,9 +254,11 @@ fn describe_mentions_project_and_network() {
 #[test]
 fn new_fills_temp_dirs() {
     let policy = SandboxPolicy::new(PathBuf::from("/p"), PathBuf::from("/d"), true);
-    for dir in ["/tmp", "/var/tmp", "/dev"] {
+    for dir in ["/tmp", "/var/tmp"] {
         assert!(policy.extra_writable.contains(&PathBuf::from(dir)));
     }
+    // Devices are granted one by one, not the /dev directory.
+    assert!(!policy.extra_writable.contains(&PathBuf::from("/dev")));
     assert!(policy.network);
 }
 
@@ -274,4 +276,455 @@ fn data_dir_root_is_rejected() {
     }
     let policy = SandboxPolicy::new(base(), PathBuf::from("/"), false);
     assert!(matches!(policy.prepare(), Err(SandboxError::DataDirIsRoot)));
+}
+
+/// A perl script sending one datagram over UDP, one message over a unix path
+/// socket, one over an abstract unix socket and one over a datagram
+/// socketpair readdressed to the unix datagram path; each line of output
+/// says what happened.
+const SENDER: &str = r#"
+use Socket;
+my ($port, $path, $abstract, $dgram) = @ARGV;
+if (socket(my $u, PF_INET, SOCK_DGRAM, 0)) {
+    send($u, "udp", 0, sockaddr_in($port, inet_aton("127.0.0.1"))) ? print "udp sent\n" : print "udp send: $!\n";
+} else { print "udp socket: $!\n" }
+if (socket(my $s, PF_UNIX, SOCK_STREAM, 0)) {
+    connect($s, pack_sockaddr_un($path)) ? (syswrite($s, "path"), print "path sent\n") : print "path connect: $!\n";
+} else { print "path socket: $!\n" }
+if (socket(my $a, PF_UNIX, SOCK_STREAM, 0)) {
+    connect($a, pack_sockaddr_un("\0$abstract")) ? (syswrite($a, "abstract"), print "abstract sent\n") : print "abstract connect: $!\n";
+} else { print "abstract socket: $!\n" }
+if (socketpair(my $p, my $q, AF_UNIX, SOCK_DGRAM, 0)) {
+    send($p, "pair", 0, pack_sockaddr_un($dgram)) ? print "pair sent\n" : print "pair send: $!\n";
+} else { print "pair socketpair: $!\n" }
+if (socketpair(my $p, my $q, AF_UNIX, SOCK_STREAM, 0)) {
+    print "stream pair ok\n";
+} else { print "stream pair: $!\n" }
+"#;
+
+/// Listeners outside the sandbox: UDP on loopback, unix stream on a path and
+/// an abstract name, unix datagram on a path.
+struct Listeners {
+    udp: std::net::UdpSocket,
+    path: std::os::unix::net::UnixListener,
+    abstract_: std::os::unix::net::UnixListener,
+    dgram: std::os::unix::net::UnixDatagram,
+    args: String,
+}
+
+impl Listeners {
+    fn new(dir: &Path) -> Self {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::net::{SocketAddr, UnixDatagram, UnixListener};
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        udp.set_nonblocking(true).unwrap();
+        let sock = dir.join("s.sock");
+        let path = UnixListener::bind(&sock).unwrap();
+        path.set_nonblocking(true).unwrap();
+        let tag = dir.parent().and_then(|p| p.file_name()).unwrap();
+        let name = format!(
+            "cadre-sandbox-test-{}-{}",
+            std::process::id(),
+            tag.display()
+        );
+        let abstract_ =
+            UnixListener::bind_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap();
+        abstract_.set_nonblocking(true).unwrap();
+        let dsock = dir.join("d.sock");
+        let dgram = UnixDatagram::bind(&dsock).unwrap();
+        dgram.set_nonblocking(true).unwrap();
+        let args = format!(
+            "{} '{}' '{}' '{}'",
+            udp.local_addr().unwrap().port(),
+            sock.display(),
+            name,
+            dsock.display()
+        );
+        Listeners {
+            udp,
+            path,
+            abstract_,
+            dgram,
+            args,
+        }
+    }
+
+    /// What reached the listeners.
+    fn received(&self) -> Vec<&'static str> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64];
+        if self.udp.recv(&mut buf).is_ok() {
+            got.push("udp");
+        }
+        if self.path.accept().is_ok() {
+            got.push("path");
+        }
+        if self.abstract_.accept().is_ok() {
+            got.push("abstract");
+        }
+        if self.dgram.recv(&mut buf).is_ok() {
+            got.push("pair");
+        }
+        got
+    }
+}
+
+fn perl_missing() -> bool {
+    let ok = Command::new("perl")
+        .args(["-MSocket", "-e", "1"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipping: perl with Socket not found");
+    }
+    !ok
+}
+
+#[test]
+fn network_off_blocks_udp_and_unix_sockets() {
+    if skip() || perl_missing() {
+        return;
+    }
+    let fx = Fixture::new();
+    let script = fx.outside.join("send.pl");
+    fs::write(&script, SENDER).unwrap();
+
+    // With network on, everything arrives: the probe itself works.
+    let listeners = Listeners::new(&fx.outside);
+    let cmd = format!("perl '{}' {}", script.display(), listeners.args);
+    let (ok, out) = run(&fx.policy(true), &cmd);
+    assert!(ok, "{out}");
+    assert_eq!(
+        listeners.received(),
+        ["udp", "path", "abstract", "pair"],
+        "{out}"
+    );
+    drop(listeners);
+    for f in ["s.sock", "d.sock"] {
+        fs::remove_file(fx.outside.join(f)).unwrap();
+    }
+
+    let listeners = Listeners::new(&fx.outside);
+    let cmd = format!("perl '{}' {}", script.display(), listeners.args);
+    let (ok, out) = run(&fx.policy(false), &cmd);
+    assert!(ok, "{out}");
+    assert_eq!(listeners.received(), Vec::<&str>::new(), "{out}");
+    assert!(!out.contains(" sent"), "{out}");
+    // A stream socketpair is local plumbing (asyncio, multiprocessing) and stays.
+    assert!(out.contains("stream pair ok"), "{out}");
+}
+
+#[test]
+fn signals_cannot_leave_the_sandbox() {
+    if skip() {
+        return;
+    }
+    if kernel_abi() < 6 {
+        eprintln!("skipping: no Landlock signal scoping (ABI < 6)");
+        return;
+    }
+    let fx = Fixture::new();
+    let mut outside = Command::new("sleep").arg("60").spawn().unwrap();
+    let policy = fx.policy(true);
+    // The test process is the shell's parent.
+    assert!(!run(&policy, "kill -0 $PPID").0);
+    assert!(!run(&policy, &format!("kill -TERM {}", outside.id())).0);
+    assert!(
+        outside.try_wait().unwrap().is_none(),
+        "outside process alive"
+    );
+    // Its own children it can still signal.
+    assert!(run(&policy, "sleep 30 & kill $! && wait $!; test $? -gt 128").0);
+    assert!(!run(&fx.policy(false), "kill -0 $PPID").0);
+    outside.kill().unwrap();
+    outside.wait().unwrap();
+}
+
+/// The first block device in /dev, if any.
+fn block_device() -> Option<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut devs: Vec<PathBuf> = fs::read_dir("/dev")
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_block_device()))
+        .map(|e| e.path())
+        .collect();
+    devs.sort();
+    devs.into_iter().next()
+}
+
+#[test]
+fn dev_is_writable_only_for_the_usual_devices() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::new();
+    let policy = fx.policy(false);
+    let name = format!("/dev/cadre-sandbox-test-{}", std::process::id());
+    assert!(!run(&policy, &format!("echo x > {name}")).0);
+    assert!(!Path::new(&name).exists());
+    assert!(!run(&policy, &format!("mkdir {name}")).0);
+    assert!(!Path::new(&name).exists());
+    match block_device() {
+        Some(dev) => {
+            assert!(!run(&policy, &format!(": 1<> {}", dev.display())).0);
+            assert!(!run(&policy, &format!(": < {}", dev.display())).0);
+        }
+        None => eprintln!("no block device in /dev: skipping the block device check"),
+    }
+    // The usual devices and fd links keep working.
+    let (ok, out) = run(
+        &policy,
+        "echo a > /dev/null && echo b 2>/dev/null >&2 && echo c > /dev/stderr && \
+         echo d > /dev/stdout && head -c 4 /dev/zero | wc -c && head -c 4 /dev/urandom | wc -c && \
+         : > /dev/full; cat /dev/null && ls /dev >/dev/null && echo ok",
+    );
+    assert!(ok, "{out}");
+    assert!(out.contains("d\n") && out.ends_with("ok\n"), "{out}");
+    // dash opens /dev/stderr and /dev/stdout as files (through /proc/self/fd).
+    assert!(run_in(&policy, "sh", &fx.project, "echo e > /dev/stderr").0);
+    // POSIX shared memory (Python multiprocessing locks) lives in /dev/shm.
+    if Path::new("/dev/shm").is_dir() {
+        let shm = format!("/dev/shm/cadre-sandbox-test-{}", std::process::id());
+        assert!(run(&policy, &format!("echo x > {shm} && rm {shm}")).0);
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> bool {
+    Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn git_hooks_and_config_are_read_only() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::new();
+    if !git(&fx.project, &["init", "-q"]) {
+        eprintln!("skipping: git not found");
+        return;
+    }
+    let policy = fx.policy(false);
+    let ident = "GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com \
+                 GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com";
+    let (ok, out) = run(
+        &policy,
+        &format!(
+            "echo hi > a.txt && git add a.txt && {ident} git commit -q -m one && \
+             git checkout -q -b side && git log --oneline | wc -l"
+        ),
+    );
+    assert!(ok, "{out}");
+    assert_eq!(out.trim(), "1");
+    let config = fs::read_to_string(fx.project.join(".git/config")).unwrap();
+    for attack in [
+        "echo x > .git/hooks/pre-commit",
+        "echo '[core]' >> .git/config",
+        "git config foo.bar 1",
+        "rm .git/config",
+        "mv .git/hooks .git/old-hooks",
+        "mkdir -p .git/hooks/sub",
+        "mv .git .git-old",
+        "rm -rf .git/hooks",
+        "ln .git/config cfg && echo '[core]' >> cfg",
+        "ln -s hooks .git/h && echo x > .git/h/pre-commit",
+    ] {
+        assert!(!run(&policy, attack).0, "{attack} should fail");
+    }
+    assert!(!fx.project.join(".git/hooks/pre-commit").exists());
+    assert!(fx.project.join(".git/hooks").is_dir());
+    assert_eq!(
+        fs::read_to_string(fx.project.join(".git/config")).unwrap(),
+        config
+    );
+    // Still a commit away.
+    let (ok, out) = run(
+        &policy,
+        &format!(
+            "echo more >> a.txt && {ident} git commit -q -am two && git log --oneline | wc -l"
+        ),
+    );
+    assert!(ok, "{out}");
+    assert_eq!(out.trim(), "2");
+}
+
+#[test]
+fn git_file_pointer_is_read_only() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::new();
+    let main = fx.outside.join("main");
+    fs::create_dir(&main).unwrap();
+    let worktree = fx.project.join("wt");
+    if !git(&main, &["init", "-q"])
+        || !git(
+            &main,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.com",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "init",
+            ],
+        )
+        || !git(
+            &main,
+            &["worktree", "add", "-q", worktree.to_str().unwrap()],
+        )
+    {
+        eprintln!("skipping: git (with worktrees) not available");
+        return;
+    }
+    let policy = SandboxPolicy::new(worktree.clone(), fx.data.clone(), false);
+    let pointer = fs::read_to_string(worktree.join(".git")).unwrap();
+    let cwd = worktree.clone();
+    for attack in [
+        "echo 'gitdir: /tmp' > .git",
+        "rm .git",
+        "mv .git moved",
+        "git config foo.bar 1",
+    ] {
+        assert!(
+            !run_in(&policy, "sh", &cwd, attack).0,
+            "{attack} should fail"
+        );
+    }
+    assert_eq!(fs::read_to_string(worktree.join(".git")).unwrap(), pointer);
+    // The checkout itself stays writable.
+    assert!(run_in(&policy, "sh", &cwd, "echo x > file && git status --short").0);
+}
+
+#[test]
+fn common_tools_work_with_the_network_off() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::new();
+    let policy = fx.policy(false);
+    let python = "import asyncio, multiprocessing, subprocess, getpass, socket\n\
+                  async def main(): return 1\n\
+                  assert asyncio.run(main()) == 1\n\
+                  if __name__ == '__main__':\n\
+                  \x20   with multiprocessing.Pool(2) as p: assert p.map(abs, [-1, -2]) == [1, 2]\n\
+                  \x20   lock = multiprocessing.Lock()\n\
+                  \x20   assert subprocess.run(['true']).returncode == 0\n\
+                  \x20   getpass.getuser(); socket.gethostname()\n\
+                  \x20   print('python ok')\n";
+    fs::write(fx.project.join("t.py"), python).unwrap();
+    let have_python = Command::new("python3")
+        .arg("-c")
+        .arg("")
+        .status()
+        .is_ok_and(|s| s.success());
+    if have_python {
+        let (ok, out) = run(&policy, "python3 t.py");
+        assert!(ok && out.contains("python ok"), "{out}");
+    } else {
+        eprintln!("python3 not found: skipping its check");
+    }
+    let (ok, out) = run(
+        &policy,
+        "id -un >/dev/null && ls -la /dev/null && getent hosts localhost >/dev/null; \
+         tty; stty size 2>/dev/null; echo done",
+    );
+    assert!(ok && out.ends_with("done\n"), "{out}");
+}
+
+#[test]
+fn terminal_input_cannot_be_injected() {
+    if skip() {
+        return;
+    }
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two fds; no name, termios or window size.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0);
+    // SAFETY: both fds were just opened and are owned here only.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let fx = Fixture::new();
+    for network in [true, false] {
+        let prepared = Arc::new(fx.policy(network).prepare().unwrap());
+        let mut cmd = Command::new("perl");
+        let script = format!(
+            "my $c = \"x\"; ioctl(STDIN, {}, $c) or die \"ioctl: $!\\n\"",
+            libc::TIOCSTI
+        );
+        cmd.args(["-e", &script])
+            .stdin(std::process::Stdio::from(slave.try_clone().unwrap()));
+        // SAFETY: the hook only makes system calls.
+        unsafe { cmd.pre_exec(command_pre_exec(prepared)) };
+        let out = cmd.output().unwrap();
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success());
+    }
+    // Nothing was pushed into the terminal's input (it would be echoed).
+    // SAFETY: a non-blocking read on the master fd into a local buffer.
+    unsafe { libc::fcntl(master.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut buf = [0u8; 8];
+    let n = unsafe { libc::read(master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    assert!(n <= 0, "{:?}", &buf[..n as usize]);
+}
+
+#[test]
+fn git_dir_is_read_only_without_mount_namespaces() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::new();
+    if !git(&fx.project, &["init", "-q"]) {
+        eprintln!("skipping: git not found");
+        return;
+    }
+    fs::create_dir(fx.project.join("src")).unwrap();
+    let prepared = Arc::new(fx.policy(false).prepare_with(|| false).unwrap());
+    let run = |script: &str| {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(script).current_dir(&fx.project);
+        // SAFETY: the hook only makes system calls.
+        unsafe { cmd.pre_exec(command_pre_exec(prepared.clone())) };
+        let out = cmd.output().unwrap();
+        eprintln!("$ {script}\n{}", String::from_utf8_lossy(&out.stderr));
+        out.status.success()
+    };
+    assert!(!run("echo x > .git/hooks/pre-commit"));
+    assert!(!run("git config foo.bar 1"));
+    assert!(!run("mv .git .git-old"));
+    assert!(!run("echo x > .git/commondir"));
+    assert!(!fx.project.join(".git/hooks/pre-commit").exists());
+    // The rest of the project stays writable.
+    assert!(run("echo x > src/a.txt"));
+}
+
+#[test]
+fn git_hooks_read_only_from_a_working_dir_inside_them() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::new();
+    if !git(&fx.project, &["init", "-q"]) {
+        eprintln!("skipping: git not found");
+        return;
+    }
+    let hooks = fx.project.join(".git/hooks");
+    let (ok, _) = run_in(&fx.policy(false), "sh", &hooks, "echo x > pre-commit");
+    assert!(!ok);
+    assert!(!hooks.join("pre-commit").exists());
 }
