@@ -449,15 +449,19 @@ impl Agent {
                     attempt,
                     status,
                     wait_ms,
+                    reason,
+                    discarded_text,
                 } => events.emit(Event::Retrying {
                     agent: agent.clone(),
                     attempt,
                     status,
                     wait_ms,
+                    reason,
+                    discarded_text,
                 }),
                 StreamDelta::ToolCallStarted { .. } => {}
             };
-            let resp = match self.client.stream(&req, &mut on_delta, cancel).await {
+            let mut resp = match self.client.stream(&req, &mut on_delta, cancel).await {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => {
                     out.status = TurnStatus::Interrupted;
@@ -472,6 +476,7 @@ impl Agent {
                 }
             };
             drop(on_delta);
+            crate::model::unique_call_ids(&mut resp.message, &self.conversation);
             self.last_request = Some(req);
             out.usage.add(&resp.usage);
             self.usage.add(&resp.usage);

@@ -1,0 +1,438 @@
+//! Model streams through the binary: stalls (idle timeout), retries of broken
+//! streams and stale kept-alive connections, oversized events, tool-call ids
+//! unique per session, and the User-Agent header.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{BOTH_WIRES, Harness, Wire, events, stderr, stdout, tool_results};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A one-second idle timeout in the user's config (tests only; the default is 300 s).
+fn short_idle_timeout(h: &Harness) {
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[limits]\nstream_idle_timeout_s = 1\n",
+    )
+    .unwrap();
+}
+
+fn of_type<'a>(evs: &'a [Value], t: &str) -> Vec<&'a Value> {
+    evs.iter().filter(|e| e["type"] == t).collect()
+}
+
+fn session_log(h: &Harness, evs: &[Value]) -> Vec<Value> {
+    let id = evs[0]["session_id"].as_str().unwrap();
+    let path = h.data_dir().join("sessions").join(format!("{id}.jsonl"));
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn assistant_records(log: &[Value]) -> Vec<&Value> {
+    log.iter().filter(|r| r["type"] == "assistant").collect()
+}
+
+const LONG_TEXT: &str =
+    "This reply is long enough to be streamed in many small pieces before it breaks.";
+
+#[tokio::test]
+async fn a_stall_before_the_headers_is_retried_and_the_run_succeeds() {
+    let script = r#"
+rules:
+  - name: stuck
+    replies:
+      - text: "Recovered."
+        fail_once: { stall: true }
+"#;
+    for wire in BOTH_WIRES {
+        let h = Harness::new(script, wire).await;
+        short_idle_timeout(&h);
+        let out = h.cadre(&["exec", "--json", "hello"]).await;
+        assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
+        let evs = events(&out);
+        let retries = of_type(&evs, "retrying");
+        assert_eq!(retries.len(), 1, "{wire:?}: {evs:?}");
+        assert!(
+            retries[0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("stream_idle_timeout_s"),
+            "{:?}",
+            retries[0]
+        );
+        assert_eq!(retries[0]["discarded_text"], false);
+        let end = of_type(&evs, "turn_ended")[0];
+        assert_eq!(end["status"], "completed");
+        assert_eq!(end["final_text"], "Recovered.");
+    }
+}
+
+#[tokio::test]
+async fn a_stall_mid_body_discards_the_streamed_text_and_is_recorded_once() {
+    let script = format!(
+        r#"
+rules:
+  - name: stuck
+    replies:
+      - text: "{LONG_TEXT}"
+        text_chunk_chars: 5
+        fail_once: {{ stall_after_events: 6 }}
+"#
+    );
+    for wire in BOTH_WIRES {
+        let h = Harness::new(&script, wire).await;
+        short_idle_timeout(&h);
+        let out = h.cadre(&["exec", "--json", "hello"]).await;
+        assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
+        let evs = events(&out);
+        let retries = of_type(&evs, "retrying");
+        assert_eq!(retries.len(), 1, "{wire:?}");
+        assert_eq!(retries[0]["discarded_text"], true, "{:?}", retries[0]);
+        // The text streamed after the retry is the whole reply, once.
+        let pos = evs.iter().position(|e| e["type"] == "retrying").unwrap();
+        let after: String = evs[pos..]
+            .iter()
+            .filter(|e| e["type"] == "text_delta")
+            .map(|e| e["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(after, LONG_TEXT, "{wire:?}");
+        let log = session_log(&h, &evs);
+        let assistants = assistant_records(&log);
+        assert_eq!(assistants.len(), 1, "{wire:?}: {log:?}");
+        assert_eq!(
+            assistants[0]["message"]["content"][0]["text"], LONG_TEXT,
+            "{wire:?}"
+        );
+        assert_eq!(of_type(&evs, "assistant_message").len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn when_every_try_stalls_exec_ends_with_a_clear_error() {
+    let script = r#"
+rules:
+  - name: dead
+    replies:
+      - text: "never"
+        fail: { stall_after_events: 2 }
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    short_idle_timeout(&h);
+    let out = h.cadre(&["exec", "hello"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("gave up after 6 tries"), "{err}");
+    assert!(err.contains("stream_idle_timeout_s"), "{err}");
+    assert!(stdout(&out).trim().is_empty());
+}
+
+#[tokio::test]
+async fn a_stalled_foreground_child_retries_and_reports() {
+    let script = r#"
+rules:
+  - name: parent
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "look", prompt: "child-task", subagent_type: "finder" } }
+      - text: "Parent done."
+  - name: child
+    when: { first_user: "child-task" }
+    replies:
+      - text: "Child report: all found."
+        text_chunk_chars: 4
+        fail_once: { stall_after_events: 5 }
+"#;
+    let h = Harness::new(script, Wire::OpenAi).await;
+    short_idle_timeout(&h);
+    h.write(
+        ".cadre/agents/finder.md",
+        "---\nname: finder\ndescription: Finds things.\ntools: Read\n---\nYou are FINDER.\n",
+    );
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    let end = evs.iter().rfind(|e| e["type"] == "turn_ended").unwrap();
+    assert_eq!(end["final_text"], "Parent done.");
+    let child_end = of_type(&evs, "subagent_ended");
+    assert_eq!(child_end.len(), 1);
+    assert_eq!(child_end[0]["status"], "completed", "{:?}", child_end[0]);
+    let last = common::last_body(&h);
+    let results = tool_results(&last);
+    assert!(
+        results[0].0.contains("Child report: all found."),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_error_event_mid_stream_is_retried_and_the_reply_recorded_once() {
+    let script = format!(
+        r#"
+rules:
+  - name: peg
+    replies:
+      - text: "{LONG_TEXT}"
+        text_chunk_chars: 5
+        fail_once:
+          error_after_events: 5
+          message: "The model produced output that does not match the expected peg-native format"
+"#
+    );
+    for wire in BOTH_WIRES {
+        let h = Harness::new(&script, wire).await;
+        let out = h.cadre(&["exec", "--json", "hello"]).await;
+        assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
+        let evs = events(&out);
+        let retries = of_type(&evs, "retrying");
+        assert_eq!(retries.len(), 1, "{wire:?}");
+        assert!(
+            retries[0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("peg-native"),
+            "{:?}",
+            retries[0]
+        );
+        assert_eq!(retries[0]["discarded_text"], true);
+        let log = session_log(&h, &evs);
+        assert_eq!(assistant_records(&log).len(), 1, "{wire:?}: {log:?}");
+        assert_eq!(h.records().len(), 2);
+        assert_eq!(of_type(&evs, "turn_ended")[0]["final_text"], LONG_TEXT);
+    }
+}
+
+#[tokio::test]
+async fn a_cut_stream_is_retried_and_the_run_succeeds() {
+    let script = format!(
+        r#"
+rules:
+  - name: cut
+    replies:
+      - text: "{LONG_TEXT}"
+        text_chunk_chars: 5
+        fail_once: {{ cut_after_bytes: 400, cut_abort: true }}
+"#
+    );
+    for wire in BOTH_WIRES {
+        let h = Harness::new(&script, wire).await;
+        let out = h.cadre(&["exec", "hello"]).await;
+        assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out).trim(), LONG_TEXT);
+        assert_eq!(h.records().len(), 2, "{wire:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_event_fails_clearly_without_retrying() {
+    let script = r#"
+rules:
+  - name: huge
+    replies:
+      - text: "never"
+        fail: { oversized_event_bytes: 20000000 }
+"#;
+    for wire in BOTH_WIRES {
+        let h = Harness::new(script, wire).await;
+        let out = h.cadre(&["exec", "hello"]).await;
+        assert_eq!(out.status.code(), Some(1), "{wire:?}");
+        let err = stderr(&out);
+        assert!(err.contains("exceeds 16777216 bytes"), "{wire:?}: {err}");
+        assert_eq!(h.records().len(), 1, "not retried");
+    }
+}
+
+#[tokio::test]
+async fn requests_carry_the_cadre_user_agent() {
+    let script = "rules:\n  - replies:\n      - text: hi\n";
+    for wire in BOTH_WIRES {
+        let h = Harness::new(script, wire).await;
+        let out = h.cadre(&["exec", "hello"]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let ua = h.records()[0].user_agent.clone();
+        assert_eq!(
+            ua.as_deref(),
+            Some(concat!("cadre/", env!("CARGO_PKG_VERSION"))),
+            "{wire:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_https_endpoint_without_usable_ca_roots_says_so() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    let out = h
+        .cadre_env(
+            &["exec", "hello"],
+            &[
+                ("CADRE_BASE_URL", "https://127.0.0.1:9"),
+                ("SSL_CERT_FILE", "/nonexistent/ca.pem"),
+                ("SSL_CERT_DIR", "/nonexistent"),
+            ],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("CA root certificates"), "{err}");
+}
+
+/// Tool calls without ids (as some OpenAI-compatible servers send them), and
+/// two calls sharing an id in one reply, get ids unique in the session; the
+/// results go back under the ids recorded, before and after a resume.
+#[tokio::test]
+async fn tool_call_ids_are_unique_in_the_session_across_replies_and_resume() {
+    let script = r#"
+rules:
+  - name: idless
+    replies:
+      - tool_calls:
+          - { name: Read, id: "", input: { file_path: "a.txt" } }
+      - tool_calls:
+          - { name: Read, id: "", input: { file_path: "b.txt" } }
+      - tool_calls:
+          - { name: Read, id: "dup", input: { file_path: "a.txt" } }
+          - { name: Read, id: "dup", input: { file_path: "b.txt" } }
+      - text: "Read them."
+      - text: "Still here."
+"#;
+    let h = Harness::new(script, Wire::OpenAi).await;
+    h.write("a.txt", "alpha\n");
+    h.write("b.txt", "bravo\n");
+    let out = h.cadre(&["exec", "--json", "read"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = events(&out)[0]["session_id"].as_str().unwrap().to_string();
+    let out = h.cadre(&["exec", "--resume", &id, "again"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Still here.");
+
+    // The request after the resume carries the whole history.
+    let body = common::last_body(&h);
+    let mut calls: Vec<(String, String)> = Vec::new();
+    let mut results: Vec<(String, String)> = Vec::new();
+    for m in body["messages"].as_array().unwrap() {
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            calls.push((
+                c["id"].as_str().unwrap().to_string(),
+                c["function"]["arguments"].as_str().unwrap().to_string(),
+            ));
+        }
+        if m["role"] == "tool" {
+            results.push((
+                m["tool_call_id"].as_str().unwrap().to_string(),
+                m["content"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    let unique: std::collections::HashSet<&String> = calls.iter().map(|c| &c.0).collect();
+    assert_eq!(unique.len(), 4, "ids must be unique: {calls:?}");
+    assert!(calls.iter().all(|c| !c.0.is_empty()));
+    assert_eq!(results.len(), 4, "{results:?}");
+    for (call_id, args) in &calls {
+        let matching: Vec<&(String, String)> = results.iter().filter(|r| &r.0 == call_id).collect();
+        assert_eq!(matching.len(), 1, "{call_id}: {results:?}");
+        let want = if args.contains("a.txt") {
+            "alpha"
+        } else {
+            "bravo"
+        };
+        assert!(matching[0].1.contains(want), "{call_id}: {matching:?}");
+    }
+}
+
+/// Answers HTTP/1.1 requests with whole JSON replies (OpenAI wire). The first
+/// connection answers one request keep-alive, then closes when the next
+/// request arrives on it; later connections answer normally.
+async fn stale_connection_server() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(AtomicUsize::new(0));
+    let (conns, reqs) = (connections.clone(), requests.clone());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let n = conns.fetch_add(1, Ordering::SeqCst);
+            let reqs = reqs.clone();
+            tokio::spawn(async move {
+                let mut served = 0;
+                while let Some(body) = read_request(&mut sock).await {
+                    reqs.fetch_add(1, Ordering::SeqCst);
+                    if n == 0 && served == 1 {
+                        // The server closed this kept-alive connection.
+                        return;
+                    }
+                    let v: Value = serde_json::from_slice(&body).unwrap();
+                    let has_result = v["messages"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|m| m["role"] == "tool");
+                    let reply = if has_result {
+                        r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Done."},"finish_reason":"stop"}]}"#.to_string()
+                    } else {
+                        r#"{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"Read","arguments":"{\"file_path\":\"a.txt\"}"}}]},"finish_reason":"tool_calls"}]}"#.to_string()
+                    };
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{reply}",
+                        reply.len()
+                    );
+                    if sock.write_all(resp.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    served += 1;
+                }
+            });
+        }
+    });
+    (url, connections, requests)
+}
+
+/// Reads one request's headers and body; None when the connection ends.
+async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        if sock.read(&mut byte).await.ok()? == 0 {
+            return None;
+        }
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    sock.read_exact(&mut body).await.ok()?;
+    Some(body)
+}
+
+#[tokio::test]
+async fn a_kept_alive_connection_the_server_closed_is_retried_at_once() {
+    let (url, connections, requests) = stale_connection_server().await;
+    let h = Harness::new("rules: []\n", Wire::OpenAi).await;
+    h.write("a.txt", "alpha\n");
+    let out = h
+        .cadre_env(&["exec", "--json", "read a"], &[("CADRE_BASE_URL", &url)])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    assert_eq!(of_type(&evs, "turn_ended")[0]["final_text"], "Done.");
+    let retries = of_type(&evs, "retrying");
+    assert_eq!(retries.len(), 1, "{evs:?}");
+    assert_eq!(retries[0]["wait_ms"], 0, "retried at once");
+    assert_eq!(requests.load(Ordering::SeqCst), 3);
+    assert_eq!(connections.load(Ordering::SeqCst), 2, "a new connection");
+}
