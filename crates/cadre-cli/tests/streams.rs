@@ -436,3 +436,63 @@ async fn a_kept_alive_connection_the_server_closed_is_retried_at_once() {
     assert_eq!(requests.load(Ordering::SeqCst), 3);
     assert_eq!(connections.load(Ordering::SeqCst), 2, "a new connection");
 }
+
+/// The first reply's id-less call completes; the second reply's id-less call
+/// is cut by SIGKILL. On resume the second is `unknown`: the first's result
+/// is not taken for it.
+#[tokio::test]
+async fn an_id_less_call_cut_by_sigkill_resumes_as_unknown() {
+    let script = r#"
+rules:
+  - name: idless
+    replies:
+      - tool_calls:
+          - { name: Bash, id: "", input: { command: "echo first > first.txt" } }
+      - tool_calls:
+          - { name: Bash, id: "", input: { command: "echo $$ >> runs.txt; sleep 30" } }
+      - text: "Resumed fine."
+"#;
+    let h = Harness::new(script, Wire::OpenAi).await;
+    let mut run = h.spawn_json(&["exec", "--json", "--permission-mode", "acceptEdits", "go"]);
+    let started = run.wait_for("session_started", 1).await;
+    let id = started["session_id"].as_str().unwrap().to_string();
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while !h.path("runs.txt").exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the second command started");
+    run.kill().await;
+    let pid: i32 = h.read("runs.txt").trim().parse().unwrap();
+    // SAFETY: signalling a process group this test started.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+
+    let out = h
+        .cadre(&[
+            "exec",
+            "--json",
+            "--resume",
+            &id,
+            "--accept-unknown",
+            "continue",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    let resumed = of_type(&evs, "session_resumed");
+    assert_eq!(
+        resumed[0]["unknown_calls"].as_array().unwrap().len(),
+        1,
+        "{:?}",
+        resumed[0]
+    );
+    let results = tool_results(&common::last_body(&h));
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(!results[0].1, "{results:?}");
+    assert!(
+        results[1].1 && results[1].0.starts_with("unknown"),
+        "{results:?}"
+    );
+    assert_eq!(h.read("runs.txt").lines().count(), 1, "nothing was re-run");
+}
