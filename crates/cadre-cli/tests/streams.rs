@@ -496,3 +496,55 @@ rules:
     );
     assert_eq!(h.read("runs.txt").lines().count(), 1, "nothing was re-run");
 }
+
+/// The interactive front end streams text as it comes; text of a failed try
+/// is marked as cut off and the reply is shown again whole.
+#[tokio::test]
+async fn interactive_marks_text_discarded_by_a_retry() {
+    use tokio::io::AsyncBufReadExt;
+    let script = format!(
+        r#"
+rules:
+  - name: peg
+    replies:
+      - text: "{LONG_TEXT}"
+        text_chunk_chars: 5
+        fail_once: {{ error_after_events: 6 }}
+"#
+    );
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    let mut child = h
+        .command(&[], &[])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin.write_all(b"hello\n").await.unwrap();
+    let mut seen: Vec<String> = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let done = line.contains(LONG_TEXT);
+            seen.push(line);
+            if done {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("the reply was shown");
+    stdin.write_all(b"/exit\n").await.unwrap();
+    let last = seen.last().unwrap();
+    assert!(last.ends_with(LONG_TEXT), "{seen:?}");
+    let marked = seen
+        .iter()
+        .position(|l| l.contains("cut off; the reply is retried from the start"));
+    assert!(
+        marked.is_some_and(|i| i + 1 < seen.len()),
+        "the cut-off text is marked on a line of its own before the whole reply: {seen:?}"
+    );
+    let _ = child.wait().await;
+}
