@@ -205,6 +205,15 @@ rules:
         assert_eq!(retries[0]["discarded_text"], true);
         let log = session_log(&h, &evs);
         assert_eq!(assistant_records(&log).len(), 1, "{wire:?}: {log:?}");
+        let retries: Vec<&Value> = log.iter().filter(|r| r["type"] == "retry").collect();
+        assert_eq!(retries.len(), 1, "the retry is in the session log: {log:?}");
+        assert!(
+            retries[0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("peg-native")
+        );
+        assert_eq!(retries[0]["discarded_text"], true);
         assert_eq!(h.records().len(), 2);
         assert_eq!(of_type(&evs, "turn_ended")[0]["final_text"], LONG_TEXT);
     }

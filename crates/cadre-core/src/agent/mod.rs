@@ -440,6 +440,7 @@ impl Agent {
             };
             let events = self.events.clone();
             let agent = self.id.clone();
+            let log = self.log.clone();
             let mut on_delta = move |d: StreamDelta| match d {
                 StreamDelta::Text(text) => events.emit(Event::TextDelta {
                     agent: agent.clone(),
@@ -451,14 +452,24 @@ impl Agent {
                     wait_ms,
                     reason,
                     discarded_text,
-                } => events.emit(Event::Retrying {
-                    agent: agent.clone(),
-                    attempt,
-                    status,
-                    wait_ms,
-                    reason,
-                    discarded_text,
-                }),
+                } => {
+                    // A diagnostic record: failing to write it must not fail the request.
+                    if let Some(log) = &log {
+                        let _ = log.append(RecordBody::Retry {
+                            attempt,
+                            reason: reason.clone(),
+                            discarded_text,
+                        });
+                    }
+                    events.emit(Event::Retrying {
+                        agent: agent.clone(),
+                        attempt,
+                        status,
+                        wait_ms,
+                        reason,
+                        discarded_text,
+                    })
+                }
                 StreamDelta::ToolCallStarted { .. } => {}
             };
             let mut resp = match self.client.stream(&req, &mut on_delta, cancel).await {
