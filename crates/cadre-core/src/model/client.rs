@@ -76,6 +76,8 @@ struct Retry {
     wait: Option<Duration>,
     /// Whether text was already streamed to the caller.
     streamed: bool,
+    /// The connection was stale: try again at once, on a new one.
+    at_once: bool,
 }
 
 impl Attempt {
@@ -85,6 +87,7 @@ impl Attempt {
             message,
             wait: None,
             streamed: false,
+            at_once: false,
         })
     }
 }
@@ -231,6 +234,7 @@ impl ModelClient {
         let headers = self.headers()?;
         let max = self.config.max_attempts.max(1);
         let mut attempt = 1;
+        let mut retried_at_once = false;
         loop {
             let result = tokio::select! {
                 r = self.try_once(&body, &headers, on_delta) => r,
@@ -242,6 +246,13 @@ impl ModelClient {
                 Err(e) => return Err(self.redact_error(e)),
             };
             let message = self.redact(&retry.message);
+            // Only one retry at once: a server that keeps dropping requests gets the backoff.
+            let wait_hint = match (retry.at_once, retried_at_once) {
+                (true, false) => Some(Duration::ZERO),
+                (true, true) => None,
+                (false, _) => retry.wait,
+            };
+            retried_at_once |= retry.at_once;
             if attempt >= max {
                 return Err(ModelError::RetriesExhausted {
                     status: retry.status,
@@ -249,8 +260,7 @@ impl ModelClient {
                     message,
                 });
             }
-            let wait = retry
-                .wait
+            let wait = wait_hint
                 .unwrap_or_else(|| {
                     BASE_BACKOFF
                         .saturating_mul(2u32.saturating_pow(attempt - 1))
@@ -311,8 +321,9 @@ impl ModelClient {
                 return Ok(Attempt::Retry(Retry {
                     status: 0,
                     message: format!("{url}: {}", error_chain(&e)),
-                    wait: Some(Duration::ZERO),
+                    wait: None,
                     streamed: false,
+                    at_once: true,
                 }));
             }
             Ok(Err(e)) => {
@@ -343,6 +354,7 @@ impl ModelClient {
                     message: format!("HTTP {status}: {message}"),
                     wait,
                     streamed: false,
+                    at_once: false,
                 }));
             }
             return Err(ModelError::Status { status, message });
@@ -396,6 +408,7 @@ impl ModelClient {
                 message,
                 wait: None,
                 streamed: streamed.load(Ordering::Relaxed),
+                at_once: false,
             }))
         };
         let mut decoder = Decoder::new(self.config.provider);
