@@ -75,17 +75,26 @@ impl HumanRenderer {
             }
             Event::Retrying {
                 attempt,
-                status,
                 wait_ms,
+                reason,
+                discarded_text,
                 ..
             } => {
-                let why = status.map_or_else(
-                    || "a connection failure".to_string(),
-                    |s| format!("HTTP {s}"),
-                );
+                if self.text_open {
+                    // The streamed text is void: mark where it stops, the retry starts over.
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, " [cut off; the reply is retried from the start]");
+                    let _ = out.flush();
+                    self.text_open = false;
+                }
+                let discarded = if *discarded_text {
+                    "; the partial reply is discarded"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     err,
-                    "  model request failed with {why}; retrying in {:.1}s (try {attempt})",
+                    "  model request failed ({reason}){discarded}; retrying in {:.1}s (try {attempt})",
                     *wait_ms as f64 / 1000.0
                 );
             }

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use cadre_core::agent::{Agent, AgentSetup, EventSink, TurnLimits, build_system_prompt};
@@ -30,8 +31,11 @@ use cadre_core::tools::{
 
 use crate::{AgentArgs, ModelArgs, PermissionArgs, UsageError};
 
-/// Tries per request for a transient failure (429/5xx), first try included.
-const MAX_ATTEMPTS: u32 = 4;
+/// Tries per request for a transient failure (429/5xx, a broken or stalled
+/// stream), first try included: five retries, like Codex's `stream_max_retries`.
+const MAX_ATTEMPTS: u32 = 6;
+/// Seconds of silence from the model server before a try is abandoned (as Codex's `stream_idle_timeout`).
+const DEFAULT_STREAM_IDLE_TIMEOUT_S: u64 = 300;
 /// Output tokens per request when config says nothing.
 const DEFAULT_MAX_TOKENS: u32 = 8192;
 
@@ -120,6 +124,11 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         model,
         max_tokens: file.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         max_attempts: MAX_ATTEMPTS,
+        stream_idle_timeout: Duration::from_secs(
+            file.limits
+                .stream_idle_timeout_s
+                .unwrap_or(DEFAULT_STREAM_IDLE_TIMEOUT_S),
+        ),
     })?;
     let defaults = TurnLimits::default();
     let limits = TurnLimits {

@@ -124,7 +124,7 @@ rules:
 }
 
 #[tokio::test]
-async fn a_stream_cut_mid_reply_exits_1_and_says_it_ended_early() {
+async fn a_stream_cut_mid_reply_on_every_try_exits_1_and_says_it_ended_early() {
     let script = r#"
 rules:
   - name: cut
@@ -142,13 +142,18 @@ rules:
             "{wire:?}: {}",
             stderr(&out)
         );
+        assert!(
+            stderr(&out).contains("after 6 tries"),
+            "{wire:?}: {}",
+            stderr(&out)
+        );
         assert!(stdout(&out).trim().is_empty(), "no short answer on stdout");
-        assert_eq!(h.records().len(), 1, "a cut stream is not retried");
+        assert_eq!(h.records().len(), 6, "a cut stream is retried five times");
     }
 }
 
 #[tokio::test]
-async fn a_server_that_keeps_failing_gives_up_after_four_tries() {
+async fn a_server_that_keeps_failing_gives_up_after_six_tries() {
     let script = r#"
 rules:
   - name: down
@@ -159,8 +164,8 @@ rules:
     let h = Harness::new(script, Wire::Anthropic).await;
     let out = h.cadre(&["exec", "hello"]).await;
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(h.records().len(), 4);
-    assert!(stderr(&out).contains("after 4 tries"), "{}", stderr(&out));
+    assert_eq!(h.records().len(), 6);
+    assert!(stderr(&out).contains("after 6 tries"), "{}", stderr(&out));
 }
 
 #[tokio::test]

@@ -51,7 +51,12 @@ pub struct LimitsFile {
     pub max_requests_per_turn: Option<u32>,
     /// Tool calls per turn.
     pub max_tool_calls_per_turn: Option<u32>,
+    /// Seconds a model stream may stay silent before the try is abandoned and retried.
+    pub stream_idle_timeout_s: Option<u64>,
 }
+
+/// Accepted range of `[limits] stream_idle_timeout_s` (a day at most).
+pub const STREAM_IDLE_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=86_400;
 
 /// Tool settings in config.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -161,10 +166,23 @@ impl ConfigFile {
                 });
             }
         };
-        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: e.to_string(),
-        })
+        })?;
+        if let Some(n) = file.limits.stream_idle_timeout_s
+            && !STREAM_IDLE_TIMEOUT_RANGE.contains(&n)
+        {
+            return Err(ConfigError::Parse {
+                path: path.to_path_buf(),
+                message: format!(
+                    "[limits] stream_idle_timeout_s = {n} is out of range ({} to {})",
+                    STREAM_IDLE_TIMEOUT_RANGE.start(),
+                    STREAM_IDLE_TIMEOUT_RANGE.end()
+                ),
+            });
+        }
+        Ok(file)
     }
 
     /// Lays `over` on top of `self`.
@@ -176,7 +194,7 @@ impl ConfigFile {
             };
         }
         take!(self, over; provider, model, base_url, max_tokens);
-        take!(self.limits, over.limits; max_requests_per_turn, max_tool_calls_per_turn);
+        take!(self.limits, over.limits; max_requests_per_turn, max_tool_calls_per_turn, stream_idle_timeout_s);
         take!(self.tools, over.tools; output_cap_bytes);
         take!(self.sandbox, over.sandbox; network);
         take!(
@@ -335,6 +353,21 @@ mod tests {
         std::fs::write(home.path().join("config.toml"), "model = \n").unwrap();
         let err = Settings::load(home.path(), home.path()).unwrap_err();
         assert!(err.to_string().contains("config.toml"));
+    }
+
+    #[test]
+    fn stream_idle_timeout_out_of_range_names_file_and_key() {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join("config.toml");
+        std::fs::write(&path, "[limits]\nstream_idle_timeout_s = 0\n").unwrap();
+        let err = Settings::load(home.path(), home.path())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("config.toml"), "{err}");
+        assert!(err.contains("stream_idle_timeout_s"), "{err}");
+        std::fs::write(&path, "[limits]\nstream_idle_timeout_s = 5\n").unwrap();
+        let s = Settings::load(home.path(), home.path()).unwrap();
+        assert_eq!(s.file.limits.stream_idle_timeout_s, Some(5));
     }
 
     #[test]

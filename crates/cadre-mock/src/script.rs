@@ -125,6 +125,17 @@ pub struct Failure {
     /// With `cut_after_bytes`: abort the connection (body error) instead of ending the body cleanly.
     #[serde(default)]
     pub cut_abort: bool,
+    /// Accept the request and never answer: no status, no headers.
+    #[serde(default)]
+    pub stall: bool,
+    /// Serve status 200 and the first N stream events, then send nothing more (the connection stays open).
+    pub stall_after_events: Option<usize>,
+    /// Serve status 200 and the first N stream events, then an error event in the wire's format, then end.
+    pub error_after_events: Option<usize>,
+    /// With `error_after_events`: the error type (default `overloaded_error` / `server_error`).
+    pub error_type: Option<String>,
+    /// Serve status 200 and the first stream event, then one `data:` line of N bytes.
+    pub oversized_event_bytes: Option<usize>,
 }
 
 impl Reply {
@@ -166,11 +177,20 @@ impl ToolCall {
 impl Failure {
     /// The HTTP status this failure serves (200 for a cut).
     pub fn effective_status(&self) -> u16 {
-        match (self.status, self.cut_after_bytes) {
+        match (self.status, self.in_body()) {
             (Some(s), _) => s,
-            (None, Some(_)) => 200,
-            (None, None) => 500,
+            (None, true) => 200,
+            (None, false) if self.stall => 0,
+            (None, false) => 500,
         }
+    }
+
+    /// True when the failure happens inside a 200 response body.
+    pub fn in_body(&self) -> bool {
+        self.cut_after_bytes.is_some()
+            || self.stall_after_events.is_some()
+            || self.error_after_events.is_some()
+            || self.oversized_event_bytes.is_some()
     }
 }
 
@@ -224,10 +244,22 @@ impl Script {
                 }
                 for (key, f) in [("fail_once", &reply.fail_once), ("fail", &reply.fail)] {
                     let Some(f) = f else { continue };
-                    if f.status.is_some() && f.cut_after_bytes.is_some() {
+                    let kinds = [
+                        f.status.is_some(),
+                        f.stall,
+                        f.cut_after_bytes.is_some(),
+                        f.stall_after_events.is_some(),
+                        f.error_after_events.is_some(),
+                        f.oversized_event_bytes.is_some(),
+                    ];
+                    if kinds.iter().filter(|k| **k).count() > 1 {
                         return bad(format!(
-                            "{at}: {key} takes either status or cut_after_bytes, not both"
+                            "{at}: {key} takes one of status, stall, cut_after_bytes, \
+                             stall_after_events, error_after_events, oversized_event_bytes"
                         ));
+                    }
+                    if f.error_type.is_some() && f.error_after_events.is_none() {
+                        return bad(format!("{at}: {key}.error_type needs error_after_events"));
                     }
                     if let Some(s) = f.status
                         && !(100..=999).contains(&s)

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use axum::routing::post;
 use axum::serve::ListenerExt;
@@ -54,6 +54,9 @@ pub struct Record {
     pub status: u16,
     /// The request body (a JSON string holding the raw text if it was not JSON).
     pub body: Value,
+    /// The request's `User-Agent` header, if it had one.
+    #[serde(default)]
+    pub user_agent: Option<String>,
 }
 
 fn now_ms() -> u64 {
@@ -225,12 +228,18 @@ impl Drop for MockServer {
     }
 }
 
-async fn anthropic(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
-    handle(shared, Wire::Anthropic, body).await
+async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    handle(shared, Wire::Anthropic, user_agent(&headers), body).await
 }
 
-async fn openai(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
-    handle(shared, Wire::Openai, body).await
+async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    handle(shared, Wire::Openai, user_agent(&headers), body).await
+}
+
+fn user_agent(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::USER_AGENT)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
 }
 
 fn preview(s: &str) -> String {
@@ -259,7 +268,12 @@ fn status_code(s: u16) -> StatusCode {
     StatusCode::from_u16(s).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
+async fn handle(
+    shared: Arc<Shared>,
+    wire: Wire,
+    user_agent: Option<String>,
+    raw: Bytes,
+) -> Response {
     let t_start_ms = now_ms();
     let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
     let mut guard = RecordGuard {
@@ -272,6 +286,7 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
             wire,
             status: 400,
             body: Value::Null,
+            user_agent,
         }),
     };
     let set_rec = |guard: &mut RecordGuard, f: &dyn Fn(&mut Record)| {
@@ -341,7 +356,15 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
     }
 
     if let Some(f) = failure
-        && f.cut_after_bytes.is_none()
+        && f.stall
+    {
+        // Never answer; the record is written when the client goes away.
+        keep_body(&mut guard, body);
+        set_rec(&mut guard, &|r| r.status = 0);
+        return std::future::pending::<Response>().await;
+    }
+    if let Some(f) = failure
+        && !f.in_body()
     {
         keep_body(&mut guard, body);
         return failure_response(guard, wire, n, f);
@@ -379,6 +402,25 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
     if let Some(limit) = cut {
         pieces = truncate(pieces, limit);
     }
+    let mut stall_at_end = false;
+    if let (true, Some(f)) = (streaming, failure) {
+        if let Some(k) = f.stall_after_events {
+            pieces.truncate(k);
+            stall_at_end = true;
+        }
+        if let Some(k) = f.error_after_events {
+            pieces.truncate(k);
+            let msg = f
+                .message
+                .as_deref()
+                .unwrap_or("cadre-mock: scripted error mid-stream");
+            pieces.push(wire::stream_error_event(wire, f.error_type.as_deref(), msg));
+        }
+        if let Some(size) = f.oversized_event_bytes {
+            pieces.truncate(1);
+            pieces.extend(oversized_event(size));
+        }
+    }
     if let Some(size) = reply.chunk_bytes {
         pieces = rechunk(pieces, size);
     }
@@ -389,8 +431,11 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
         "application/json"
     };
 
-    let plain =
-        !streaming && cut.is_none() && reply.chunk_bytes.is_none() && reply.chunk_delay_ms == 0;
+    let plain = !streaming
+        && cut.is_none()
+        && !stall_at_end
+        && reply.chunk_bytes.is_none()
+        && reply.chunk_delay_ms == 0;
     let body = if plain {
         let bytes: Vec<u8> = pieces.concat();
         guard.finish();
@@ -401,6 +446,7 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
             guard,
             Duration::from_millis(reply.chunk_delay_ms),
             abort,
+            stall_at_end,
         ))
     };
     let mut resp = with_headers(Response::new(body), wire, n, content_type);
@@ -409,6 +455,21 @@ async fn handle(shared: Arc<Shared>, wire: Wire, raw: Bytes) -> Response {
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     }
     resp
+}
+
+/// One `data:` line of `size` bytes of filler, in 64 KiB pieces, ended as an event.
+fn oversized_event(size: usize) -> Vec<Bytes> {
+    const PIECE: usize = 64 * 1024;
+    let filler = Bytes::from(vec![b'x'; PIECE]);
+    let mut out = vec![Bytes::from_static(b"data: ")];
+    let mut left = size;
+    while left > 0 {
+        let take = left.min(PIECE);
+        out.push(filler.slice(..take));
+        left -= take;
+    }
+    out.push(Bytes::from_static(b"\n\n"));
+    out
 }
 
 fn truncate(pieces: Vec<Bytes>, limit: usize) -> Vec<Bytes> {
@@ -439,6 +500,7 @@ struct StreamState {
     guard: RecordGuard,
     delay: Duration,
     abort: bool,
+    stall: bool,
     first: bool,
 }
 
@@ -447,12 +509,14 @@ fn body_stream(
     guard: RecordGuard,
     delay: Duration,
     abort: bool,
+    stall: bool,
 ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
     let state = StreamState {
         pieces: pieces.into(),
         guard,
         delay,
         abort,
+        stall,
         first: true,
     };
     futures::stream::unfold(state, |mut st| async move {
@@ -466,6 +530,12 @@ fn body_stream(
         st.first = false;
         match st.pieces.pop_front() {
             Some(p) => Some((Ok(p), st)),
+            None if st.stall => {
+                // Keep the connection open and silent; the record is written
+                // when the client goes away and this stream is dropped.
+                std::future::pending::<()>().await;
+                None
+            }
             None if st.abort => {
                 st.abort = false;
                 st.guard.finish();
@@ -557,6 +627,7 @@ mod tests {
             wire: Wire::Openai,
             status: 400,
             body: Value::Null,
+            user_agent: None,
         };
         let v = serde_json::to_value(&r).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
@@ -569,7 +640,8 @@ mod tests {
                 "step",
                 "wire",
                 "status",
-                "body"
+                "body",
+                "user_agent"
             ]
         );
         assert_eq!(v["wire"], "openai");

@@ -71,6 +71,16 @@ pub fn sanitize(name: &str) -> String {
         .collect()
 }
 
+/// OpenAI-compatible servers may send a tool call without an id: `id: ""` in a script does that.
+fn without_empty_id(mut call: Value) -> Value {
+    if call["id"] == ""
+        && let Some(obj) = call.as_object_mut()
+    {
+        obj.remove("id");
+    }
+    call
+}
+
 fn tool_id(reply: &Reply, ctx: &Ctx, i: usize, prefix: &str) -> String {
     reply.tool_calls[i]
         .id
@@ -160,11 +170,11 @@ pub fn full_body(wire: Wire, reply: &Reply, ctx: &Ctx) -> Value {
                     .iter()
                     .enumerate()
                     .map(|(i, c)| {
-                        json!({
+                        without_empty_id(json!({
                             "id": tool_id(reply, ctx, i, "call"),
                             "type": "function",
                             "function": {"name": c.name, "arguments": c.args_text()},
-                        })
+                        }))
                     })
                     .collect();
                 message["tool_calls"] = Value::Array(calls);
@@ -299,12 +309,12 @@ fn openai_events(reply: &Reply, ctx: &Ctx) -> Vec<Bytes> {
     }
     for (j, call) in reply.tool_calls.iter().enumerate() {
         out.push(chunk(
-            json!({"tool_calls": [{
+            json!({"tool_calls": [without_empty_id(json!({
                 "index": j,
                 "id": tool_id(reply, ctx, j, "call"),
                 "type": "function",
                 "function": {"name": call.name, "arguments": ""},
-            }]}),
+            }))]}),
             Value::Null,
         ));
         for piece in char_chunks(&call.args_text(), reply.args_chunk()) {
@@ -327,6 +337,21 @@ fn openai_events(reply: &Reply, ctx: &Ctx) -> Vec<Bytes> {
     }
     out.push(Bytes::from_static(b"data: [DONE]\n\n"));
     out
+}
+
+/// An error event sent in the middle of a stream, as the servers send them:
+/// Anthropic's `event: error`, and llama.cpp's `data: {"error": {…}}` on the
+/// OpenAI wire (e.g. `server_error` when a model's tool call cannot be parsed).
+pub fn stream_error_event(wire: Wire, kind: Option<&str>, message: &str) -> Bytes {
+    match wire {
+        Wire::Anthropic => anthropic_event(
+            "error",
+            json!({"type": "error", "error": {"type": kind.unwrap_or("overloaded_error"), "message": message}}),
+        ),
+        Wire::Openai => openai_event(
+            &json!({"error": {"code": 500, "message": message, "type": kind.unwrap_or("server_error")}}),
+        ),
+    }
 }
 
 /// Error type name for a status on the given wire.

@@ -617,6 +617,7 @@ rules:
         "wire",
         "status",
         "body",
+        "user_agent",
     ]
     .into();
     for l in &lines {
@@ -669,4 +670,76 @@ async fn start_rejects_bad_script() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("line 3"), "{err}");
+}
+
+#[tokio::test]
+async fn error_after_events_sends_each_wires_error_event_then_ends() {
+    let script = r#"
+rules:
+  - replies:
+      - text: "Some text that streams first."
+        text_chunk_chars: 5
+        fail: { error_after_events: 3, message: "peg-native format" }
+"#;
+    let server = MockServer::start(script, None).await.unwrap();
+    let r = post(&server, "/v1/messages", &anthropic_req("x", 0, true)).await;
+    assert_eq!(r.status(), 200);
+    let events = parse_sse(&r.text().await.unwrap());
+    assert_eq!(events.len(), 4);
+    let (name, data) = &events[3];
+    assert_eq!(name.as_deref(), Some("error"));
+    let v: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "overloaded_error");
+    assert_eq!(v["error"]["message"], "peg-native format");
+    // llama.cpp's shape on the OpenAI wire: a data line holding `error`, no [DONE].
+    let r = post(&server, "/v1/chat/completions", &openai_req("x", 0, true)).await;
+    let events = parse_sse(&r.text().await.unwrap());
+    assert_eq!(events.len(), 4);
+    let v: Value = serde_json::from_str(&events[3].1).unwrap();
+    assert_eq!(v["error"]["type"], "server_error");
+    assert_eq!(v["error"]["code"], 500);
+    assert_eq!(v["error"]["message"], "peg-native format");
+}
+
+#[tokio::test]
+async fn stall_after_events_keeps_the_body_open_and_silent() {
+    let script = r#"
+rules:
+  - replies:
+      - text: "Some text that streams first."
+        fail: { stall_after_events: 2 }
+"#;
+    let server = MockServer::start(script, None).await.unwrap();
+    let r = post(&server, "/v1/messages", &anthropic_req("x", 0, true)).await;
+    assert_eq!(r.status(), 200);
+    let mut stream = r.bytes_stream();
+    let mut got = String::new();
+    while !got.contains("ping") {
+        let b = stream.next().await.unwrap().unwrap();
+        got.push_str(&String::from_utf8_lossy(&b));
+    }
+    let more = tokio::time::timeout(std::time::Duration::from_millis(300), stream.next()).await;
+    assert!(more.is_err(), "nothing after the stall point: {more:?}");
+}
+
+#[tokio::test]
+async fn an_empty_tool_call_id_is_left_out_on_the_openai_wire() {
+    let script = r#"
+rules:
+  - replies:
+      - tool_calls: [{ name: Read, id: "", input: { file_path: "a" } }]
+"#;
+    let server = MockServer::start(script, None).await.unwrap();
+    let r = post(&server, "/v1/chat/completions", &openai_req("x", 0, true)).await;
+    let text = r.text().await.unwrap();
+    assert!(text.contains("\"name\":\"Read\""), "{text}");
+    assert!(!text.contains("\"id\":\"\""), "{text}");
+    let r = post(&server, "/v1/chat/completions", &openai_req("x", 0, false)).await;
+    let v: Value = r.json().await.unwrap();
+    assert!(
+        v["choices"][0]["message"]["tool_calls"][0]
+            .get("id")
+            .is_none()
+    );
 }

@@ -68,6 +68,10 @@ pub enum Event {
         status: Option<u16>,
         /// Wait before the try.
         wait_ms: u64,
+        /// What failed.
+        reason: String,
+        /// True when the failed try had streamed text: drop it, the reply starts over.
+        discarded_text: bool,
     },
     /// A complete assistant message arrived.
     AssistantMessage {

@@ -440,6 +440,7 @@ impl Agent {
             };
             let events = self.events.clone();
             let agent = self.id.clone();
+            let log = self.log.clone();
             let mut on_delta = move |d: StreamDelta| match d {
                 StreamDelta::Text(text) => events.emit(Event::TextDelta {
                     agent: agent.clone(),
@@ -449,15 +450,29 @@ impl Agent {
                     attempt,
                     status,
                     wait_ms,
-                } => events.emit(Event::Retrying {
-                    agent: agent.clone(),
-                    attempt,
-                    status,
-                    wait_ms,
-                }),
+                    reason,
+                    discarded_text,
+                } => {
+                    // A diagnostic record: failing to write it must not fail the request.
+                    if let Some(log) = &log {
+                        let _ = log.append(RecordBody::Retry {
+                            attempt,
+                            reason: reason.clone(),
+                            discarded_text,
+                        });
+                    }
+                    events.emit(Event::Retrying {
+                        agent: agent.clone(),
+                        attempt,
+                        status,
+                        wait_ms,
+                        reason,
+                        discarded_text,
+                    })
+                }
                 StreamDelta::ToolCallStarted { .. } => {}
             };
-            let resp = match self.client.stream(&req, &mut on_delta, cancel).await {
+            let mut resp = match self.client.stream(&req, &mut on_delta, cancel).await {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => {
                     out.status = TurnStatus::Interrupted;
@@ -472,6 +487,7 @@ impl Agent {
                 }
             };
             drop(on_delta);
+            crate::model::unique_call_ids(&mut resp.message, &self.conversation);
             self.last_request = Some(req);
             out.usage.add(&resp.usage);
             self.usage.add(&resp.usage);

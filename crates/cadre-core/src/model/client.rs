@@ -2,21 +2,26 @@
 //! configured wire format, streams the reply, retries transient failures, and
 //! keeps the API key out of every error it returns.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use super::anthropic::{self, AnthropicDecoder};
 use super::openai::{self, OpenAiDecoder};
+use super::sse::{MAX_EVENT_BYTES, SseParser};
 use super::{ClientConfig, ModelError, ModelRequest, ModelResponse, Provider, StreamDelta};
 
 /// Longest we honour a server's `retry-after`, so a bad header cannot stall a run.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
 /// First backoff when the server gives no `retry-after`; doubles per try.
-const BASE_BACKOFF: Duration = Duration::from_millis(500);
+const BASE_BACKOFF: Duration = Duration::from_millis(200);
+/// Longest backoff between tries.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// Sent with every request.
+const USER_AGENT: &str = concat!("cadre/", env!("CARGO_PKG_VERSION"));
 
 /// A model client. Cheap to clone; clones share the connection pool.
 #[derive(Clone, Debug)]
@@ -58,11 +63,33 @@ impl Decoder {
 /// How one try ended.
 enum Attempt {
     Done(ModelResponse),
-    Retry {
-        status: u16,
-        message: String,
-        wait: Option<Duration>,
-    },
+    Retry(Retry),
+}
+
+/// A try that failed in a way worth another.
+struct Retry {
+    /// HTTP status, 0 for a transport or stream failure.
+    status: u16,
+    /// What went wrong.
+    message: String,
+    /// How long to wait, when the failure says (`retry-after`, or at once).
+    wait: Option<Duration>,
+    /// Whether text was already streamed to the caller.
+    streamed: bool,
+    /// The connection was stale: try again at once, on a new one.
+    at_once: bool,
+}
+
+impl Attempt {
+    fn retry(status: u16, message: String) -> Attempt {
+        Attempt::Retry(Retry {
+            status,
+            message,
+            wait: None,
+            streamed: false,
+            at_once: false,
+        })
+    }
 }
 
 impl ModelClient {
@@ -74,10 +101,26 @@ impl ModelClient {
                 config.provider.key_env()
             )));
         }
-        let http = reqwest::Client::builder()
+        let plain_http = config.base_url.starts_with("http://");
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
+            .user_agent(USER_AGENT);
+        if plain_http {
+            // No TLS is ever spoken: skip loading the system's CA roots (milliseconds at start-up).
+            builder = builder.tls_certs_only(Vec::<reqwest::Certificate>::new());
+        }
+        let http = builder.build().map_err(|e| {
+            ModelError::Config(if plain_http {
+                format!("cannot build the HTTP client: {}", error_chain(&e))
+            } else {
+                format!(
+                    "cannot set up TLS for {}: {} (no usable CA root certificates were found; \
+                     install the system's CA certificates or set SSL_CERT_FILE to a PEM bundle)",
+                    config.base_url,
+                    error_chain(&e)
+                )
+            })
+        })?;
         Ok(ModelClient { http, config })
     }
 
@@ -173,8 +216,10 @@ impl ModelClient {
     }
 
     /// Sends `req`, streaming deltas to `on_delta`, and returns the whole reply.
-    /// Transient statuses are retried (at most `max_attempts` tries in all);
-    /// a stream that breaks mid-reply is an error, never a short answer.
+    /// Transient failures are retried (at most `max_attempts` tries in all):
+    /// error statuses, connections that fail or break, streams that stall for
+    /// longer than the idle timeout or carry a server error. A reply is only
+    /// ever returned whole; text a failed try streamed is announced as discarded.
     pub async fn stream(
         &self,
         req: &ModelRequest,
@@ -189,35 +234,46 @@ impl ModelClient {
         let headers = self.headers()?;
         let max = self.config.max_attempts.max(1);
         let mut attempt = 1;
+        let mut retried_at_once = false;
         loop {
             let result = tokio::select! {
                 r = self.try_once(&body, &headers, on_delta) => r,
                 _ = cancel.cancelled() => return Err(ModelError::Cancelled),
             };
-            let (status, message, wait) = match result {
+            let retry = match result {
                 Ok(Attempt::Done(resp)) => return Ok(resp),
-                Ok(Attempt::Retry {
-                    status,
-                    message,
-                    wait,
-                }) => (status, message, wait),
+                Ok(Attempt::Retry(r)) => r,
                 Err(e) => return Err(self.redact_error(e)),
             };
+            let message = self.redact(&retry.message);
+            // Only one retry at once: a server that keeps dropping requests gets the backoff.
+            let wait_hint = match (retry.at_once, retried_at_once) {
+                (true, false) => Some(Duration::ZERO),
+                (true, true) => None,
+                (false, _) => retry.wait,
+            };
+            retried_at_once |= retry.at_once;
             if attempt >= max {
-                return Err(self.redact_error(ModelError::RetriesExhausted {
-                    status,
+                return Err(ModelError::RetriesExhausted {
+                    status: retry.status,
                     attempts: attempt,
                     message,
-                }));
+                });
             }
-            let wait = wait
-                .unwrap_or_else(|| BASE_BACKOFF * 2u32.saturating_pow(attempt - 1))
+            let wait = wait_hint
+                .unwrap_or_else(|| {
+                    BASE_BACKOFF
+                        .saturating_mul(2u32.saturating_pow(attempt - 1))
+                        .min(MAX_BACKOFF)
+                })
                 .min(MAX_RETRY_AFTER);
             attempt += 1;
             on_delta(StreamDelta::Retrying {
                 attempt,
-                status: (status != 0).then_some(status),
+                status: (retry.status != 0).then_some(retry.status),
                 wait_ms: wait.as_millis() as u64,
+                reason: message,
+                discarded_text: retry.streamed,
             });
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
@@ -233,24 +289,44 @@ impl ModelClient {
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
     ) -> Result<Attempt, ModelError> {
         let url = self.endpoint();
-        let resp = match self
-            .http
-            .post(&url)
-            .headers(headers.clone())
-            .body(body.to_vec())
-            .send()
-            .await
-        {
-            Ok(r) => r,
+        let idle = self.config.stream_idle_timeout;
+        let stalled = |when: &str| {
+            format!(
+                "the model server sent nothing for {} s {when} (stream_idle_timeout_s)",
+                idle.as_secs_f64()
+            )
+        };
+        let sent = tokio::time::timeout(
+            idle,
+            self.http
+                .post(&url)
+                .headers(headers.clone())
+                .body(body.to_vec())
+                .send(),
+        )
+        .await;
+        let resp = match sent {
+            Ok(Ok(r)) => r,
+            Err(_) => {
+                return Ok(Attempt::retry(0, stalled("before the response headers")));
+            }
             // Nothing was received: a connection failure is safe to retry.
-            Err(e) if e.is_connect() || e.is_timeout() => {
-                return Ok(Attempt::Retry {
+            Ok(Err(e)) if e.is_connect() || e.is_timeout() => {
+                return Ok(Attempt::retry(0, format!("{url}: {}", error_chain(&e))));
+            }
+            // The request went out on a connection that broke before any response:
+            // typically a kept-alive connection the server had already closed.
+            // The pool drops that connection, so try again at once on a new one.
+            Ok(Err(e)) if !e.is_builder() && !e.is_redirect() && !e.is_status() => {
+                return Ok(Attempt::Retry(Retry {
                     status: 0,
                     message: format!("{url}: {}", error_chain(&e)),
                     wait: None,
-                });
+                    streamed: false,
+                    at_once: true,
+                }));
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 return Err(ModelError::Connect {
                     url,
                     detail: error_chain(&e),
@@ -260,18 +336,26 @@ impl ModelClient {
         let status = resp.status().as_u16();
         if !resp.status().is_success() {
             let wait = retry_after(resp.headers());
-            let text = resp.text().await.unwrap_or_default();
+            // An error body is only for the message: a stalled one is left unread.
+            let text = match read_body(resp, idle, ERROR_BODY_LIMIT).await {
+                Ok(bytes) | Err(BodyError::TooLarge(bytes)) => {
+                    String::from_utf8_lossy(&bytes).into_owned()
+                }
+                Err(_) => String::new(),
+            };
             let message = match self.config.provider {
                 Provider::Anthropic => anthropic::error_message(&text),
                 Provider::OpenAI => openai::error_message(&text),
             }
             .unwrap_or_else(|| text.chars().take(500).collect());
             if ModelError::is_retryable_status(status) {
-                return Ok(Attempt::Retry {
+                return Ok(Attempt::Retry(Retry {
                     status,
-                    message,
+                    message: format!("HTTP {status}: {message}"),
                     wait,
-                });
+                    streamed: false,
+                    at_once: false,
+                }));
             }
             return Err(ModelError::Status { status, message });
         }
@@ -282,13 +366,24 @@ impl ModelClient {
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !is_sse {
             // Some servers ignore `stream: true`; accept a whole JSON reply.
-            let text = resp
-                .text()
-                .await
-                .map_err(|e| ModelError::StreamEndedEarly {
-                    detail: error_chain(&e),
-                })?;
-            let v: serde_json::Value = serde_json::from_str(&text)
+            let bytes = match read_body(resp, idle, MAX_EVENT_BYTES).await {
+                Ok(b) => b,
+                Err(BodyError::Stalled) => {
+                    return Ok(Attempt::retry(0, stalled("in the middle of the reply")));
+                }
+                Err(BodyError::Broken(detail)) => {
+                    return Ok(Attempt::retry(
+                        0,
+                        format!("the reply ended early: the connection broke ({detail})"),
+                    ));
+                }
+                Err(BodyError::TooLarge(_)) => {
+                    return Err(ModelError::Protocol(format!(
+                        "the reply is larger than {MAX_EVENT_BYTES} bytes"
+                    )));
+                }
+            };
+            let v: serde_json::Value = serde_json::from_slice(&bytes)
                 .map_err(|e| ModelError::Protocol(format!("response is not JSON ({e})")))?;
             let r = match self.config.provider {
                 Provider::Anthropic => anthropic::decode_full(&v),
@@ -300,24 +395,113 @@ impl ModelClient {
             }
             return Ok(Attempt::Done(r));
         }
+        let streamed = AtomicBool::new(false);
+        let mut emit = |d: StreamDelta| {
+            if matches!(&d, StreamDelta::Text(t) if !t.is_empty()) {
+                streamed.store(true, Ordering::Relaxed);
+            }
+            on_delta(d);
+        };
+        let failed = |message: String| {
+            Ok(Attempt::Retry(Retry {
+                status: 0,
+                message,
+                wait: None,
+                streamed: streamed.load(Ordering::Relaxed),
+                at_once: false,
+            }))
+        };
         let mut decoder = Decoder::new(self.config.provider);
-        let mut events = resp.bytes_stream().eventsource();
-        while let Some(ev) = events.next().await {
-            match ev {
-                Ok(ev) => {
-                    if ev.data.is_empty() {
-                        continue;
-                    }
-                    decoder.on_event(&ev.data, on_delta)?;
+        let mut parser = SseParser::default();
+        let mut events = Vec::new();
+        let mut chunks = resp.bytes_stream();
+        loop {
+            let chunk = match tokio::time::timeout(idle, chunks.next()).await {
+                Err(_) => return failed(stalled("in the middle of the reply")),
+                Ok(None) => break,
+                Ok(Some(Ok(c))) => c,
+                Ok(Some(Err(e))) => {
+                    return failed(format!(
+                        "the reply stream ended early: the connection broke ({})",
+                        error_chain(&e)
+                    ));
                 }
-                Err(e) => {
-                    return Err(ModelError::StreamEndedEarly {
-                        detail: format!("the connection broke: {e}"),
-                    });
+            };
+            parser
+                .push(&chunk, &mut events)
+                .map_err(|e| ModelError::Protocol(e.to_string()))?;
+            for ev in events.drain(..) {
+                let result = if ev.event == "error" {
+                    Err(stream_error(&ev.data))
+                } else if ev.data.is_empty() {
+                    Ok(())
+                } else {
+                    decoder.on_event(&ev.data, &mut emit)
+                };
+                match result {
+                    Ok(()) => {}
+                    Err(e @ ModelError::Api { .. }) if e.is_transient_api_error() => {
+                        return failed(e.to_string());
+                    }
+                    Err(e) => return Err(e),
                 }
             }
         }
-        decoder.finish().map(Attempt::Done)
+        match decoder.finish() {
+            Ok(r) => Ok(Attempt::Done(r)),
+            Err(e @ ModelError::StreamEndedEarly { .. }) => failed(e.to_string()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The largest error body read for its message.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// Why a whole body could not be read.
+enum BodyError {
+    /// Nothing arrived for the idle timeout.
+    Stalled,
+    /// The connection broke.
+    Broken(String),
+    /// The body passed the limit; what was read so far.
+    TooLarge(Vec<u8>),
+}
+
+/// Reads a whole body, giving up when it stalls or grows past `limit`.
+async fn read_body(
+    resp: reqwest::Response,
+    idle: Duration,
+    limit: usize,
+) -> Result<Vec<u8>, BodyError> {
+    let mut out = Vec::new();
+    let mut chunks = resp.bytes_stream();
+    loop {
+        match tokio::time::timeout(idle, chunks.next()).await {
+            Err(_) => return Err(BodyError::Stalled),
+            Ok(None) => return Ok(out),
+            Ok(Some(Err(e))) => return Err(BodyError::Broken(error_chain(&e))),
+            Ok(Some(Ok(c))) => {
+                out.extend_from_slice(&c);
+                if out.len() > limit {
+                    return Err(BodyError::TooLarge(out));
+                }
+            }
+        }
+    }
+}
+
+/// The error an `error` event carries: Anthropic's `{"type":"error","error":{…}}`,
+/// or llama.cpp's bare `{"code":…,"message":…,"type":…}`.
+fn stream_error(data: &str) -> ModelError {
+    let v: serde_json::Value = serde_json::from_str(data).unwrap_or(serde_json::Value::Null);
+    let err = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
+    let text = |k: &str| err.get(k).and_then(serde_json::Value::as_str);
+    ModelError::Api {
+        kind: text("type").unwrap_or("error").to_string(),
+        message: text("message")
+            .map(str::to_string)
+            .unwrap_or_else(|| data.chars().take(500).collect()),
     }
 }
 

@@ -84,6 +84,8 @@ pub struct ClientConfig {
     pub max_tokens: u32,
     /// Total tries for a transient failure (first try included).
     pub max_attempts: u32,
+    /// Longest silence of the server (before the headers or between chunks) before a try is abandoned.
+    pub stream_idle_timeout: std::time::Duration,
 }
 
 impl fmt::Debug for ClientConfig {
@@ -95,6 +97,7 @@ impl fmt::Debug for ClientConfig {
             .field("model", &self.model)
             .field("max_tokens", &self.max_tokens)
             .field("max_attempts", &self.max_attempts)
+            .field("stream_idle_timeout", &self.stream_idle_timeout)
             .finish()
     }
 }
@@ -142,6 +145,7 @@ mod tests {
             model: "m".into(),
             max_tokens: 1,
             max_attempts: 1,
+            stream_idle_timeout: std::time::Duration::from_secs(1),
         };
         assert!(!format!("{cfg:?}").contains("sk-secret"));
     }

@@ -23,7 +23,7 @@ pub enum ModelError {
         message: String,
     },
     /// Transient failures persisted through every try.
-    #[error("the model server kept failing (HTTP {status}) after {attempts} tries: {message}")]
+    #[error("the model server kept failing; gave up after {attempts} tries: {message}")]
     RetriesExhausted {
         /// Last HTTP status (0 for a transport failure).
         status: u16,
@@ -61,5 +61,24 @@ impl ModelError {
     /// True for statuses that the providers document as transient.
     pub fn is_retryable_status(status: u16) -> bool {
         matches!(status, 429 | 500 | 502 | 503 | 529)
+    }
+
+    /// True for an error event mid-stream that another try may not hit
+    /// (overload, a server error such as llama.cpp's failed tool-call parse);
+    /// false for the kinds that say the request itself is wrong.
+    pub fn is_transient_api_error(&self) -> bool {
+        match self {
+            ModelError::Api { kind, .. } => !matches!(
+                kind.as_str(),
+                "invalid_request_error"
+                    | "authentication_error"
+                    | "permission_error"
+                    | "not_found_error"
+                    | "request_too_large"
+                    | "exceed_context_size_error"
+                    | "invalid_request"
+            ),
+            _ => false,
+        }
     }
 }

@@ -7,9 +7,11 @@ mod config;
 mod error;
 mod openai;
 mod reply;
+mod sse;
 mod types;
 
 pub use client::ModelClient;
 pub use config::{ClientConfig, Provider, is_loopback_url};
 pub use error::ModelError;
+pub use reply::unique_call_ids;
 pub use types::*;

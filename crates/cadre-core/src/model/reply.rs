@@ -1,8 +1,36 @@
 //! Assembles a streamed reply from its fragments, whatever the wire format.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use super::{ContentBlock, Message, ModelResponse, Role, StopReason, Usage};
+
+/// A call id no server gave: unique in any session (servers may send none,
+/// and ids made from a position repeat from one reply to the next).
+fn fresh_call_id() -> String {
+    format!("call_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// Gives every tool call in `message` an id not used before in `history` nor
+/// earlier in `message`, so results and resume match calls one to one. Ids the
+/// server chose are kept when they are unique; the id recorded is the one sent back.
+pub fn unique_call_ids(message: &mut Message, history: &[Message]) {
+    let mut seen: HashSet<String> = history
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            ContentBlock::ToolUse { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    for block in &mut message.content {
+        if let ContentBlock::ToolUse { id, .. } = block {
+            if id.is_empty() || seen.contains(id.as_str()) {
+                *id = fresh_call_id();
+            }
+            seen.insert(id.clone());
+        }
+    }
+}
 
 /// One content block being streamed.
 #[derive(Debug)]
@@ -81,16 +109,12 @@ impl ReplyBuilder {
     /// The finished reply.
     pub(crate) fn finish(self) -> ModelResponse {
         let mut content = Vec::with_capacity(self.blocks.len());
-        for (index, block) in self.blocks {
+        for block in self.blocks.into_values() {
             match block {
                 PartialBlock::Text(text) if text.is_empty() => {}
                 PartialBlock::Text(text) => content.push(ContentBlock::Text { text }),
                 PartialBlock::Tool { id, name, args } => {
-                    let id = if id.is_empty() {
-                        format!("call_{index}")
-                    } else {
-                        id
-                    };
+                    let id = if id.is_empty() { fresh_call_id() } else { id };
                     let input = if args.trim().is_empty() {
                         "{}".to_string()
                     } else {
@@ -116,5 +140,41 @@ impl ReplyBuilder {
             stop_reason,
             usage: self.usage,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ContentBlock {
+        ContentBlock::ToolUse {
+            id: id.into(),
+            name: "Read".into(),
+            input: "{}".into(),
+        }
+    }
+
+    fn ids(m: &Message) -> Vec<String> {
+        m.tool_calls().into_iter().map(|c| c.id).collect()
+    }
+
+    #[test]
+    fn missing_and_repeated_ids_are_replaced() {
+        let earlier = Message {
+            role: Role::Assistant,
+            content: vec![call("a")],
+        };
+        let mut m = Message {
+            role: Role::Assistant,
+            content: vec![call("a"), call("b"), call("b"), call("")],
+        };
+        unique_call_ids(&mut m, std::slice::from_ref(&earlier));
+        let got = ids(&m);
+        assert_eq!(got[1], "b");
+        let a = "a".to_string();
+        let all: HashSet<&String> = got.iter().chain([&a]).collect();
+        assert_eq!(all.len(), 5, "{got:?}");
+        assert!(got.iter().all(|i| !i.is_empty()));
     }
 }

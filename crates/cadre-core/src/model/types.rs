@@ -202,5 +202,9 @@ pub enum StreamDelta {
         status: Option<u16>,
         /// How long we wait first.
         wait_ms: u64,
+        /// What went wrong (never holds the key).
+        reason: String,
+        /// Text the failed try already streamed is void: the retry starts the reply over.
+        discarded_text: bool,
     },
 }

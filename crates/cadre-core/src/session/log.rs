@@ -89,6 +89,15 @@ pub enum RecordBody {
         /// How.
         status: String,
     },
+    /// A model request failed transiently and is retried (diagnostic; resume ignores it).
+    Retry {
+        /// The try about to be made.
+        attempt: u32,
+        /// What failed.
+        reason: String,
+        /// Whether streamed text of the failed try was discarded.
+        discarded_text: bool,
+    },
 }
 
 /// Milliseconds since the Unix epoch.
