@@ -100,16 +100,8 @@ pub async fn run(
     }
 
     let cancel = CancellationToken::new();
-    let on_signal = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_signal.cancel();
-        }
-        // A second Ctrl+C leaves at once.
-        if tokio::signal::ctrl_c().await.is_ok() {
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    });
+    // Ctrl+C, SIGTERM and SIGHUP stop the run; a second one leaves at once.
+    let stop_signal = crate::signals::cancel_on_stop_signals(cancel.clone());
 
     let work = match runtime.background(&session.id, &sink) {
         Ok(w) => w,
@@ -200,7 +192,9 @@ pub async fn run(
     }
     Ok(match outcome.status {
         TurnStatus::Completed => ExitCode::SUCCESS,
-        TurnStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        TurnStatus::Interrupted => {
+            ExitCode::from(stop_signal.exit_code().unwrap_or(EXIT_INTERRUPTED))
+        }
         TurnStatus::LimitReached | TurnStatus::Failed => ExitCode::from(1),
     })
 }
