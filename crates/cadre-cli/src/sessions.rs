@@ -10,8 +10,8 @@ use cadre_core::agent::{Event, EventSink};
 use cadre_core::config::{data_dir, ensure_private_dir};
 use cadre_core::model::Message;
 use cadre_core::session::{
-    RecordBody, SessionError, SessionLock, SessionLog, list_sessions, new_session_id, read_log,
-    rebuild, remove_session, session_path, sessions_dir, utc_datetime,
+    RecordBody, SessionError, SessionLock, SessionLog, list_sessions, locks_dir, new_session_id,
+    read_log, rebuild, remove_session, session_path, sessions_dir, utc_datetime,
 };
 use clap::{Args, Subcommand};
 
@@ -131,9 +131,11 @@ pub async fn open(
 ) -> Result<OpenSession> {
     let dir = sessions_dir(&runtime.home);
     ensure_private_dir(&dir)?;
+    let locks = locks_dir(&runtime.home);
+    ensure_private_dir(&locks)?;
     let Some(id) = resume else {
         let id = new_session_id();
-        let lock = SessionLock::acquire(&dir, &id)?;
+        let lock = SessionLock::acquire(&locks, &id)?;
         let log = SessionLog::create(&dir.join(format!("{id}.jsonl")))?;
         log.append(RecordBody::SessionStart {
             session_id: id.clone(),
@@ -151,7 +153,7 @@ pub async fn open(
 
     let path = session_path(&runtime.home, id).map_err(session_usage)?;
     // Before anything is read or written: another process may be using it.
-    let lock = SessionLock::acquire(&dir, id)?;
+    let lock = SessionLock::acquire(&locks, id)?;
     let loaded = read_log(&path)?;
     for w in &loaded.warnings {
         events.emit(Event::Warning {

@@ -272,3 +272,45 @@ async fn a_session_in_use_cannot_be_resumed_by_a_second_process() {
     let third = h.cadre(&["exec", "--json", "--resume", &id, "later"]).await;
     assert!(third.status.success(), "{}", stderr(&third));
 }
+
+#[tokio::test]
+async fn sigterm_ends_an_interactive_session_like_leaving_it() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo $$ > bg.pid; sleep 300 & sleep 300", run_in_background: true, description: "long shell" } }
+      - tool_calls:
+          - { name: Bash, input: { command: "echo $$ > fg.pid; sleep 300" } }
+      - text: "never reached"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let mut child = h
+        .command(&["--permission-mode", "acceptEdits"], &[])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, b"start the work\n")
+        .await
+        .unwrap();
+    let bg = pid_in(&h, "bg.pid").await;
+    let fg = pid_in(&h, "fg.pid").await;
+    // SAFETY: signalling the cadre process this test started.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
+    let status = tokio::time::timeout(Duration::from_secs(60), child.wait()).await;
+    let left: Vec<i32> = [bg, fg].into_iter().flat_map(group_members).collect();
+    kill_group(bg);
+    kill_group(fg);
+    drop(stdin);
+    let status = status.expect("cadre ends after SIGTERM").unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert!(left.is_empty(), "still running: {left:?}");
+    let rows = tasks(&h);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].status, TaskStatus::Cancelled, "{rows:?}");
+}

@@ -1,5 +1,5 @@
 //! One process per session: a run holds an exclusive `flock` on
-//! `sessions/<id>.lock` for as long as it uses the session, with its pid
+//! `locks/<id>.lock` in the data directory (not among the logs) for as long as it uses the session, with its pid
 //! written in the file, so a second `--resume` of the same session fails at
 //! once, naming the holder, before it reads or writes anything. The kernel
 //! drops the lock when the holder ends, however it ends.
@@ -12,7 +12,12 @@ use std::path::{Path, PathBuf};
 
 use super::SessionError;
 
-/// The lock file of session `id` in `dir` (the sessions directory).
+/// `$CADRE_HOME/locks`, where session locks live.
+pub fn locks_dir(home: &Path) -> PathBuf {
+    home.join("locks")
+}
+
+/// The lock file of session `id` in `dir` (the locks directory).
 pub fn lock_path(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{id}.lock"))
 }
