@@ -314,3 +314,68 @@ rules:
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0].status, TaskStatus::Cancelled, "{rows:?}");
 }
+
+#[tokio::test]
+async fn a_later_cadre_stops_the_group_of_a_lost_task_only_if_it_is_still_that_group() {
+    use std::os::unix::process::CommandExt;
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    // A shell whose cadre died (and whose watchdog was killed too), and a
+    // group whose leader's start time does not match the row: someone else's.
+    let spawn_group = || {
+        std::process::Command::new("sh")
+            .args(["-c", "sleep 300 & sleep 300"])
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    };
+    let mut orphan = spawn_group();
+    let mut other = spawn_group();
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let table = TaskTable::open(&h.data_dir()).unwrap();
+    let start_of = |pid: u32| cadre_core::tasks::ProcessId::of(pid).start.unwrap();
+    for (leader, start) in [
+        (orphan.id(), start_of(orphan.id())),
+        (other.id(), start_of(other.id()) + 1),
+    ] {
+        let row = table
+            .create(cadre_core::tasks::NewTask {
+                kind: cadre_core::tasks::TaskKind::Bash,
+                session_id: "s".into(),
+                parent_agent: "main".into(),
+                description: "left behind".into(),
+                agent_type: None,
+                name: None,
+                background: true,
+            })
+            .unwrap();
+        table
+            .set_status(&row.id, TaskStatus::Running, None, None)
+            .unwrap();
+        table.set_group(&row.id, leader, Some(start)).unwrap();
+        table.set_owner_pid(&row.id, dead_pid).unwrap();
+    }
+    drop(table);
+    let (orphan_pgid, other_pgid) = (orphan.id() as i32, other.id() as i32);
+    for _ in 0..200 {
+        if group_members(orphan_pgid).len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let out = h.cadre(&["tasks"]).await;
+    let left = group_gone(orphan_pgid).await;
+    let others = group_members(other_pgid);
+    kill_group(orphan_pgid);
+    kill_group(other_pgid);
+    let _ = orphan.wait();
+    let _ = other.wait();
+    assert!(
+        left.is_empty(),
+        "the lost task's group still runs: {left:?}"
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(others.len() >= 3, "another group was stopped: {others:?}");
+    assert!(tasks(&h).iter().all(|r| r.status == TaskStatus::Lost));
+}
