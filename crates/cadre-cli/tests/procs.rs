@@ -232,7 +232,7 @@ rules:
   - name: main
     replies:
       - text: "first answer"
-      - latency_ms: 6000
+      - latency_ms: 15000
         text: "slow second answer"
       - text: "third answer"
 "#;
@@ -266,8 +266,10 @@ async fn a_session_in_use_cannot_be_resumed_by_a_second_process() {
         "the second process asked the model"
     );
 
+    // The first run, still waiting on the model, is stopped; that frees the session.
+    first.signal(libc::SIGTERM);
     let (status, _) = first.finish().await;
-    assert!(status.success());
+    assert_eq!(status.code(), Some(143));
     // Once the first has ended, the session can be resumed again.
     let third = h.cadre(&["exec", "--json", "--resume", &id, "later"]).await;
     assert!(third.status.success(), "{}", stderr(&third));

@@ -157,6 +157,22 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), TaskError> {
     }
 }
 
+/// Opens `db_path` in WAL mode with the busy timeout, at the current schema.
+fn open_connection(db_path: &Path) -> Result<Connection, TaskError> {
+    let mut conn = Connection::open(db_path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(TaskError::Sqlite(format!(
+            "could not switch {} to WAL mode (got {mode})",
+            db_path.display()
+        )));
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
 fn row_to_task(r: &Row<'_>) -> rusqlite::Result<Result<TaskRow, TaskError>> {
     let kind: String = r.get("kind")?;
     let status: String = r.get("status")?;
@@ -238,17 +254,12 @@ impl TaskTable {
             .map_err(io_err(&db_path))?;
         std::fs::set_permissions(&db_path, std::fs::Permissions::from_mode(0o600))
             .map_err(io_err(&db_path))?;
-        let mut conn = Connection::open(&db_path)?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(TaskError::Sqlite(format!(
-                "could not switch {} to WAL mode (got {mode})",
-                db_path.display()
-            )));
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        migrate(&mut conn)?;
+        let conn = open_connection(&db_path).map_err(|e| match e {
+            TaskError::Sqlite(m) if !m.contains(&*db_path.to_string_lossy()) => {
+                TaskError::Sqlite(format!("{}: {m}", db_path.display()))
+            }
+            other => other,
+        })?;
         Ok(TaskTable {
             conn: Arc::new(Mutex::new(conn)),
             db_path,

@@ -502,3 +502,19 @@ fn the_sweep_stops_a_dead_owners_group_only_if_it_is_still_its_group() {
     theirs.kill().unwrap();
     theirs.wait().unwrap();
 }
+
+#[test]
+fn a_write_refused_by_a_locked_table_names_the_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).unwrap();
+    let row = t.create(new_task("x")).unwrap();
+    let other = rusqlite::Connection::open(t.path()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let err = t
+        .set_status(&row.id, TaskStatus::Running, None, None)
+        .unwrap_err();
+    other.execute_batch("ROLLBACK").unwrap();
+    let text = err.to_string();
+    assert!(text.contains(&t.path().display().to_string()), "{text}");
+    assert!(text.contains("locked"), "{text}");
+}
