@@ -69,6 +69,9 @@ pub async fn run(
         let _ = printer.await;
     };
 
+    let cancel = CancellationToken::new();
+    // Ctrl+C, SIGTERM and SIGHUP stop the run; a second one leaves at once.
+    let stop_signal = crate::signals::cancel_on_stop_signals(cancel.clone());
     let lines = stdin_is_terminal().then(StdinLines::start);
     let approvals: Arc<dyn ApprovalSource> = match &lines {
         Some(lines) => Arc::new(TerminalApprovals::new(lines.clone())),
@@ -98,10 +101,6 @@ pub async fn run(
     for w in &runtime.warnings {
         sink.emit(Event::Warning { message: w.clone() });
     }
-
-    let cancel = CancellationToken::new();
-    // Ctrl+C, SIGTERM and SIGHUP stop the run; a second one leaves at once.
-    let stop_signal = crate::signals::cancel_on_stop_signals(cancel.clone());
 
     let work = match runtime.background(&session.id, &sink) {
         Ok(w) => w,
