@@ -69,6 +69,9 @@ pub async fn run(
         let _ = printer.await;
     };
 
+    let cancel = CancellationToken::new();
+    // Ctrl+C, SIGTERM and SIGHUP stop the run; a second one leaves at once.
+    let stop_signal = crate::signals::cancel_on_stop_signals(cancel.clone());
     let lines = stdin_is_terminal().then(StdinLines::start);
     let approvals: Arc<dyn ApprovalSource> = match &lines {
         Some(lines) => Arc::new(TerminalApprovals::new(lines.clone())),
@@ -98,18 +101,6 @@ pub async fn run(
     for w in &runtime.warnings {
         sink.emit(Event::Warning { message: w.clone() });
     }
-
-    let cancel = CancellationToken::new();
-    let on_signal = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_signal.cancel();
-        }
-        // A second Ctrl+C leaves at once.
-        if tokio::signal::ctrl_c().await.is_ok() {
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    });
 
     let work = match runtime.background(&session.id, &sink) {
         Ok(w) => w,
@@ -200,7 +191,9 @@ pub async fn run(
     }
     Ok(match outcome.status {
         TurnStatus::Completed => ExitCode::SUCCESS,
-        TurnStatus::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        TurnStatus::Interrupted => {
+            ExitCode::from(stop_signal.exit_code().unwrap_or(EXIT_INTERRUPTED))
+        }
         TurnStatus::LimitReached | TurnStatus::Failed => ExitCode::from(1),
     })
 }

@@ -70,6 +70,16 @@ pub async fn run(
             }
         }
     });
+    // SIGTERM and SIGHUP end the session: the turn is interrupted and the
+    // background work stopped as on leaving; a second one leaves at once.
+    let quit = CancellationToken::new();
+    let (on_quit, turn) = (quit.clone(), current.clone());
+    let stop_signal = crate::signals::on_stop_signals(false, move |_| {
+        on_quit.cancel();
+        if let Some(token) = turn.lock().ok().and_then(|g| g.clone()) {
+            token.cancel();
+        }
+    });
 
     let mut human = HumanRenderer::for_interactive();
     let mut throttle = NoticeThrottle::default();
@@ -93,6 +103,7 @@ pub async fn run(
         // While idle, a finished background task starts a turn of its own.
         let next = tokio::select! {
             l = lines.next_for_prompt(prompt) => Some(l),
+            _ = quit.cancelled() => break,
             _ = async {
                 while !agent.has_notices() {
                     work.changed().await;
@@ -113,7 +124,7 @@ pub async fn run(
                 String::new()
             }
         };
-        if line == "/exit" || line == "/quit" {
+        if line == "/exit" || line == "/quit" || quit.is_cancelled() {
             break;
         }
         if line.is_empty() && !agent.has_notices() {
@@ -138,11 +149,17 @@ pub async fn run(
         if let Ok(mut g) = current.lock() {
             *g = None;
         }
+        if quit.is_cancelled() {
+            break;
+        }
     }
     // Leaving ends the background work this session started.
     if agent.active_tasks() > 0 {
         work.stop_all();
         work.wait_idle(std::time::Duration::from_secs(5)).await;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(match stop_signal.exit_code() {
+        Some(code) => ExitCode::from(code),
+        None => ExitCode::SUCCESS,
+    })
 }

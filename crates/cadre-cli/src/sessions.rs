@@ -10,8 +10,8 @@ use cadre_core::agent::{Event, EventSink};
 use cadre_core::config::{data_dir, ensure_private_dir};
 use cadre_core::model::Message;
 use cadre_core::session::{
-    RecordBody, SessionError, SessionLog, list_sessions, new_session_id, read_log, rebuild,
-    remove_session, session_path, sessions_dir, utc_datetime,
+    RecordBody, SessionError, SessionLock, SessionLog, list_sessions, locks_dir, new_session_id,
+    read_log, rebuild, remove_session, session_path, sessions_dir, utc_datetime,
 };
 use clap::{Args, Subcommand};
 
@@ -118,6 +118,8 @@ pub struct OpenSession {
     pub log: Arc<SessionLog>,
     /// Messages to restore (empty for a new session).
     pub messages: Vec<Message>,
+    /// This process's hold on the session, kept (not read) for the whole run.
+    pub _lock: SessionLock,
 }
 
 /// Creates a new session log, or reopens `resume`'s after settling calls that
@@ -132,8 +134,11 @@ pub async fn open(
 ) -> Result<OpenSession> {
     let dir = sessions_dir(&runtime.home);
     ensure_private_dir(&dir)?;
+    let locks = locks_dir(&runtime.home);
+    ensure_private_dir(&locks)?;
     let Some(id) = resume else {
         let id = new_session_id();
+        let lock = SessionLock::acquire(&locks, &id)?;
         let log = SessionLog::create(&dir.join(format!("{id}.jsonl")))?;
         log.append(RecordBody::SessionStart {
             session_id: id.clone(),
@@ -145,10 +150,13 @@ pub async fn open(
             id,
             log: Arc::new(log),
             messages: Vec::new(),
+            _lock: lock,
         });
     };
 
     let path = session_path(&runtime.home, id).map_err(session_usage)?;
+    // Before anything is read or written: another process may be using it.
+    let lock = SessionLock::acquire(&locks, id)?;
     let loaded = read_log(&path)?;
     for w in &loaded.warnings {
         events.emit(Event::Warning {
@@ -218,5 +226,6 @@ pub async fn open(
         id: id.to_string(),
         log: Arc::new(log),
         messages: rebuilt.messages,
+        _lock: lock,
     })
 }

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 use cadre_core::config::data_dir;
 use cadre_core::session::utc_datetime;
-use cadre_core::tasks::{TaskError, TaskFilter, TaskRow, TaskStatus, TaskTable, process_alive};
+use cadre_core::tasks::{TaskError, TaskFilter, TaskRow, TaskStatus, TaskTable};
 use clap::{Args, Subcommand};
 
 use crate::UsageError;
@@ -281,7 +281,8 @@ fn stop(table: &TaskTable, id: &str) -> Result<()> {
         );
         return Ok(());
     }
-    let owner_alive = r.owner_pid != std::process::id() && process_alive(r.owner_pid);
+    // The owner is the recorded process itself, not whoever has its pid now.
+    let owner_alive = !r.owner().is_current() && r.owner().alive();
     let result = if owner_alive {
         if r.status == TaskStatus::Stopping {
             println!(

@@ -19,6 +19,14 @@ pub use notice::{
 use crate::agent::{Event, EventSink};
 use crate::tasks::{TaskError, TaskKind, TaskRow, TaskStatus, TaskTable};
 
+/// Waits before each new try to record a task's end that the task table
+/// refused; each try may itself wait the table's busy timeout.
+const FINISH_RETRY: [std::time::Duration; 3] = [
+    std::time::Duration::from_millis(250),
+    std::time::Duration::from_secs(1),
+    std::time::Duration::from_secs(4),
+];
+
 /// A task that ended and has not been announced to its owner yet.
 #[derive(Debug, Clone)]
 pub struct Finished {
@@ -70,6 +78,8 @@ struct Inner {
 
 /// The session's background work. Shared (`Arc`) by every agent of the session.
 pub struct BackgroundWork {
+    /// Itself, for the retries of a task end the table refused.
+    me: std::sync::Weak<BackgroundWork>,
     table: TaskTable,
     session_id: String,
     events: EventSink,
@@ -82,7 +92,8 @@ pub struct BackgroundWork {
 impl BackgroundWork {
     /// The background work of session `session_id`, recorded in `table`.
     pub fn new(table: TaskTable, session_id: String, events: EventSink) -> Arc<Self> {
-        Arc::new(BackgroundWork {
+        Arc::new_cyclic(|me| BackgroundWork {
+            me: me.clone(),
             table,
             session_id,
             events,
@@ -162,14 +173,25 @@ impl BackgroundWork {
         error: Option<&str>,
         announce: bool,
     ) {
-        let summary: String = report.chars().take(SUMMARY_CHARS).collect();
-        let current = self.table.get(task_id);
         // The whole report is kept beside the task's output, so a notice
         // rebuilt after a crash reads exactly like the live one.
-        if announce && let Ok(row) = &current {
+        if announce && let Ok(row) = self.table.get(task_id) {
             write_report(&row.output_path, report);
         }
-        let row = match current {
+        self.finish_try(task_id, status, report, error, announce, 0);
+    }
+
+    fn finish_try(
+        &self,
+        task_id: &str,
+        status: TaskStatus,
+        report: &str,
+        error: Option<&str>,
+        announce: bool,
+        attempt: usize,
+    ) {
+        let summary: String = report.chars().take(SUMMARY_CHARS).collect();
+        let row = match self.table.get(task_id) {
             Ok(row) if row.status == TaskStatus::Stopping || row.status.is_final() => {
                 let final_row = if row.status == TaskStatus::Stopping {
                     self.table
@@ -188,7 +210,10 @@ impl BackgroundWork {
                 .set_status(task_id, status, error, Some(&summary))
             {
                 Ok(r) => r,
-                Err(_) => return,
+                Err(e) => {
+                    self.retry_finish(task_id, status, report, error, announce, attempt, e);
+                    return;
+                }
             },
         };
         if !announce {
@@ -217,6 +242,81 @@ impl BackgroundWork {
             task_id: task_id.to_string(),
             status: row.status,
             description: row.description,
+        });
+        self.endings
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+
+    /// Tries again later to record a task's end the table refused (another
+    /// process holding `tasks.db` locked, a failing disk); after the last try
+    /// the task ends `failed` in this process with a warning, so nothing
+    /// waits for it forever.
+    #[allow(clippy::too_many_arguments)]
+    fn retry_finish(
+        &self,
+        task_id: &str,
+        status: TaskStatus,
+        report: &str,
+        error: Option<&str>,
+        announce: bool,
+        attempt: usize,
+        cause: TaskError,
+    ) {
+        let me = self.me.upgrade();
+        let runtime = tokio::runtime::Handle::try_current();
+        if let (Some(delay), Some(me), Ok(runtime)) = (FINISH_RETRY.get(attempt), me, runtime) {
+            let (id, report, error) = (
+                task_id.to_string(),
+                report.to_string(),
+                error.map(str::to_string),
+            );
+            let delay = *delay;
+            runtime.spawn(async move {
+                tokio::time::sleep(delay).await;
+                me.finish_try(
+                    &id,
+                    status,
+                    &report,
+                    error.as_deref(),
+                    announce,
+                    attempt + 1,
+                );
+            });
+            return;
+        }
+        let message = format!(
+            "could not record the end of task {task_id} ({status}): {cause}; it is reported as failed"
+        );
+        self.events.emit(Event::Warning {
+            message: message.clone(),
+        });
+        let (description, kind_label) = self
+            .table
+            .get(task_id)
+            .map(|r| (r.description, r.agent_type.unwrap_or_else(|| "bash".into())))
+            .unwrap_or_else(|_| (format!("task {task_id}"), "task".into()));
+        let owner = self
+            .inner
+            .lock()
+            .ok()
+            .and_then(|mut inner| inner.running.remove(task_id).map(|r| r.owner));
+        if announce && let Some(owner) = owner {
+            let item = Finished {
+                task_id: task_id.to_string(),
+                status: TaskStatus::Failed,
+                description: description.clone(),
+                kind_label,
+                report: format!("{message}\n{report}"),
+            };
+            if let Ok(mut inner) = self.inner.lock() {
+                inner.finished.entry(owner).or_default().push(item);
+            }
+        }
+        self.events.emit(Event::TaskEnded {
+            task_id: task_id.to_string(),
+            status: TaskStatus::Failed,
+            description,
         });
         self.endings
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);

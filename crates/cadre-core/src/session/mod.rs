@@ -2,9 +2,11 @@
 //! `--resume` possible after a crash, and the listing and removal of sessions.
 //! What goes into a record is decided here; when to write one is the agent loop's call.
 
+mod lock;
 mod log;
 mod store;
 
+pub use lock::{SessionLock, lock_path, locks_dir};
 pub use log::{
     LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody, SessionLog,
     UNKNOWN_RESULT, UnfinishedCall, now_ms, read_log, rebuild,
@@ -49,7 +51,23 @@ pub enum SessionError {
     /// The id has characters no session id has.
     #[error("'{0}' is not a session id")]
     BadId(String),
+    /// Another process is using the session.
+    #[error("{}", in_use_message(id, *pid))]
+    InUse {
+        /// Session id.
+        id: String,
+        /// The holder's pid, when it could be read.
+        pid: Option<u32>,
+    },
     /// The log has no usable records.
     #[error("the session log {0} holds no session record")]
     Empty(std::path::PathBuf),
+}
+
+fn in_use_message(id: &str, pid: Option<u32>) -> String {
+    let who = match pid {
+        Some(pid) => format!("cadre process {pid}"),
+        None => "another cadre process".to_string(),
+    };
+    format!("session {id} is in use by {who}; resume it once that process has ended")
 }

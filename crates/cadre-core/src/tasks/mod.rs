@@ -6,9 +6,11 @@
 //! changes, and a result that arrives after one goes to the log
 //! ([`TaskTable::record_late_result`]).
 
+pub(crate) mod proc_id;
 mod status;
 mod table;
 
+pub use proc_id::ProcessId;
 pub use status::{NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition};
 pub use table::{SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable, process_alive};
 

@@ -177,6 +177,15 @@ pub struct TaskRow {
     pub error: Option<String>,
     /// The cadre process that runs it.
     pub owner_pid: u32,
+    /// That process's start time (clock ticks since boot), telling it from a
+    /// later process with the same pid.
+    pub owner_start: Option<u64>,
+    /// The boot that process ran in.
+    pub owner_boot: Option<String>,
+    /// A shell's process group (its leader's pid), once started.
+    pub pgid: Option<u32>,
+    /// The start time of that group's leader.
+    pub pgid_start: Option<u64>,
     /// Tool calls made so far (subagents).
     pub tool_calls: u64,
     /// Tokens used so far (subagents).
@@ -185,6 +194,17 @@ pub struct TaskRow {
     pub last_activity_ms: Option<u64>,
     /// A completion notice for it was delivered.
     pub notified: bool,
+}
+
+impl TaskRow {
+    /// The cadre process that owns it.
+    pub fn owner(&self) -> super::ProcessId {
+        super::ProcessId {
+            pid: self.owner_pid,
+            start: self.owner_start,
+            boot: self.owner_boot.clone(),
+        }
+    }
 }
 
 /// What can go wrong with the task table.

@@ -11,12 +11,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
+use super::proc_id::{self, ProcessId};
 use super::status::{
     NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition,
 };
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The error recorded on active rows whose cadre process is gone at start-up.
 pub const TASK_LOST_ON_STARTUP: &str =
@@ -27,7 +28,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 const COLUMNS: &str = "id, kind, session_id, parent_agent, description, agent_type, name, \
      status, background, created_ms, started_ms, ended_ms, output_path, result_summary, \
-     error, owner_pid, tool_calls, tokens, last_activity_ms, notified";
+     error, owner_pid, tool_calls, tokens, last_activity_ms, notified, owner_start, owner_boot, \
+     pgid, pgid_start";
 
 /// A handle on `tasks.db`; cheap to clone, `Send + Sync`. All calls block for
 /// the few milliseconds SQLite takes.
@@ -128,6 +130,17 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), TaskError> {
                 )?;
                 tx.pragma_update(None, "user_version", 1)?;
             }
+            // 2: who owns a row beyond its pid (start time, boot id), and a
+            // shell's process group, so a reused pid is never taken for them.
+            1 => {
+                tx.execute_batch(
+                    "ALTER TABLE tasks ADD COLUMN owner_start INTEGER;
+                    ALTER TABLE tasks ADD COLUMN owner_boot TEXT;
+                    ALTER TABLE tasks ADD COLUMN pgid INTEGER;
+                    ALTER TABLE tasks ADD COLUMN pgid_start INTEGER;",
+                )?;
+                tx.pragma_update(None, "user_version", 2)?;
+            }
             v if v > SCHEMA_VERSION => {
                 return Err(TaskError::Schema(format!(
                     "tasks.db has schema version {v}, newer than this cadre's {SCHEMA_VERSION}; \
@@ -142,6 +155,22 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), TaskError> {
         }
         tx.commit()?;
     }
+}
+
+/// Opens `db_path` in WAL mode with the busy timeout, at the current schema.
+fn open_connection(db_path: &Path) -> Result<Connection, TaskError> {
+    let mut conn = Connection::open(db_path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(TaskError::Sqlite(format!(
+            "could not switch {} to WAL mode (got {mode})",
+            db_path.display()
+        )));
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    migrate(&mut conn)?;
+    Ok(conn)
 }
 
 fn row_to_task(r: &Row<'_>) -> rusqlite::Result<Result<TaskRow, TaskError>> {
@@ -173,6 +202,12 @@ fn row_to_task(r: &Row<'_>) -> rusqlite::Result<Result<TaskRow, TaskError>> {
         result_summary: r.get("result_summary")?,
         error: r.get("error")?,
         owner_pid: u32::try_from(r.get::<_, i64>("owner_pid")?).unwrap_or(0),
+        owner_start: opt_ms("owner_start")?,
+        owner_boot: r.get("owner_boot")?,
+        pgid: r
+            .get::<_, Option<i64>>("pgid")?
+            .and_then(|v| u32::try_from(v).ok()),
+        pgid_start: opt_ms("pgid_start")?,
         tool_calls: r.get::<_, i64>("tool_calls")?.max(0) as u64,
         tokens: r.get::<_, i64>("tokens")?.max(0) as u64,
         last_activity_ms: opt_ms("last_activity_ms")?,
@@ -219,17 +254,12 @@ impl TaskTable {
             .map_err(io_err(&db_path))?;
         std::fs::set_permissions(&db_path, std::fs::Permissions::from_mode(0o600))
             .map_err(io_err(&db_path))?;
-        let mut conn = Connection::open(&db_path)?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(TaskError::Sqlite(format!(
-                "could not switch {} to WAL mode (got {mode})",
-                db_path.display()
-            )));
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        migrate(&mut conn)?;
+        let conn = open_connection(&db_path).map_err(|e| match e {
+            TaskError::Sqlite(m) if !m.contains(&*db_path.to_string_lossy()) => {
+                TaskError::Sqlite(format!("{}: {m}", db_path.display()))
+            }
+            other => other,
+        })?;
         Ok(TaskTable {
             conn: Arc::new(Mutex::new(conn)),
             db_path,
@@ -242,6 +272,14 @@ impl TaskTable {
         &self.db_path
     }
 
+    /// `e` with the database file named, for errors that reach a person.
+    fn named(&self, e: TaskError) -> TaskError {
+        match e {
+            TaskError::Sqlite(m) => TaskError::Sqlite(format!("{}: {m}", self.db_path.display())),
+            other => other,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves no half-done SQL behind
         // (transactions roll back on drop), so a poisoned lock is still usable.
@@ -249,37 +287,56 @@ impl TaskTable {
     }
 
     /// Marks active rows whose owning process is gone as `lost` with
-    /// [`TASK_LOST_ON_STARTUP`], and returns their ids. Rows owned by this
-    /// process are left alone.
+    /// [`TASK_LOST_ON_STARTUP`], stops what is left of their shells' process
+    /// groups, and returns their ids. A process is "gone" when no process
+    /// with its pid, start time and boot id exists, even if the pid now
+    /// names another process. Rows owned by this process are left alone.
     pub fn mark_lost_on_startup(&self) -> Result<Vec<String>, TaskError> {
-        let me = std::process::id();
-        let candidates: Vec<(String, u32)> = {
-            let conn = self.lock();
-            let mut stmt = conn.prepare(
-                "SELECT id, owner_pid FROM tasks \
-                 WHERE status IN ('queued', 'running', 'stopping') ORDER BY created_ms",
-            )?;
-            let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    u32::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
-                ))
-            })?;
-            rows.collect::<Result<_, _>>()?
-        };
+        let candidates: Vec<TaskRow> = self.list(&TaskFilter {
+            active_only: true,
+            ..Default::default()
+        })?;
         let mut lost = Vec::new();
-        for (id, pid) in candidates {
-            if pid == me || process_alive(pid) {
+        for row in candidates.into_iter().rev() {
+            let owner = row.owner();
+            if owner.is_current() || owner.alive() {
                 continue;
             }
-            match self.set_status(&id, TaskStatus::Lost, Some(TASK_LOST_ON_STARTUP), None) {
-                Ok(_) => lost.push(id),
+            match self.set_status(&row.id, TaskStatus::Lost, Some(TASK_LOST_ON_STARTUP), None) {
+                Ok(_) => lost.push(row.id.clone()),
                 // Another process settled it in the meantime.
-                Err(TaskError::FinalStatus { .. } | TaskError::NotFound(_)) => {}
+                Err(TaskError::FinalStatus { .. } | TaskError::NotFound(_)) => continue,
                 Err(e) => return Err(e),
+            }
+            if let (Some(pgid), Some(start)) = (row.pgid, row.pgid_start)
+                && row.owner_boot.is_some()
+                && row.owner_boot == proc_id::boot_id()
+            {
+                kill_stale_group(pgid, start);
             }
         }
         Ok(lost)
+    }
+
+    /// Records the process group a task's shell runs in (its leader's pid
+    /// and start time), so a later sweep can stop it if its owner dies.
+    pub fn set_group(
+        &self,
+        id: &str,
+        pgid: u32,
+        leader_start: Option<u64>,
+    ) -> Result<(), TaskError> {
+        let n = self
+            .lock()
+            .execute(
+                "UPDATE tasks SET pgid = ?2, pgid_start = ?3 WHERE id = ?1",
+                params![id, i64::from(pgid), leader_start.map(to_sql)],
+            )
+            .map_err(|e| self.named(e.into()))?;
+        if n == 0 {
+            return Err(TaskError::NotFound(id.to_string()));
+        }
+        Ok(())
     }
 
     /// Adds a `queued` row owned by this process, with its output directory
@@ -307,6 +364,7 @@ impl TaskTable {
             .mode(0o600)
             .open(&output_path)
             .map_err(io_err(&output_path))?;
+        let me = ProcessId::current();
         let row = TaskRow {
             id,
             kind: new.kind,
@@ -323,31 +381,40 @@ impl TaskTable {
             output_path,
             result_summary: None,
             error: None,
-            owner_pid: std::process::id(),
+            owner_pid: me.pid,
+            owner_start: me.start,
+            owner_boot: me.boot.clone(),
+            pgid: None,
+            pgid_start: None,
             tool_calls: 0,
             tokens: 0,
             last_activity_ms: None,
             notified: false,
         };
-        self.lock().execute(
-            "INSERT INTO tasks (id, kind, session_id, parent_agent, description, agent_type, \
-             name, status, background, created_ms, output_path, owner_pid) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            params![
-                row.id,
-                row.kind.as_str(),
-                row.session_id,
-                row.parent_agent,
-                row.description,
-                row.agent_type,
-                row.name,
-                row.status.as_str(),
-                row.background,
-                to_sql(row.created_ms),
-                row.output_path.to_string_lossy(),
-                i64::from(row.owner_pid),
-            ],
-        )?;
+        self.lock()
+            .execute(
+                "INSERT INTO tasks (id, kind, session_id, parent_agent, description, agent_type, \
+             name, status, background, created_ms, output_path, owner_pid, owner_start, \
+             owner_boot) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                params![
+                    row.id,
+                    row.kind.as_str(),
+                    row.session_id,
+                    row.parent_agent,
+                    row.description,
+                    row.agent_type,
+                    row.name,
+                    row.status.as_str(),
+                    row.background,
+                    to_sql(row.created_ms),
+                    row.output_path.to_string_lossy(),
+                    i64::from(row.owner_pid),
+                    row.owner_start.map(to_sql),
+                    row.owner_boot,
+                ],
+            )
+            .map_err(|e| self.named(e.into()))?;
         Ok(row)
     }
 
@@ -356,6 +423,17 @@ impl TaskTable {
     /// `started_ms` on the first move to running and `ended_ms` on a final
     /// status; `error` and `result_summary` replace the stored ones when given.
     pub fn set_status(
+        &self,
+        id: &str,
+        to: TaskStatus,
+        error: Option<&str>,
+        result_summary: Option<&str>,
+    ) -> Result<TaskRow, TaskError> {
+        self.try_set_status(id, to, error, result_summary)
+            .map_err(|e| self.named(e))
+    }
+
+    fn try_set_status(
         &self,
         id: &str,
         to: TaskStatus,
@@ -436,12 +514,14 @@ impl TaskTable {
         Ok(())
     }
 
-    /// Hands a task to another process: its `owner_pid` becomes `pid`. For a
-    /// process taking over work, and for tests that need a row of a dead process.
+    /// Hands a task to another process: its owner becomes process `pid` as
+    /// it is now (pid, start time, boot). For a process taking over work, and
+    /// for tests that need a row of a dead process.
     pub fn set_owner_pid(&self, id: &str, pid: u32) -> Result<(), TaskError> {
+        let owner = ProcessId::of(pid);
         let n = self.lock().execute(
-            "UPDATE tasks SET owner_pid = ?2 WHERE id = ?1",
-            params![id, i64::from(pid)],
+            "UPDATE tasks SET owner_pid = ?2, owner_start = ?3, owner_boot = ?4 WHERE id = ?1",
+            params![id, i64::from(pid), owner.start.map(to_sql), owner.boot],
         )?;
         if n == 0 {
             return Err(TaskError::NotFound(id.to_string()));
@@ -552,6 +632,44 @@ impl TaskTable {
         let text = String::from_utf8_lossy(&buf[s..e]).into_owned();
         Ok((text, start + e as u64, total))
     }
+}
+
+/// Stops what is left of a dead owner's shell group `pgid`, but only if it is
+/// still that group: its leader is alive with the recorded start time, or,
+/// the leader gone, every member started after it (a group id is only reused
+/// once the old group is empty and a new process got the leader's pid).
+fn kill_stale_group(pgid: u32, leader_start: u64) {
+    let Ok(raw) = i32::try_from(pgid) else {
+        return;
+    };
+    if raw <= 1 {
+        return;
+    }
+    let ours = match proc_id::start_time(pgid) {
+        Some(start) => start == leader_start,
+        None => {
+            let members = group_members(pgid);
+            !members.is_empty() && members.iter().all(|(_, start)| *start >= leader_start)
+        }
+    };
+    if ours {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(raw),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// The processes in group `pgid`, with their start times.
+fn group_members(pgid: u32) -> Vec<(u32, u64)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| proc_id::process_group(*pid) == Some(pgid))
+        .filter_map(|pid| Some((pid, proc_id::start_time(pid)?)))
+        .collect()
 }
 
 fn append_to(path: &Path, text: &str) -> Result<(), TaskError> {

@@ -384,3 +384,137 @@ fn a_handle_is_send_sync_and_clone() {
     fn check<T: Send + Sync + Clone>() {}
     check::<TaskTable>();
 }
+
+#[test]
+fn a_row_of_a_reused_pid_is_lost() {
+    // The owner pid is alive (this test process) but its start time is not
+    // the recorded one: the pid belongs to someone else now.
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).unwrap();
+    let reused = t.create(new_task("reused pid")).unwrap();
+    t.set_status(&reused.id, TaskStatus::Running, None, None)
+        .unwrap();
+    let mine = t.create(new_task("mine")).unwrap();
+    let me = super::ProcessId::current();
+    let wrong = me.start.unwrap() + 1;
+    let conn = rusqlite::Connection::open(t.path()).unwrap();
+    conn.execute(
+        "UPDATE tasks SET owner_pid = ?2, owner_start = ?3 WHERE id = ?1",
+        rusqlite::params![reused.id, i64::from(me.pid), wrong as i64],
+    )
+    .unwrap();
+    // Another boot: the same pid and start time are someone else's too.
+    let other_boot = t.create(new_task("other boot")).unwrap();
+    conn.execute(
+        "UPDATE tasks SET owner_boot = 'not-this-boot' WHERE id = ?1",
+        [&other_boot.id],
+    )
+    .unwrap();
+    let mut lost = t.mark_lost_on_startup().unwrap();
+    lost.sort();
+    let mut want = vec![reused.id.clone(), other_boot.id.clone()];
+    want.sort();
+    assert_eq!(lost, want);
+    assert_eq!(t.get(&reused.id).unwrap().status, TaskStatus::Lost);
+    assert_eq!(t.get(&mine.id).unwrap().status, TaskStatus::Queued);
+    let row = t.get(&mine.id).unwrap();
+    assert_eq!((row.owner_start, row.owner_boot), (me.start, me.boot));
+}
+
+#[test]
+fn a_version_1_database_is_migrated_and_its_rows_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let dead = dead_pid();
+    {
+        let mut conn = rusqlite::Connection::open(dir.path().join("tasks.db")).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        // Build version 1 by hand (what cadre wrote before version 2).
+        let tx = conn.transaction().unwrap();
+        tx.execute_batch(
+            "CREATE TABLE tasks (id TEXT PRIMARY KEY NOT NULL, kind TEXT NOT NULL,
+             session_id TEXT NOT NULL, parent_agent TEXT NOT NULL, description TEXT NOT NULL,
+             agent_type TEXT, name TEXT, status TEXT NOT NULL, background INTEGER NOT NULL,
+             created_ms INTEGER NOT NULL, started_ms INTEGER, ended_ms INTEGER,
+             output_path TEXT NOT NULL, result_summary TEXT, error TEXT,
+             owner_pid INTEGER NOT NULL, tool_calls INTEGER NOT NULL DEFAULT 0,
+             tokens INTEGER NOT NULL DEFAULT 0, last_activity_ms INTEGER,
+             notified INTEGER NOT NULL DEFAULT 0);",
+        )
+        .unwrap();
+        tx.execute(
+            "INSERT INTO tasks (id, kind, session_id, parent_agent, description, status, \
+             background, created_ms, output_path, owner_pid) \
+             VALUES ('t-old', 'bash', 's', 'main', 'old', 'running', 1, 1, '/x', ?1)",
+            [i64::from(dead)],
+        )
+        .unwrap();
+        tx.pragma_update(None, "user_version", 1).unwrap();
+        tx.commit().unwrap();
+    }
+    let t = TaskTable::open(dir.path()).unwrap();
+    let old = t.get("t-old").unwrap();
+    assert_eq!((old.owner_start, old.pgid), (None, None));
+    // A row without a start time falls back to the pid alone.
+    assert_eq!(t.mark_lost_on_startup().unwrap(), vec!["t-old".to_string()]);
+    let conn = rusqlite::Connection::open(t.path()).unwrap();
+    let v: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 2);
+}
+
+#[test]
+fn the_sweep_stops_a_dead_owners_group_only_if_it_is_still_its_group() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).unwrap();
+    let dead = dead_pid();
+    let spawn_group = || {
+        std::process::Command::new("sleep")
+            .arg("300")
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    };
+    // Its group, verified by the leader's start time: stopped.
+    let mut ours = spawn_group();
+    let ours_start = super::proc_id::start_time(ours.id()).unwrap();
+    // A group whose leader started at another time: someone else's, kept.
+    let mut theirs = spawn_group();
+    let theirs_start = super::proc_id::start_time(theirs.id()).unwrap();
+    for (leader, start) in [(ours.id(), ours_start), (theirs.id(), theirs_start + 1)] {
+        let row = t.create(new_task("shell")).unwrap();
+        t.set_status(&row.id, TaskStatus::Running, None, None)
+            .unwrap();
+        t.set_group(&row.id, leader, Some(start)).unwrap();
+        t.set_owner_pid(&row.id, dead).unwrap();
+    }
+    assert_eq!(t.mark_lost_on_startup().unwrap().len(), 2);
+    let status = ours.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    assert!(
+        theirs.try_wait().unwrap().is_none(),
+        "another group was killed"
+    );
+    theirs.kill().unwrap();
+    theirs.wait().unwrap();
+}
+
+#[test]
+fn a_write_refused_by_a_locked_table_names_the_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).unwrap();
+    let row = t.create(new_task("x")).unwrap();
+    let other = rusqlite::Connection::open(t.path()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let err = t
+        .set_status(&row.id, TaskStatus::Running, None, None)
+        .unwrap_err();
+    other.execute_batch("ROLLBACK").unwrap();
+    let text = err.to_string();
+    assert!(text.contains(&t.path().display().to_string()), "{text}");
+    assert!(text.contains("locked"), "{text}");
+}

@@ -20,6 +20,8 @@ use tokio::time::{Instant, sleep_until};
 use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
 use crate::sandbox::{PreparedSandbox, command_pre_exec};
 
+mod reaper;
+
 /// Timeout when none is given, in milliseconds.
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 /// Longest allowed timeout, in milliseconds.
@@ -128,7 +130,17 @@ impl Tool for BashTool {
                 let timeout_ms = args.timeout.unwrap_or(BACKGROUND_TIMEOUT_MS);
                 return start_background(ctx, args.command, args.description, timeout_ms, sandbox);
             }
-            match run(ctx, &args.command, timeout_ms, sandbox, &ctx.cancel, None).await {
+            match run(
+                ctx,
+                &args.command,
+                timeout_ms,
+                sandbox,
+                &ctx.cancel,
+                None,
+                None,
+            )
+            .await
+            {
                 Ok(out) => out,
                 Err(e) => ToolOutput::error(format!("cannot run command: {e}")),
             }
@@ -195,6 +207,7 @@ async fn run(
     sandbox: Option<std::sync::Arc<PreparedSandbox>>,
     cancel: &tokio_util::sync::CancellationToken,
     tee: Tee<'_>,
+    on_spawn: Option<&(dyn Fn(u32) + Send + Sync)>,
 ) -> io::Result<ToolOutput> {
     if !ctx.cwd.is_dir() {
         return Ok(ToolOutput::error(format!(
@@ -209,6 +222,9 @@ async fn run(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
+    if let (Some(on_spawn), Some(id)) = (on_spawn, child.id()) {
+        on_spawn(id);
+    }
     let mut guard = GroupGuard(pgid);
     let mut rx = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
 
@@ -365,7 +381,23 @@ fn start_background(
                 .table()
                 .append_output(&log_id, &String::from_utf8_lossy(bytes));
         };
-        let result = run(&bg_ctx, &command, timeout_ms, sandbox, &cancel, Some(&tee)).await;
+        // The group is recorded so a later cadre can stop it if this one dies.
+        let group_work = work.clone();
+        let group_id = id.clone();
+        let on_spawn = move |pid: u32| {
+            let start = crate::tasks::proc_id::start_time(pid);
+            let _ = group_work.table().set_group(&group_id, pid, start);
+        };
+        let result = run(
+            &bg_ctx,
+            &command,
+            timeout_ms,
+            sandbox,
+            &cancel,
+            Some(&tee),
+            Some(&on_spawn),
+        )
+        .await;
         let (status, report) = match result {
             Ok(out) if cancel.is_cancelled() => (crate::tasks::TaskStatus::Cancelled, out.content),
             Ok(out) if out.is_error => (crate::tasks::TaskStatus::Failed, out.content),
@@ -422,6 +454,10 @@ fn spawn(
         // The model's commands never see cadre's credentials.
         for key in SECRET_ENV {
             cmd.env_remove(key);
+        }
+        // SAFETY: the hook makes only async-signal-safe system calls (see reaper).
+        unsafe {
+            cmd.pre_exec(reaper::tie_to_cadre());
         }
         if let Some(prepared) = &sandbox {
             // SAFETY: the hook only makes the two Landlock system calls on a
