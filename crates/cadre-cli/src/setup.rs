@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use cadre_core::agent::{Agent, AgentSetup, EventSink, TurnLimits, build_system_prompt};
+use cadre_core::agent::{
+    Agent, AgentSetup, EventSink, TurnLimits, build_system_prompt, read_project_instructions,
+};
 use cadre_core::background::BackgroundWork;
 use cadre_core::config::{Settings, data_dir, ensure_private_dir};
 use cadre_core::model::{ClientConfig, ModelClient, Provider};
@@ -78,6 +80,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     ensure_private_dir(&home)?;
     let settings = Settings::load(&home, &cwd)?;
     let mut warnings = settings.warnings.clone();
+    warnings.extend(read_project_instructions(&cwd).1);
     let file = &settings.file;
 
     let provider_name = env_nonempty("CADRE_PROVIDER").or_else(|| file.provider.clone());
@@ -252,8 +255,8 @@ pub fn subagent_settings(settings: &Settings) -> SubagentSettings {
         custom_deny: f.extra_deny.clone(),
         auto_background_after: f
             .auto_background_after_s
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(std::time::Duration::from_secs_f64)
+            // Range-checked on load; try_ keeps a bad value from ever panicking.
+            .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
             .unwrap_or(d.auto_background_after),
     }
 }

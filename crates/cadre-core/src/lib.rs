@@ -8,6 +8,7 @@ pub mod model;
 pub mod permissions;
 pub mod sandbox;
 pub mod session;
+pub mod small_file;
 pub mod subagents;
 pub mod tasks;
 pub mod tools;

@@ -15,7 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use events::{Event, EventSink, TurnStatus};
 pub(crate) use prompt::civil_from_days;
-pub use prompt::{SystemPromptParts, build_system_prompt, environment_facts, project_instructions};
+pub use prompt::{
+    SystemPromptParts, build_system_prompt, environment_facts, project_instructions,
+    read_project_instructions,
+};
 
 use crate::model::{
     ContentBlock, Message, ModelClient, ModelError, ModelRequest, Role, StreamDelta, ToolCall,

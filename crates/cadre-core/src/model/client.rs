@@ -23,6 +23,8 @@ const BASE_BACKOFF: Duration = Duration::from_millis(500);
 pub struct ModelClient {
     http: reqwest::Client,
     config: ClientConfig,
+    /// Where requests go: built from the parsed base URL the key check saw.
+    endpoint: url::Url,
 }
 
 enum Decoder {
@@ -68,7 +70,10 @@ enum Attempt {
 impl ModelClient {
     /// A client for `config`. Fails if the HTTP stack cannot be built or a key is missing.
     pub fn new(config: ClientConfig) -> Result<Self, ModelError> {
-        if config.api_key.is_none() && !super::is_loopback_url(&config.base_url) {
+        let base = super::parse_base_url(&config.base_url)
+            .map_err(|e| ModelError::Config(format!("bad base URL: {e}")))?;
+        let endpoint = endpoint_url(&base, config.provider);
+        if config.api_key.is_none() && !super::url_is_loopback(&base) {
             return Err(ModelError::Config(format!(
                 "no API key: set {} (a key is only optional for a server on loopback)",
                 config.provider.key_env()
@@ -76,9 +81,19 @@ impl ModelClient {
         }
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
+            // A model API never redirects a POST; following one could carry
+            // the key (`x-api-key` is not among the headers reqwest strips)
+            // to another host.
+            .redirect(reqwest::redirect::Policy::none())
+            // `localhost` is loopback by fiat, never a DNS answer.
+            .resolve_to_addrs("localhost", &LOCALHOST_ADDRS)
             .build()
             .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
-        Ok(ModelClient { http, config })
+        Ok(ModelClient {
+            http,
+            config,
+            endpoint,
+        })
     }
 
     /// The client's configuration.
@@ -95,11 +110,7 @@ impl ModelClient {
 
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
-        let base = self.config.base_url.trim_end_matches('/');
-        match self.config.provider {
-            Provider::Anthropic => format!("{base}/v1/messages"),
-            Provider::OpenAI => format!("{base}/chat/completions"),
-        }
+        self.endpoint.to_string()
     }
 
     /// Replaces every occurrence of the API key in `text`.
@@ -260,12 +271,14 @@ impl ModelClient {
         let status = resp.status().as_u16();
         if !resp.status().is_success() {
             let wait = retry_after(resp.headers());
+            let resp_location = location(resp.headers());
             let text = resp.text().await.unwrap_or_default();
             let message = match self.config.provider {
                 Provider::Anthropic => anthropic::error_message(&text),
                 Provider::OpenAI => openai::error_message(&text),
             }
             .unwrap_or_else(|| text.chars().take(500).collect());
+            let message = redirect_note(status, resp_location.as_deref(), message);
             if ModelError::is_retryable_status(status) {
                 return Ok(Attempt::Retry {
                     status,
@@ -319,6 +332,44 @@ impl ModelClient {
         }
         decoder.finish().map(Attempt::Done)
     }
+}
+
+/// Where `localhost` connects: both loopback addresses (the port is the URL's).
+const LOCALHOST_ADDRS: [std::net::SocketAddr; 2] = [
+    std::net::SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0),
+    std::net::SocketAddr::new(std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST), 0),
+];
+
+/// The request URL for `provider` under `base` (Anthropic's base has no `/v1`,
+/// OpenAI's has it, as their SDKs take them).
+fn endpoint_url(base: &url::Url, provider: Provider) -> url::Url {
+    let mut url = base.clone();
+    let path = base.path().trim_end_matches('/');
+    let tail = match provider {
+        Provider::Anthropic => "/v1/messages",
+        Provider::OpenAI => "/chat/completions",
+    };
+    url.set_path(&format!("{path}{tail}"));
+    url
+}
+
+/// A response's `location` header, if readable.
+fn location(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.chars().take(200).collect())
+}
+
+/// Says why a redirect was not followed.
+fn redirect_note(status: u16, location: Option<&str>, message: String) -> String {
+    if !(300..400).contains(&status) {
+        return message;
+    }
+    format!(
+        "the server answered with a redirect{}; cadre does not follow redirects (they could carry the API key to another host): set the base URL to the final address",
+        location.map(|l| format!(" to {l}")).unwrap_or_default()
+    )
 }
 
 /// `retry-after-ms` or `retry-after` (seconds), as the providers send them.
