@@ -89,8 +89,8 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         (None, Some(p)) => p.parse().map_err(|e: String| UsageError(e))?,
         // With no choice made, follow whichever key is present.
         (None, None)
-            if env_nonempty("ANTHROPIC_API_KEY").is_none()
-                && env_nonempty("OPENAI_API_KEY").is_some() =>
+            if crate::keys::key("ANTHROPIC_API_KEY").is_none()
+                && crate::keys::key("OPENAI_API_KEY").is_some() =>
         {
             Provider::OpenAI
         }
@@ -114,7 +114,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         .or_else(|| file.model.clone())
         .unwrap_or_else(|| provider.default_model().to_string());
     let model = settings.resolve_model(provider, &model_name);
-    let api_key = env_nonempty(provider.key_env());
+    let api_key = crate::keys::key(provider.key_env());
 
     let client = ModelClient::new(ClientConfig {
         provider,

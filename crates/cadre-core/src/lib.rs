@@ -7,6 +7,7 @@ pub mod config;
 pub mod model;
 pub mod permissions;
 pub mod sandbox;
+pub mod secrets;
 pub mod session;
 pub mod small_file;
 pub mod subagents;

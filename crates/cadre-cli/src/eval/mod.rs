@@ -160,8 +160,7 @@ fn live_setup() -> Result<LiveSetup> {
     let env: Vec<(String, String)> = LIVE_ENV
         .iter()
         .filter_map(|k| {
-            std::env::var(k)
-                .ok()
+            crate::keys::var(k)
                 .filter(|v| !v.is_empty())
                 .map(|v| (k.to_string(), v))
         })

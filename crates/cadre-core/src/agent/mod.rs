@@ -667,7 +667,11 @@ impl Agent {
         started: Instant,
     ) -> Result<ToolOutput, LogFailure> {
         let output = ToolOutput {
-            content: cap_output(output.content, self.ctx.output_cap),
+            // Redacted before the cap, so a key cut in two cannot slip through.
+            content: cap_output(
+                crate::secrets::redact(&output.content).into_owned(),
+                self.ctx.output_cap,
+            ),
             is_error: output.is_error,
         };
         self.write_log(RecordBody::ToolResult {

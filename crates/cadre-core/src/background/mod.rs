@@ -17,6 +17,7 @@ pub use notice::{
 };
 
 use crate::agent::{Event, EventSink};
+use crate::secrets::redact;
 use crate::tasks::{TaskError, TaskKind, TaskRow, TaskStatus, TaskTable};
 
 /// A task that ended and has not been announced to its owner yet.
@@ -162,6 +163,8 @@ impl BackgroundWork {
         error: Option<&str>,
         announce: bool,
     ) {
+        let (report, error) = (redact(report), error.map(redact));
+        let (report, error) = (report.as_ref(), error.as_deref());
         let summary: String = report.chars().take(500).collect();
         let row = match self.table.get(task_id) {
             Ok(row) if row.status == TaskStatus::Stopping || row.status.is_final() => {

@@ -113,8 +113,10 @@ impl ModelClient {
         self.endpoint.to_string()
     }
 
-    /// Replaces every occurrence of the API key in `text`.
+    /// Replaces every occurrence of the API key (and of every registered
+    /// secret) in `text`.
     pub fn redact(&self, text: &str) -> String {
+        let text = &*crate::secrets::redact(text);
         match &self.config.api_key {
             Some(key) if key.len() >= 4 && text.contains(key.as_str()) => {
                 text.replace(key.as_str(), "[redacted]")

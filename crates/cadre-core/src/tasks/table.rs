@@ -555,6 +555,8 @@ impl TaskTable {
 }
 
 fn append_to(path: &Path, text: &str) -> Result<(), TaskError> {
+    // Task output is read back by TaskOutput and the user: never with a key in it.
+    let text = crate::secrets::redact(text);
     let mut f = OpenOptions::new()
         .append(true)
         .create(true)
