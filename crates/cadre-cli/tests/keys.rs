@@ -176,6 +176,80 @@ async fn project_base_url_with_userinfo_is_ignored() {
 }
 
 #[tokio::test]
+async fn project_base_url_spellings_are_decided_on_the_parsed_host() {
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: fine\n",
+        Wire::Anthropic,
+    )
+    .await;
+    let port = h.mock.url().rsplit(':').next().unwrap().to_string();
+    // Spellings the URL parser turns into a loopback host: used as parsed.
+    let accepted = [
+        format!("http://0x7f.1:{port}"),
+        format!("http://2130706433:{port}"),
+        format!("http://127.0.0.%31:{port}"),
+        format!("http://%6c%6fcalhost:{port}"),
+        format!("http://LocalHost:{port}/"),
+    ];
+    for (i, url) in accepted.iter().enumerate() {
+        h.write(".cadre/config.toml", &format!("base_url = \"{url}\"\n"));
+        let mut cmd = h.command(&["exec", "--json", "hi"], &key_env());
+        cmd.env_remove("CADRE_BASE_URL");
+        let out = cmd
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{url}: {}", stderr(&out));
+        assert_eq!(
+            h.records().len(),
+            i + 1,
+            "{url}: the request reached loopback"
+        );
+    }
+    // Spellings that are not plainly loopback: ignored with a warning, the
+    // user's own server is used, the named one gets nothing.
+    let witness = Witness::start();
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        format!("base_url = \"{}\"\n", h.mock.url()),
+    )
+    .unwrap();
+    let w = witness.port;
+    let refused = [
+        format!("http://user:pw@127.0.0.1:{w}"),
+        format!("http://[::ffff:127.0.0.1]:{w}"),
+        format!("http://localhost.:{w}"),
+        format!("http://x.localhost:{w}"),
+        format!("http://127.0.0.1%2f@localhost:{w}"),
+    ];
+    for url in &refused {
+        h.write(".cadre/config.toml", &format!("base_url = \"{url}\"\n"));
+        let before = h.records().len();
+        let mut cmd = h.command(&["exec", "--json", "hi"], &key_env());
+        cmd.env_remove("CADRE_BASE_URL");
+        let out = cmd
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{url}: {}", stderr(&out));
+        assert!(
+            events(&out).iter().any(|e| e["type"] == "warning"
+                && e["message"].as_str().unwrap().contains("base_url ignored")),
+            "{url}: warned"
+        );
+        assert_eq!(
+            h.records().len(),
+            before + 1,
+            "{url}: the user's server answered"
+        );
+    }
+    assert!(witness.received().is_empty(), "{:?}", witness.received());
+}
+
+#[tokio::test]
 async fn redirects_are_not_followed_with_the_key() {
     for wire in BOTH_WIRES {
         for status in [307, 302] {
