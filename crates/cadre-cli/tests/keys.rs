@@ -400,6 +400,7 @@ rules:
           - { name: Grep, input: { pattern: "token", path: "." , output_mode: "content" } }
       - tool_calls:
           - { name: Bash, input: { command: "cat notes.txt", run_in_background: true, description: "bg cat" } }
+          - { name: Bash, input: { command: "printf %s sk-ant-test-; sleep 0.3; echo KEY-4f9c2d7e1a", run_in_background: true, description: "split key" } }
       - text: "waiting"
       - text: "done"
       - text: "done"

@@ -57,8 +57,8 @@ pub fn redact_with<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
 }
 
 /// Redacts a stream written in pieces, so a secret split across two pieces
-/// is still caught: it holds back the last few bytes of each piece until
-/// the next one (or [`StreamRedactor::finish`]) shows how they continue.
+/// is still caught: it holds back the unfinished last word of each piece
+/// until the next one (or [`StreamRedactor::finish`]) shows how it continues.
 #[derive(Debug, Default)]
 pub struct StreamRedactor {
     pending: Vec<u8>,
@@ -76,10 +76,15 @@ impl StreamRedactor {
         let incomplete = self.pending.split_off(complete);
         let text = String::from_utf8_lossy(&self.pending).into_owned();
         let redacted = redact(&text).into_owned();
-        // Hold back the tail that could be the start of a secret, cut on a
-        // character boundary.
+        // Hold back the tail that could be the start of a secret: keys hold
+        // no whitespace, so only the last run of non-space characters (and
+        // at most one byte less than the longest secret) waits; whole lines
+        // are never delayed.
         let keep = longest().saturating_sub(1);
-        let mut cut = redacted.len().saturating_sub(keep);
+        let word_start = redacted
+            .rfind(|c: char| c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        let mut cut = redacted.len().saturating_sub(keep).max(word_start);
         while !redacted.is_char_boundary(cut) {
             cut -= 1;
         }
@@ -119,5 +124,9 @@ mod tests {
         out.push_str(&r.push(b"eam-secret-0001 after"));
         out.push_str(&r.finish());
         assert_eq!(out, "before [redacted] after");
+        // Complete lines pass at once.
+        assert_eq!(r.push(b"line one\n"), "line one\n");
+        assert_eq!(r.push(b"partial"), "");
+        assert_eq!(r.finish(), "partial");
     }
 }
