@@ -19,14 +19,6 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// A problem with configuration files or the data directory.
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    /// A config file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// File path.
-        path: PathBuf,
-        /// Cause.
-        source: std::io::Error,
-    },
     /// A config file is not a regular file, too large, or not text.
     #[error(transparent)]
     File(#[from] SmallFileError),
