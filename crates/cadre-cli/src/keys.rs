@@ -83,12 +83,16 @@ unsafe fn wipe_environment_values(names: &[&str]) {
         while !(*entry).is_null() {
             let s = *entry;
             let bytes = CStr::from_ptr(s).to_bytes();
-            let is_secret = names.iter().any(|n| {
-                bytes.len() > n.len() && bytes.starts_with(n.as_bytes()) && bytes[n.len()] == b'='
+            let len = bytes.len();
+            let value_start = names.iter().find_map(|n| {
+                let secret = bytes.len() > n.len()
+                    && bytes.starts_with(n.as_bytes())
+                    && bytes[n.len()] == b'=';
+                secret.then_some(n.len() + 1)
             });
-            if let Some(name_len) = is_secret.then(|| bytes.iter().position(|&b| b == b'=')) {
-                let start = name_len.unwrap_or(0) + 1;
-                for i in start..bytes.len() {
+            // `bytes` is not used past here: the writes go through `s` alone.
+            if let Some(start) = value_start {
+                for i in start..len {
                     std::ptr::write_volatile(s.add(i), 0);
                 }
             }
