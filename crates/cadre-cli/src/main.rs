@@ -6,6 +6,7 @@ mod approve;
 mod eval;
 mod exec;
 mod interactive;
+mod keys;
 mod render;
 mod sessions;
 mod setup;
@@ -112,6 +113,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // First, while there is one thread: the keys leave the environment.
+    keys::take_from_environment();
     let cli = Cli::parse();
     // One thread: the work is waiting on the network and on children, and
     // handing it between threads cost more than it saved (bench/overhead);

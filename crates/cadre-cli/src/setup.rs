@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use cadre_core::agent::{Agent, AgentSetup, EventSink, TurnLimits, build_system_prompt};
+use cadre_core::agent::{
+    Agent, AgentSetup, EventSink, TurnLimits, build_system_prompt, read_project_instructions,
+};
 use cadre_core::background::BackgroundWork;
 use cadre_core::config::{Settings, data_dir, ensure_private_dir};
 use cadre_core::model::{ClientConfig, ModelClient, Provider};
@@ -82,6 +84,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     ensure_private_dir(&home)?;
     let settings = Settings::load(&home, &cwd)?;
     let mut warnings = settings.warnings.clone();
+    warnings.extend(read_project_instructions(&cwd).1);
     let file = &settings.file;
 
     let provider_name = env_nonempty("CADRE_PROVIDER").or_else(|| file.provider.clone());
@@ -90,8 +93,8 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         (None, Some(p)) => p.parse().map_err(|e: String| UsageError(e))?,
         // With no choice made, follow whichever key is present.
         (None, None)
-            if env_nonempty("ANTHROPIC_API_KEY").is_none()
-                && env_nonempty("OPENAI_API_KEY").is_some() =>
+            if crate::keys::key("ANTHROPIC_API_KEY").is_none()
+                && crate::keys::key("OPENAI_API_KEY").is_some() =>
         {
             Provider::OpenAI
         }
@@ -115,7 +118,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         .or_else(|| file.model.clone())
         .unwrap_or_else(|| provider.default_model().to_string());
     let model = settings.resolve_model(provider, &model_name);
-    let api_key = env_nonempty(provider.key_env());
+    let api_key = crate::keys::key(provider.key_env());
 
     let client = ModelClient::new(ClientConfig {
         provider,
@@ -261,8 +264,8 @@ pub fn subagent_settings(settings: &Settings) -> SubagentSettings {
         custom_deny: f.extra_deny.clone(),
         auto_background_after: f
             .auto_background_after_s
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(std::time::Duration::from_secs_f64)
+            // Range-checked on load; try_ keeps a bad value from ever panicking.
+            .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
             .unwrap_or(d.auto_background_after),
     }
 }

@@ -9,18 +9,30 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::model::{Provider, is_loopback_url};
+use crate::model::{Provider, parse_base_url, url_is_loopback};
+use crate::small_file::{SmallFileError, read_small_text};
+
+/// Largest config file read: a hand-written config is a few KB; anything near
+/// a megabyte is a mistake or an attack (a symlink to a device, a huge file).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// A problem with configuration files or the data directory.
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    /// A config file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
+    /// A config file is not a regular file, too large, or not text.
+    #[error(transparent)]
+    File(#[from] SmallFileError),
+    /// A number in a config file is out of range.
+    #[error("{path}: {key} = {value} is out of range: {expected}")]
+    Range {
         /// File path.
         path: PathBuf,
-        /// Cause.
-        source: std::io::Error,
+        /// Dotted key (`subagents.max_depth`).
+        key: String,
+        /// The value as written.
+        value: String,
+        /// What is allowed.
+        expected: String,
     },
     /// A config file is not valid TOML for cadre.
     #[error("{path}: {message}")]
@@ -119,6 +131,10 @@ pub struct SubagentsFile {
     pub auto_background_after_s: Option<f64>,
 }
 
+/// Longest `auto_background_after_s`: a week. A longer wait means "never" in
+/// practice, and far larger values overflow time arithmetic.
+pub const MAX_AUTO_BACKGROUND_S: f64 = 7.0 * 24.0 * 3600.0;
+
 /// One config file's contents. Every key is optional; later files override.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ConfigFile {
@@ -156,33 +172,118 @@ pub struct ConfigFile {
 impl ConfigFile {
     /// Reads and parses one file; a missing file is an empty config.
     pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match read_small_text(path, MAX_CONFIG_BYTES) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
+            Err(e) if e.is_not_found() => return Ok(ConfigFile::default()),
+            Err(e) => return Err(e.into()),
         };
         let file: ConfigFile = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        if let Some(n) = file.limits.stream_idle_timeout_s
-            && !STREAM_IDLE_TIMEOUT_RANGE.contains(&n)
+        file.check_ranges(path)?;
+        Ok(file)
+    }
+
+    /// Refuses numbers that cannot mean anything (zero counts, non-finite or
+    /// huge durations), so no later conversion can panic or misbehave.
+    fn check_ranges(&self, path: &Path) -> Result<(), ConfigError> {
+        fn int<T: Into<u64> + Copy>(
+            path: &Path,
+            key: &str,
+            v: Option<T>,
+            min: u64,
+            max: u64,
+        ) -> Result<(), ConfigError> {
+            match v.map(Into::into) {
+                Some(n) if n < min || n > max => Err(ConfigError::Range {
+                    path: path.to_path_buf(),
+                    key: key.to_string(),
+                    value: n.to_string(),
+                    expected: if max == u64::MAX {
+                        format!("at least {min}")
+                    } else {
+                        format!("{min} to {max}")
+                    },
+                }),
+                _ => Ok(()),
+            }
+        }
+        let size = |v: Option<usize>| v.map(|n| n as u64);
+        let any = u64::MAX;
+        int(path, "max_tokens", self.max_tokens, 1, any)?;
+        let l = &self.limits;
+        int(
+            path,
+            "limits.max_requests_per_turn",
+            l.max_requests_per_turn,
+            1,
+            any,
+        )?;
+        int(
+            path,
+            "limits.max_tool_calls_per_turn",
+            l.max_tool_calls_per_turn,
+            1,
+            any,
+        )?;
+        // Below 1 KiB a result is all truncation marker; above 64 MiB one
+        // result would not fit any model's context anyway.
+        int(
+            path,
+            "tools.output_cap_bytes",
+            size(self.tools.output_cap_bytes),
+            1024,
+            64 << 20,
+        )?;
+        int(
+            path,
+            "limits.stream_idle_timeout_s",
+            l.stream_idle_timeout_s,
+            *STREAM_IDLE_TIMEOUT_RANGE.start(),
+            *STREAM_IDLE_TIMEOUT_RANGE.end(),
+        )?;
+        let s = &self.subagents;
+        int(path, "subagents.max_depth", s.max_depth, 1, 3)?;
+        int(
+            path,
+            "subagents.max_concurrent_subagents",
+            size(s.max_concurrent_subagents),
+            1,
+            32,
+        )?;
+        int(
+            path,
+            "subagents.max_subagents_per_turn",
+            size(s.max_subagents_per_turn),
+            1,
+            any,
+        )?;
+        int(
+            path,
+            "subagents.max_running_subagents",
+            size(s.max_running_subagents),
+            1,
+            any,
+        )?;
+        int(
+            path,
+            "subagents.default_max_turns",
+            s.default_max_turns,
+            1,
+            any,
+        )?;
+        if let Some(secs) = s.auto_background_after_s
+            && !(secs.is_finite() && (0.0..=MAX_AUTO_BACKGROUND_S).contains(&secs))
         {
-            return Err(ConfigError::Parse {
+            return Err(ConfigError::Range {
                 path: path.to_path_buf(),
-                message: format!(
-                    "[limits] stream_idle_timeout_s = {n} is out of range ({} to {})",
-                    STREAM_IDLE_TIMEOUT_RANGE.start(),
-                    STREAM_IDLE_TIMEOUT_RANGE.end()
-                ),
+                key: "subagents.auto_background_after_s".into(),
+                value: format!("{secs:?}"),
+                expected: format!("seconds from 0 to {MAX_AUTO_BACKGROUND_S}"),
             });
         }
-        Ok(file)
+        Ok(())
     }
 
     /// Lays `over` on top of `self`.
@@ -255,14 +356,21 @@ impl Settings {
             ));
             project_file.sandbox.network = None;
         }
-        if let Some(url) = &project_file.base_url
-            && !is_loopback_url(url)
-        {
-            warnings.push(format!(
-                "{}: base_url {url} ignored: a project file may only point at a loopback server (set it in your user config, CADRE_BASE_URL or --base-url)",
-                project_path.display()
-            ));
-            project_file.base_url = None;
+        if let Some(text) = project_file.base_url.take() {
+            // Decided on the parsed URL, and its serialisation is what is kept:
+            // the client parses that same text to the same host.
+            match parse_base_url(&text) {
+                Ok(url) if url_is_loopback(&url) => project_file.base_url = Some(url.to_string()),
+                checked => {
+                    let why = checked
+                        .err()
+                        .unwrap_or_else(|| "its host is not loopback".into());
+                    warnings.push(format!(
+                        "{}: base_url ignored: {why}; a project file may only point at a loopback server (127.0.0.0/8, ::1 or localhost) by its plain address (set other servers in your user config, CADRE_BASE_URL or --base-url)",
+                        project_path.display()
+                    ));
+                }
+            }
         }
         file.merge(project_file);
         Ok(Settings {

@@ -160,15 +160,17 @@ fn live_setup() -> Result<LiveSetup> {
     let env: Vec<(String, String)> = LIVE_ENV
         .iter()
         .filter_map(|k| {
-            std::env::var(k)
-                .ok()
+            crate::keys::var(k)
                 .filter(|v| !v.is_empty())
                 .map(|v| (k.to_string(), v))
         })
         .collect();
     let home = cadre_core::config::data_dir()?;
     let path = home.join("config.toml");
-    let config = match std::fs::read_to_string(&path) {
+    let config = match cadre_core::small_file::read_small_text(
+        &path,
+        cadre_core::config::MAX_CONFIG_BYTES,
+    ) {
         Ok(text) => {
             let mut table: toml::Table = text
                 .parse()
@@ -176,8 +178,8 @@ fn live_setup() -> Result<LiveSetup> {
             table.remove("permissions");
             Some(table)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(e.into()),
     };
     let has = |k: &str| env.iter().any(|(name, _)| name == k);
     let configured_url = config.as_ref().is_some_and(|c| c.contains_key("base_url"));

@@ -15,7 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use events::{Event, EventSink, TurnStatus};
 pub(crate) use prompt::civil_from_days;
-pub use prompt::{SystemPromptParts, build_system_prompt, environment_facts, project_instructions};
+pub use prompt::{
+    SystemPromptParts, build_system_prompt, environment_facts, project_instructions,
+    read_project_instructions,
+};
 
 use crate::model::{
     ContentBlock, Message, ModelClient, ModelError, ModelRequest, Role, StreamDelta, ToolCall,
@@ -685,7 +688,11 @@ impl Agent {
         started: Instant,
     ) -> Result<ToolOutput, LogFailure> {
         let output = ToolOutput {
-            content: cap_output(output.content, self.ctx.output_cap),
+            // Redacted before the cap, so a key cut in two cannot slip through.
+            content: cap_output(
+                crate::secrets::redact(&output.content).into_owned(),
+                self.ctx.output_cap,
+            ),
             is_error: output.is_error,
         };
         self.write_log(RecordBody::ToolResult {

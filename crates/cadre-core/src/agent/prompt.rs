@@ -4,6 +4,11 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::small_file::read_small_text;
+
+/// Largest `.git` pointer or `HEAD` file read (both are one short line).
+const MAX_GIT_FILE_BYTES: u64 = 4096;
+
 /// What the base prompt tells every top-level agent about working here.
 const BASE_PROMPT: &str = "You are cadre, a coding agent working in the user's terminal, inside their project.
 
@@ -58,13 +63,32 @@ pub fn environment_facts(cwd: &Path) -> String {
     s
 }
 
+/// Largest instruction file read: it goes into every request's system prompt,
+/// and 256 KiB (~64k tokens) is already more than a prompt should carry.
+pub const MAX_INSTRUCTIONS_BYTES: u64 = 256 << 10;
+
 /// The first of `AGENTS.md`, `CLAUDE.md` found in `cwd`, if any.
 pub fn project_instructions(cwd: &Path) -> Option<String> {
-    ["AGENTS.md", "CLAUDE.md"].iter().find_map(|name| {
-        let text = std::fs::read_to_string(cwd.join(name)).ok()?;
-        let text = text.trim();
-        (!text.is_empty()).then(|| format!("From {name}:\n\n{text}"))
-    })
+    read_project_instructions(cwd).0
+}
+
+/// The first readable of `AGENTS.md`, `CLAUDE.md` in `cwd`, and why any file
+/// found before it was skipped (not a regular file, too large, not text).
+pub fn read_project_instructions(cwd: &Path) -> (Option<String>, Vec<String>) {
+    let mut skipped = Vec::new();
+    for name in ["AGENTS.md", "CLAUDE.md"] {
+        match read_small_text(&cwd.join(name), MAX_INSTRUCTIONS_BYTES) {
+            Ok(text) => {
+                let text = text.trim();
+                if !text.is_empty() {
+                    return (Some(format!("From {name}:\n\n{text}")), skipped);
+                }
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => skipped.push(format!("{e}; its instructions are not used")),
+        }
+    }
+    (None, skipped)
 }
 
 /// Today's date as YYYY-MM-DD (UTC), without a date crate.
@@ -100,14 +124,14 @@ fn git_branch(cwd: &Path) -> Option<String> {
             git.join("HEAD")
         } else if git.is_file() {
             // A worktree: `.git` is a file `gitdir: <path>`.
-            let text = std::fs::read_to_string(&git).ok()?;
+            let text = read_small_text(&git, MAX_GIT_FILE_BYTES).ok()?;
             let gitdir = text.strip_prefix("gitdir:")?.trim();
             d.join(gitdir).join("HEAD")
         } else {
             dir = d.parent();
             continue;
         };
-        let head = std::fs::read_to_string(head_path).ok()?;
+        let head = read_small_text(&head_path, MAX_GIT_FILE_BYTES).ok()?;
         let head = head.trim();
         return Some(match head.strip_prefix("ref: refs/heads/") {
             Some(branch) => branch.to_string(),

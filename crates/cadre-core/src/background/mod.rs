@@ -17,6 +17,7 @@ pub use notice::{
 };
 
 use crate::agent::{Event, EventSink};
+use crate::secrets::redact;
 use crate::tasks::{TaskError, TaskKind, TaskRow, TaskStatus, TaskTable};
 
 /// Waits before each new try to record a task's end that the task table
@@ -173,6 +174,8 @@ impl BackgroundWork {
         error: Option<&str>,
         announce: bool,
     ) {
+        let (report, error) = (redact(report), error.map(redact));
+        let (report, error) = (report.as_ref(), error.as_deref());
         // The whole report is kept beside the task's output, so a notice
         // rebuilt after a crash reads exactly like the live one.
         if announce && let Ok(row) = self.table.get(task_id) {

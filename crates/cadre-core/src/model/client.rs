@@ -28,6 +28,8 @@ const USER_AGENT: &str = concat!("cadre/", env!("CARGO_PKG_VERSION"));
 pub struct ModelClient {
     http: reqwest::Client,
     config: ClientConfig,
+    /// Where requests go: built from the parsed base URL the key check saw.
+    endpoint: url::Url,
 }
 
 enum Decoder {
@@ -95,16 +97,25 @@ impl Attempt {
 impl ModelClient {
     /// A client for `config`. Fails if the HTTP stack cannot be built or a key is missing.
     pub fn new(config: ClientConfig) -> Result<Self, ModelError> {
-        if config.api_key.is_none() && !super::is_loopback_url(&config.base_url) {
+        let base = super::parse_base_url(&config.base_url)
+            .map_err(|e| ModelError::Config(format!("bad base URL: {e}")))?;
+        let endpoint = endpoint_url(&base, config.provider);
+        if config.api_key.is_none() && !super::url_is_loopback(&base) {
             return Err(ModelError::Config(format!(
                 "no API key: set {} (a key is only optional for a server on loopback)",
                 config.provider.key_env()
             )));
         }
-        let plain_http = config.base_url.starts_with("http://");
+        let plain_http = base.scheme() == "http";
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
-            .user_agent(USER_AGENT);
+            .user_agent(USER_AGENT)
+            // A model API never redirects a POST; following one could carry
+            // the key (`x-api-key` is not among the headers reqwest strips)
+            // to another host.
+            .redirect(reqwest::redirect::Policy::none())
+            // `localhost` is loopback by fiat, never a DNS answer.
+            .resolve_to_addrs("localhost", &LOCALHOST_ADDRS);
         if plain_http {
             // No TLS is ever spoken: skip loading the system's CA roots (milliseconds at start-up).
             builder = builder.tls_certs_only(Vec::<reqwest::Certificate>::new());
@@ -121,7 +132,11 @@ impl ModelClient {
                 )
             })
         })?;
-        Ok(ModelClient { http, config })
+        Ok(ModelClient {
+            http,
+            config,
+            endpoint,
+        })
     }
 
     /// The client's configuration.
@@ -138,15 +153,13 @@ impl ModelClient {
 
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
-        let base = self.config.base_url.trim_end_matches('/');
-        match self.config.provider {
-            Provider::Anthropic => format!("{base}/v1/messages"),
-            Provider::OpenAI => format!("{base}/chat/completions"),
-        }
+        self.endpoint.to_string()
     }
 
-    /// Replaces every occurrence of the API key in `text`.
+    /// Replaces every occurrence of the API key (and of every registered
+    /// secret) in `text`.
     pub fn redact(&self, text: &str) -> String {
+        let text = &*crate::secrets::redact(text);
         match &self.config.api_key {
             Some(key) if key.len() >= 4 && text.contains(key.as_str()) => {
                 text.replace(key.as_str(), "[redacted]")
@@ -336,6 +349,7 @@ impl ModelClient {
         let status = resp.status().as_u16();
         if !resp.status().is_success() {
             let wait = retry_after(resp.headers());
+            let resp_location = location(resp.headers());
             // An error body is only for the message: a stalled one is left unread.
             let text = match read_body(resp, idle, ERROR_BODY_LIMIT).await {
                 Ok(bytes) | Err(BodyError::TooLarge(bytes)) => {
@@ -348,6 +362,7 @@ impl ModelClient {
                 Provider::OpenAI => openai::error_message(&text),
             }
             .unwrap_or_else(|| text.chars().take(500).collect());
+            let message = redirect_note(status, resp_location.as_deref(), message);
             if ModelError::is_retryable_status(status) {
                 return Ok(Attempt::Retry(Retry {
                     status,
@@ -503,6 +518,44 @@ fn stream_error(data: &str) -> ModelError {
             .map(str::to_string)
             .unwrap_or_else(|| data.chars().take(500).collect()),
     }
+}
+
+/// Where `localhost` connects: both loopback addresses (the port is the URL's).
+const LOCALHOST_ADDRS: [std::net::SocketAddr; 2] = [
+    std::net::SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0),
+    std::net::SocketAddr::new(std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST), 0),
+];
+
+/// The request URL for `provider` under `base` (Anthropic's base has no `/v1`,
+/// OpenAI's has it, as their SDKs take them).
+fn endpoint_url(base: &url::Url, provider: Provider) -> url::Url {
+    let mut url = base.clone();
+    let path = base.path().trim_end_matches('/');
+    let tail = match provider {
+        Provider::Anthropic => "/v1/messages",
+        Provider::OpenAI => "/chat/completions",
+    };
+    url.set_path(&format!("{path}{tail}"));
+    url
+}
+
+/// A response's `location` header, if readable.
+fn location(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.chars().take(200).collect())
+}
+
+/// Says why a redirect was not followed.
+fn redirect_note(status: u16, location: Option<&str>, message: String) -> String {
+    if !(300..400).contains(&status) {
+        return message;
+    }
+    format!(
+        "the server answered with a redirect{}; cadre does not follow redirects (they could carry the API key to another host): set the base URL to the final address",
+        location.map(|l| format!(" to {l}")).unwrap_or_default()
+    )
 }
 
 /// `retry-after-ms` or `retry-after` (seconds), as the providers send them.

@@ -102,28 +102,90 @@ impl fmt::Debug for ClientConfig {
     }
 }
 
-/// True when `url`'s host is a loopback address, where local servers need no key.
+/// Parses an endpoint base URL: `http` or `https`, no user name or password
+/// (they only serve to disguise the host, and would be sent as credentials).
+pub fn parse_base_url(text: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(text.trim()).map_err(|e| format!("'{text}' is not a URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("'{text}' must start with http:// or https://"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "'{text}' contains a user name or password; give the server's address alone"
+        ));
+    }
+    if url.host().is_none() {
+        return Err(format!("'{text}' has no host"));
+    }
+    Ok(url)
+}
+
+/// True when the parsed `url`'s host *is* loopback: an IPv4 address in
+/// 127.0.0.0/8, `::1`, or exactly `localhost`. Spellings the parser turns into
+/// those (`0x7f.1`, `2130706433`, percent-encoding, upper case) count, since the
+/// parsed value is what is connected to. `localhost.` (which resolvers may send
+/// to DNS), `*.localhost`, and IPv4-mapped IPv6 (`::ffff:127.0.0.1`) do not.
+pub fn url_is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d == "localhost",
+        None => false,
+    }
+}
+
+/// True when `url` parses (see [`parse_base_url`]) to a loopback host, where
+/// local servers need no key and a project file may point.
 pub fn is_loopback_url(url: &str) -> bool {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .unwrap_or(url);
-    let authority = rest.split('/').next().unwrap_or("");
-    let host = if let Some(v6) = authority.strip_prefix('[') {
-        v6.split(']').next().unwrap_or("")
-    } else {
-        authority.rsplit_once(':').map_or(authority, |(h, _)| h)
-    };
-    host == "localhost"
-        || host == "::1"
-        || host
-            .parse::<std::net::Ipv4Addr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    parse_base_url(url).is_ok_and(|u| url_is_loopback(&u))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tricky_spellings_are_decided_on_the_parsed_host() {
+        let yes = [
+            "http://0x7f.1:8080",
+            "http://2130706433/",
+            "http://127.1",
+            "http://127.0.0.%31:9/",
+            "http://LOCALHOST:1",
+            "http://%6c%6fcalhost:1",
+            "http://[0:0:0:0:0:0:0:1]:1",
+            "https://127.255.255.254",
+        ];
+        for u in yes {
+            assert!(is_loopback_url(u), "{u}");
+        }
+        let no = [
+            "http://[::1]@192.0.2.2:8765",
+            "http://127.0.0.1@192.0.2.2",
+            "http://localhost:x@192.0.2.2",
+            "http://user@127.0.0.1:8080",
+            "http://:pw@127.0.0.1:8080",
+            "http://[::ffff:127.0.0.1]:8080",
+            "http://localhost.:8080",
+            "http://foo.localhost:8080",
+            "http://localhost%2e:8080",
+            "http://127.0.0.1%2f@192.0.2.2",
+            "http://192.0.2.2#@127.0.0.1",
+            "http://192.0.2.2?@127.0.0.1",
+            "http://192.0.2.2\\@127.0.0.1",
+            "ftp://127.0.0.1",
+            "file:///tmp/x",
+            "127.0.0.1:8080",
+            "http://0.0.0.0:8080",
+            "http://[::]:8080",
+            "",
+        ];
+        for u in no {
+            assert!(!is_loopback_url(u), "{u}");
+        }
+        let err = parse_base_url("http://[::1]@192.0.2.2:8765").unwrap_err();
+        assert!(err.contains("user name or password"), "{err}");
+    }
 
     #[test]
     fn loopback_detection() {

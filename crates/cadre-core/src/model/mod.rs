@@ -11,7 +11,7 @@ mod sse;
 mod types;
 
 pub use client::ModelClient;
-pub use config::{ClientConfig, Provider, is_loopback_url};
+pub use config::{ClientConfig, Provider, is_loopback_url, parse_base_url, url_is_loopback};
 pub use error::ModelError;
 pub use reply::unique_call_ids;
 pub use types::*;

@@ -199,19 +199,15 @@ fn read_definition_file(path: &Path, source: DefinitionSource) -> ParseOutcome {
             message,
         }],
     };
-    match fs::metadata(path) {
-        Ok(meta) if meta.len() > MAX_FILE_BYTES => {
-            return error(format!(
-                "file too large ({} bytes; the limit is {MAX_FILE_BYTES})",
-                meta.len()
-            ));
-        }
-        Ok(_) => {}
-        Err(e) => return error(format!("cannot read: {e}")),
-    }
-    let bytes = match fs::read(path) {
+    let bytes = match crate::small_file::read_small(path, MAX_FILE_BYTES) {
         Ok(bytes) => bytes,
-        Err(e) => return error(format!("cannot read: {e}")),
+        Err(crate::small_file::SmallFileError::TooLarge { limit, .. }) => {
+            return error(format!("file too large (larger than {limit} bytes)"));
+        }
+        Err(crate::small_file::SmallFileError::NotRegular { kind, .. }) => {
+            return error(format!("not a regular file (it is {kind}); skipped"));
+        }
+        Err(e) => return error(e.to_string()),
     };
     match String::from_utf8(bytes) {
         Ok(text) => parse_definition(&text, path, source),
@@ -279,7 +275,9 @@ fn walk(
         };
         if meta.is_dir() {
             walk(&path, depth + 1, visited, files, issues);
-        } else if meta.is_file() && is_markdown(&path) {
+        } else if is_markdown(&path) {
+            // Not only regular files: a FIFO or device named `*.md` is
+            // reported (and skipped) when it is read.
             files.push(path);
         }
     }

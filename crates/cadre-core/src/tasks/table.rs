@@ -673,6 +673,8 @@ fn group_members(pgid: u32) -> Vec<(u32, u64)> {
 }
 
 fn append_to(path: &Path, text: &str) -> Result<(), TaskError> {
+    // Task output is read back by TaskOutput and the user: never with a key in it.
+    let text = crate::secrets::redact(text);
     let mut f = OpenOptions::new()
         .append(true)
         .create(true)

@@ -376,10 +376,14 @@ fn start_background(
     tokio::spawn(async move {
         let log_work = work.clone();
         let log_id = id.clone();
-        let tee = move |bytes: &[u8]| {
-            let _ = log_work
-                .table()
-                .append_output(&log_id, &String::from_utf8_lossy(bytes));
+        // Pieces are redacted as a stream: a key split between two reads is caught.
+        let redactor = std::sync::Mutex::new(crate::secrets::StreamRedactor::default());
+        let tee = |bytes: &[u8]| {
+            let text = redactor
+                .lock()
+                .map(|mut r| r.push(bytes))
+                .unwrap_or_default();
+            let _ = log_work.table().append_output(&log_id, &text);
         };
         // The group is recorded so a later cadre can stop it if this one dies.
         let group_work = work.clone();
@@ -398,6 +402,8 @@ fn start_background(
             Some(&on_spawn),
         )
         .await;
+        let rest = redactor.lock().map(|mut r| r.finish()).unwrap_or_default();
+        let _ = work.table().append_output(&id, &rest);
         let (status, report) = match result {
             Ok(out) if cancel.is_cancelled() => (crate::tasks::TaskStatus::Cancelled, out.content),
             Ok(out) if out.is_error => (crate::tasks::TaskStatus::Failed, out.content),
