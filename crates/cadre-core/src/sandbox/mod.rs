@@ -356,6 +356,7 @@ impl PreparedSandbox {
         if let Some(git) = &self.git {
             git.apply()?;
         }
+        drop_ptrace_capability();
         let (one, zero): (libc::c_ulong, libc::c_ulong) = (1, 0);
         // SAFETY: prctl with integer arguments only.
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, one, zero, zero, zero) } != 0 {
@@ -376,6 +377,59 @@ impl PreparedSandbox {
     /// How much of the policy [`apply`](Self::apply) will enforce.
     pub fn status(&self) -> SandboxSupport {
         self.support
+    }
+}
+
+/// Takes `CAP_SYS_PTRACE` away from the command for good (bounding,
+/// ambient and inheritable sets; a root command's permitted set after `exec`
+/// comes from those). With it, a command running as root could read
+/// `/proc/<pid>/environ` of processes outside the sandbox (cadre's ancestors,
+/// which may hold an API key) despite Landlock; without it Landlock's ptrace
+/// scoping refuses. Failures are ignored: a process that may not drop the
+/// capability does not hold it either. Async-signal-safe: syscalls only.
+fn drop_ptrace_capability() {
+    const CAP_SYS_PTRACE: u32 = 19;
+    const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let cap = libc::c_ulong::from(CAP_SYS_PTRACE);
+    let zero: libc::c_ulong = 0;
+    // SAFETY: prctl with integer arguments only.
+    unsafe {
+        libc::prctl(libc::PR_CAPBSET_DROP, cap, zero, zero, zero);
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_LOWER as libc::c_ulong,
+            cap,
+            zero,
+            zero,
+        );
+    }
+    let mut header = Header {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: header and data are the layouts capget/capset expect for version 3.
+    unsafe {
+        if libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) == 0 {
+            data[0].inheritable &= !(1 << CAP_SYS_PTRACE);
+            libc::syscall(libc::SYS_capset, &mut header, data.as_ptr());
+        }
     }
 }
 

@@ -728,3 +728,26 @@ fn git_hooks_read_only_from_a_working_dir_inside_them() {
     assert!(!ok);
     assert!(!hooks.join("pre-commit").exists());
 }
+
+/// A sandboxed command holds no `CAP_SYS_PTRACE`, now or after any `exec`:
+/// with it, a command running as root could read `/proc/<cadre>/environ`
+/// although cadre is not dumpable. (A dumpable process of the same user
+/// outside cadre stays readable: Landlock does not scope `/proc` reads.)
+#[test]
+fn commands_hold_no_ptrace_capability() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::new();
+    let policy = fx.policy(false);
+    let (ok, out) = run(&policy, "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status");
+    assert!(ok, "{out}");
+    let mut seen = 0;
+    for line in out.lines() {
+        let (name, hex) = line.split_once(':').unwrap();
+        let bits = u64::from_str_radix(hex.trim(), 16).unwrap();
+        assert_eq!(bits & (1 << 19), 0, "{name} still holds CAP_SYS_PTRACE: {out}");
+        seen += 1;
+    }
+    assert_eq!(seen, 5, "{out}");
+}
