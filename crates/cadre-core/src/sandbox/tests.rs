@@ -740,13 +740,20 @@ fn commands_hold_no_ptrace_capability() {
     }
     let fx = Fixture::new();
     let policy = fx.policy(false);
-    let (ok, out) = run(&policy, "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status");
+    let (ok, out) = run(
+        &policy,
+        "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status",
+    );
     assert!(ok, "{out}");
     let mut seen = 0;
     for line in out.lines() {
         let (name, hex) = line.split_once(':').unwrap();
         let bits = u64::from_str_radix(hex.trim(), 16).unwrap();
-        assert_eq!(bits & (1 << 19), 0, "{name} still holds CAP_SYS_PTRACE: {out}");
+        assert_eq!(
+            bits & (1 << 19),
+            0,
+            "{name} still holds CAP_SYS_PTRACE: {out}"
+        );
         seen += 1;
     }
     assert_eq!(seen, 5, "{out}");
