@@ -7,10 +7,10 @@ mod common;
 
 use std::time::Duration;
 
-use cadre_core::tasks::{TaskFilter, TaskStatus, TaskTable};
-use cadre_mock::Record;
-use common::{Harness, Wire, events, stderr, stdout, tool_results};
-use serde_json::Value;
+use cadre_core::tasks::TaskStatus;
+use common::{
+    Harness, Wire, events, rule_records, stderr, stdout, tasks, tool_results, user_texts,
+};
 
 const HELPER: &str = "---
 name: helper
@@ -19,31 +19,6 @@ tools: Read, Bash
 ---
 You are HELPER.
 ";
-
-fn rule_records<'a>(records: &'a [Record], rule: &str) -> Vec<&'a Record> {
-    records
-        .iter()
-        .filter(|r| r.rule.as_deref() == Some(rule))
-        .collect()
-}
-
-fn user_texts(body: &Value) -> String {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m.to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn tasks(h: &Harness) -> Vec<cadre_core::tasks::TaskRow> {
-    TaskTable::open(&h.data_dir())
-        .unwrap()
-        .list(&TaskFilter::default())
-        .unwrap()
-}
 
 #[tokio::test]
 async fn a_background_child_and_shell_notify_the_parent_after_its_turn_ends() {

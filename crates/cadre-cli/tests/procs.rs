@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use cadre_core::tasks::{TaskFilter, TaskStatus, TaskTable};
-use common::{Harness, Wire, events, stderr};
+use cadre_core::tasks::{TaskStatus, TaskTable};
+use common::{Harness, Wire, events, stderr, tasks};
 use serde_json::Value;
 
 const HELPER: &str = "---
@@ -18,13 +18,6 @@ tools: Bash
 ---
 You are HELPER.
 ";
-
-fn tasks(h: &Harness) -> Vec<cadre_core::tasks::TaskRow> {
-    TaskTable::open(&h.data_dir())
-        .unwrap()
-        .list(&TaskFilter::default())
-        .unwrap()
-}
 
 /// The live processes (not zombies) whose process group is `pgid`.
 fn group_members(pgid: i32) -> Vec<i32> {

@@ -325,3 +325,31 @@ pub fn non_temp_base() -> PathBuf {
     std::fs::create_dir_all(&base).unwrap();
     base
 }
+
+/// The requests the mock answered with rule `rule`.
+pub fn rule_records<'a>(records: &'a [Record], rule: &str) -> Vec<&'a Record> {
+    records
+        .iter()
+        .filter(|r| r.rule.as_deref() == Some(rule))
+        .collect()
+}
+
+/// Every user message of a request body, one JSON text a line.
+pub fn user_texts(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every row of the harness's task table.
+pub fn tasks(h: &Harness) -> Vec<cadre_core::tasks::TaskRow> {
+    cadre_core::tasks::TaskTable::open(&h.data_dir())
+        .unwrap()
+        .list(&cadre_core::tasks::TaskFilter::default())
+        .unwrap()
+}
