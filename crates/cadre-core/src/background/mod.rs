@@ -224,31 +224,14 @@ impl BackgroundWork {
             // child's tool result): nothing is left to announce, now or after a resume.
             let _ = self.table.mark_notified(&[task_id.to_string()]);
         }
-        let owner = self
-            .inner
-            .lock()
-            .ok()
-            .and_then(|mut inner| inner.running.remove(task_id).map(|r| r.owner));
-        if announce && let Some(owner) = owner {
-            let item = Finished {
-                task_id: task_id.to_string(),
-                status: row.status,
-                description: row.description.clone(),
-                kind_label: row.agent_type.clone().unwrap_or_else(|| "bash".to_string()),
-                report: report.to_string(),
-            };
-            if let Ok(mut inner) = self.inner.lock() {
-                inner.finished.entry(owner).or_default().push(item);
-            }
-        }
-        self.events.emit(Event::TaskEnded {
+        let item = Finished {
             task_id: task_id.to_string(),
             status: row.status,
             description: row.description,
-        });
-        self.endings
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.changed.notify_waiters();
+            kind_label: row.agent_type.unwrap_or_else(|| "bash".to_string()),
+            report: report.to_string(),
+        };
+        self.hand_over(item, announce);
     }
 
     /// Tries again later to record a task's end the table refused (another
@@ -299,28 +282,36 @@ impl BackgroundWork {
             .get(task_id)
             .map(|r| (r.description, r.agent_type.unwrap_or_else(|| "bash".into())))
             .unwrap_or_else(|_| (format!("task {task_id}"), "task".into()));
+        let item = Finished {
+            task_id: task_id.to_string(),
+            status: TaskStatus::Failed,
+            description,
+            kind_label,
+            report: format!("{message}\n{report}"),
+        };
+        self.hand_over(item, announce);
+    }
+
+    /// The end of a task, recorded: it leaves the running set, is queued for
+    /// its owner's next notice when `announce`, and `task_ended` goes out.
+    fn hand_over(&self, item: Finished, announce: bool) {
         let owner = self
             .inner
             .lock()
             .ok()
-            .and_then(|mut inner| inner.running.remove(task_id).map(|r| r.owner));
-        if announce && let Some(owner) = owner {
-            let item = Finished {
-                task_id: task_id.to_string(),
-                status: TaskStatus::Failed,
-                description: description.clone(),
-                kind_label,
-                report: format!("{message}\n{report}"),
-            };
-            if let Ok(mut inner) = self.inner.lock() {
-                inner.finished.entry(owner).or_default().push(item);
-            }
+            .and_then(|mut inner| inner.running.remove(&item.task_id).map(|r| r.owner));
+        let ended = Event::TaskEnded {
+            task_id: item.task_id.clone(),
+            status: item.status,
+            description: item.description.clone(),
+        };
+        if announce
+            && let Some(owner) = owner
+            && let Ok(mut inner) = self.inner.lock()
+        {
+            inner.finished.entry(owner).or_default().push(item);
         }
-        self.events.emit(Event::TaskEnded {
-            task_id: task_id.to_string(),
-            status: TaskStatus::Failed,
-            description,
-        });
+        self.events.emit(ended);
         self.endings
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.changed.notify_waiters();
