@@ -418,3 +418,36 @@ async fn a_data_dir_inside_the_project_is_outside_for_read_glob_and_grep() {
     assert_denied(&results_default[5], "Write into the data dir");
     assert!(!home.join("config.toml").exists());
 }
+
+/// A link swapped in while the approval question waited does not move the
+/// write: the tool finds its path resolving elsewhere than where the call was
+/// decided, and refuses.
+#[tokio::test]
+async fn a_link_swapped_in_while_a_question_waits_does_not_move_the_write() {
+    let outer = tempfile::tempdir_in(common::non_temp_base()).unwrap();
+    let outside = outer.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let h = harness_in(
+        outer.path(),
+        &script(&[vec![(
+            "Write",
+            json!({"file_path": "docs/note.md", "content": "hello"}),
+        )]]),
+    )
+    .await;
+    h.write("docs/readme.md", "docs");
+    let pty = common::Pty::open();
+    let mut run = h.spawn_json_tty(&["exec", "--json", "go"], &pty);
+    // The call was decided on docs/note.md inside the project and now waits.
+    let asked = run.wait_for("approval_requested", 1).await;
+    assert_eq!(asked["question"]["tool"], "Write", "{asked}");
+    std::fs::rename(h.path("docs"), h.path("docs.old")).unwrap();
+    symlink(&outside, &h.path("docs"));
+    pty.type_line("y");
+    let (status, events) = run.finish().await;
+    assert!(status.success(), "{events:?}");
+    assert!(!outside.join("note.md").exists(), "written through the swapped link");
+    let results = tool_results(&last_body(&h));
+    assert!(results[0].1, "{results:?}");
+    assert!(results[0].0.contains("where the call was decided"), "{results:?}");
+}

@@ -242,6 +242,28 @@ impl Harness {
     }
 }
 
+impl Harness {
+    /// Starts `cadre <args>` (which should include `--json`) with stdin on
+    /// `pty`, so approval questions are asked there.
+    pub fn spawn_json_tty(&self, args: &[&str], pty: &Pty) -> LiveRun {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = self
+            .command(args, &[])
+            .stdin(pty.slave_stdio())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("cadre starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        LiveRun {
+            child,
+            lines: tokio::io::BufReader::new(stdout).lines(),
+            seen: Vec::new(),
+        }
+    }
+}
+
 impl LiveRun {
     /// The process id.
     pub fn pid(&self) -> i32 {

@@ -736,27 +736,32 @@ impl Agent {
             ),
             // Malformed arguments never reach the policy or the tool.
             (Some(_), Err(out)) => (out, "error"),
-            (Some(tool), Ok(input)) => match self.permit(&tool_name, &input, cancel).await {
-                Err(reason) => self.denied(call, &tool_name, reason),
-                Ok(()) => {
-                    self.write_log(RecordBody::ToolStart {
-                        call_id: call.id.clone(),
-                        tool: tool_name.clone(),
-                        input: call.input.clone(),
-                    })?;
-                    let mut ctx = self.ctx.clone();
-                    ctx.cancel = cancel.child_token();
-                    let out = match &self.spawner {
-                        // Messages reach children through the runtime that made them.
-                        Some(sp) if tool.name() == "SendMessage" => {
-                            sp.runtime.send_message(&self.id, &input).await
-                        }
-                        _ => tool.execute(&ctx, &input).await,
-                    };
-                    let status = if out.is_error { "error" } else { "ok" };
-                    (out, status)
+            (Some(tool), Ok(input)) => {
+                // Resolved with the same function the policy uses, at the same moment.
+                let decided = crate::permissions::decided_path(&tool_name, &input, &self.ctx.cwd);
+                match self.permit(&tool_name, &input, cancel).await {
+                    Err(reason) => self.denied(call, &tool_name, reason),
+                    Ok(()) => {
+                        self.write_log(RecordBody::ToolStart {
+                            call_id: call.id.clone(),
+                            tool: tool_name.clone(),
+                            input: call.input.clone(),
+                        })?;
+                        let mut ctx = self.ctx.clone();
+                        ctx.cancel = cancel.child_token();
+                        ctx.decided_path = decided;
+                        let out = match &self.spawner {
+                            // Messages reach children through the runtime that made them.
+                            Some(sp) if tool.name() == "SendMessage" => {
+                                sp.runtime.send_message(&self.id, &input).await
+                            }
+                            _ => tool.execute(&ctx, &input).await,
+                        };
+                        let status = if out.is_error { "error" } else { "ok" };
+                        (out, status)
+                    }
                 }
-            },
+            }
         };
         self.finish_call(call, tool_name, output, status, started)
     }

@@ -11,7 +11,7 @@ pub use gate::{
     ApprovalAnswer, ApprovalGate, ApprovalQuestion, ApprovalSource, HEADLESS_DENIAL, Headless,
 };
 pub use mode::PermissionMode;
-pub use policy::{Decision, PermissionPolicy, PermissionTracker, resolve_real};
+pub use policy::{Decision, PermissionPolicy, PermissionTracker, decided_path, resolve_real};
 
 #[cfg(test)]
 mod plan_tests;

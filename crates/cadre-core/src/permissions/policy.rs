@@ -155,6 +155,23 @@ fn push_components(stack: &mut Vec<std::ffi::OsString>, path: &Path) {
     stack.extend(parts.into_iter().rev());
 }
 
+/// The real path a call of `tool` with `args` touches, resolved now as the
+/// kernel would: what the policy decides on, and what the tool must still
+/// find when it runs (a symlink swapped in meanwhile is refused).
+pub fn decided_path(tool: &str, args: &ToolInput, cwd: &Path) -> Option<PathBuf> {
+    let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
+    match tool {
+        "Read" | "Write" | "Edit" => str_arg("file_path").map(|p| resolve_real(cwd, p)),
+        "Glob" => Some(crate::tools::glob_root(
+            cwd,
+            str_arg("path"),
+            str_arg("pattern"),
+        )),
+        "Grep" => Some(resolve_real(cwd, str_arg("path").unwrap_or("."))),
+        _ => None,
+    }
+}
+
 impl PermissionPolicy {
     /// A policy; `project_dir` and `data_dir` are canonicalised where they exist.
     pub fn new(
@@ -187,16 +204,7 @@ impl PermissionPolicy {
     ) -> Decision {
         let class = classify(tool);
         let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
-        let path = match tool {
-            "Read" | "Write" | "Edit" => str_arg("file_path").map(|p| resolve_real(cwd, p)),
-            "Glob" => Some(crate::tools::glob_root(
-                cwd,
-                str_arg("path"),
-                str_arg("pattern"),
-            )),
-            "Grep" => Some(resolve_real(cwd, str_arg("path").unwrap_or("."))),
-            _ => None,
-        };
+        let path = decided_path(tool, args, cwd);
         let command = if class == Class::Bash {
             str_arg("command")
         } else {

@@ -95,6 +95,10 @@ pub struct ToolContext {
     /// The session's permission policy, which file tools consult again as
     /// they open a path and searches consult for every file; `None` in tests.
     pub policy: Option<Arc<crate::permissions::PermissionPolicy>>,
+    /// The real path this call was decided on (set per call by the agent):
+    /// if the tool resolves its path elsewhere when it runs (a symlink
+    /// swapped in while a question waited), it refuses.
+    pub decided_path: Option<PathBuf>,
 }
 
 impl ToolContext {
@@ -110,6 +114,7 @@ impl ToolContext {
             agent_id: "main".to_string(),
             background: None,
             policy: None,
+            decided_path: None,
         }
     }
 
@@ -137,6 +142,16 @@ impl ToolContext {
     /// Why `tool` must not touch the resolved `path` (a deny rule, or a write
     /// to the data directory), checked again as the tool runs.
     pub(crate) fn refusal(&self, tool: &str, path: &Path) -> Option<ToolOutput> {
+        if let Some(decided) = &self.decided_path
+            && decided != path
+        {
+            return Some(ToolOutput::error(format!(
+                "not run: the path now resolves to {}, not to {} where the call was decided \
+                 (a link changed meanwhile); call the tool again",
+                path.display(),
+                decided.display()
+            )));
+        }
         self.policy
             .as_ref()
             .and_then(|p| p.refusal(tool, path))
