@@ -1,0 +1,69 @@
+//! A review of the issue 9 fixes from outside, as an attacker would drive the
+//! binary: each test is a variant the first fixes let through.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{BOTH_WIRES, Harness, events, stderr, tool_results};
+
+/// Runs `cadre exec --json <flags> go`; the run must end cleanly.
+async fn exec(h: &Harness, flags: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["exec", "--json"];
+    args.extend_from_slice(flags);
+    args.push("go");
+    let out = h.cadre(&args).await;
+    assert!(out.status.success(), "{:?}: {}", h.wire, stderr(&out));
+    events(&out)
+}
+
+/// A child whose definition (from the trusted `--agents` flag) asks for a
+/// wider mode still runs read-only under a plan-mode parent, in the
+/// foreground and in the background.
+#[tokio::test]
+async fn plan_mode_children_stay_read_only_whatever_their_definition_asks() {
+    for wire in BOTH_WIRES {
+        for (mode, background) in [("bypassPermissions", false), ("acceptEdits", true)] {
+            let script = format!(
+                r#"rules:
+  - name: child
+    when: {{ system: "WRITER" }}
+    replies:
+      - tool_calls:
+          - {{ name: Write, input: {{ file_path: "child_wrote.txt", content: "x" }} }}
+          - {{ name: Bash, input: {{ command: "touch child_ran.txt" }} }}
+      - text: "child done"
+  - name: main
+    replies:
+      - tool_calls:
+          - {{ name: Agent, input: {{ subagent_type: "writer", description: "w", prompt: "write", run_in_background: {background} }} }}
+      - text: "done"
+      - text: "noted"
+"#
+            );
+            let h = Harness::new(&script, wire).await;
+            let agents = format!(
+                r#"{{"writer":{{"description":"w","prompt":"WRITER","permissionMode":"{mode}"}}}}"#
+            );
+            exec(&h, &["--permission-mode", "plan", "--agents", &agents]).await;
+            assert!(
+                !h.path("child_wrote.txt").exists(),
+                "{wire:?} {mode}: Write ran in a plan-mode child"
+            );
+            assert!(
+                !h.path("child_ran.txt").exists(),
+                "{wire:?} {mode}: Bash ran in a plan-mode child"
+            );
+            let child = h
+                .records()
+                .into_iter()
+                .filter(|r| r.rule.as_deref() == Some("child"))
+                .next_back()
+                .expect("the child made requests");
+            let results = tool_results(&child.body);
+            assert_eq!(results.len(), 2, "{wire:?} {mode}: {results:?}");
+            for (text, is_error) in results {
+                assert!(is_error && text.contains("plan mode"), "{wire:?} {mode}: {text}");
+            }
+        }
+    }
+}
