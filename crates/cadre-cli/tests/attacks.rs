@@ -67,3 +67,45 @@ async fn plan_mode_children_stay_read_only_whatever_their_definition_asks() {
         }
     }
 }
+
+/// `Agent(*)` denies every spawn, as `Bash(*)` covers every command: under
+/// either name of the tool, with a type, the default type, or a fork.
+#[tokio::test]
+async fn an_agent_star_deny_rule_covers_every_spawn() {
+    let script = r#"rules:
+  - name: child
+    when: { system: "WRITER" }
+    replies:
+      - text: "child done"
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Task, input: { subagent_type: "writer", description: "w", prompt: "write" } }
+          - { name: Agent, input: { description: "w", prompt: "write" } }
+          - { name: Agent, input: { subagent_type: "fork", description: "w", prompt: "write" } }
+      - text: "done"
+      - text: "noted"
+"#;
+    for wire in BOTH_WIRES {
+        for rule in ["Agent(*)", "Task(*)"] {
+            let h = Harness::new(script, wire).await;
+            let agents = r#"{"writer":{"description":"w","prompt":"WRITER"}}"#;
+            exec(&h, &["--deny", rule, "--agents", agents]).await;
+            let records = h.records();
+            // The parent's two requests and nothing from a child.
+            assert_eq!(records.len(), 2, "{wire:?} {rule}: a child ran");
+            let main = records
+                .iter()
+                .rfind(|r| r.rule.as_deref() == Some("main"))
+                .unwrap();
+            let results = tool_results(&main.body);
+            assert_eq!(results.len(), 3, "{wire:?} {rule}: {results:?}");
+            for (text, is_error) in results {
+                assert!(
+                    is_error && text.starts_with("denied: denied by the rule"),
+                    "{wire:?} {rule}: {text}"
+                );
+            }
+        }
+    }
+}
