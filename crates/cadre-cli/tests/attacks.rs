@@ -109,3 +109,43 @@ async fn an_agent_star_deny_rule_covers_every_spawn() {
         }
     }
 }
+
+/// As root, a sandboxed command cannot make device nodes in the project (or a
+/// temp dir) and so reach the block devices `/dev` keeps from it: a loop
+/// device made with `mknod` in the project was opened read-write.
+#[tokio::test]
+async fn a_sandboxed_command_cannot_make_device_nodes() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root can make device nodes anyway");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let in_tmp = tmp.path().join("tmp_null");
+    let command = format!(
+        "mknod ./loop b 7 7; mknod ./null c 1 3; mknod {} c 1 3; test -b ./loop && exec 3<>./loop && echo OPENED",
+        in_tmp.display()
+    );
+    let script = format!(
+        "rules:\n  - name: main\n    replies:\n      - tool_calls:\n          - {{ name: Bash, input: {{ command: {} }} }}\n      - text: \"done\"\n",
+        serde_json::Value::String(command)
+    );
+    let h = Harness::new(&script, common::Wire::Anthropic).await;
+    let evs = exec(&h, &["--allow", "Bash"]).await;
+    if evs.iter().any(|e| {
+        e["type"] == "warning" && e["message"].as_str().unwrap_or("").contains("no Landlock")
+    }) {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let results = tool_results(&h.records().last().unwrap().body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(!results[0].0.contains("OPENED"), "{}", results[0].0);
+    for made in [h.path("loop"), h.path("null"), in_tmp] {
+        assert!(
+            std::fs::symlink_metadata(&made).is_err(),
+            "{} was made",
+            made.display()
+        );
+    }
+}

@@ -478,6 +478,9 @@ impl Builder<'_> {
         required: bool,
         also_excluded: &[&Path],
     ) -> Result<(), SandboxError> {
+        // No device nodes anywhere: as root, one made in the project would
+        // reach the disks and devices `/dev` keeps from the command.
+        let access = access & !(AccessFs::MakeChar | AccessFs::MakeBlock);
         let writes = access.intersects(AccessFs::from_write(FS_ABI));
         let mut excluded: Vec<PathBuf> = vec![self.hidden.to_path_buf()];
         excluded.extend(also_excluded.iter().map(|p| p.to_path_buf()));
