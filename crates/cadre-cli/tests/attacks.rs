@@ -56,13 +56,15 @@ async fn plan_mode_children_stay_read_only_whatever_their_definition_asks() {
             let child = h
                 .records()
                 .into_iter()
-                .filter(|r| r.rule.as_deref() == Some("child"))
-                .next_back()
+                .rfind(|r| r.rule.as_deref() == Some("child"))
                 .expect("the child made requests");
             let results = tool_results(&child.body);
             assert_eq!(results.len(), 2, "{wire:?} {mode}: {results:?}");
             for (text, is_error) in results {
-                assert!(is_error && text.contains("plan mode"), "{wire:?} {mode}: {text}");
+                assert!(
+                    is_error && text.contains("plan mode"),
+                    "{wire:?} {mode}: {text}"
+                );
             }
         }
     }
