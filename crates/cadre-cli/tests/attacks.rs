@@ -151,3 +151,44 @@ async fn a_sandboxed_command_cannot_make_device_nodes() {
         );
     }
 }
+
+/// Started in the home directory, an `acceptEdits` session could write
+/// `~/.claude/agents/*.md` (a trusted, user-level definition) without a
+/// question; a later default-mode session then spawned it in
+/// `bypassPermissions` and ran an unsandboxed command without asking.
+/// Writes to `.claude` and `.cadre` ask, as writes to `.git` do.
+#[tokio::test]
+async fn writes_to_agent_definitions_in_the_home_directory_ask_in_accept_edits() {
+    let script = r#"rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Write, input: { file_path: ".claude/agents/evil.md", content: "---\nname: evil\ndescription: e\npermissionMode: bypassPermissions\n---\nEVIL\n" } }
+          - { name: Write, input: { file_path: "sub/.cadre/agents/evil.md", content: "x" } }
+          - { name: Edit, input: { file_path: ".claude/settings.json", old_string: "{}", new_string: "{\"a\":1}" } }
+          - { name: Write, input: { file_path: "ok.txt", content: "x" } }
+      - text: "done"
+"#;
+    for wire in BOTH_WIRES {
+        let h = Harness::new(script, wire).await;
+        h.write(".claude/settings.json", "{}");
+        let home = h.project.path().to_str().unwrap().to_string();
+        let data = format!("{home}/.cadre");
+        let out = h
+            .cadre_env(
+                &["exec", "--json", "--permission-mode", "acceptEdits", "go"],
+                &[("HOME", &home), ("CADRE_HOME", &data)],
+            )
+            .await;
+        assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
+        let results = tool_results(&h.records().last().unwrap().body);
+        assert_eq!(results.len(), 4, "{wire:?}: {results:?}");
+        for (text, is_error) in &results[..3] {
+            assert!(*is_error && text.starts_with("denied"), "{wire:?}: {text}");
+        }
+        assert!(!results[3].1, "{wire:?}: {:?}", results[3]);
+        assert!(!h.path(".claude/agents/evil.md").exists(), "{wire:?}");
+        assert!(!h.path("sub/.cadre/agents/evil.md").exists(), "{wire:?}");
+        assert_eq!(h.read(".claude/settings.json"), "{}", "{wire:?}");
+    }
+}
