@@ -192,3 +192,38 @@ async fn writes_to_agent_definitions_in_the_home_directory_ask_in_accept_edits()
         assert_eq!(h.read(".claude/settings.json"), "{}", "{wire:?}");
     }
 }
+
+/// The same plant through a sandboxed command: started in the home
+/// directory, the project's `.claude` is the user's, so it is read-only in
+/// the sandbox (the rest of the project stays writable).
+#[tokio::test]
+async fn a_sandboxed_command_cannot_plant_a_user_agent_definition() {
+    let script = r#"rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "mkdir -p .claude/agents; echo planted > .claude/agents/evil.md; echo x > .claude/x; echo ok > work/ok.txt" } }
+      - text: "done"
+"#;
+    let h = Harness::new(script, common::Wire::Anthropic).await;
+    h.write(".claude/settings.json", "{}");
+    h.write("work/keep", "");
+    let home = h.project.path().to_str().unwrap().to_string();
+    let data = format!("{home}/.cadre");
+    let out = h
+        .cadre_env(
+            &["exec", "--json", "--permission-mode", "acceptEdits", "go"],
+            &[("HOME", &home), ("CADRE_HOME", &data)],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    if events(&out).iter().any(|e| {
+        e["type"] == "warning" && e["message"].as_str().unwrap_or("").contains("no Landlock")
+    }) {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    assert!(!h.path(".claude/agents/evil.md").exists());
+    assert!(!h.path(".claude/x").exists());
+    assert_eq!(h.read("work/ok.txt"), "ok\n", "the rest stays writable");
+}

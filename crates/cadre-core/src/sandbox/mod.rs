@@ -237,6 +237,14 @@ impl SandboxPolicy {
                 Ok(Some(_)) | Err(_) => no_write.push(project.join(".git")),
             }
         }
+        // Started in the home directory, the project holds `~/.claude`, whose
+        // agent definitions are trusted (they may ask for wider modes).
+        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty())
+            && let Ok(user) = resolve_lenient(&Path::new(&home).join(".claude"))
+            && user.starts_with(&project)
+        {
+            no_write.push(user);
+        }
         let mut builder = Builder {
             ruleset: ruleset.create()?,
             hidden: &hidden,
