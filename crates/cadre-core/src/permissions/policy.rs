@@ -253,12 +253,21 @@ impl PermissionPolicy {
         if self.mode == PermissionMode::Plan && !matches!(class, Class::Read | Class::Agent) {
             return Decision::Deny("plan mode is read-only".into());
         }
-        // 2. Calls that always ask, whatever rules and modes say.
+        // 2. Calls that always ask, whatever rules and modes say. `.claude`
+        // and `.cadre` hold agent definitions and settings (in the home
+        // directory, trusted ones that may ask for wider modes).
         if class == Class::Edit
             && let Some(p) = &path
-            && p.components().any(|c| c.as_os_str() == ".git")
+            && let Some(dir) = p
+                .components()
+                .map(|c| c.as_os_str())
+                .find(|c| [".git", ".claude", ".cadre"].iter().any(|d| c == d))
         {
-            return ask(format!("writes to .git/ always ask ({})", p.display()));
+            return ask(format!(
+                "writes to {}/ always ask ({})",
+                dir.to_string_lossy(),
+                p.display()
+            ));
         }
         if class == Class::Bash && args.get("sandbox").and_then(Value::as_bool) == Some(false) {
             return ask("the command asks to run without the sandbox".into());

@@ -442,7 +442,9 @@ impl Pattern {
                     || prefix.strip_suffix("__") == Some(call.tool)
             }
             Pattern::McpTool(tool) => call.tool == tool,
-            Pattern::Agent(kind) => call.tool == "Agent" && call.agent_type == Some(kind.as_str()),
+            Pattern::Agent(kind) => {
+                call.tool == "Agent" && (kind == "*" || call.agent_type == Some(kind.as_str()))
+            }
         }
     }
 }

@@ -237,6 +237,14 @@ impl SandboxPolicy {
                 Ok(Some(_)) | Err(_) => no_write.push(project.join(".git")),
             }
         }
+        // Started in the home directory, the project holds `~/.claude`, whose
+        // agent definitions are trusted (they may ask for wider modes).
+        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty())
+            && let Ok(user) = resolve_lenient(&Path::new(&home).join(".claude"))
+            && user.starts_with(&project)
+        {
+            no_write.push(user);
+        }
         let mut builder = Builder {
             ruleset: ruleset.create()?,
             hidden: &hidden,
@@ -532,6 +540,9 @@ impl Builder<'_> {
         required: bool,
         also_excluded: &[&Path],
     ) -> Result<(), SandboxError> {
+        // No device nodes anywhere: as root, one made in the project would
+        // reach the disks and devices `/dev` keeps from the command.
+        let access = access & !(AccessFs::MakeChar | AccessFs::MakeBlock);
         let writes = access.intersects(AccessFs::from_write(FS_ABI));
         let mut excluded: Vec<PathBuf> = vec![self.hidden.to_path_buf()];
         excluded.extend(also_excluded.iter().map(|p| p.to_path_buf()));

@@ -5,6 +5,7 @@
 //! for it:
 //! - if the session mode is `bypassPermissions` or `acceptEdits`, it wins over
 //!   any mode a definition asks for;
+//! - a plan-mode session's children run in plan mode too, whatever is asked;
 //! - otherwise no request means the parent's mode;
 //! - a request at least as strict as the parent's applies;
 //! - a wider request applies only from a trusted source; from a project or
@@ -44,6 +45,15 @@ pub fn child_mode(
             format!("definition asks for {requested}; the session's {parent} takes precedence")
         });
         return ChildMode { mode: parent, note };
+    }
+    // Plan mode is read-only whatever a definition asks, trusted or not.
+    if parent == PermissionMode::Plan && requested != parent {
+        return ChildMode {
+            mode: parent,
+            note: Some(format!(
+                "definition asks for {requested}; runs at plan (plan mode is read-only)"
+            )),
+        };
     }
     if requested.strictness() >= parent.strictness() || source.is_trusted() {
         return ChildMode {
@@ -108,11 +118,11 @@ mod tests {
         (DontAsk, Some(BypassPermissions), BypassPermissions, DontAsk),
         // Parent plan: the strictest; anything else is wider.
         (Plan, None,                    Plan,              Plan),
-        (Plan, Some(Default),           Default,           Plan),
-        (Plan, Some(AcceptEdits),       AcceptEdits,       Plan),
+        (Plan, Some(Default),           Plan,              Plan),
+        (Plan, Some(AcceptEdits),       Plan,              Plan),
         (Plan, Some(Plan),              Plan,              Plan),
-        (Plan, Some(DontAsk),           DontAsk,           Plan),
-        (Plan, Some(BypassPermissions), BypassPermissions, Plan),
+        (Plan, Some(DontAsk),           Plan,              Plan),
+        (Plan, Some(BypassPermissions), Plan,              Plan),
     ];
 
     #[test]
@@ -160,8 +170,7 @@ mod tests {
                 Plan,
                 AcceptEdits,
                 DefinitionSource::Plugin,
-                "plugin definition asks for acceptEdits; runs at plan \
-                 (a plugin file cannot widen permissions)",
+                "definition asks for acceptEdits; runs at plan (plan mode is read-only)",
             ),
             (
                 BypassPermissions,
