@@ -446,8 +446,14 @@ async fn a_link_swapped_in_while_a_question_waits_does_not_move_the_write() {
     pty.type_line("y");
     let (status, events) = run.finish().await;
     assert!(status.success(), "{events:?}");
-    assert!(!outside.join("note.md").exists(), "written through the swapped link");
+    assert!(
+        !outside.join("note.md").exists(),
+        "written through the swapped link"
+    );
     let results = tool_results(&last_body(&h));
     assert!(results[0].1, "{results:?}");
-    assert!(results[0].0.contains("where the call was decided"), "{results:?}");
+    assert!(
+        results[0].0.contains("where the call was decided"),
+        "{results:?}"
+    );
 }

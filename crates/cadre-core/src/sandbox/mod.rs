@@ -4,8 +4,9 @@
 //! - write only inside the project directory and the temp dirs (`/tmp`,
 //!   `/var/tmp`, `$TMPDIR`, `/dev/shm`), except the project's git hooks and
 //!   config (see below), and to the usual character devices (`/dev/null`,
-//!   `zero`, `full`, `random`, `urandom`, `tty`, `ptmx` and the ptys in
-//!   `/dev/pts`);
+//!   `zero`, `full`, `random`, `urandom`, `tty`, `ptmx`); not the ptys in
+//!   `/dev/pts`, which are other terminals (a command runs on pipes, and
+//!   writing or reading another pty would inject or steal keystrokes);
 //! - read and execute everything else, except the cadre data directory
 //!   (`$CADRE_HOME`, default `~/.cadre`: keys and logs), which is neither
 //!   readable nor writable, and the other devices in `/dev` (block devices,
@@ -553,7 +554,7 @@ impl Builder<'_> {
     }
 
     /// `/dev`: listing it, reading and writing the usual character devices
-    /// and the ptys, and everything in `/dev/shm` (POSIX shared memory, a
+    /// (no pty of `/dev/pts`: those are other terminals), and everything in `/dev/shm` (POSIX shared memory, a
     /// temp dir); nothing else (block devices, other devices, new entries).
     fn grant_devices(&mut self, dev: &Path) -> Result<(), SandboxError> {
         let Ok(dev) = dev.canonicalize() else {
@@ -565,7 +566,6 @@ impl Builder<'_> {
         for name in DEVICES {
             self.grant_tree(&dev.join(name), device, false, &[])?;
         }
-        self.grant_tree(&dev.join("pts"), device, false, &[])?;
         if let Ok(shm) = dev.join("shm").canonicalize() {
             self.grant_tree(&shm, AccessFs::from_all(FS_ABI), false, &[])?;
         }

@@ -758,3 +758,36 @@ fn commands_hold_no_ptrace_capability() {
     }
     assert_eq!(seen, 5, "{out}");
 }
+
+/// Another terminal's pty cannot be written or read (keystrokes injected
+/// into, or stolen from, the user's shells).
+#[test]
+fn other_terminals_are_out_of_reach() {
+    if skip() {
+        return;
+    }
+    let fx = Fixture::new();
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two new descriptors, closed below.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0);
+    let name = fs::read_link(format!("/proc/self/fd/{slave}")).unwrap();
+    let policy = fx.policy(false);
+    let (wrote, _) = run(&policy, &format!("echo INJECTED > {}", name.display()));
+    let (read, _) = run(&policy, &format!(": < {}", name.display()));
+    // SAFETY: closing the descriptors openpty gave us.
+    unsafe {
+        libc::close(master);
+        libc::close(slave);
+    }
+    assert!(!wrote, "wrote to {}", name.display());
+    assert!(!read, "read from {}", name.display());
+}
