@@ -86,16 +86,21 @@ async fn an_echo_allow_rule_carries_no_other_command() {
             ])
             .await;
         assert!(out.status.success(), "{mode}: {}", stderr(&out));
-        for (k, command) in commands.iter().enumerate().take(PAYLOADS.len()) {
-            assert!(
-                !h.path(&format!("pwned{k}")).exists(),
-                "{mode} (background: {background}): {command:?} ran touch"
-            );
-        }
+        let ran: Vec<_> = commands
+            .iter()
+            .enumerate()
+            .take(PAYLOADS.len())
+            .filter(|(k, _)| h.path(&format!("pwned{k}")).exists())
+            .map(|(_, c)| c)
+            .collect();
+        assert!(
+            ran.is_empty(),
+            "{mode} (background: {background}): these ran touch: {ran:#?}"
+        );
         assert_eq!(
             h.read("src/main.rs"),
             "fn main() {}\n",
-            "{mode}: >&2024/... overwrote the file"
+            "{mode} (background: {background}): >&2024/... overwrote the file"
         );
         let results = tool_results(&h.records()[1].body);
         assert_eq!(results.len(), commands.len(), "{mode}: every call answered");
@@ -143,12 +148,17 @@ async fn a_deny_rule_sees_a_command_whatever_hides_it() {
             ])
             .await;
         assert!(out.status.success(), "{mode}: {}", stderr(&out));
-        for (k, command) in commands.iter().enumerate().take(shapes.len()) {
-            assert!(
-                h.path(&format!("victim{k}")).exists(),
-                "{mode} (background: {background}): {command:?} ran rm"
-            );
-        }
+        let ran: Vec<_> = commands
+            .iter()
+            .enumerate()
+            .take(shapes.len())
+            .filter(|(k, _)| !h.path(&format!("victim{k}")).exists())
+            .map(|(_, c)| c)
+            .collect();
+        assert!(
+            ran.is_empty(),
+            "{mode} (background: {background}): these ran rm: {ran:#?}"
+        );
         let results = tool_results(&h.records()[1].body);
         assert_eq!(results.len(), commands.len(), "{mode}: every call answered");
         for (k, (text, _)) in results.iter().enumerate().take(shapes.len()) {

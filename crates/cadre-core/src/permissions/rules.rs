@@ -17,10 +17,16 @@
 //!
 //! Shell commands are split into their simple commands (on `&&`, `||`, `;`,
 //! `|`, `&`, newlines, subshell parentheses and substitutions) by a small
-//! quote-aware lexer: a deny or ask rule matches when it matches any of them,
-//! while allow rules must cover every one. Commands with command or process
-//! substitution or output redirection to a file are only allowed by `Bash` /
-//! `Bash(*)`.
+//! quote-aware lexer that reads as bash does (see `shell`): a deny or ask rule
+//! matches when it matches any of them, while allow rules must cover every
+//! one. Commands with command or process substitution or output redirection
+//! to a file (`>file`, `&>file`, `>&file`), and commands the lexer is not sure
+//! it reads as bash does, are only allowed by `Bash` / `Bash(*)`; for the
+//! latter, deny and ask rules also match any run of words in a loose reading.
+//! Deny and ask rules see through wrappers (`timeout`, `env`, `sudo`,
+//! `find -exec`, `sh -c`, ...); allow rules only through the ones Claude Code
+//! strips (`timeout`, `time`, `nice`, `nohup`, `stdbuf`), and only when every
+//! option is understood (see `wrappers`).
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};

@@ -46,16 +46,23 @@ const PAYLOADS: &[&str] = &[
 fn issue_payloads_match_no_allow_rule_and_hide_no_deny() {
     let allow_echo = rules(&[(RuleKind::Allow, "Bash(echo:*)")]);
     let deny_rm = rules(&[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")]);
+    let mut wrong: Vec<String> = Vec::new();
     for payload in PAYLOADS {
         let touch = payload.replace("CMD", "touch pwned");
-        assert_eq!(eval(&allow_echo, &touch), None, "{touch:?}");
+        if eval(&allow_echo, &touch).is_some() {
+            wrong.push(format!("allowed: {touch:?}"));
+        }
         let rm = payload.replace("CMD", "rm victim");
-        assert_eq!(eval(&deny_rm, &rm), Some(RuleKind::Deny), "{rm:?}");
+        if eval(&deny_rm, &rm) != Some(RuleKind::Deny) {
+            wrong.push(format!("not denied: {rm:?}"));
+        }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]
 fn dup_redirection_to_a_word_that_is_not_a_descriptor_writes_a_file() {
+    let mut wrong: Vec<String> = Vec::new();
     let allow_echo = rules(&[(RuleKind::Allow, "Bash(echo:*)")]);
     for command in [
         "echo X >&2024/../src/main.rs",
@@ -65,7 +72,9 @@ fn dup_redirection_to_a_word_that_is_not_a_descriptor_writes_a_file() {
         "echo X >&$FD",
         "echo X >&\"2\"x",
     ] {
-        assert_eq!(eval(&allow_echo, command), None, "{command:?}");
+        if eval(&allow_echo, command).is_some() {
+            wrong.push(format!("allowed: {command:?}"));
+        }
     }
     for command in [
         "echo X >&2",
@@ -75,16 +84,16 @@ fn dup_redirection_to_a_word_that_is_not_a_descriptor_writes_a_file() {
         "echo X 3>&2-",
         "echo X >&\"2\"",
     ] {
-        assert_eq!(
-            eval(&allow_echo, command),
-            Some(RuleKind::Allow),
-            "{command:?}"
-        );
+        if eval(&allow_echo, command) != Some(RuleKind::Allow) {
+            wrong.push(format!("not allowed: {command:?}"));
+        }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]
 fn deny_rules_see_through_wrappers() {
+    let mut wrong: Vec<String> = Vec::new();
     let deny_rm = rules(&[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")]);
     for command in [
         "timeout 5 rm victim",
@@ -142,7 +151,9 @@ fn deny_rules_see_through_wrappers() {
         "$'\\162m' victim",
         "{rm,victim}",
     ] {
-        assert_eq!(eval(&deny_rm, command), Some(RuleKind::Deny), "{command:?}");
+        if eval(&deny_rm, command) != Some(RuleKind::Deny) {
+            wrong.push(format!("not denied: {command:?}"));
+        }
     }
     // Only what runs a command hides one.
     for command in ["echo timeout 5 rm", "ls rm", "git commit -m rm"] {
@@ -152,10 +163,12 @@ fn deny_rules_see_through_wrappers() {
             "{command:?}"
         );
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]
 fn allow_rules_see_through_claude_code_wrappers_only_when_understood() {
+    let mut wrong: Vec<String> = Vec::new();
     let allow_echo = rules(&[(RuleKind::Allow, "Bash(echo:*)")]);
     for command in [
         "timeout 5 echo hi",
@@ -168,11 +181,9 @@ fn allow_rules_see_through_claude_code_wrappers_only_when_understood() {
         "stdbuf -oL echo hi",
         "timeout 5 nice echo hi",
     ] {
-        assert_eq!(
-            eval(&allow_echo, command),
-            Some(RuleKind::Allow),
-            "{command:?}"
-        );
+        if eval(&allow_echo, command) != Some(RuleKind::Allow) {
+            wrong.push(format!("not allowed: {command:?}"));
+        }
     }
     for command in [
         "timeout --weird 5 echo hi",
@@ -187,8 +198,11 @@ fn allow_rules_see_through_claude_code_wrappers_only_when_understood() {
         "xargs echo",
         "timeout 5 rm x",
     ] {
-        assert_eq!(eval(&allow_echo, command), None, "{command:?}");
+        if eval(&allow_echo, command).is_some() {
+            wrong.push(format!("allowed: {command:?}"));
+        }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 // ---------------------------------------------------------------------------

@@ -132,6 +132,12 @@ fn basename(word: &str) -> &str {
         .map_or(word, |(_, base)| if base.is_empty() { word } else { base })
 }
 
+/// An assignment or a keyword (but not `time`, read as a wrapper) that may
+/// come before the command.
+fn leads_command(word: &str) -> bool {
+    is_assignment(word) || (SHELL_KEYWORDS.contains(&word) && spec_for(word).is_none())
+}
+
 fn spec_for(name: &str) -> Option<&'static Spec> {
     SPECS.iter().find(|s| s.name == name)
 }
@@ -248,10 +254,7 @@ impl Walker<'_> {
         }
         let start = words
             .iter()
-            .position(|w| {
-                !is_assignment(w)
-                    && !(SHELL_KEYWORDS.contains(&w.as_str()) && spec_for(w).is_none())
-            })
+            .position(|w| !leads_command(w))
             .unwrap_or(words.len());
         let rest = &words[start..];
         let Some(first) = rest.first() else {
