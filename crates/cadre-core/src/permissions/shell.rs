@@ -255,6 +255,10 @@ impl Lexer {
         {
             self.out.unsure = true;
         }
+        // `case` patterns end in a `)` that closes no parenthesis.
+        if command.is_some_and(|k| self.words[k] == "case") {
+            self.out.unsure = true;
+        }
         self.out.segments.push(std::mem::take(&mut self.words));
     }
 
@@ -675,7 +679,10 @@ impl Lexer {
             }
             self.i = end + 1;
         } else {
+            // Nested quotes and expansions: bash reads them by rules this
+            // lexer only approximates.
             self.out.opaque = true;
+            self.out.unsure = true;
             self.push_char('$');
             self.bump(1);
         }
@@ -843,8 +850,13 @@ impl Lexer {
                         delim.push(next);
                     }
                 }
+                '$' if matches!(self.peek(1), Some('\'' | '"')) => {
+                    // `$'EOF'` and `$"EOF"` read as `EOF` in bash 5.2 (older
+                    // versions differ): quoted, without the `$`.
+                    self.out.unsure = true;
+                    self.bump(1);
+                }
                 '$' | '`' => {
-                    // `$'EOF'`, `$"EOF"`, `$(...)`: bash versions differ.
                     self.out.unsure = true;
                     delim.push(c);
                     self.bump(1);

@@ -150,6 +150,11 @@ fn deny_rules_see_through_wrappers() {
         "$'\\x72m' victim",
         "$'\\162m' victim",
         "{rm,victim}",
+        "function f { rm victim; }; f",
+        "echo \"$(case a in a) rm victim;; esac)\"",
+        "echo \"${x:-\"}\"; rm victim; echo \"}\"",
+        "cat <<$'EOF'\nEOF\n$'\\x72m' victim",
+        "echo `echo \\`rm victim\\``",
     ] {
         if eval(&deny_rm, command) != Some(RuleKind::Deny) {
             wrong.push(format!("not denied: {command:?}"));
@@ -328,6 +333,30 @@ const FRAGMENTS: &[&str] = &[
     "(( 1 )) && C",
     "((1) )",
     "( (C) )",
+    "echo \"$(case a in a) C;; esac)\"",
+    "echo $(case a in (a) C;; esac)",
+    "case a in *) C;; esac",
+    "[[ a < b ]] && C",
+    "[[ 1 << 2 ]]\nC",
+    "a=(C)",
+    "echo $'\\cA'",
+    "echo ${#x} $# $$",
+    "echo $(( 1 # 2 ))\nC",
+    "echo \\$[1<<2]\nC\n2]",
+    "echo '$[1<<2]'\nC",
+    "echo \"$[1<<2]\"\nC\n2]",
+    "cat <<EOF\n$(\nC\n)\nEOF",
+    "function f { C; }; f",
+    "echo \"${x:-\"}\"}\"; C",
+    "echo \"${x:-\"}\"; C; echo \"}\"",
+    "echo $(echo a # )\nC\n)",
+    "echo \"$(echo a # )\nC\n)\"",
+    "C <<< $(C)",
+    "echo `C`'`'\"`\"",
+    "echo \"`echo \\\"C\\\"`\"",
+    "echo $(\nC\n)",
+    "coproc { C; }",
+    "echo ${x:-`C`}",
 ];
 
 /// Here-document body lines.

@@ -286,6 +286,8 @@ impl Walker<'_> {
             };
         }
         match name {
+            // `function f { rm x; }`: the body starts after the name.
+            "function" => view.get(2..).is_some_and(|body| self.walk(body)),
             "eval" => (self.nested)(&view[1..].join(" ")),
             "trap" => view.get(1).is_some_and(|s| (self.nested)(s)),
             "find" => self.find_exec(&view),
