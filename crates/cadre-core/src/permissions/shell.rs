@@ -667,10 +667,13 @@ impl Lexer {
             .iter()
             .position(|&c| c == '}')
             .map(|p| start + p);
+        // `${x@P}` expands `x` as a prompt, command substitutions included.
         let simple = close.filter(|&end| {
-            self.chars[start..end]
-                .iter()
-                .all(|c| !"'\"`\\${}()<>;&|\n".contains(*c))
+            let body = &self.chars[start..end];
+            body.iter().all(|c| !"'\"`\\${}()<>;&|\n".contains(*c))
+                && !body
+                    .windows(2)
+                    .any(|w| w[0] == '@' && w[1].is_ascii_alphabetic())
         });
         if let Some(end) = simple {
             self.push_char('$');

@@ -92,6 +92,29 @@ fn dup_redirection_to_a_word_that_is_not_a_descriptor_writes_a_file() {
 }
 
 #[test]
+fn expansions_that_may_run_commands_match_no_allow_rule() {
+    let allow_echo = rules(&[(RuleKind::Allow, "Bash(echo:*)")]);
+    for command in [
+        "echo ${x@P}",
+        "echo ${x:-$(touch p)}",
+        "echo $((x))",
+        "echo $[x]",
+        "echo `touch p`",
+        "echo \"$(touch p)\"",
+        "echo {a,b} && {touch,p}",
+    ] {
+        assert_eq!(eval(&allow_echo, command), None, "{command:?}");
+    }
+    for command in ["echo ${HOME}", "echo ${arr[@]}", "echo $HOME", "echo {a,b}"] {
+        assert_eq!(
+            eval(&allow_echo, command),
+            Some(RuleKind::Allow),
+            "{command:?}"
+        );
+    }
+}
+
+#[test]
 fn deny_rules_see_through_wrappers() {
     let mut wrong: Vec<String> = Vec::new();
     let deny_rm = rules(&[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")]);
@@ -357,6 +380,26 @@ const FRAGMENTS: &[&str] = &[
     "echo $(\nC\n)",
     "coproc { C; }",
     "echo ${x:-`C`}",
+    "echo $(cat <<EOF)\nB\nEOF",
+    "echo \"$(cat <<EOF\nB\nEOF\n)\"",
+    "cat <<EOF | C\nB\nEOF",
+    "cat <<EOF && C\nB\nEOF",
+    "(cat <<EOF\nB\nEOF\n)",
+    "echo `cat <<EOF\nB\nEOF\n`",
+    "cat <<EOF # c <<X\nB\nEOF",
+    "# <<EOF\nC",
+    "echo <<EOF 'a\nB\nEOF'",
+    "echo \"<<EOF\"\nC",
+    "cat <<EOF\nB\nEOF\n\nC",
+    "cat <<  EOF\nB\nEOF",
+    "cat <<E'O'F\nB\nEOF",
+    "cat <<\\EOF\nB\nEOF",
+    "cat <<EOF\\\\\nB\nEOF\\",
+    "echo hi 3>f5",
+    "echo hi {fd}>f6",
+    "echo hi > >(C)",
+    "echo hi |& C",
+    "echo ${HOME@P}",
 ];
 
 /// Here-document body lines.
