@@ -560,12 +560,16 @@ fn deny_match(
     prefix: bool,
     depth: usize,
 ) -> bool {
-    let matches = |view: &[String]| {
-        if prefix {
-            view.starts_with(words)
-        } else {
-            view == words
-        }
+    let matches = |name: &str, args: &[String]| {
+        let Some((command, rule_args)) = words.split_first() else {
+            return false;
+        };
+        name == command
+            && if prefix {
+                args.starts_with(rule_args)
+            } else {
+                args == rule_args
+            }
     };
     let mut nested = |inner: &str| {
         if depth >= MAX_NESTING {

@@ -561,3 +561,17 @@ fn the_lexer_agrees_with_bash_on_generated_commands() {
     assert!(allowed > 20, "only {allowed} scripts were allowed");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn long_wrapper_chains_hide_no_deny() {
+    let deny_rm = rules(&[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")]);
+    // Unknown options: every later word is tried, within a budget.
+    let unknown = format!("sudo -Z {}/bin/rm victim", "/a ".repeat(20_000));
+    // Nested wrappers, deeper than the walk follows one by one.
+    let nested = format!("{}rm victim", "timeout 5 ".repeat(5_000));
+    for command in [unknown, nested] {
+        assert_eq!(eval(&deny_rm, &command), Some(RuleKind::Deny));
+    }
+    let harmless = format!("sudo -Z {}", "/a ".repeat(20_000));
+    assert_eq!(eval(&deny_rm, &harmless), Some(RuleKind::Allow));
+}

@@ -221,36 +221,60 @@ pub(super) fn allow_view(segment: &[String]) -> Option<&[String]> {
 
 /// How many readings are tried through wrappers before falling back to
 /// trying every word as the start of the command.
-const BUDGET: usize = 4096;
+const BUDGET: usize = 1024;
 
 /// Whether `matches` holds for any reading of one simple command, for deny
 /// and ask rules: as written, with leading assignments and keywords
 /// stripped, with the command's directory dropped (`/bin/rm` → `rm`),
-/// through wrappers and `find -exec`. `nested` is asked about strings that
-/// run as shell code (`eval`, `sh -c`, `trap`, `env -S`).
+/// through wrappers and `find -exec`. `matches` gets a command name and its
+/// arguments; `nested` is asked about strings that run as shell code
+/// (`eval`, `sh -c`, `trap`, `env -S`).
 pub(super) fn deny_any(
     segment: &[String],
-    matches: &dyn Fn(&[String]) -> bool,
+    matches: &dyn Fn(&str, &[String]) -> bool,
     nested: &mut dyn FnMut(&str) -> bool,
 ) -> bool {
     Walker {
         matches,
         nested,
+        segment,
         budget: BUDGET,
     }
     .walk(segment)
 }
 
 struct Walker<'a> {
-    matches: &'a dyn Fn(&[String]) -> bool,
+    matches: &'a dyn Fn(&str, &[String]) -> bool,
     nested: &'a mut dyn FnMut(&str) -> bool,
+    /// The whole simple command; every reading is a part of it.
+    segment: &'a [String],
     budget: usize,
 }
 
 impl Walker<'_> {
+    /// `words` as a command, as written and without its directory.
+    fn check(&self, words: &[String]) -> bool {
+        let Some((first, args)) = words.split_first() else {
+            return false;
+        };
+        (self.matches)(first, args) || {
+            let name = basename(first);
+            name != first.as_str() && (self.matches)(name, args)
+        }
+    }
+
     fn walk(&mut self, words: &[String]) -> bool {
-        if (self.matches)(words) {
+        if self.check(words) {
             return true;
+        }
+        if self.budget == 0 {
+            return false;
+        }
+        self.budget -= 1;
+        if self.budget == 0 {
+            // Out of patience: every word may start the command.
+            let segment = self.segment;
+            return (0..segment.len()).any(|k| self.check(&segment[k..]));
         }
         let start = words
             .iter()
@@ -260,39 +284,32 @@ impl Walker<'_> {
         let Some(first) = rest.first() else {
             return false;
         };
-        let name = basename(first);
-        let mut view = rest.to_vec();
-        view[0] = name.to_string();
-        if (self.matches)(&view) {
+        if start > 0 && self.check(rest) {
             return true;
         }
-        if self.budget == 0 {
-            // Out of patience: every later word may start the command.
-            return (1..view.len()).any(|k| (self.matches)(&view[k..]));
-        }
-        self.budget -= 1;
+        let name = basename(first);
         if ANY_SUFFIX.contains(&name) {
-            return (1..view.len()).any(|k| self.walk(&view[k..]));
+            return (1..rest.len()).any(|k| self.walk(&rest[k..]));
         }
         if let Some(spec) = spec_for(name) {
-            if name == "env" && self.env_split(&view) {
+            if name == "env" && self.env_split(rest) {
                 return true;
             }
-            return match inner(spec, &view) {
-                Inner::At(i) => view
+            return match inner(spec, rest) {
+                Inner::At(i) => rest
                     .get(i..)
                     .is_some_and(|inner| !inner.is_empty() && self.walk(inner)),
-                Inner::Unknown => (1..view.len()).any(|k| self.walk(&view[k..])),
+                Inner::Unknown => (1..rest.len()).any(|k| self.walk(&rest[k..])),
             };
         }
         match name {
             // `function f { rm x; }`: the body starts after the name.
-            "function" => view.get(2..).is_some_and(|body| self.walk(body)),
-            "eval" => (self.nested)(&view[1..].join(" ")),
-            "trap" => view.get(1).is_some_and(|s| (self.nested)(s)),
-            "find" => self.find_exec(&view),
+            "function" => rest.get(2..).is_some_and(|body| self.walk(body)),
+            "eval" => (self.nested)(&rest[1..].join(" ")),
+            "trap" => rest.get(1).is_some_and(|s| (self.nested)(s)),
+            "find" => self.find_exec(rest),
             // Any operand may be the string of `-c`.
-            _ if SHELLS.contains(&name) => view[1..]
+            _ if SHELLS.contains(&name) => rest[1..]
                 .iter()
                 .filter(|w| !w.starts_with('-'))
                 .any(|w| (self.nested)(w)),
