@@ -75,8 +75,12 @@ pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 2] {
 
 #[derive(Debug, Clone, Copy)]
 enum Nest {
-    /// `(`, `$(`, `<(` or `>(`; whether a `"` string resumes after it.
-    Paren { resume_dquote: bool },
+    /// `(`, `$(`, `<(` or `>(`; whether a `"` string resumes after it, and
+    /// whether it is a substitution (part of a word).
+    Paren {
+        resume_dquote: bool,
+        substitution: bool,
+    },
     /// `$((`, `((` (closed by `))`) or `$[` (closed by `]`).
     Arith {
         bracket: bool,
@@ -121,7 +125,12 @@ struct Lexer {
     /// Per word of the current segment: whether it is globby.
     globby: Vec<bool>,
     pending: Pending,
+    /// A substitution just ended inside a word: a `#` here is no comment.
+    glued: bool,
     dquote: bool,
+    /// Lexing an expanding here-document body: `"` is an ordinary character
+    /// outside substitutions.
+    body: bool,
     nest: Vec<Nest>,
     heredocs: Vec<Heredoc>,
 }
@@ -178,7 +187,7 @@ impl Lexer {
                 self.unquoted(c);
             }
         }
-        if self.dquote || !self.nest.is_empty() {
+        if (self.dquote && !self.body) || !self.nest.is_empty() {
             self.out.malformed = true;
         }
         self.end_segment();
@@ -202,6 +211,7 @@ impl Lexer {
     }
 
     fn end_word(&mut self) {
+        self.glued = false;
         if !self.word_started {
             return;
         }
@@ -240,6 +250,11 @@ impl Lexer {
             self.out.malformed = true;
         }
         let globby = std::mem::take(&mut self.globby);
+        if self.body && self.nest.is_empty() {
+            // Here-document text outside substitutions runs nothing.
+            self.words.clear();
+            return;
+        }
         if self.words.is_empty() {
             return;
         }
@@ -319,15 +334,22 @@ impl Lexer {
                 self.end_segment();
                 self.nest.push(Nest::Paren {
                     resume_dquote: false,
+                    substitution: false,
                 });
                 self.bump(1);
             }
             ')' => {
                 self.end_segment();
                 self.bump(1);
-                if let Some(Nest::Paren { resume_dquote }) = self.nest.last().copied() {
+                if let Some(Nest::Paren {
+                    resume_dquote,
+                    substitution,
+                }) = self.nest.last().copied()
+                {
                     self.nest.pop();
                     self.dquote = resume_dquote;
+                    // `$(...)#x` is one word: the `#` starts no comment.
+                    self.glued = substitution;
                 }
             }
             '`' => self.backtick(),
@@ -342,7 +364,7 @@ impl Lexer {
                 None => self.push_char('\\'),
             },
             '$' => self.dollar(),
-            '#' if !self.word_started => {
+            '#' if !self.word_started && !self.glued => {
                 // A comment runs to the end of the physical line.
                 self.i = self.pos(0).unwrap_or(self.i);
                 while self.chars.get(self.i).is_some_and(|&c| c != '\n') {
@@ -369,6 +391,10 @@ impl Lexer {
 
     fn in_dquote(&mut self, c: char) {
         match c {
+            '"' if self.body && self.nest.is_empty() => {
+                self.push_char(c);
+                self.bump(1);
+            }
             '"' => {
                 self.dquote = false;
                 self.bump(1);
@@ -601,6 +627,7 @@ impl Lexer {
         if !closed {
             self.out.malformed = true;
         }
+        self.glued = true;
         let inner = parse_shell(&body);
         self.out.segments.extend(inner.segments);
         self.out.unsure |= inner.unsure;
@@ -616,6 +643,7 @@ impl Lexer {
                 self.out.opaque = true;
                 self.nest.push(Nest::Paren {
                     resume_dquote: self.dquote,
+                    substitution: true,
                 });
                 self.dquote = false;
                 self.bump(2);
@@ -712,6 +740,7 @@ impl Lexer {
         self.out.opaque = true;
         self.nest.push(Nest::Paren {
             resume_dquote: false,
+            substitution: true,
         });
         self.bump(1);
     }
@@ -889,6 +918,7 @@ impl Lexer {
     /// After a newline: skips the bodies of pending here-documents.
     fn skip_heredoc_bodies(&mut self) {
         for doc in std::mem::take(&mut self.heredocs) {
+            let mut body = String::new();
             while self.i < self.chars.len() {
                 let line = self.heredoc_line(doc.expands);
                 let candidate = if doc.strip_tabs {
@@ -899,19 +929,33 @@ impl Lexer {
                 if candidate == doc.delim {
                     break;
                 }
-                if doc.expands && (line.contains('$') || line.contains('`')) {
-                    // Substitutions in the body run; the lexer doesn't read
-                    // them, so deny rules look at the loose reading.
-                    if line.contains("$(") || line.contains("$[") || line.contains('`') {
-                        self.out.opaque = true;
-                        self.out.unsure = true;
-                    }
-                    if line.contains("${") {
-                        self.out.unsure = true;
-                    }
-                }
+                body.push_str(&line);
+                body.push('\n');
+            }
+            if doc.expands && (body.contains('$') || body.contains('`')) {
+                self.body_substitutions(&body);
             }
         }
+    }
+
+    /// Reads the substitutions of an expanding here-document body as bash
+    /// runs them: as in a double-quoted string.
+    fn body_substitutions(&mut self, body: &str) {
+        let inner = Lexer {
+            chars: body.chars().collect(),
+            dquote: true,
+            body: true,
+            ..Lexer::default()
+        }
+        .run();
+        if inner.opaque || !inner.segments.is_empty() {
+            self.out.opaque = true;
+            // Read by a second lexer: deny rules also look at the loose reading.
+            self.out.unsure = true;
+        }
+        self.out.unsure |= inner.unsure || inner.malformed;
+        // Quoted text in the body is just text.
+        self.out.segments.extend(inner.segments);
     }
 
     /// One line of a here-document body. In an expanding body a

@@ -178,6 +178,10 @@ fn deny_rules_see_through_wrappers() {
         "echo \"${x:-\"}\"; rm victim; echo \"}\"",
         "cat <<$'EOF'\nEOF\n$'\\x72m' victim",
         "echo `echo \\`rm victim\\``",
+        "echo \"$(echo a)\"# ; rm victim",
+        "echo `echo a`# ; rm victim",
+        "cat <<EOF\n$(echo a # )\n$'\\x72m' victim\n)\nEOF",
+        "cat <<EOF\n\"$(rm victim)\"\nEOF",
     ] {
         if eval(&deny_rm, command) != Some(RuleKind::Deny) {
             wrong.push(format!("not denied: {command:?}"));
@@ -419,22 +423,27 @@ const BODY: &[&str] = &[
 
 const SEPARATORS: &[&str] = &["\n", "; ", " && ", " | ", " ", "\\\n", ""];
 
+/// One fragment; a command in it is now and then a fragment itself.
+fn fragment(rng: &mut Rng, depth: usize) -> String {
+    let mut piece = String::new();
+    for c in rng.pick(FRAGMENTS).chars() {
+        match c {
+            'C' if depth < 2 && rng.below(5) == 0 => piece.push_str(&fragment(rng, depth + 1)),
+            'C' => piece.push_str(&simple_command(rng)),
+            'B' => piece.push_str(&rng.pick(BODY).replace('C', &simple_command(rng))),
+            _ => piece.push(c),
+        }
+    }
+    piece
+}
+
 fn generate(rng: &mut Rng) -> String {
     let mut script = String::new();
     for k in 0..1 + rng.below(4) {
         if k > 0 {
             script.push_str(rng.pick(SEPARATORS));
         }
-        let fragment = rng.pick(FRAGMENTS);
-        let mut piece = String::new();
-        for c in fragment.chars() {
-            match c {
-                'C' => piece.push_str(&simple_command(rng)),
-                'B' => piece.push_str(&rng.pick(BODY).replace('C', &simple_command(rng))),
-                _ => piece.push(c),
-            }
-        }
-        script.push_str(&piece);
+        script.push_str(&fragment(rng, 0));
     }
     // Now and then a continuation in a random place.
     if rng.below(4) == 0 {
