@@ -81,6 +81,8 @@ enum Nest {
         resume_dquote: bool,
         substitution: bool,
     },
+    /// `case ... esac`: its `(` and `)` around patterns nest nothing.
+    Case,
     /// `$((`, `((` (closed by `))`) or `$[` (closed by `]`).
     Arith {
         bracket: bool,
@@ -95,6 +97,8 @@ struct Heredoc {
     strip_tabs: bool,
     /// Unquoted delimiter: the body undergoes expansion and continuation.
     expands: bool,
+    /// How many parentheses were open at the operator.
+    depth: usize,
 }
 
 /// What the next word completes.
@@ -233,6 +237,9 @@ impl Lexer {
             Pending::DupOut => self.check_target(&word, dynamic),
             Pending::DupIn => {}
         }
+        if word == "case" && self.pending == Pending::None && self.command_position_words() {
+            self.nest.push(Nest::Case);
+        }
         self.words.push(word);
         self.globby.push(globby);
     }
@@ -260,10 +267,19 @@ impl Lexer {
         }
         // A command name that brace or glob expansion may turn into another
         // command (`{rm,x}`, `/bin/r?`).
-        let command = self
-            .words
-            .iter()
-            .position(|w| !super::rules::is_assignment(w) && !SHELL_KEYWORDS.contains(&w.as_str()));
+        let mut command = None;
+        let mut k = 0;
+        while let Some(w) = self.words.get(k) {
+            if w == "function" {
+                // `function f { ... }`: the body's first command comes later.
+                k += 2;
+            } else if super::rules::is_assignment(w) || SHELL_KEYWORDS.contains(&w.as_str()) {
+                k += 1;
+            } else {
+                command = Some(k);
+                break;
+            }
+        }
         if let Some(k) = command
             && globby.get(k).copied().unwrap_or(false)
             && !matches!(self.words[k].as_str(), "[" | "[[")
@@ -273,6 +289,11 @@ impl Lexer {
         // `case` patterns end in a `)` that closes no parenthesis.
         if command.is_some_and(|k| self.words[k] == "case") {
             self.out.unsure = true;
+        }
+        if command.is_some_and(|k| self.words[k] == "esac")
+            && matches!(self.nest.last(), Some(Nest::Case))
+        {
+            self.nest.pop();
         }
         self.out.segments.push(std::mem::take(&mut self.words));
     }
@@ -330,6 +351,10 @@ impl Lexer {
                 self.push_char('(');
                 self.bump(2);
             }
+            '(' if matches!(self.nest.last(), Some(Nest::Case)) => {
+                self.end_segment();
+                self.bump(1);
+            }
             '(' => {
                 self.end_segment();
                 self.nest.push(Nest::Paren {
@@ -339,14 +364,24 @@ impl Lexer {
                 self.bump(1);
             }
             ')' => {
+                // Ends the segment first: an `esac` before it closes its `case`.
                 self.end_segment();
                 self.bump(1);
+                if let Some(Nest::Case) = self.nest.last() {
+                    // The end of a `case` pattern.
+                    return;
+                }
                 if let Some(Nest::Paren {
                     resume_dquote,
                     substitution,
                 }) = self.nest.last().copied()
                 {
                     self.nest.pop();
+                    if self.heredocs.iter().any(|d| d.depth > self.nest.len()) {
+                        // A here-document opened in a substitution that ends
+                        // before its body: bash versions read it differently.
+                        self.out.unsure = true;
+                    }
                     self.dquote = resume_dquote;
                     // `$(...)#x` is one word: the `#` starts no comment.
                     self.glued = substitution;
@@ -382,11 +417,13 @@ impl Lexer {
 
     /// Whether a command (or `for`) starts here: only keywords precede.
     fn command_position(&self) -> bool {
-        !self.word_started
-            && self
-                .words
-                .iter()
-                .all(|w| w == "for" || SHELL_KEYWORDS.contains(&w.as_str()))
+        !self.word_started && self.command_position_words()
+    }
+
+    fn command_position_words(&self) -> bool {
+        self.words
+            .iter()
+            .all(|w| w == "for" || SHELL_KEYWORDS.contains(&w.as_str()))
     }
 
     fn in_dquote(&mut self, c: char) {
@@ -912,6 +949,7 @@ impl Lexer {
             delim,
             strip_tabs,
             expands: !quoted,
+            depth: self.nest.len(),
         });
     }
 
@@ -919,7 +957,17 @@ impl Lexer {
     fn skip_heredoc_bodies(&mut self) {
         for doc in std::mem::take(&mut self.heredocs) {
             let mut body = String::new();
+            let in_substitution = self.nest.iter().any(|n| {
+                matches!(
+                    n,
+                    Nest::Paren {
+                        substitution: true,
+                        ..
+                    }
+                )
+            });
             while self.i < self.chars.len() {
+                let line_start = self.i;
                 let line = self.heredoc_line(doc.expands);
                 let candidate = if doc.strip_tabs {
                     line.trim_start_matches('\t')
@@ -928,6 +976,22 @@ impl Lexer {
                 };
                 if candidate == doc.delim {
                     break;
+                }
+                if in_substitution && !doc.delim.is_empty() && candidate.starts_with(&doc.delim) {
+                    // Bash 5.2 ends the body at `EOF)` inside `$(...)`; the
+                    // `)` and the rest of the line are code again.
+                    self.out.unsure = true;
+                    let tabs = line.len() - candidate.len();
+                    let end = line_start + tabs + doc.delim.chars().count();
+                    let raw: String = self.chars[line_start..end.min(self.chars.len())]
+                        .iter()
+                        .collect();
+                    if candidate[doc.delim.len()..].starts_with(')')
+                        && raw == line[..tabs + doc.delim.len()]
+                    {
+                        self.i = end;
+                        break;
+                    }
                 }
                 body.push_str(&line);
                 body.push('\n');

@@ -182,6 +182,10 @@ fn deny_rules_see_through_wrappers() {
         "echo `echo a`# ; rm victim",
         "cat <<EOF\n$(echo a # )\n$'\\x72m' victim\n)\nEOF",
         "cat <<EOF\n\"$(rm victim)\"\nEOF",
+        "a=$(cat <<'EOF'\nhi\nEOF); rm victim\nEOF\n)",
+        "function f { {rm,victim}; }; f",
+        "echo $(cat <<EOF)\nEOF\nrm victim",
+        "echo \"$(case a in a) echo;; esac)\" | $'\\x72m' victim",
     ] {
         if eval(&deny_rm, command) != Some(RuleKind::Deny) {
             wrong.push(format!("not denied: {command:?}"));
@@ -404,6 +408,9 @@ const FRAGMENTS: &[&str] = &[
     "echo hi > >(C)",
     "echo hi |& C",
     "echo ${HOME@P}",
+    "a=$(cat <<EOF\nB\nEOF); C",
+    "a=$(cat <<'EOF'\nB\nEOF); C\nEOF\n)",
+    "a=$(cat <<EOF\nB\nEOF ); C\nEOF\n)",
 ];
 
 /// Here-document body lines.
