@@ -39,6 +39,8 @@ const WRAPPED: &[&str] = &[
     "env -i -- A=1 CMD",
     "command CMD",
     "command -p CMD",
+    ">/dev/null CMD",
+    "2>&1 CMD",
 ];
 
 /// A mock script whose one reply makes every call in `commands`, in the

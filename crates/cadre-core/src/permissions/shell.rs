@@ -317,6 +317,11 @@ impl Lexer {
             '\n' => {
                 self.end_segment();
                 self.bump(1);
+                if self.heredocs.iter().any(|d| d.depth < self.nest.len()) {
+                    // A newline inside a substitution with a here-document
+                    // pending outside it: bash versions differ on the body.
+                    self.out.unsure = true;
+                }
                 self.skip_heredoc_bodies();
             }
             ';' | '|' => {

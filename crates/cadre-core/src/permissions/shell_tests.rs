@@ -184,6 +184,10 @@ fn deny_rules_see_through_wrappers() {
         "cat <<EOF\n\"$(rm victim)\"\nEOF",
         "a=$(cat <<'EOF'\nhi\nEOF); rm victim\nEOF\n)",
         "function f { {rm,victim}; }; f",
+        ">/dev/null rm victim",
+        "2>&1 rm victim",
+        "< list rm victim",
+        "a=(x) < list rm victim",
         "echo $(cat <<EOF)\nEOF\nrm victim",
         "echo \"$(case a in a) echo;; esac)\" | $'\\x72m' victim",
     ] {
@@ -191,8 +195,22 @@ fn deny_rules_see_through_wrappers() {
             wrong.push(format!("not denied: {command:?}"));
         }
     }
+    let deny_rm_rf = rules(&[
+        (RuleKind::Allow, "Bash"),
+        (RuleKind::Deny, "Bash(rm -rf:*)"),
+    ]);
+    for command in ["rm >/dev/null -rf victim", "2>/dev/null rm -rf victim"] {
+        if eval(&deny_rm_rf, command) != Some(RuleKind::Deny) {
+            wrong.push(format!("not denied: {command:?}"));
+        }
+    }
     // Only what runs a command hides one.
-    for command in ["echo timeout 5 rm", "ls rm", "git commit -m rm"] {
+    for command in [
+        "echo timeout 5 rm",
+        "ls rm",
+        "git commit -m rm",
+        "echo > rm",
+    ] {
         assert_eq!(
             eval(&deny_rm, command),
             Some(RuleKind::Allow),

@@ -234,13 +234,59 @@ pub(super) fn deny_any(
     matches: &dyn Fn(&str, &[String]) -> bool,
     nested: &mut dyn FnMut(&str) -> bool,
 ) -> bool {
-    Walker {
+    let mut walker = Walker {
         matches,
         nested,
         segment,
         budget: BUDGET,
+    };
+    if walker.walk(segment) {
+        return true;
     }
-    .walk(segment)
+    // Redirections may come anywhere, even before the command
+    // (`>/dev/null rm x`): read it without them too.
+    let bare = without_redirections(segment);
+    if bare.len() == segment.len() {
+        return false;
+    }
+    walker.segment = &bare;
+    walker.budget = BUDGET;
+    walker.walk(&bare)
+}
+
+/// `segment` without redirection operators and their targets, as the lexer
+/// writes them (`>`, `2>>`, `&>`, `<<<`, `2>&1`, `>&`, ...).
+fn without_redirections(segment: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(segment.len());
+    let mut words = segment.iter();
+    while let Some(word) = words.next() {
+        match redirection(word) {
+            Some(true) => {
+                words.next();
+            }
+            Some(false) => {}
+            None => out.push(word.clone()),
+        }
+    }
+    out
+}
+
+/// Whether `word` is a redirection operator: `Some(true)` when a target
+/// word follows it, `Some(false)` when it is complete (`2>&1`, `>&-`).
+fn redirection(word: &str) -> Option<bool> {
+    let rest = word.trim_start_matches(|c: char| c.is_ascii_digit());
+    let rest = rest
+        .strip_prefix('&')
+        .filter(|r| r.starts_with('>'))
+        .unwrap_or(rest);
+    const OPS: &[&str] = &[">>", ">|", "<<<", "<<-", "<<", "<>", ">&", "<&", ">", "<"];
+    let op = OPS.iter().find(|op| rest.starts_with(**op))?;
+    let tail = &rest[op.len()..];
+    if tail.is_empty() {
+        return Some(true);
+    }
+    let fd = tail.strip_suffix('-').unwrap_or(tail);
+    (op.ends_with('&') && fd.chars().all(|c| c.is_ascii_digit())).then_some(false)
 }
 
 struct Walker<'a> {
