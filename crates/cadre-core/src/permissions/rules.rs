@@ -585,7 +585,17 @@ fn deny_match(
     {
         return true;
     }
-    (shell.unsure || shell.malformed) && loose_match(text, words)
+    if !(shell.unsure || shell.malformed) {
+        return false;
+    }
+    if loose_match(text, words) {
+        return true;
+    }
+    // Another plausible reading: every backslash-newline joined.
+    let joined = text.replace("\\\n", "");
+    depth < MAX_NESTING
+        && joined != text
+        && deny_match(&joined, &parse_shell(&joined), words, prefix, depth + 1)
 }
 
 /// Whether the rule's words occur in order, anywhere, in a loose reading of

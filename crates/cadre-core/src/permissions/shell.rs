@@ -83,6 +83,8 @@ enum Nest {
     },
     /// `case ... esac`: its `(` and `)` around patterns nest nothing.
     Case,
+    /// `a=(...)`: after it the assignment word goes on.
+    Array,
     /// `$((`, `((` (closed by `))`) or `$[` (closed by `]`).
     Arith {
         bracket: bool,
@@ -128,6 +130,9 @@ struct Lexer {
     word_globby: bool,
     /// Per word of the current segment: whether it is globby.
     globby: Vec<bool>,
+    /// Per word of the current segment: whether it is a redirection operator
+    /// or target.
+    redir: Vec<bool>,
     pending: Pending,
     /// A substitution just ended inside a word: a `#` here is no comment.
     glued: bool,
@@ -223,6 +228,7 @@ impl Lexer {
         let dynamic = std::mem::take(&mut self.word_dynamic);
         let globby = std::mem::take(&mut self.word_globby);
         self.word_started = false;
+        let target = self.pending != Pending::None;
         match std::mem::take(&mut self.pending) {
             Pending::None => {}
             Pending::Output => self.check_target(&word, dynamic),
@@ -237,11 +243,12 @@ impl Lexer {
             Pending::DupOut => self.check_target(&word, dynamic),
             Pending::DupIn => {}
         }
-        if word == "case" && self.pending == Pending::None && self.command_position_words() {
+        if word == "case" && !target && self.command_position_words() {
             self.nest.push(Nest::Case);
         }
         self.words.push(word);
         self.globby.push(globby);
+        self.redir.push(target);
     }
 
     fn check_target(&mut self, word: &str, dynamic: bool) {
@@ -257,6 +264,7 @@ impl Lexer {
             self.out.malformed = true;
         }
         let globby = std::mem::take(&mut self.globby);
+        let redir = std::mem::take(&mut self.redir);
         if self.body && self.nest.is_empty() {
             // Here-document text outside substitutions runs nothing.
             self.words.clear();
@@ -273,7 +281,10 @@ impl Lexer {
             if w == "function" {
                 // `function f { ... }`: the body's first command comes later.
                 k += 2;
-            } else if super::rules::is_assignment(w) || SHELL_KEYWORDS.contains(&w.as_str()) {
+            } else if redir.get(k).copied().unwrap_or(false)
+                || super::rules::is_assignment(w)
+                || SHELL_KEYWORDS.contains(&w.as_str())
+            {
                 k += 1;
             } else {
                 command = Some(k);
@@ -306,6 +317,7 @@ impl Lexer {
         }
         self.words.push(op);
         self.globby.push(false);
+        self.redir.push(true);
     }
 
     fn unquoted(&mut self, c: char) {
@@ -361,11 +373,17 @@ impl Lexer {
                 self.bump(1);
             }
             '(' => {
+                // `a=(...)`: an array, after which the word goes on.
+                let array = self.word_started && self.word.ends_with('=');
                 self.end_segment();
-                self.nest.push(Nest::Paren {
-                    resume_dquote: false,
-                    substitution: false,
-                });
+                if array {
+                    self.nest.push(Nest::Array);
+                } else {
+                    self.nest.push(Nest::Paren {
+                        resume_dquote: false,
+                        substitution: false,
+                    });
+                }
                 self.bump(1);
             }
             ')' => {
@@ -374,6 +392,13 @@ impl Lexer {
                 self.bump(1);
                 if let Some(Nest::Case) = self.nest.last() {
                     // The end of a `case` pattern.
+                    return;
+                }
+                if let Some(Nest::Array) = self.nest.last() {
+                    self.nest.pop();
+                    // What follows is still part of an assignment word.
+                    self.push_char('_');
+                    self.push_char('=');
                     return;
                 }
                 if let Some(Nest::Paren {
@@ -950,6 +975,7 @@ impl Lexer {
         }
         self.words.push(delim.clone());
         self.globby.push(false);
+        self.redir.push(true);
         self.heredocs.push(Heredoc {
             delim,
             strip_tabs,

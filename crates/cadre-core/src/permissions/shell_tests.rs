@@ -185,6 +185,9 @@ fn deny_rules_see_through_wrappers() {
         "a=$(cat <<'EOF'\nhi\nEOF); rm victim\nEOF\n)",
         "function f { {rm,victim}; }; f",
         ">/dev/null rm victim",
+        "> f7 {rm,victim}",
+        "a=(x)# rm victim",
+        "a=$(cat <<EOF\nEOF); $'\\x\\\n72m' victim",
         "2>&1 rm victim",
         "< list rm victim",
         "a=(x) < list rm victim",
@@ -429,6 +432,10 @@ const FRAGMENTS: &[&str] = &[
     "a=$(cat <<EOF\nB\nEOF); C",
     "a=$(cat <<'EOF'\nB\nEOF); C\nEOF\n)",
     "a=$(cat <<EOF\nB\nEOF ); C\nEOF\n)",
+    "> f7 C",
+    "2>/dev/null C",
+    "< f1 C",
+    "x=1 >/dev/null C",
 ];
 
 /// Here-document body lines.
