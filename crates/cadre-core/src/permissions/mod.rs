@@ -6,6 +6,10 @@ mod gate;
 mod mode;
 mod policy;
 pub mod rules;
+mod shell;
+#[cfg(test)]
+mod shell_tests;
+mod wrappers;
 
 pub use gate::{
     ApprovalAnswer, ApprovalGate, ApprovalQuestion, ApprovalSource, HEADLESS_DENIAL, Headless,

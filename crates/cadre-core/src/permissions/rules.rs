@@ -17,15 +17,24 @@
 //!
 //! Shell commands are split into their simple commands (on `&&`, `||`, `;`,
 //! `|`, `&`, newlines, subshell parentheses and substitutions) by a small
-//! quote-aware lexer: a deny or ask rule matches when it matches any of them,
-//! while allow rules must cover every one. Commands with command or process
-//! substitution or output redirection to a file are only allowed by `Bash` /
-//! `Bash(*)`.
+//! quote-aware lexer that reads as bash does (see `shell`): a deny or ask rule
+//! matches when it matches any of them, while allow rules must cover every
+//! one. Commands with command or process substitution or output redirection
+//! to a file (`>file`, `&>file`, `>&file`), and commands the lexer is not sure
+//! it reads as bash does, are only allowed by `Bash` / `Bash(*)`; for the
+//! latter, deny and ask rules also match any run of words in a loose reading.
+//! Deny and ask rules see through wrappers (`timeout`, `env`, `sudo`,
+//! `find -exec`, `sh -c`, ...); allow rules only through the ones Claude Code
+//! strips (`timeout`, `time`, `nice`, `nohup`, `stdbuf`), and only when every
+//! option is understood (see `wrappers`).
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
+
+use super::shell::{ShellParse, loose_tokens, parse_shell};
+use super::wrappers::{allow_view, deny_any};
 
 /// Which list a rule belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -495,8 +504,10 @@ fn parse_bash_spec(orig: &str, spec: &str) -> Result<BashPattern, RuleError> {
 }
 
 impl BashPattern {
-    /// Deny/ask semantics: matches the whole command text or any sub-command
-    /// (also with leading assignments, keywords and wrappers like `sudo` stripped).
+    /// Deny/ask semantics: matches the whole command text or any reading of
+    /// any sub-command (through assignments, keywords, wrappers, `find -exec`
+    /// and shell strings), and for a command the lexer is unsure about also
+    /// any run of words in its loose reading.
     fn matches_any_part(&self, call: &Call<'_>) -> bool {
         let (text, words, prefix) = match self {
             BashPattern::Any => return true,
@@ -520,20 +531,13 @@ impl BashPattern {
         let (Some(words), Some(shell)) = (words, &call.shell) else {
             return false;
         };
-        shell.segments.iter().any(|segment| {
-            any_view(segment, |view| {
-                if prefix {
-                    view.starts_with(words)
-                } else {
-                    view == words.as_slice()
-                }
-            })
-        })
+        deny_match(command, shell, words, prefix, 0)
     }
 
-    /// Allow semantics for one sub-command, taken literally.
+    /// Allow semantics for one sub-command: taken literally, or with Claude
+    /// Code's wrappers (`timeout 5`, `nice -n 5`, ...) stripped.
     fn matches_segment(&self, segment: &[String]) -> bool {
-        match self {
+        let literal = |segment: &[String]| match self {
             BashPattern::Any => true,
             BashPattern::Prefix { words, .. } => {
                 words.as_ref().is_some_and(|w| segment.starts_with(w))
@@ -541,50 +545,75 @@ impl BashPattern {
             BashPattern::Exact { words, .. } => {
                 words.as_ref().is_some_and(|w| segment == w.as_slice())
             }
-        }
+        };
+        literal(segment) || allow_view(segment).is_some_and(literal)
     }
 }
 
-/// Shell words that may precede the real command of a simple command.
-const SHELL_KEYWORDS: &[&str] = &[
-    "!", "{", "}", "if", "then", "else", "elif", "do", "while", "until", "time", "coproc",
-];
-/// Commands that run their arguments as a command.
-const COMMAND_WRAPPERS: &[&str] = &["command", "builtin", "exec", "nohup", "env", "sudo", "doas"];
+/// How deep shell strings inside shell strings (`sh -c "eval '...'"`) are read.
+const MAX_NESTING: usize = 4;
 
-/// Tries `f` on the sub-command as written, then with leading assignments,
-/// keywords and wrappers stripped, then with the command's directory dropped
-/// (`/bin/rm` → `rm`). Used only for deny/ask, where matching more is safer.
-fn any_view(segment: &[String], f: impl Fn(&[String]) -> bool) -> bool {
-    if f(segment) {
-        return true;
-    }
-    let mut start = 0;
-    while let Some(word) = segment.get(start).map(String::as_str) {
-        let wrapper = COMMAND_WRAPPERS.contains(&word)
-            && !segment.get(start + 1).is_some_and(|w| w.starts_with('-'));
-        if wrapper || is_assignment(word) || SHELL_KEYWORDS.contains(&word) {
-            start += 1;
-        } else {
-            break;
+/// Whether a deny/ask rule's `words` match any reading of `shell` (the
+/// parse of `text`).
+fn deny_match(
+    text: &str,
+    shell: &ShellParse,
+    words: &[String],
+    prefix: bool,
+    depth: usize,
+) -> bool {
+    let matches = |name: &str, args: &[String]| {
+        let Some((command, rule_args)) = words.split_first() else {
+            return false;
+        };
+        name == command
+            && if prefix {
+                args.starts_with(rule_args)
+            } else {
+                args == rule_args
+            }
+    };
+    let mut nested = |inner: &str| {
+        if depth >= MAX_NESTING {
+            // Too deep to read: its loose reading decides.
+            return loose_match(inner, words);
         }
-    }
-    let rest = &segment[start..];
-    if start > 0 && f(rest) {
-        return true;
-    }
-    if let Some(first) = rest.first()
-        && let Some((_, base)) = first.rsplit_once('/')
-        && !base.is_empty()
+        deny_match(inner, &parse_shell(inner), words, prefix, depth + 1)
+    };
+    if shell
+        .segments
+        .iter()
+        .any(|segment| deny_any(segment, &matches, &mut nested))
     {
-        let mut view = rest.to_vec();
-        view[0] = base.to_string();
-        return f(&view);
+        return true;
     }
-    false
+    if !(shell.unsure || shell.malformed) {
+        return false;
+    }
+    if loose_match(text, words) {
+        return true;
+    }
+    // Another plausible reading: every backslash-newline joined.
+    let joined = text.replace("\\\n", "");
+    depth < MAX_NESTING
+        && joined != text
+        && deny_match(&joined, &parse_shell(&joined), words, prefix, depth + 1)
 }
 
-fn is_assignment(word: &str) -> bool {
+/// Whether the rule's words occur in order, anywhere, in a loose reading of
+/// `text` (tokens split at every shell operator, quote and path separator).
+fn loose_match(text: &str, words: &[String]) -> bool {
+    let [wanted, _] = loose_tokens(&words.join(" "));
+    if wanted.is_empty() {
+        return false;
+    }
+    loose_tokens(text)
+        .iter()
+        .any(|tokens| tokens.windows(wanted.len()).any(|w| w == wanted.as_slice()))
+}
+
+/// Whether `word` is a `NAME=value` (or `NAME+=value`) assignment.
+pub(super) fn is_assignment(word: &str) -> bool {
     let Some((name, _)) = word.split_once('=') else {
         return false;
     };
@@ -739,557 +768,6 @@ impl<'f> Call<'f> {
             abs_path,
             rel_path,
             agent_type: facts.agent_type,
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Shell lexer
-
-/// Redirection targets that don't write anywhere that matters.
-const SAFE_REDIRECT_TARGETS: &[&str] = &["/dev/null", "/dev/stdout", "/dev/stderr"];
-
-/// A shell command split into simple commands.
-#[derive(Debug, Default, PartialEq)]
-struct ShellParse {
-    /// Each simple command's words, quotes removed.
-    segments: Vec<Vec<String>>,
-    /// Has command/process substitution, output redirection to a file, a
-    /// here-document that expands commands, or a `${...}` the lexer doesn't
-    /// understand: only `Bash` / `Bash(*)` can allow it.
-    opaque: bool,
-    /// Unterminated quote or substitution, or a redirection without a target.
-    malformed: bool,
-}
-
-impl ShellParse {
-    /// Whether prefix/exact allow rules may allow this command at all.
-    fn allowable(&self) -> bool {
-        !self.opaque && !self.malformed && !self.segments.is_empty()
-    }
-}
-
-fn parse_shell(src: &str) -> ShellParse {
-    Lexer {
-        chars: src.chars().collect(),
-        ..Lexer::default()
-    }
-    .run()
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Nest {
-    /// `(`, `$(`, `<(` or `>(`; whether a `"` string resumes after it.
-    Paren {
-        resume_dquote: bool,
-    },
-    Backtick {
-        resume_dquote: bool,
-    },
-}
-
-#[derive(Debug)]
-struct Heredoc {
-    delim: String,
-    strip_tabs: bool,
-    /// Unquoted delimiter: the body undergoes expansion.
-    expands: bool,
-}
-
-#[derive(Debug, Default)]
-struct Lexer {
-    chars: Vec<char>,
-    i: usize,
-    out: ShellParse,
-    words: Vec<String>,
-    word: String,
-    word_started: bool,
-    /// The current word contains a `$` expansion.
-    word_dynamic: bool,
-    /// The next word is an output redirection target.
-    redirect_pending: bool,
-    dquote: bool,
-    nest: Vec<Nest>,
-    heredocs: Vec<Heredoc>,
-}
-
-impl Lexer {
-    fn peek(&self, k: usize) -> Option<char> {
-        self.chars.get(self.i + k).copied()
-    }
-
-    fn run(mut self) -> ShellParse {
-        while let Some(c) = self.peek(0) {
-            if self.dquote {
-                self.in_dquote(c);
-            } else {
-                self.unquoted(c);
-            }
-        }
-        if self.dquote || !self.nest.is_empty() {
-            self.out.malformed = true;
-        }
-        self.end_segment();
-        self.out
-    }
-
-    fn push_char(&mut self, c: char) {
-        self.word.push(c);
-        self.word_started = true;
-    }
-
-    fn end_word(&mut self) {
-        if !self.word_started {
-            return;
-        }
-        let word = std::mem::take(&mut self.word);
-        if self.redirect_pending {
-            self.redirect_pending = false;
-            if self.word_dynamic || !SAFE_REDIRECT_TARGETS.contains(&word.as_str()) {
-                self.out.opaque = true;
-            }
-        }
-        self.words.push(word);
-        self.word_started = false;
-        self.word_dynamic = false;
-    }
-
-    fn end_segment(&mut self) {
-        self.end_word();
-        if self.redirect_pending {
-            self.redirect_pending = false;
-            self.out.malformed = true;
-        }
-        if !self.words.is_empty() {
-            self.out.segments.push(std::mem::take(&mut self.words));
-        }
-    }
-
-    /// Pushes a redirection operator as a word (after `end_word`).
-    fn push_operator(&mut self, op: String) {
-        if self.redirect_pending {
-            self.redirect_pending = false;
-            self.out.malformed = true;
-        }
-        self.words.push(op);
-    }
-
-    fn unquoted(&mut self, c: char) {
-        match c {
-            ' ' | '\t' => {
-                self.end_word();
-                self.i += 1;
-            }
-            '\n' => {
-                self.end_segment();
-                self.i += 1;
-                self.skip_heredoc_bodies();
-            }
-            ';' | '|' => {
-                self.end_segment();
-                self.i += 1;
-            }
-            '&' if self.peek(1) == Some('>') => {
-                self.end_word();
-                self.i += 2;
-                let mut op = String::from("&>");
-                if self.peek(0) == Some('>') {
-                    op.push('>');
-                    self.i += 1;
-                }
-                self.push_operator(op);
-                self.redirect_pending = true;
-            }
-            '&' => {
-                self.end_segment();
-                self.i += 1;
-            }
-            '(' => {
-                self.end_segment();
-                self.nest.push(Nest::Paren {
-                    resume_dquote: false,
-                });
-                self.i += 1;
-            }
-            ')' => {
-                self.end_segment();
-                self.i += 1;
-                if let Some(Nest::Paren { resume_dquote }) = self.nest.last().copied() {
-                    self.nest.pop();
-                    self.dquote = resume_dquote;
-                }
-            }
-            '`' => self.backtick(),
-            '\'' => self.single_quote(),
-            '"' => {
-                self.word_started = true;
-                self.dquote = true;
-                self.i += 1;
-            }
-            '\\' => match self.peek(1) {
-                Some('\n') => self.i += 2,
-                Some(next) => {
-                    self.push_char(next);
-                    self.i += 2;
-                }
-                None => {
-                    self.push_char('\\');
-                    self.i += 1;
-                }
-            },
-            '$' => self.dollar(),
-            '#' if !self.word_started => {
-                while self.peek(0).is_some_and(|c| c != '\n') {
-                    self.i += 1;
-                }
-            }
-            '>' => self.redirect_out(),
-            '<' => self.redirect_in(),
-            _ => {
-                self.push_char(c);
-                self.i += 1;
-            }
-        }
-    }
-
-    fn in_dquote(&mut self, c: char) {
-        match c {
-            '"' => {
-                self.dquote = false;
-                self.i += 1;
-            }
-            '\\' => match self.peek(1) {
-                Some('\n') => self.i += 2,
-                Some(next @ ('$' | '`' | '"' | '\\')) => {
-                    self.push_char(next);
-                    self.i += 2;
-                }
-                _ => {
-                    self.push_char('\\');
-                    self.i += 1;
-                }
-            },
-            '`' => self.backtick(),
-            '$' => self.dollar(),
-            _ => {
-                self.push_char(c);
-                self.i += 1;
-            }
-        }
-    }
-
-    fn single_quote(&mut self) {
-        self.word_started = true;
-        self.i += 1;
-        loop {
-            match self.peek(0) {
-                None => {
-                    self.out.malformed = true;
-                    return;
-                }
-                Some('\'') => {
-                    self.i += 1;
-                    return;
-                }
-                Some(c) => {
-                    self.word.push(c);
-                    self.i += 1;
-                }
-            }
-        }
-    }
-
-    /// `$'...'`: backslash escapes, including `\'`, are active.
-    fn ansi_c_quote(&mut self) {
-        self.word_started = true;
-        self.i += 2;
-        loop {
-            match self.peek(0) {
-                None => {
-                    self.out.malformed = true;
-                    return;
-                }
-                Some('\'') => {
-                    self.i += 1;
-                    return;
-                }
-                Some('\\') => {
-                    if let Some(next) = self.peek(1) {
-                        if !matches!(next, '\'' | '"' | '\\') {
-                            self.word.push('\\');
-                        }
-                        self.word.push(next);
-                        self.i += 2;
-                    } else {
-                        self.word.push('\\');
-                        self.i += 1;
-                    }
-                }
-                Some(c) => {
-                    self.word.push(c);
-                    self.i += 1;
-                }
-            }
-        }
-    }
-
-    fn backtick(&mut self) {
-        self.end_segment();
-        self.out.opaque = true;
-        self.i += 1;
-        if let Some(Nest::Backtick { resume_dquote }) = self.nest.last().copied() {
-            self.nest.pop();
-            self.dquote = resume_dquote;
-        } else {
-            self.nest.push(Nest::Backtick {
-                resume_dquote: self.dquote,
-            });
-            self.dquote = false;
-        }
-    }
-
-    fn dollar(&mut self) {
-        match self.peek(1) {
-            Some('(') => {
-                self.end_segment();
-                self.out.opaque = true;
-                self.nest.push(Nest::Paren {
-                    resume_dquote: self.dquote,
-                });
-                self.dquote = false;
-                self.i += 2;
-            }
-            Some('\'') if !self.dquote => self.ansi_c_quote(),
-            Some('"') if !self.dquote => {
-                self.word_started = true;
-                self.dquote = true;
-                self.i += 2;
-            }
-            Some('{') => self.braced_parameter(),
-            _ => {
-                self.push_char('$');
-                self.word_dynamic = true;
-                self.i += 1;
-            }
-        }
-    }
-
-    /// `${...}`: a simple one is kept as part of the word; one with quotes,
-    /// nesting or operators makes the command opaque and is lexed on as usual.
-    fn braced_parameter(&mut self) {
-        self.word_dynamic = true;
-        let body_start = self.i + 2;
-        let close = self.chars[body_start..]
-            .iter()
-            .position(|&c| c == '}')
-            .map(|p| body_start + p);
-        let simple = close.filter(|&end| {
-            self.chars[body_start..end]
-                .iter()
-                .all(|c| !"'\"`\\${}()<>;&|\n".contains(*c))
-        });
-        if let Some(end) = simple {
-            for k in self.i..=end {
-                self.push_char(self.chars[k]);
-            }
-            self.i = end + 1;
-        } else {
-            self.out.opaque = true;
-            self.push_char('$');
-            self.i += 1;
-        }
-    }
-
-    /// Takes the current word as a file-descriptor number (`2` in `2>`) if it
-    /// is one; otherwise ends it.
-    fn take_fd_prefix(&mut self) -> String {
-        if !self.redirect_pending
-            && !self.word.is_empty()
-            && self.word.chars().all(|c| c.is_ascii_digit())
-        {
-            self.word_started = false;
-            self.word_dynamic = false;
-            return std::mem::take(&mut self.word);
-        }
-        self.end_word();
-        String::new()
-    }
-
-    /// The `1`, `2-` or `-` after `>&` / `<&`.
-    fn take_fd_number(&mut self) -> String {
-        let mut fd = String::new();
-        while let Some(c) = self.peek(0).filter(char::is_ascii_digit) {
-            fd.push(c);
-            self.i += 1;
-        }
-        if self.peek(0) == Some('-') {
-            fd.push('-');
-            self.i += 1;
-        }
-        fd
-    }
-
-    fn process_substitution(&mut self) {
-        self.end_segment();
-        self.out.opaque = true;
-        self.nest.push(Nest::Paren {
-            resume_dquote: false,
-        });
-        self.i += 1;
-    }
-
-    fn redirect_out(&mut self) {
-        let mut op = self.take_fd_prefix();
-        op.push('>');
-        self.i += 1;
-        if self.peek(0) == Some('(') {
-            self.process_substitution();
-            return;
-        }
-        if let Some(c @ ('>' | '|')) = self.peek(0) {
-            op.push(c);
-            self.i += 1;
-        }
-        if self.peek(0) == Some('&') {
-            op.push('&');
-            self.i += 1;
-            let fd = self.take_fd_number();
-            if !fd.is_empty() {
-                op.push_str(&fd);
-                self.push_operator(op);
-                return;
-            }
-        }
-        self.push_operator(op);
-        self.redirect_pending = true;
-    }
-
-    fn redirect_in(&mut self) {
-        let mut op = self.take_fd_prefix();
-        op.push('<');
-        self.i += 1;
-        match self.peek(0) {
-            Some('(') => self.process_substitution(),
-            Some('<') => {
-                op.push('<');
-                self.i += 1;
-                if self.peek(0) == Some('<') {
-                    // Here-string: the next word is an ordinary word.
-                    op.push('<');
-                    self.i += 1;
-                    self.push_operator(op);
-                } else {
-                    let strip_tabs = self.peek(0) == Some('-');
-                    if strip_tabs {
-                        op.push('-');
-                        self.i += 1;
-                    }
-                    self.push_operator(op);
-                    self.heredoc_delimiter(strip_tabs);
-                }
-            }
-            Some('&') => {
-                op.push('&');
-                self.i += 1;
-                let fd = self.take_fd_number();
-                op.push_str(&fd);
-                self.push_operator(op);
-            }
-            Some('>') => {
-                // `<>` opens the target for writing too.
-                op.push('>');
-                self.i += 1;
-                self.push_operator(op);
-                self.redirect_pending = true;
-            }
-            _ => self.push_operator(op),
-        }
-    }
-
-    fn heredoc_delimiter(&mut self, strip_tabs: bool) {
-        while matches!(self.peek(0), Some(' ' | '\t')) {
-            self.i += 1;
-        }
-        let mut delim = String::new();
-        let mut quoted = false;
-        while let Some(c) = self.peek(0) {
-            match c {
-                ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')' => break,
-                '\'' | '"' => {
-                    quoted = true;
-                    self.i += 1;
-                    loop {
-                        match self.peek(0) {
-                            None => {
-                                self.out.malformed = true;
-                                break;
-                            }
-                            Some(q) if q == c => {
-                                self.i += 1;
-                                break;
-                            }
-                            Some('\\') if c == '"' && self.peek(1).is_some() => {
-                                if let Some(next) = self.peek(1) {
-                                    delim.push(next);
-                                }
-                                self.i += 2;
-                            }
-                            Some(other) => {
-                                delim.push(other);
-                                self.i += 1;
-                            }
-                        }
-                    }
-                }
-                '\\' => {
-                    quoted = true;
-                    if let Some(next) = self.peek(1) {
-                        delim.push(next);
-                    }
-                    self.i += 2;
-                }
-                _ => {
-                    delim.push(c);
-                    self.i += 1;
-                }
-            }
-        }
-        self.i = self.i.min(self.chars.len());
-        if delim.is_empty() && !quoted {
-            self.out.malformed = true;
-            return;
-        }
-        self.words.push(delim.clone());
-        self.heredocs.push(Heredoc {
-            delim,
-            strip_tabs,
-            expands: !quoted,
-        });
-    }
-
-    /// After a newline: skips the bodies of pending here-documents.
-    fn skip_heredoc_bodies(&mut self) {
-        for doc in std::mem::take(&mut self.heredocs) {
-            while self.i < self.chars.len() {
-                let start = self.i;
-                let end = self.chars[start..]
-                    .iter()
-                    .position(|&c| c == '\n')
-                    .map_or(self.chars.len(), |p| start + p);
-                let line: String = self.chars[start..end].iter().collect();
-                self.i = (end + 1).min(self.chars.len());
-                let candidate = if doc.strip_tabs {
-                    line.trim_start_matches('\t')
-                } else {
-                    line.as_str()
-                };
-                if candidate == doc.delim {
-                    break;
-                }
-                if doc.expands && (line.contains("$(") || line.contains('`')) {
-                    self.out.opaque = true;
-                }
-            }
         }
     }
 }

@@ -1,0 +1,177 @@
+//! Bash permission rules against commands bash reads differently from a
+//! naive lexer, through the binary: an allowed prefix must not carry another
+//! command, and a deny rule must see the command whatever hides it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Harness, Wire, stderr, tool_results};
+
+/// Payload shapes from the issue; `CMD` is the command they smuggle.
+const PAYLOADS: &[&str] = &[
+    "echo $[1<<2]\nCMD\n2]",
+    "((echo<<2))\nCMD\n2",
+    "echo hi <<$'EOF'\nEOF\nCMD\n$EOF",
+    "echo hi <<$\"EOF\"\nEOF\nCMD\n$EOF",
+    "echo hi <<\\\nEOF\nEOF\nCMD",
+    "echo hi <<EOF\\\nX\nEOFX\nCMD\nEOF",
+    "echo hi <<\"E\\\nOF\"\nEOF\nCMD\nE\nOF",
+    "echo hi <<\"E\\OF\"\nE\\OF\nCMD\nEOF",
+    "echo hi <<EOF\nE\\\nOF\nCMD\nEOF",
+    "echo \"$\\\n(CMD)\"",
+    "(( # )); CMD",
+];
+
+/// Wrappers that must not hide a command from a deny rule.
+const WRAPPED: &[&str] = &[
+    "timeout 5 CMD",
+    "timeout -s KILL 5 CMD",
+    "timeout --kill-after=1 5 CMD",
+    "time CMD",
+    "time -p CMD",
+    "nice -n 5 CMD",
+    "nohup CMD",
+    "stdbuf -oL CMD",
+    "setsid -w CMD",
+    "env CMD",
+    "env -i CMD",
+    "env -u HOME CMD",
+    "env -i -- A=1 CMD",
+    "command CMD",
+    "command -p CMD",
+    ">/dev/null CMD",
+    "2>&1 CMD",
+];
+
+/// A mock script whose one reply makes every call in `commands`, in the
+/// background when asked.
+fn script(commands: &[String], background: bool) -> String {
+    let mut calls = String::new();
+    for command in commands {
+        let command = serde_json::to_string(command).unwrap();
+        calls.push_str(&format!(
+            "          - {{ name: Bash, input: {{ command: {command}, run_in_background: {background} }} }}\n"
+        ));
+    }
+    // Later replies answer the notices of background tasks.
+    let done = "      - text: \"done\"\n".repeat(4);
+    format!("rules:\n  - name: calls\n    replies:\n      - tool_calls:\n{calls}{done}")
+}
+
+/// The ways a run is started: default mode headless, dontAsk, and the same
+/// calls as background Bash.
+const RUNS: &[(&str, bool)] = &[("default", false), ("dontAsk", false), ("default", true)];
+
+#[tokio::test]
+async fn an_echo_allow_rule_carries_no_other_command() {
+    for &(mode, background) in RUNS {
+        let mut commands: Vec<String> = PAYLOADS
+            .iter()
+            .enumerate()
+            .map(|(k, p)| p.replace("CMD", &format!("touch pwned{k}")))
+            .collect();
+        // Item 26: `>&` with a word that is not a descriptor writes a file.
+        commands.push("echo X >&2024/../src/main.rs".into());
+        // A control: the rule does allow plain echo.
+        commands.push("echo control-ran".into());
+        let h = Harness::new(&script(&commands, background), Wire::Anthropic).await;
+        std::fs::create_dir_all(h.path("2024")).unwrap();
+        h.write("src/main.rs", "fn main() {}\n");
+        let out = h
+            .cadre(&[
+                "exec",
+                "--permission-mode",
+                mode,
+                "--allow",
+                "Bash(echo:*)",
+                "go",
+            ])
+            .await;
+        assert!(out.status.success(), "{mode}: {}", stderr(&out));
+        let ran: Vec<_> = commands
+            .iter()
+            .enumerate()
+            .take(PAYLOADS.len())
+            .filter(|(k, _)| h.path(&format!("pwned{k}")).exists())
+            .map(|(_, c)| c)
+            .collect();
+        assert!(
+            ran.is_empty(),
+            "{mode} (background: {background}): these ran touch: {ran:#?}"
+        );
+        assert_eq!(
+            h.read("src/main.rs"),
+            "fn main() {}\n",
+            "{mode} (background: {background}): >&2024/... overwrote the file"
+        );
+        let results = tool_results(&h.records()[1].body);
+        assert_eq!(results.len(), commands.len(), "{mode}: every call answered");
+        let control = &results[commands.len() - 1].0;
+        assert!(
+            background || control.contains("control-ran"),
+            "{mode}: the control echo ran: {control}"
+        );
+        for (k, (text, _)) in results.iter().enumerate().take(commands.len() - 1) {
+            assert!(
+                text.starts_with("denied"),
+                "{mode}: {:?} was not refused: {text}",
+                commands[k]
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_deny_rule_sees_a_command_whatever_hides_it() {
+    for &(mode, background) in RUNS {
+        let shapes: Vec<&str> = PAYLOADS.iter().chain(WRAPPED).copied().collect();
+        let mut commands: Vec<String> = shapes
+            .iter()
+            .enumerate()
+            .map(|(k, p)| p.replace("CMD", &format!("rm victim{k}")))
+            .collect();
+        // A control: `Bash` allows the rest.
+        commands.push("touch control".into());
+        let h = Harness::new(&script(&commands, background), Wire::Anthropic).await;
+        for k in 0..shapes.len() {
+            h.write(&format!("victim{k}"), "x");
+        }
+        // `--allow Bash` would let every command run: only the deny rule stops rm.
+        let out = h
+            .cadre(&[
+                "exec",
+                "--permission-mode",
+                mode,
+                "--allow",
+                "Bash",
+                "--deny",
+                "Bash(rm:*)",
+                "go",
+            ])
+            .await;
+        assert!(out.status.success(), "{mode}: {}", stderr(&out));
+        let ran: Vec<_> = commands
+            .iter()
+            .enumerate()
+            .take(shapes.len())
+            .filter(|(k, _)| !h.path(&format!("victim{k}")).exists())
+            .map(|(_, c)| c)
+            .collect();
+        assert!(
+            ran.is_empty(),
+            "{mode} (background: {background}): these ran rm: {ran:#?}"
+        );
+        let results = tool_results(&h.records()[1].body);
+        assert_eq!(results.len(), commands.len(), "{mode}: every call answered");
+        for (k, (text, _)) in results.iter().enumerate().take(shapes.len()) {
+            assert_eq!(
+                text, "denied: denied by the rule Bash(rm:*)",
+                "{mode}: {:?}",
+                commands[k]
+            );
+        }
+        if !background {
+            assert!(h.path("control").exists(), "{mode}: the control ran");
+        }
+    }
+}
