@@ -255,21 +255,50 @@ rules:
         .filter(|t| *t != "text_delta")
         .collect();
     assert_eq!(
-        types,
+        types[..5],
         [
             "session_started",
             "turn_started",
             "request_started",
             "usage",
             "assistant_message",
-            "tool_call_started",
-            "tool_call_started",
+        ]
+    );
+    // Read and Glob are read-only and run side by side: their starts and
+    // ends may interleave either way, but each ends after it starts and
+    // both end before the next request.
+    let mut calls = types[5..9].to_vec();
+    calls.sort_unstable();
+    assert_eq!(
+        calls,
+        [
             "tool_call_ended",
             "tool_call_ended",
+            "tool_call_started",
+            "tool_call_started"
+        ]
+    );
+    let tool_events: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_started" || e["type"] == "tool_call_ended")
+        .collect();
+    for (i, e) in tool_events.iter().enumerate() {
+        if e["type"] == "tool_call_ended" {
+            assert!(
+                tool_events[..i]
+                    .iter()
+                    .any(|s| s["type"] == "tool_call_started" && s["call_id"] == e["call_id"]),
+                "{e} ended before it started"
+            );
+        }
+    }
+    assert_eq!(
+        types[9..],
+        [
             "request_started",
             "usage",
             "assistant_message",
-            "turn_ended",
+            "turn_ended"
         ]
     );
     let ended = events.last().unwrap();
