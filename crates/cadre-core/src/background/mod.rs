@@ -28,6 +28,15 @@ const FINISH_RETRY: [std::time::Duration; 3] = [
     std::time::Duration::from_secs(4),
 ];
 
+/// How a task ended, as it is being recorded (possibly over several tries).
+struct Ending {
+    task_id: String,
+    status: TaskStatus,
+    report: String,
+    error: Option<String>,
+    announce: bool,
+}
+
 /// A task that ended and has not been announced to its owner yet.
 #[derive(Debug, Clone)]
 pub struct Finished {
@@ -181,18 +190,31 @@ impl BackgroundWork {
         if announce && let Ok(row) = self.table.get(task_id) {
             write_report(&row.output_path, report);
         }
-        self.finish_try(task_id, status, report, error, announce, 0);
+        let ending = Ending {
+            task_id: task_id.to_string(),
+            status,
+            report: report.to_string(),
+            error: error.map(str::to_string),
+            announce,
+        };
+        self.finish_try(ending, 0);
     }
 
-    fn finish_try(
-        &self,
-        task_id: &str,
-        status: TaskStatus,
-        report: &str,
-        error: Option<&str>,
-        announce: bool,
-        attempt: usize,
-    ) {
+    fn finish_try(&self, ending: Ending, attempt: usize) {
+        let Ending {
+            task_id,
+            status,
+            report,
+            error,
+            announce,
+        } = &ending;
+        let (task_id, status, report, error, announce) = (
+            task_id.as_str(),
+            *status,
+            report.as_str(),
+            error.as_deref(),
+            *announce,
+        );
         let summary: String = report.chars().take(SUMMARY_CHARS).collect();
         let row = match self.table.get(task_id) {
             Ok(row) if row.status == TaskStatus::Stopping || row.status.is_final() => {
@@ -214,7 +236,7 @@ impl BackgroundWork {
             {
                 Ok(r) => r,
                 Err(e) => {
-                    self.retry_finish(task_id, status, report, error, announce, attempt, e);
+                    self.retry_finish(ending, attempt, e);
                     return;
                 }
             },
@@ -238,39 +260,24 @@ impl BackgroundWork {
     /// process holding `tasks.db` locked, a failing disk); after the last try
     /// the task ends `failed` in this process with a warning, so nothing
     /// waits for it forever.
-    #[allow(clippy::too_many_arguments)]
-    fn retry_finish(
-        &self,
-        task_id: &str,
-        status: TaskStatus,
-        report: &str,
-        error: Option<&str>,
-        announce: bool,
-        attempt: usize,
-        cause: TaskError,
-    ) {
+    fn retry_finish(&self, ending: Ending, attempt: usize, cause: TaskError) {
         let me = self.me.upgrade();
         let runtime = tokio::runtime::Handle::try_current();
         if let (Some(delay), Some(me), Ok(runtime)) = (FINISH_RETRY.get(attempt), me, runtime) {
-            let (id, report, error) = (
-                task_id.to_string(),
-                report.to_string(),
-                error.map(str::to_string),
-            );
             let delay = *delay;
             runtime.spawn(async move {
                 tokio::time::sleep(delay).await;
-                me.finish_try(
-                    &id,
-                    status,
-                    &report,
-                    error.as_deref(),
-                    announce,
-                    attempt + 1,
-                );
+                me.finish_try(ending, attempt + 1);
             });
             return;
         }
+        let Ending {
+            task_id,
+            status,
+            report,
+            announce,
+            ..
+        } = ending;
         let message = format!(
             "could not record the end of task {task_id} ({status}): {cause}; it is reported as failed"
         );
@@ -279,11 +286,11 @@ impl BackgroundWork {
         });
         let (description, kind_label) = self
             .table
-            .get(task_id)
+            .get(&task_id)
             .map(|r| (r.description, r.agent_type.unwrap_or_else(|| "bash".into())))
             .unwrap_or_else(|_| (format!("task {task_id}"), "task".into()));
         let item = Finished {
-            task_id: task_id.to_string(),
+            task_id,
             status: TaskStatus::Failed,
             description,
             kind_label,
