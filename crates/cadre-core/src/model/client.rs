@@ -305,7 +305,7 @@ impl ModelClient {
         let idle = self.config.stream_idle_timeout;
         let stalled = |when: &str| {
             format!(
-                "the model server sent nothing for {} s {when} (stream_idle_timeout_s)",
+                "the model server sent no reply data for {} s {when} (stream_idle_timeout_s)",
                 idle.as_secs_f64()
             )
         };
@@ -430,8 +430,12 @@ impl ModelClient {
         let mut parser = SseParser::default();
         let mut events = Vec::new();
         let mut chunks = resp.bytes_stream();
+        // The idle clock restarts on an event with data, not on any byte: a
+        // server trickling comments, blank lines or one endless event keeps
+        // the connection busy without ever progressing.
+        let mut deadline = tokio::time::Instant::now() + idle;
         loop {
-            let chunk = match tokio::time::timeout(idle, chunks.next()).await {
+            let chunk = match tokio::time::timeout_at(deadline, chunks.next()).await {
                 Err(_) => return failed(stalled("in the middle of the reply")),
                 Ok(None) => break,
                 Ok(Some(Ok(c))) => c,
@@ -445,6 +449,9 @@ impl ModelClient {
             parser
                 .push(&chunk, &mut events)
                 .map_err(|e| ModelError::Protocol(e.to_string()))?;
+            if events.iter().any(|ev| !ev.data.is_empty()) {
+                deadline = tokio::time::Instant::now() + idle;
+            }
             for ev in events.drain(..) {
                 let result = if ev.event == "error" {
                     Err(stream_error(&ev.data))
@@ -483,7 +490,8 @@ enum BodyError {
     TooLarge(Vec<u8>),
 }
 
-/// Reads a whole body, giving up when it stalls or grows past `limit`.
+/// Reads a whole body, giving up when it grows past `limit` or is not
+/// complete within `idle` (a body trickled a byte at a time never is).
 async fn read_body(
     resp: reqwest::Response,
     idle: Duration,
@@ -491,8 +499,9 @@ async fn read_body(
 ) -> Result<Vec<u8>, BodyError> {
     let mut out = Vec::new();
     let mut chunks = resp.bytes_stream();
+    let deadline = tokio::time::Instant::now() + idle;
     loop {
-        match tokio::time::timeout(idle, chunks.next()).await {
+        match tokio::time::timeout_at(deadline, chunks.next()).await {
             Err(_) => return Err(BodyError::Stalled),
             Ok(None) => return Ok(out),
             Ok(Some(Err(e))) => return Err(BodyError::Broken(error_chain(&e))),

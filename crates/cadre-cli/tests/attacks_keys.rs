@@ -1,0 +1,140 @@
+//! A second attack round on keys, config and model streams, through the
+//! binary: servers that keep a stream alive without ever progressing, and
+//! project files that pick which key is sent where.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Harness, Wire, stderr, stdout};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A one-second idle timeout in the user's config.
+fn short_idle_timeout(h: &Harness) {
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[limits]\nstream_idle_timeout_s = 1\n",
+    )
+    .unwrap();
+}
+
+/// Reads one request's head and body; false when the connection ends first.
+async fn read_request(sock: &mut tokio::net::TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        if sock.read(&mut byte).await.unwrap_or(0) == 0 {
+            return false;
+        }
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    sock.read_exact(&mut body).await.is_ok()
+}
+
+/// A server that answers every request with `head`, then sends `piece` every
+/// 300 ms (well inside the 1 s idle timeout) for two minutes: bytes keep
+/// coming, a reply never does.
+async fn trickle_server(head: &'static str, piece: &'static [u8]) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                if !read_request(&mut sock).await {
+                    return;
+                }
+                if sock.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                for _ in 0..400 {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    if sock.write_all(piece).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+const SSE_HEAD: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+const JSON_HEAD: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+const ERROR_HEAD: &str =
+    "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+
+/// Runs `exec` against a trickling server and checks it gives up on its own,
+/// naming the idle timeout, instead of waiting as long as bytes come.
+async fn gives_up_on(head: &'static str, piece: &'static [u8]) {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    short_idle_timeout(&h);
+    let url = trickle_server(head, piece).await;
+    // The limit is a safety net for a hang, far above what the run needs.
+    let out = tokio::time::timeout(
+        Duration::from_secs(100),
+        h.command(&["exec", "hello"], &[("CADRE_BASE_URL", &url)])
+            .kill_on_drop(true)
+            .stdin(std::process::Stdio::null())
+            .output(),
+    )
+    .await
+    .expect("cadre gave up on a stream that never progresses")
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).trim().is_empty());
+    let err = stderr(&out);
+    assert!(err.contains("stream_idle_timeout_s"), "{err}");
+}
+
+#[tokio::test]
+async fn an_endless_stream_of_sse_comments_is_a_stall() {
+    gives_up_on(SSE_HEAD, b": keep-alive\n").await;
+}
+
+#[tokio::test]
+async fn an_event_trickled_a_byte_at_a_time_forever_is_a_stall() {
+    gives_up_on(SSE_HEAD, b"d").await;
+}
+
+#[tokio::test]
+async fn blank_lines_forever_are_a_stall() {
+    gives_up_on(SSE_HEAD, b"\n").await;
+}
+
+#[tokio::test]
+async fn a_json_reply_trickled_forever_is_a_stall() {
+    gives_up_on(JSON_HEAD, b" ").await;
+}
+
+#[tokio::test]
+async fn an_error_body_trickled_forever_does_not_hang() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    short_idle_timeout(&h);
+    let url = trickle_server(ERROR_HEAD, b" ").await;
+    let out = tokio::time::timeout(
+        Duration::from_secs(100),
+        h.command(&["exec", "hello"], &[("CADRE_BASE_URL", &url)])
+            .kill_on_drop(true)
+            .stdin(std::process::Stdio::null())
+            .output(),
+    )
+    .await
+    .expect("cadre gave up on an error body that never ends")
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("400"), "{}", stderr(&out));
+}
