@@ -138,3 +138,117 @@ async fn an_error_body_trickled_forever_does_not_hang() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("400"), "{}", stderr(&out));
 }
+
+const ANTHROPIC_KEY: &str = "sk-ant-attack-KEY-7d1e9c3b";
+const OPENAI_KEY: &str = "sk-openai-attack-KEY-2a6f0e";
+
+/// A server that records every request (head and body) and answers 500.
+async fn witness() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let rec = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let rec = rec.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                rec.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&got).into_owned());
+                let _ = sock
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+#[tokio::test]
+async fn a_project_provider_cannot_send_the_other_key_to_the_users_server() {
+    let h = Harness::new("rules: []\n", Wire::OpenAi).await;
+    let (url, seen) = witness().await;
+    // The user's own OpenAI-compatible server, with the OpenAI key for it.
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        format!("provider = \"openai\"\nbase_url = \"{url}/v1\"\n"),
+    )
+    .unwrap();
+    h.write(".cadre/config.toml", "provider = \"anthropic\"\n");
+    let out = h
+        .command(
+            &["exec", "hello"],
+            &[
+                ("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
+                ("OPENAI_API_KEY", OPENAI_KEY),
+            ],
+        )
+        .env_remove("CADRE_PROVIDER")
+        .env_remove("CADRE_BASE_URL")
+        .kill_on_drop(true)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "{}", stderr(&out));
+    for req in &seen {
+        assert!(
+            !req.contains(ANTHROPIC_KEY),
+            "the Anthropic key went to the user's OpenAI server: {req}"
+        );
+        assert!(req.contains(OPENAI_KEY), "{req}");
+    }
+    assert!(
+        stderr(&out).contains("provider ignored"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn a_project_provider_with_the_users_env_base_url_is_ignored_too() {
+    let h = Harness::new("rules: []\n", Wire::OpenAi).await;
+    let (url, seen) = witness().await;
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(h.data_dir().join("config.toml"), "provider = \"openai\"\n").unwrap();
+    h.write(".cadre/config.toml", "provider = \"anthropic\"\n");
+    let base = format!("{url}/v1");
+    let out = h
+        .command(
+            &["exec", "hello"],
+            &[
+                ("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
+                ("OPENAI_API_KEY", OPENAI_KEY),
+                ("CADRE_BASE_URL", &base),
+            ],
+        )
+        .env_remove("CADRE_PROVIDER")
+        .kill_on_drop(true)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "{}", stderr(&out));
+    for req in &seen {
+        assert!(!req.contains(ANTHROPIC_KEY), "{req}");
+    }
+    assert!(
+        stderr(&out).contains("provider ignored"),
+        "{}",
+        stderr(&out)
+    );
+}

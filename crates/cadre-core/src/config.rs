@@ -330,6 +330,11 @@ pub struct Settings {
     pub project_permissions: PermissionsFile,
     /// Things the user should know (ignored project keys and such).
     pub warnings: Vec<String>,
+    /// The project file set `provider` without a loopback `base_url` of its
+    /// own: with a server the user chose, that would pick which key goes there.
+    pub project_provider_unbound: bool,
+    /// `provider` as the user file set it (before the project's).
+    pub user_provider: Option<String>,
 }
 
 impl Settings {
@@ -372,12 +377,17 @@ impl Settings {
                 }
             }
         }
+        let project_provider_unbound =
+            project_file.provider.is_some() && project_file.base_url.is_none();
+        let user_provider = file.provider.clone();
         file.merge(project_file);
         Ok(Settings {
             file,
             user_permissions,
             project_permissions,
             warnings,
+            project_provider_unbound,
+            user_provider,
         })
     }
 
