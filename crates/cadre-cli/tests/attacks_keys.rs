@@ -252,3 +252,105 @@ async fn a_project_provider_with_the_users_env_base_url_is_ignored_too() {
         stderr(&out)
     );
 }
+
+/// A server that answers every request with `response`, whole.
+async fn answering_server(response: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let response = response.clone();
+            tokio::spawn(async move {
+                if read_request(&mut sock).await {
+                    let _ = sock.write_all(response.as_bytes()).await;
+                }
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn a_key_echoed_where_an_error_message_is_cut_leaves_no_part_of_it() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    // Not JSON: the message is the body's first 500 characters, and the key
+    // straddles that cut.
+    let body = format!("{}{ANTHROPIC_KEY} echoed", "x".repeat(490));
+    let url = answering_server(format!(
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ))
+    .await;
+    let out = h
+        .cadre_env(
+            &["exec", "--json", "hello"],
+            &[
+                ("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
+                ("CADRE_BASE_URL", &url),
+            ],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(all.contains("400"), "{all}");
+    assert!(
+        !all.contains(&ANTHROPIC_KEY[..10]),
+        "part of the key shown: {all}"
+    );
+}
+
+#[tokio::test]
+async fn a_key_in_a_cut_stream_error_event_leaves_no_part_of_it() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    let data = format!("{}{ANTHROPIC_KEY}", "y".repeat(490));
+    let body = format!("event: error\ndata: {data}\n\n");
+    let url = answering_server(format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ))
+    .await;
+    let out = h
+        .cadre_env(
+            &["exec", "--json", "hello"],
+            &[
+                ("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
+                ("CADRE_BASE_URL", &url),
+            ],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        !all.contains(&ANTHROPIC_KEY[..10]),
+        "part of the key shown: {all}"
+    );
+}
+
+#[tokio::test]
+async fn a_key_in_a_cut_redirect_location_leaves_no_part_of_it() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    let location = format!("http://127.0.0.1:9/{}{ANTHROPIC_KEY}", "z".repeat(171));
+    let url = answering_server(format!(
+        "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    ))
+    .await;
+    let out = h
+        .cadre_env(
+            &["exec", "--json", "hello"],
+            &[
+                ("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
+                ("CADRE_BASE_URL", &url),
+            ],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(all.contains("redirect"), "{all}");
+    assert!(
+        !all.contains(&ANTHROPIC_KEY[..10]),
+        "part of the key shown: {all}"
+    );
+}

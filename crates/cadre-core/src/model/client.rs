@@ -357,6 +357,8 @@ impl ModelClient {
                 }
                 Err(_) => String::new(),
             };
+            // Redacted before any cut, which could leave part of a key behind.
+            let text = self.redact(&text);
             let message = match self.config.provider {
                 Provider::Anthropic => anthropic::error_message(&text),
                 Provider::OpenAI => openai::error_message(&text),
@@ -454,7 +456,7 @@ impl ModelClient {
             }
             for ev in events.drain(..) {
                 let result = if ev.event == "error" {
-                    Err(stream_error(&ev.data))
+                    Err(stream_error(&self.redact(&ev.data)))
                 } else if ev.data.is_empty() {
                     Ok(())
                 } else {
@@ -553,7 +555,7 @@ fn location(headers: &HeaderMap) -> Option<String> {
     headers
         .get("location")
         .and_then(|v| v.to_str().ok())
-        .map(|s| s.chars().take(200).collect())
+        .map(|s| crate::secrets::redact(s).chars().take(200).collect())
 }
 
 /// Says why a redirect was not followed.
