@@ -354,3 +354,19 @@ async fn a_key_in_a_cut_redirect_location_leaves_no_part_of_it() {
         "part of the key shown: {all}"
     );
 }
+
+#[tokio::test]
+async fn max_tool_calls_per_child_zero_is_refused_naming_file_and_key() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    h.write(
+        ".cadre/config.toml",
+        "[subagents]\nmax_tool_calls_per_child = 0\n",
+    );
+    let out = h.cadre(&["agents", "list"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("config.toml") && err.contains("subagents.max_tool_calls_per_child"),
+        "{err}"
+    );
+}

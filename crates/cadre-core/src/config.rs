@@ -273,6 +273,13 @@ impl ConfigFile {
             1,
             any,
         )?;
+        int(
+            path,
+            "subagents.max_tool_calls_per_child",
+            s.max_tool_calls_per_child,
+            1,
+            any,
+        )?;
         if let Some(secs) = s.auto_background_after_s
             && !(secs.is_finite() && (0.0..=MAX_AUTO_BACKGROUND_S).contains(&secs))
         {
