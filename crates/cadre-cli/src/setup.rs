@@ -125,10 +125,9 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         .or_else(|| env_nonempty("CADRE_BASE_URL"))
         .or_else(|| file.base_url.clone())
         .unwrap_or_else(|| provider.default_base_url().to_string());
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        bail!(UsageError(format!(
-            "base URL '{base_url}' must start with http:// or https://"
-        )));
+    // Checked by the same parser the client uses (schemes are case-insensitive).
+    if let Err(e) = cadre_core::model::parse_base_url(&base_url) {
+        bail!(UsageError(format!("bad base URL: {e}")));
     }
     let model_name = args
         .model

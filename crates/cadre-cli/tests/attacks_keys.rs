@@ -370,3 +370,34 @@ async fn max_tool_calls_per_child_zero_is_refused_naming_file_and_key() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn an_upper_case_scheme_in_the_base_url_is_accepted() {
+    let script = "rules:\n  - name: hi\n    replies:\n      - text: \"hello back\"\n";
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let url = h.mock.url().replacen("http://", "HTTP://", 1);
+    let out = h
+        .cadre_env(&["exec", "hello"], &[("CADRE_BASE_URL", &url)])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("hello back"), "{}", stdout(&out));
+}
+
+#[tokio::test]
+async fn a_base_url_flag_with_userinfo_is_a_usage_error() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    let out = h
+        .cadre(&[
+            "exec",
+            "--base-url",
+            "http://127.0.0.1:9@192.0.2.2/",
+            "hello",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("user name or password"),
+        "{}",
+        stderr(&out)
+    );
+}
