@@ -401,3 +401,30 @@ async fn a_base_url_flag_with_userinfo_is_a_usage_error() {
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn an_event_stream_content_type_in_other_case_is_read_as_sse() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    let body = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"x\",\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"case-insensitive\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    let url = answering_server(format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: Text/Event-Stream; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ))
+    .await;
+    let out = h
+        .cadre_env(&["exec", "hello"], &[("CADRE_BASE_URL", &url)])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("case-insensitive"),
+        "{}",
+        stdout(&out)
+    );
+}

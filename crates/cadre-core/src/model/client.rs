@@ -380,7 +380,8 @@ impl ModelClient {
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+            // Media types are case-insensitive.
+            .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"));
         if !is_sse {
             // Some servers ignore `stream: true`; accept a whole JSON reply.
             let bytes = match read_body(resp, idle, MAX_EVENT_BYTES).await {
