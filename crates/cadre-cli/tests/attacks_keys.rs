@@ -428,3 +428,42 @@ async fn an_event_stream_content_type_in_other_case_is_read_as_sse() {
         stdout(&out)
     );
 }
+
+/// Every byte of every file under `dir`, lossily as text.
+fn all_files_text(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let ft = e.file_type().unwrap();
+        if ft.is_dir() {
+            out.push_str(&all_files_text(&p));
+        } else if ft.is_file() {
+            out.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_server_echoing_the_key_in_its_reply_does_not_put_it_in_the_logs() {
+    let script = format!(
+        "rules:\n  - name: echo\n    replies:\n      - text: \"your key is {ANTHROPIC_KEY} ok\"\n"
+    );
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    let out = h
+        .cadre_env(
+            &["exec", "--json", "hello"],
+            &[("ANTHROPIC_API_KEY", ANTHROPIC_KEY)],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let files = all_files_text(&h.data_dir());
+    assert!(files.contains("your key is"), "no session log written");
+    assert!(
+        !files.contains(ANTHROPIC_KEY),
+        "the key is in the data directory"
+    );
+}

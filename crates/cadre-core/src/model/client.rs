@@ -168,6 +168,20 @@ impl ModelClient {
         }
     }
 
+    /// A reply quoting the key (a server echoing the request's headers) has
+    /// it replaced, so it reaches no log and no later request.
+    fn redact_reply(&self, mut resp: ModelResponse) -> ModelResponse {
+        if let Ok(json) = serde_json::to_string(&resp.message) {
+            let clean = self.redact(&json);
+            if clean != json
+                && let Ok(message) = serde_json::from_str(&clean)
+            {
+                resp.message = message;
+            }
+        }
+        resp
+    }
+
     fn redact_error(&self, e: ModelError) -> ModelError {
         match e {
             ModelError::Connect { url, detail } => ModelError::Connect {
@@ -254,7 +268,7 @@ impl ModelClient {
                 _ = cancel.cancelled() => return Err(ModelError::Cancelled),
             };
             let retry = match result {
-                Ok(Attempt::Done(resp)) => return Ok(resp),
+                Ok(Attempt::Done(resp)) => return Ok(self.redact_reply(resp)),
                 Ok(Attempt::Retry(r)) => r,
                 Err(e) => return Err(self.redact_error(e)),
             };
