@@ -95,6 +95,8 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         || env_nonempty("CADRE_BASE_URL").is_some()
         || file.base_url.is_some();
     let file_provider = if settings.project_provider_unbound
+        && args.provider.is_none()
+        && env_nonempty("CADRE_PROVIDER").is_none()
         && user_chose_server
         && file.provider != settings.user_provider
     {
