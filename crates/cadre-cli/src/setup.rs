@@ -87,7 +87,28 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     warnings.extend(read_project_instructions(&cwd).1);
     let file = &settings.file;
 
-    let provider_name = env_nonempty("CADRE_PROVIDER").or_else(|| file.provider.clone());
+    // A project file may not pick the provider, and so the key, for a server
+    // the user chose (their base URL may serve the other provider, and would
+    // then receive a key that is not theirs); with the provider's own
+    // endpoint, or a loopback one of the project's, it may.
+    let user_chose_server = args.base_url.is_some()
+        || env_nonempty("CADRE_BASE_URL").is_some()
+        || file.base_url.is_some();
+    let file_provider = if settings.project_provider_unbound
+        && args.provider.is_none()
+        && env_nonempty("CADRE_PROVIDER").is_none()
+        && user_chose_server
+        && file.provider != settings.user_provider
+    {
+        warnings.push(format!(
+            "{}: provider ignored: a project file may only choose the provider together with a loopback base_url of its own (set the provider in your user config, CADRE_PROVIDER or --provider)",
+            cwd.join(".cadre").join("config.toml").display()
+        ));
+        settings.user_provider.clone()
+    } else {
+        file.provider.clone()
+    };
+    let provider_name = env_nonempty("CADRE_PROVIDER").or(file_provider);
     let provider: Provider = match (args.provider, provider_name) {
         (Some(p), _) => p,
         (None, Some(p)) => p.parse().map_err(|e: String| UsageError(e))?,
@@ -106,10 +127,9 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         .or_else(|| env_nonempty("CADRE_BASE_URL"))
         .or_else(|| file.base_url.clone())
         .unwrap_or_else(|| provider.default_base_url().to_string());
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        bail!(UsageError(format!(
-            "base URL '{base_url}' must start with http:// or https://"
-        )));
+    // Checked by the same parser the client uses (schemes are case-insensitive).
+    if let Err(e) = cadre_core::model::parse_base_url(&base_url) {
+        bail!(UsageError(format!("bad base URL: {e}")));
     }
     let model_name = args
         .model

@@ -273,6 +273,13 @@ impl ConfigFile {
             1,
             any,
         )?;
+        int(
+            path,
+            "subagents.max_tool_calls_per_child",
+            s.max_tool_calls_per_child,
+            1,
+            any,
+        )?;
         if let Some(secs) = s.auto_background_after_s
             && !(secs.is_finite() && (0.0..=MAX_AUTO_BACKGROUND_S).contains(&secs))
         {
@@ -330,6 +337,11 @@ pub struct Settings {
     pub project_permissions: PermissionsFile,
     /// Things the user should know (ignored project keys and such).
     pub warnings: Vec<String>,
+    /// The project file set `provider` without a loopback `base_url` of its
+    /// own: with a server the user chose, that would pick which key goes there.
+    pub project_provider_unbound: bool,
+    /// `provider` as the user file set it (before the project's).
+    pub user_provider: Option<String>,
 }
 
 impl Settings {
@@ -372,12 +384,17 @@ impl Settings {
                 }
             }
         }
+        let project_provider_unbound =
+            project_file.provider.is_some() && project_file.base_url.is_none();
+        let user_provider = file.provider.clone();
         file.merge(project_file);
         Ok(Settings {
             file,
             user_permissions,
             project_permissions,
             warnings,
+            project_provider_unbound,
+            user_provider,
         })
     }
 

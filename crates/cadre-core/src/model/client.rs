@@ -168,6 +168,20 @@ impl ModelClient {
         }
     }
 
+    /// A reply quoting the key (a server echoing the request's headers) has
+    /// it replaced, so it reaches no log and no later request.
+    fn redact_reply(&self, mut resp: ModelResponse) -> ModelResponse {
+        if let Ok(json) = serde_json::to_string(&resp.message) {
+            let clean = self.redact(&json);
+            if clean != json
+                && let Ok(message) = serde_json::from_str(&clean)
+            {
+                resp.message = message;
+            }
+        }
+        resp
+    }
+
     fn redact_error(&self, e: ModelError) -> ModelError {
         match e {
             ModelError::Connect { url, detail } => ModelError::Connect {
@@ -254,7 +268,7 @@ impl ModelClient {
                 _ = cancel.cancelled() => return Err(ModelError::Cancelled),
             };
             let retry = match result {
-                Ok(Attempt::Done(resp)) => return Ok(resp),
+                Ok(Attempt::Done(resp)) => return Ok(self.redact_reply(resp)),
                 Ok(Attempt::Retry(r)) => r,
                 Err(e) => return Err(self.redact_error(e)),
             };
@@ -305,7 +319,7 @@ impl ModelClient {
         let idle = self.config.stream_idle_timeout;
         let stalled = |when: &str| {
             format!(
-                "the model server sent nothing for {} s {when} (stream_idle_timeout_s)",
+                "the model server sent no reply data for {} s {when} (stream_idle_timeout_s)",
                 idle.as_secs_f64()
             )
         };
@@ -357,6 +371,8 @@ impl ModelClient {
                 }
                 Err(_) => String::new(),
             };
+            // Redacted before any cut, which could leave part of a key behind.
+            let text = self.redact(&text);
             let message = match self.config.provider {
                 Provider::Anthropic => anthropic::error_message(&text),
                 Provider::OpenAI => openai::error_message(&text),
@@ -378,7 +394,8 @@ impl ModelClient {
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+            // Media types are case-insensitive.
+            .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"));
         if !is_sse {
             // Some servers ignore `stream: true`; accept a whole JSON reply.
             let bytes = match read_body(resp, idle, MAX_EVENT_BYTES).await {
@@ -430,8 +447,12 @@ impl ModelClient {
         let mut parser = SseParser::default();
         let mut events = Vec::new();
         let mut chunks = resp.bytes_stream();
+        // The idle clock restarts on an event with data, not on any byte: a
+        // server trickling comments, blank lines or one endless event keeps
+        // the connection busy without ever progressing.
+        let mut deadline = tokio::time::Instant::now() + idle;
         loop {
-            let chunk = match tokio::time::timeout(idle, chunks.next()).await {
+            let chunk = match tokio::time::timeout_at(deadline, chunks.next()).await {
                 Err(_) => return failed(stalled("in the middle of the reply")),
                 Ok(None) => break,
                 Ok(Some(Ok(c))) => c,
@@ -445,9 +466,12 @@ impl ModelClient {
             parser
                 .push(&chunk, &mut events)
                 .map_err(|e| ModelError::Protocol(e.to_string()))?;
+            if events.iter().any(|ev| !ev.data.is_empty()) {
+                deadline = tokio::time::Instant::now() + idle;
+            }
             for ev in events.drain(..) {
                 let result = if ev.event == "error" {
-                    Err(stream_error(&ev.data))
+                    Err(stream_error(&self.redact(&ev.data)))
                 } else if ev.data.is_empty() {
                     Ok(())
                 } else {
@@ -483,7 +507,8 @@ enum BodyError {
     TooLarge(Vec<u8>),
 }
 
-/// Reads a whole body, giving up when it stalls or grows past `limit`.
+/// Reads a whole body, giving up when it grows past `limit` or is not
+/// complete within `idle` (a body trickled a byte at a time never is).
 async fn read_body(
     resp: reqwest::Response,
     idle: Duration,
@@ -491,8 +516,9 @@ async fn read_body(
 ) -> Result<Vec<u8>, BodyError> {
     let mut out = Vec::new();
     let mut chunks = resp.bytes_stream();
+    let deadline = tokio::time::Instant::now() + idle;
     loop {
-        match tokio::time::timeout(idle, chunks.next()).await {
+        match tokio::time::timeout_at(deadline, chunks.next()).await {
             Err(_) => return Err(BodyError::Stalled),
             Ok(None) => return Ok(out),
             Ok(Some(Err(e))) => return Err(BodyError::Broken(error_chain(&e))),
@@ -544,7 +570,7 @@ fn location(headers: &HeaderMap) -> Option<String> {
     headers
         .get("location")
         .and_then(|v| v.to_str().ok())
-        .map(|s| s.chars().take(200).collect())
+        .map(|s| crate::secrets::redact(s).chars().take(200).collect())
 }
 
 /// Says why a redirect was not followed.
