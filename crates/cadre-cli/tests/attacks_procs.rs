@@ -54,3 +54,61 @@ async fn a_session_in_use_cannot_be_removed() {
     assert!(!log.exists());
     assert!(!lock.exists());
 }
+
+const ONE_BACKGROUND_TASK: &str = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo finished-output", run_in_background: true, description: "quick job" } }
+      - text: "started"
+      - text: "noted"
+      - text: "resumed answer"
+"#;
+
+/// A notice is written to the session log before its task is marked
+/// announced, so a crash between the two cannot lose it; the state such a
+/// crash leaves (notice in the log, row not yet marked) must not announce the
+/// task a second time after `--resume`.
+#[tokio::test]
+async fn a_notice_in_the_log_is_not_announced_again_when_its_row_was_not_marked() {
+    let h = Harness::new(ONE_BACKGROUND_TASK, Wire::Anthropic).await;
+    let out = h
+        .cadre(&[
+            "exec",
+            "--json",
+            "--permission-mode",
+            "bypassPermissions",
+            "go",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    let id = evs[0]["session_id"].as_str().unwrap().to_string();
+    let notified: Vec<_> = evs
+        .iter()
+        .filter(|e| e["type"] == "tasks_notified")
+        .collect();
+    assert_eq!(notified.len(), 1, "{evs:?}");
+    let task = notified[0]["task_ids"][0].as_str().unwrap().to_string();
+
+    // What a SIGKILL between the log write and the mark leaves behind.
+    let db = rusqlite::Connection::open(h.data_dir().join("tasks.db")).unwrap();
+    db.execute("UPDATE tasks SET notified = 0 WHERE id = ?1", [&task])
+        .unwrap();
+    drop(db);
+
+    let out = h.cadre(&["exec", "--json", "--resume", &id, "again"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    assert!(
+        !evs.iter().any(|e| e["type"] == "tasks_notified"),
+        "announced twice: {evs:?}"
+    );
+    let last = common::last_body(&h).to_string();
+    assert_eq!(
+        last.matches(&format!("<task id=\\\"{task}\\\"")).count(),
+        1,
+        "{last}"
+    );
+}
