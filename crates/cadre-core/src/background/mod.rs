@@ -388,11 +388,11 @@ impl BackgroundWork {
             },
             Err(_) => Vec::new(),
         };
-        if !items.is_empty() {
-            if let Ok(mut inner) = self.inner.lock() {
-                for f in items.iter().filter(|f| f.report.len() > NOTICE_REPORT_MAX) {
-                    inner.unread.insert((owner.to_string(), f.task_id.clone()));
-                }
+        if !items.is_empty()
+            && let Ok(mut inner) = self.inner.lock()
+        {
+            for f in items.iter().filter(|f| f.report.len() > NOTICE_REPORT_MAX) {
+                inner.unread.insert((owner.to_string(), f.task_id.clone()));
             }
         }
         items
