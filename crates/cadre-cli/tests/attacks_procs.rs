@@ -112,3 +112,61 @@ async fn a_notice_in_the_log_is_not_announced_again_when_its_row_was_not_marked(
         "{last}"
     );
 }
+
+/// A child whose log has no readable record left is not "resumed" with an
+/// empty history (a fresh agent passed off as the old one, its earlier work
+/// gone): SendMessage says the log cannot be read.
+#[tokio::test]
+async fn send_message_to_a_child_whose_log_is_unreadable_is_an_error() {
+    let script = r#"
+rules:
+  - name: child
+    when: { system: "You are HELPER" }
+    replies:
+      - text: "FIRST-ANSWER from the scout"
+      - text: "SECOND-ANSWER from nowhere"
+  - name: parent
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "scouting", prompt: "scout-task", subagent_type: "helper", name: "scout" } }
+      - text: "scout said FIRST-ANSWER"
+      - tool_calls:
+          - { name: SendMessage, input: { to: "scout", message: "FOLLOW-UP question" } }
+      - text: "done"
+      - text: "done again"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".cadre/agents/helper.md",
+        "---\nname: helper\ndescription: Answers.\ntools: Read\n---\nYou are HELPER.\n",
+    );
+    let out = h.cadre(&["exec", "--json", "first run"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = events(&out)[0]["session_id"].as_str().unwrap().to_string();
+    let agents = h.data_dir().join("sessions").join(format!("{id}.agents"));
+    let mut logs = 0;
+    for e in std::fs::read_dir(&agents).unwrap().flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        let torn: String = text.lines().map(|l| format!("#{l}\n")).collect();
+        std::fs::write(e.path(), torn).unwrap();
+        logs += 1;
+    }
+    assert_eq!(logs, 1);
+
+    let out = h
+        .cadre(&["exec", "--json", "--resume", &id, "ask again"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    assert_eq!(
+        common::rule_records(&records, "child").len(),
+        1,
+        "the child ran again with no history"
+    );
+    let parent = common::rule_records(&records, "parent");
+    let results = common::tool_results(&parent[3].body);
+    let (sent, is_error) = results.last().unwrap();
+    assert!(*is_error, "{sent}");
+    assert!(sent.contains("cannot resume"), "{sent}");
+}
