@@ -170,3 +170,54 @@ rules:
     assert!(*is_error, "{sent}");
     assert!(sent.contains("cannot resume"), "{sent}");
 }
+
+/// A terminal that closes sends SIGHUP more than once (the kernel to the
+/// foreground group, the shell again to its jobs): a repeated hangup is not
+/// the impatient second Ctrl+C that leaves at once, so the run still winds
+/// down like the first signal asked: tasks `cancelled`, their ends on stdout.
+#[tokio::test]
+async fn a_repeated_sighup_still_winds_the_run_down() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "trap '' TERM; echo $$ > bg.pid; sleep 300", run_in_background: true, description: "stubborn shell" } }
+      - text: "waiting"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let mut run = h.spawn_json(&["exec", "--json", "--permission-mode", "acceptEdits", "go"]);
+    run.wait_for("turn_ended", 1).await;
+    let bg = {
+        let path = h.path("bg.pid");
+        let mut pid = None;
+        for _ in 0..400 {
+            if let Some(p) = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+            {
+                pid = Some(p);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        pid.expect("bg.pid written")
+    };
+    run.signal(libc::SIGHUP);
+    // The shell ignores SIGTERM, so winding down takes the kill grace period.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    run.signal(libc::SIGHUP);
+    let (status, evs) = run.finish().await;
+    // SAFETY: ending the process group this test's run started.
+    unsafe { libc::kill(-bg, libc::SIGKILL) };
+    assert_eq!(status.code(), Some(129), "{status:?}");
+    let ended: Vec<_> = evs.iter().filter(|e| e["type"] == "task_ended").collect();
+    assert_eq!(ended.len(), 1, "{evs:?}");
+    assert_eq!(ended[0]["status"], "cancelled");
+    let rows = common::tasks(&h);
+    assert_eq!(
+        rows[0].status,
+        cadre_core::tasks::TaskStatus::Cancelled,
+        "{rows:?}"
+    );
+}
