@@ -221,3 +221,47 @@ rules:
         "{rows:?}"
     );
 }
+
+/// A cadre killed by SIGKILL whose parent has not reaped it yet (a
+/// supervisor that waits late, a container whose PID 1 never reaps) is a
+/// zombie: its pid and start time still read back from `/proc`, but it runs
+/// nothing. Its rows are `lost`, not `running` forever.
+#[tokio::test]
+async fn rows_of_a_killed_cadre_not_yet_reaped_are_lost() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "sleep 300", run_in_background: true, description: "long" } }
+      - text: "waiting"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let mut run = h.spawn_json(&["exec", "--json", "--permission-mode", "acceptEdits", "go"]);
+    run.wait_for("turn_ended", 1).await;
+    let pid = run.pid();
+    // Killed, and deliberately not waited for yet: it stays a zombie.
+    run.signal(libc::SIGKILL);
+    let state = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim().to_string()))
+            .and_then(|r| r.split_whitespace().next().map(str::to_string))
+    };
+    for _ in 0..400 {
+        if state().as_deref() == Some("Z") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(state().as_deref(), Some("Z"));
+    let out = h.cadre(&["tasks"]).await;
+    let rows = common::tasks(&h);
+    run.kill().await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        rows[0].status,
+        cadre_core::tasks::TaskStatus::Lost,
+        "{rows:?}"
+    );
+}
