@@ -110,6 +110,7 @@ pub async fn run(
         }
     };
     // After a resume, tasks that ended unannounced are announced now, once.
+    work.note_logged_notices(&session.messages);
     work.requeue_unannounced("main");
     crate::signals::watch_external_stops(&work);
     let mut agent = match runtime.main_agent(

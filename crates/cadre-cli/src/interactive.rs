@@ -84,6 +84,7 @@ pub async fn run(
     let mut human = HumanRenderer::for_interactive();
     let mut throttle = NoticeThrottle::default();
     let work = runtime.background(&session.id, &sink)?;
+    work.note_logged_notices(&session.messages);
     work.requeue_unannounced("main");
     crate::signals::watch_external_stops(&work);
     let mut agent = runtime.main_agent(

@@ -66,8 +66,8 @@ impl StopSignal {
 }
 
 /// Calls `on_stop` on the first SIGTERM or SIGHUP (and SIGINT when
-/// `interrupt`), which the returned handle remembers; a second one leaves at
-/// once with the first one's status.
+/// `interrupt`), which the returned handle remembers; a second SIGINT or
+/// SIGTERM leaves at once with the first one's status.
 pub fn on_stop_signals(interrupt: bool, on_stop: impl Fn(u8) + Send + 'static) -> StopSignal {
     let stop = StopSignal::default();
     let kinds = [
@@ -101,7 +101,9 @@ pub fn on_stop_signals(interrupt: bool, on_stop: impl Fn(u8) + Send + 'static) -
             if earlier == 0 {
                 first.0.store(code, Ordering::SeqCst);
                 on_stop(code);
-            } else {
+            } else if code != 129 {
+                // A repeated SIGHUP is a closing terminal (the kernel, then
+                // the shell, hang up its jobs), not a second Ctrl+C.
                 std::process::exit(i32::from(earlier));
             }
         }

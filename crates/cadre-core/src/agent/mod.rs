@@ -261,7 +261,7 @@ impl Agent {
                 self.push_user_text(text);
             }
         }
-        let items = work.take_finished(&self.id);
+        let items = work.take_unmarked(&self.id);
         if items.is_empty() {
             return Ok(());
         }
@@ -271,6 +271,9 @@ impl Agent {
             task_ids: items.iter().map(|f| f.task_id.clone()).collect(),
         });
         self.write_log(RecordBody::User { text: text.clone() })?;
+        // Only once the notice is logged: a crash before this re-announces
+        // after a resume instead of losing the notice.
+        work.mark_announced(&items.iter().map(|f| f.task_id.clone()).collect::<Vec<_>>());
         self.push_user_text(text);
         Ok(())
     }

@@ -343,6 +343,41 @@ impl BackgroundWork {
     /// Takes up to `NOTICE_MAX_TASKS` finished tasks of `owner` and records
     /// them as announced, so none is announced twice.
     pub fn take_finished(&self, owner: &str) -> Vec<Finished> {
+        let items = self.take_unmarked(owner);
+        let ids: Vec<String> = items.iter().map(|f| f.task_id.clone()).collect();
+        self.mark_announced(&ids);
+        items
+    }
+
+    /// Records tasks as announced once their notice is in the session log
+    /// (marking them before would lose the notice to a crash in between).
+    pub fn mark_announced(&self, ids: &[String]) {
+        if !ids.is_empty() {
+            let _ = self.table.mark_notified(ids);
+        }
+    }
+
+    /// After a resume: marks as announced the tasks whose notice the
+    /// restored conversation already holds (a crash came after the log write
+    /// but before the mark), so they are not announced again.
+    pub fn note_logged_notices(&self, messages: &[crate::model::Message]) {
+        let ids: Vec<String> = messages
+            .iter()
+            .filter(|m| m.role == crate::model::Role::User)
+            .flat_map(|m| m.content.iter())
+            .filter_map(|b| match b {
+                crate::model::ContentBlock::Text { text } => Some(text),
+                _ => None,
+            })
+            .filter(|t| t.contains("<task-notification>"))
+            .flat_map(|t| notice::announced_ids(t))
+            .collect();
+        self.mark_announced(&ids);
+    }
+
+    /// Takes up to `NOTICE_MAX_TASKS` finished tasks of `owner` without
+    /// marking them announced; call [`Self::mark_announced`] once delivered.
+    pub fn take_unmarked(&self, owner: &str) -> Vec<Finished> {
         let items: Vec<Finished> = match self.inner.lock() {
             Ok(mut inner) => match inner.finished.get_mut(owner) {
                 Some(list) => {
@@ -353,13 +388,11 @@ impl BackgroundWork {
             },
             Err(_) => Vec::new(),
         };
-        if !items.is_empty() {
-            let ids: Vec<String> = items.iter().map(|f| f.task_id.clone()).collect();
-            let _ = self.table.mark_notified(&ids);
-            if let Ok(mut inner) = self.inner.lock() {
-                for f in items.iter().filter(|f| f.report.len() > NOTICE_REPORT_MAX) {
-                    inner.unread.insert((owner.to_string(), f.task_id.clone()));
-                }
+        if !items.is_empty()
+            && let Ok(mut inner) = self.inner.lock()
+        {
+            for f in items.iter().filter(|f| f.report.len() > NOTICE_REPORT_MAX) {
+                inner.unread.insert((owner.to_string(), f.task_id.clone()));
             }
         }
         items

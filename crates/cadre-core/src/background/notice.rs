@@ -36,6 +36,15 @@ pub fn notification_text(items: &[Finished]) -> String {
     s
 }
 
+/// The task ids a notice built by [`notification_text`] announces: the ids
+/// of its `<task id="...">` lines.
+pub fn announced_ids(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("<task id=\""))
+        .filter_map(|rest| rest.split_once('"').map(|(id, _)| id.to_string()))
+        .collect()
+}
+
 /// Notice-started turns allowed per window: a burst of completions is batched
 /// instead of waking the model for each one.
 pub const NOTICE_TURNS_PER_WINDOW: usize = 3;

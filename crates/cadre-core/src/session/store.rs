@@ -122,6 +122,14 @@ pub fn list_sessions(home: &Path) -> Vec<SessionSummary> {
 /// Deletes session `id`'s log and its `.agents/` folder; returns how many child logs went with it.
 pub fn remove_session(home: &Path, id: &str) -> Result<usize, SessionError> {
     let path = session_path(home, id)?;
+    // A run using the session still writes its (then unlinked) log, and with the
+    // lock file gone another process could take the session too: refuse.
+    let locks = super::locks_dir(home);
+    let _held = if locks.is_dir() {
+        Some(super::SessionLock::acquire(&locks, id)?)
+    } else {
+        None
+    };
     let agents = sessions_dir(home).join(format!("{id}.agents"));
     let mut children = 0;
     if agents.is_dir() {

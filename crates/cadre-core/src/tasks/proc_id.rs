@@ -86,7 +86,15 @@ impl ProcessId {
             return false;
         }
         match self.start {
-            Some(start) if have_procfs() => start_time(self.pid) == Some(start),
+            // A zombie (killed, not yet reaped by its parent) keeps its pid
+            // and start time but runs nothing.
+            Some(start) if have_procfs() => match stat_fields(self.pid) {
+                Some(f) => {
+                    f.first().is_some_and(|s| s != "Z" && s != "X")
+                        && f.get(19).and_then(|t| t.parse().ok()) == Some(start)
+                }
+                None => false,
+            },
             _ => super::process_alive(self.pid),
         }
     }

@@ -140,6 +140,12 @@ impl SubagentRuntime {
             Ok(l) => l,
             Err(e) => return ToolOutput::error(format!("cannot resume {agent_id}: {e}")),
         };
+        // Nothing readable: resuming would pass a fresh agent off as the old one.
+        if loaded.records.is_empty() {
+            return ToolOutput::error(format!(
+                "cannot resume {agent_id}: its log holds no readable record"
+            ));
+        }
         let rebuilt = crate::session::rebuild(&loaded.records);
         let log = match SessionLog::reopen(&path) {
             Ok(l) => Arc::new(l),
