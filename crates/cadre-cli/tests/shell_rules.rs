@@ -41,6 +41,13 @@ const WRAPPED: &[&str] = &[
     "command -p CMD",
     ">/dev/null CMD",
     "2>&1 CMD",
+    // `coproc NAME` before a compound command: NAME is no command.
+    "coproc x { CMD; }",
+    "coproc x while CMD; do break; done",
+    // An expansion in the command name may be empty or the command itself.
+    "$x CMD",
+    "\"$@\" CMD",
+    "${x:-CMD}",
 ];
 
 /// A mock script whose one reply makes every call in `commands`, in the

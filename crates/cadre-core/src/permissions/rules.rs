@@ -603,7 +603,7 @@ fn deny_match(
 /// Whether the rule's words occur in order, anywhere, in a loose reading of
 /// `text` (tokens split at every shell operator, quote and path separator).
 fn loose_match(text: &str, words: &[String]) -> bool {
-    let [wanted, _] = loose_tokens(&words.join(" "));
+    let [wanted, ..] = loose_tokens(&words.join(" "));
     if wanted.is_empty() {
         return false;
     }

@@ -27,8 +27,8 @@ pub(super) struct ShellParse {
     /// Unterminated quote or substitution, or a redirection without a target.
     pub malformed: bool,
     /// The lexer may not read this the way bash does (arithmetic, odd
-    /// here-document delimiters, continuations in here-documents, brace or
-    /// glob expansion in a command name, ...): no prefix or exact rule allows
+    /// here-document delimiters, continuations in here-documents, brace, glob
+    /// or `$` expansion in a command name, ...): no prefix or exact rule allows
     /// it, and deny rules also look at its loose reading.
     pub unsure: bool,
 }
@@ -56,9 +56,10 @@ fn loose_separator(c: char) -> bool {
 }
 
 /// Loose readings of a command text for deny rules: its tokens with quotes
-/// and backslashes kept as separators, and with them removed (so `r\m` and
-/// `"r"m` read `rm`).
-pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 2] {
+/// and backslashes kept as separators, with them removed (so `r\m` and
+/// `"r"m` read `rm`), and also with `${name:-` openers and `}` removed (so
+/// `${x:-r}m` reads `rm`).
+pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 3] {
     let split = |s: &str| -> Vec<String> {
         s.split(loose_separator)
             .filter(|t| !t.is_empty())
@@ -70,7 +71,50 @@ pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 2] {
         .chars()
         .filter(|c| !matches!(c, '\'' | '"' | '\\'))
         .collect();
-    [split(src), split(&joined)]
+    let defaults = without_parameter_openers(&joined);
+    [split(src), split(&joined), split(&defaults)]
+}
+
+/// `text` without the `${name` (plus any `:-`, `=`, `+`, `?` operator) of each
+/// parameter expansion and without `}`: what a default value reads as.
+fn without_parameter_openers(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::new();
+    let mut k = 0;
+    while let Some(&c) = chars.get(k) {
+        if c == '}' {
+            k += 1;
+            continue;
+        }
+        if c != '$' || chars.get(k + 1) != Some(&'{') {
+            out.push(c);
+            k += 1;
+            continue;
+        }
+        k += 2;
+        if matches!(chars.get(k), Some('#' | '!')) {
+            k += 1;
+        }
+        while chars
+            .get(k)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '@' | '*'))
+        {
+            k += 1;
+        }
+        if chars.get(k) == Some(&'[') {
+            while chars.get(k).is_some_and(|&c| c != ']') {
+                k += 1;
+            }
+            k += 1;
+        }
+        if chars.get(k) == Some(&':') {
+            k += 1;
+        }
+        if matches!(chars.get(k), Some('-' | '=' | '+' | '?')) {
+            k += 1;
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -128,7 +172,8 @@ struct Lexer {
     word_dynamic: bool,
     /// The current word has an unquoted glob or brace character.
     word_globby: bool,
-    /// Per word of the current segment: whether it is globby.
+    /// Per word of the current segment: whether it may expand to other
+    /// words (globs, braces, `$` expansions).
     globby: Vec<bool>,
     /// Per word of the current segment: whether it is a redirection operator
     /// or target.
@@ -247,7 +292,8 @@ impl Lexer {
             self.nest.push(Nest::Case);
         }
         self.words.push(word);
-        self.globby.push(globby);
+        // `$x rm`, `${x:-rm}`: an expansion may be empty or any word.
+        self.globby.push(globby || dynamic);
         self.redir.push(target);
     }
 
@@ -273,8 +319,8 @@ impl Lexer {
         if self.words.is_empty() {
             return;
         }
-        // A command name that brace or glob expansion may turn into another
-        // command (`{rm,x}`, `/bin/r?`).
+        // A command name that brace, glob or `$` expansion may turn into
+        // another command, or none (`{rm,x}`, `/bin/r?`, `$x rm`).
         let mut command = None;
         let mut k = 0;
         while let Some(w) = self.words.get(k) {

@@ -193,6 +193,22 @@ fn deny_rules_see_through_wrappers() {
         "a=(x) < list rm victim",
         "echo $(cat <<EOF)\nEOF\nrm victim",
         "echo \"$(case a in a) echo;; esac)\" | $'\\x72m' victim",
+        // `coproc NAME` before a compound command: NAME is no command.
+        "coproc x { rm victim; }",
+        "coproc x while rm victim; do break; done",
+        "coproc x until ! rm victim; do break; done",
+        "coproc x ( rm victim )",
+        // An expansion in the command name may be empty or another command.
+        "$x rm victim",
+        "${x} rm victim",
+        "${x:+} rm victim",
+        "$@ rm victim",
+        "\"$@\" rm victim",
+        "$e$e rm victim",
+        "${x:-rm} victim",
+        "${x-r}m victim",
+        "x=rm; $x victim",
+        "r${x}m victim",
     ] {
         if eval(&deny_rm, command) != Some(RuleKind::Deny) {
             wrong.push(format!("not denied: {command:?}"));

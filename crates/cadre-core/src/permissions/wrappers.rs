@@ -333,6 +333,11 @@ impl Walker<'_> {
         if start > 0 && self.check(rest) {
             return true;
         }
+        // `coproc NAME { ...; }`: NAME names the coprocess, the compound
+        // command after it runs.
+        if words[..start].iter().any(|w| w == "coproc") && self.walk(&rest[1..]) {
+            return true;
+        }
         let name = basename(first);
         if ANY_SUFFIX.contains(&name) {
             return (1..rest.len()).any(|k| self.walk(&rest[k..]));
