@@ -48,6 +48,15 @@ const WRAPPED: &[&str] = &[
     "$x CMD",
     "\"$@\" CMD",
     "${x:-CMD}",
+    "`printf ''` CMD",
+    // `--` ends the options of `trap` and `eval`.
+    "trap -- 'CMD' EXIT",
+    "eval -- 'CMD'",
+    // Code a shell or an interpreter reads from stdin, a file or a string.
+    "echo CMD | sh",
+    "bash <<'EOF'\nCMD\nEOF",
+    ". <(echo CMD)",
+    "python3 -c 'import os; os.system(\"CMD\")'",
 ];
 
 /// A mock script whose one reply makes every call in `commands`, in the

@@ -461,6 +461,11 @@ impl Lexer {
                     self.dquote = resume_dquote;
                     // `$(...)#x` is one word: the `#` starts no comment.
                     self.glued = substitution;
+                    if substitution {
+                        // Its output is part of a word, maybe the command name.
+                        self.word_started = true;
+                        self.word_dynamic = true;
+                    }
                 }
             }
             '`' => self.backtick(),
@@ -741,6 +746,8 @@ impl Lexer {
             self.out.malformed = true;
         }
         self.glued = true;
+        self.word_started = true;
+        self.word_dynamic = true;
         let inner = parse_shell(&body);
         self.out.segments.extend(inner.segments);
         self.out.unsure |= inner.unsure;

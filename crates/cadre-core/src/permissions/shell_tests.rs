@@ -209,6 +209,31 @@ fn deny_rules_see_through_wrappers() {
         "${x-r}m victim",
         "x=rm; $x victim",
         "r${x}m victim",
+        // A substitution in the command name.
+        "\"$(printf rm)\" victim",
+        "`printf rm` victim",
+        // `--` ends the options of `trap` and `eval`.
+        "trap -- 'rm victim' EXIT",
+        "eval -- 'rm victim'",
+        // Code a shell or an interpreter reads from stdin, a file, a
+        // variable or an alias: its loose reading decides.
+        "echo rm victim | sh",
+        "echo rm victim | bash -s",
+        "bash <<'EOF'\nrm victim\nEOF",
+        "sh <<EOF\nrm victim\nEOF",
+        ". <(echo rm victim)",
+        "source /dev/stdin <<<'rm victim'",
+        "bash <(echo rm victim)",
+        "python3 -c 'import os; os.system(\"rm victim\")'",
+        "perl -e 'system(\"rm victim\")'",
+        "awk 'BEGIN { system(\"rm victim\") }'",
+        "printf '%s' 'rm victim' | xargs -0 sh -c",
+        "mapfile -C 'rm victim;:' -c 1 x <<<a",
+        "PROMPT_COMMAND='rm victim' bash -i </dev/null",
+        "BASH_ENV=<(echo 'rm victim') bash -c :",
+        "x='rm victim'; eval \"$x\"",
+        "shopt -s expand_aliases; alias e='rm victim'\ne",
+        "compgen -C 'rm victim' x",
     ] {
         if eval(&deny_rm, command) != Some(RuleKind::Deny) {
             wrong.push(format!("not denied: {command:?}"));
@@ -229,6 +254,7 @@ fn deny_rules_see_through_wrappers() {
         "ls rm",
         "git commit -m rm",
         "echo > rm",
+        "python3 rm.py",
     ] {
         assert_eq!(
             eval(&deny_rm, command),

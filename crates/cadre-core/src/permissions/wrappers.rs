@@ -219,6 +219,81 @@ pub(super) fn allow_view(segment: &[String]) -> Option<&[String]> {
     (stripped && !view.is_empty()).then_some(view)
 }
 
+/// `args` without a leading `--` (the end of a builtin's options).
+fn after_dashes(args: &[String]) -> &[String] {
+    match args.split_first() {
+        Some((first, rest)) if first == "--" => rest,
+        _ => args,
+    }
+}
+
+/// Commands that run code this matcher does not see in the command's words
+/// (from stdin, a file, a variable, an alias, or in another language).
+const CODE_RUNNERS: &[&str] = &[
+    "source",
+    "eval",
+    "alias",
+    "mapfile",
+    "readarray",
+    "compgen",
+    "complete",
+    "fc",
+    "perl",
+    "ruby",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "php",
+    "lua",
+    "luajit",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "tclsh",
+    "expect",
+    "pwsh",
+    "osascript",
+    "Rscript",
+    "julia",
+];
+
+/// Variables whose value bash runs as code (`PROMPT_COMMAND`, `BASH_ENV`,
+/// prompts, exported functions).
+const CODE_VARIABLES: &[&str] = &[
+    "PROMPT_COMMAND",
+    "BASH_ENV",
+    "ENV",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+];
+
+/// Whether a simple command runs code its words don't show (`echo rm x | sh`,
+/// `bash <<EOF`, `. <(...)`, `python3 -c ...`): for such commands deny
+/// rules also look at the loose reading of the whole text.
+pub(super) fn runs_unseen_code(segment: &[String]) -> bool {
+    let first = segment.iter().position(|w| !leads_command(w));
+    segment.iter().enumerate().any(|(k, word)| {
+        if word.starts_with("BASH_FUNC_") {
+            return true;
+        }
+        if is_assignment(word) {
+            let name = word.split(['=', '+']).next().unwrap_or_default();
+            return CODE_VARIABLES.contains(&name);
+        }
+        let name = basename(word);
+        SHELLS.contains(&name)
+            || CODE_RUNNERS.contains(&name)
+            || name.starts_with("python")
+            || (name == "." && Some(k) == first)
+    })
+}
+
 /// How many readings are tried through wrappers before falling back to
 /// trying every word as the start of the command.
 const BUDGET: usize = 1024;
@@ -356,8 +431,10 @@ impl Walker<'_> {
         match name {
             // `function f { rm x; }`: the body starts after the name.
             "function" => rest.get(2..).is_some_and(|body| self.walk(body)),
-            "eval" => (self.nested)(&rest[1..].join(" ")),
-            "trap" => rest.get(1).is_some_and(|s| (self.nested)(s)),
+            "eval" => (self.nested)(&after_dashes(&rest[1..]).join(" ")),
+            "trap" => after_dashes(&rest[1..])
+                .first()
+                .is_some_and(|s| (self.nested)(s)),
             "find" => self.find_exec(rest),
             // Any operand may be the string of `-c`.
             _ if SHELLS.contains(&name) => rest[1..]
