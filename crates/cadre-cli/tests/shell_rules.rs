@@ -74,6 +74,11 @@ fn script(commands: &[String], background: bool) -> String {
     format!("rules:\n  - name: calls\n    replies:\n      - tool_calls:\n{calls}{done}")
 }
 
+fn set_executable(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// The ways a run is started: default mode headless, dontAsk, and the same
 /// calls as background Bash.
 const RUNS: &[(&str, bool)] = &[("default", false), ("dontAsk", false), ("default", true)];
@@ -88,11 +93,15 @@ async fn an_echo_allow_rule_carries_no_other_command() {
             .collect();
         // Item 26: `>&` with a word that is not a descriptor writes a file.
         commands.push("echo X >&2024/../src/main.rs".into());
+        // A program in the project that only shares a wrapper's name.
+        commands.push("./timeout 5 echo hi".into());
         // A control: the rule does allow plain echo.
         commands.push("echo control-ran".into());
         let h = Harness::new(&script(&commands, background), Wire::Anthropic).await;
         std::fs::create_dir_all(h.path("2024")).unwrap();
         h.write("src/main.rs", "fn main() {}\n");
+        h.write("timeout", "#!/bin/sh\ntouch pwned-wrapper\n");
+        set_executable(&h.path("timeout"));
         let out = h
             .cadre(&[
                 "exec",
@@ -114,6 +123,10 @@ async fn an_echo_allow_rule_carries_no_other_command() {
         assert!(
             ran.is_empty(),
             "{mode} (background: {background}): these ran touch: {ran:#?}"
+        );
+        assert!(
+            !h.path("pwned-wrapper").exists(),
+            "{mode} (background: {background}): ./timeout ran"
         );
         assert_eq!(
             h.read("src/main.rs"),

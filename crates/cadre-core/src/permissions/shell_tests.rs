@@ -296,6 +296,10 @@ fn allow_rules_see_through_claude_code_wrappers_only_when_understood() {
         "sudo echo hi",
         "xargs echo",
         "timeout 5 rm x",
+        // Another program that only shares a wrapper's name.
+        "./timeout 5 echo hi",
+        "x/nice echo hi",
+        "/tmp/nohup echo hi",
     ] {
         if eval(&allow_echo, command).is_some() {
             wrong.push(format!("allowed: {command:?}"));

@@ -3,7 +3,8 @@
 //! through.
 //!
 //! Allow rules see through the wrappers Claude Code strips (`timeout`,
-//! `time`, `nice`, `nohup`, `stdbuf`) when every option is understood; deny
+//! `time`, `nice`, `nohup`, `stdbuf`) named without a directory, when every
+//! option is understood; deny
 //! and ask rules see through these and many more, and when an option is not
 //! understood they try every later word as the start of the command.
 
@@ -205,11 +206,11 @@ pub(super) fn allow_view(segment: &[String]) -> Option<&[String]> {
     let mut view = segment;
     let mut stripped = false;
     while let Some(first) = view.first() {
-        let name = basename(first);
-        if !ALLOW_WRAPPERS.contains(&name) {
+        // Only the bare name: `./timeout` is whatever program the path holds.
+        if !ALLOW_WRAPPERS.contains(&first.as_str()) {
             break;
         }
-        let spec = spec_for(name)?;
+        let spec = spec_for(first)?;
         match inner(spec, view) {
             Inner::At(i) => view = view.get(i..)?,
             Inner::Unknown => return None,
