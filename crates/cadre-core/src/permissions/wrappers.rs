@@ -4,9 +4,9 @@
 //!
 //! Allow rules see through the wrappers Claude Code strips (`timeout`,
 //! `time`, `nice`, `nohup`, `stdbuf`) named without a directory, when every
-//! option is understood; deny
-//! and ask rules see through these and many more, and when an option is not
-//! understood they try every later word as the start of the command.
+//! option is understood; deny and ask rules see through these and many more,
+//! and when an option is not understood they try every later word as the
+//! start of the command.
 
 use super::rules::is_assignment;
 use super::shell::SHELL_KEYWORDS;
