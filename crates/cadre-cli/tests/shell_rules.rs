@@ -57,6 +57,10 @@ const WRAPPED: &[&str] = &[
     "bash <<'EOF'\nCMD\nEOF",
     ". <(echo CMD)",
     "python3 -c 'import os; os.system(\"CMD\")'",
+    // An input redirection before a command name that expands (`VICTIM` is
+    // the file alone).
+    "< VICTIM {rm,VICTIM}",
+    "<<< x {rm,VICTIM}",
 ];
 
 /// A mock script whose one reply makes every call in `commands`, in the
@@ -93,6 +97,8 @@ async fn an_echo_allow_rule_carries_no_other_command() {
             .collect();
         // Item 26: `>&` with a word that is not a descriptor writes a file.
         commands.push("echo X >&2024/../src/main.rs".into());
+        // Bash opens a connection for an input from /dev/tcp.
+        commands.push("echo hi < /dev/tcp/127.0.0.1/9".into());
         // A program in the project that only shares a wrapper's name.
         commands.push("./timeout 5 echo hi".into());
         // A control: the rule does allow plain echo.
@@ -157,7 +163,10 @@ async fn a_deny_rule_sees_a_command_whatever_hides_it() {
         let mut commands: Vec<String> = shapes
             .iter()
             .enumerate()
-            .map(|(k, p)| p.replace("CMD", &format!("rm victim{k}")))
+            .map(|(k, p)| {
+                p.replace("CMD", &format!("rm victim{k}"))
+                    .replace("VICTIM", &format!("victim{k}"))
+            })
             .collect();
         // A control: `Bash` allows the rest.
         commands.push("touch control".into());

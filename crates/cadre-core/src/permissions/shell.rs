@@ -57,8 +57,8 @@ fn loose_separator(c: char) -> bool {
 
 /// Loose readings of a command text for deny rules: its tokens with quotes
 /// and backslashes kept as separators, with them removed (so `r\m` and
-/// `"r"m` read `rm`), and also with `${name:-` openers and `}` removed (so
-/// `${x:-r}m` reads `rm`).
+/// `"r"m` read `rm`), and also with `$'...'` decoded and `${name:-` openers
+/// and `}` removed (so `$'\x72m'` and `${x:-r}m` read `rm`).
 pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 3] {
     let split = |s: &str| -> Vec<String> {
         s.split(loose_separator)
@@ -71,8 +71,32 @@ pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 3] {
         .chars()
         .filter(|c| !matches!(c, '\'' | '"' | '\\'))
         .collect();
-    let defaults = without_parameter_openers(&joined);
+    let decoded: String = decode_ansi_c(&src.replace("\\\n", ""))
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect();
+    let defaults = without_parameter_openers(&decoded);
     [split(src), split(&joined), split(&defaults)]
+}
+
+/// `text` with every `$'...'` replaced by what it decodes to.
+fn decode_ansi_c(text: &str) -> String {
+    let mut lexer = Lexer {
+        chars: text.chars().collect(),
+        ..Lexer::default()
+    };
+    let mut out = String::new();
+    while let Some(&c) = lexer.chars.get(lexer.i) {
+        if c == '$' && lexer.chars.get(lexer.i + 1) == Some(&'\'') {
+            lexer.word.clear();
+            lexer.ansi_c_quote();
+            out.push_str(&lexer.word);
+        } else {
+            out.push(c);
+            lexer.i += 1;
+        }
+    }
+    out
 }
 
 /// `text` without the `${name` (plus any `:-`, `=`, `+`, `?` operator) of each
@@ -158,6 +182,10 @@ enum Pending {
     DupOut,
     /// The word after `<&`.
     DupIn,
+    /// The file of an input redirection (`<file`).
+    Input,
+    /// The word of a here-string (`<<<word`).
+    HereString,
 }
 
 #[derive(Debug, Default)]
@@ -286,7 +314,8 @@ impl Lexer {
             }
             // `>&file` opens the file for stdout and stderr, like `&>file`.
             Pending::DupOut => self.check_target(&word, dynamic),
-            Pending::DupIn => {}
+            Pending::DupIn | Pending::HereString => {}
+            Pending::Input => self.check_input(&word, dynamic),
         }
         if word == "case" && !target && self.command_position_words() {
             self.nest.push(Nest::Case);
@@ -295,6 +324,13 @@ impl Lexer {
         // `$x rm`, `${x:-rm}`: an expansion may be empty or any word.
         self.globby.push(globby || dynamic);
         self.redir.push(target);
+    }
+
+    /// Reading `/dev/tcp/host/port` makes bash open a connection.
+    fn check_input(&mut self, word: &str, dynamic: bool) {
+        if dynamic || word.starts_with("/dev/tcp/") || word.starts_with("/dev/udp/") {
+            self.out.opaque = true;
+        }
     }
 
     fn check_target(&mut self, word: &str, dynamic: bool) {
@@ -902,6 +938,7 @@ impl Lexer {
                     op.push('<');
                     self.bump(1);
                     self.push_operator(op);
+                    self.pending = Pending::HereString;
                 } else {
                     let strip_tabs = self.peek(0) == Some('-');
                     if strip_tabs {
@@ -925,7 +962,10 @@ impl Lexer {
                 self.push_operator(op);
                 self.pending = Pending::Output;
             }
-            _ => self.push_operator(op),
+            _ => {
+                self.push_operator(op);
+                self.pending = Pending::Input;
+            }
         }
     }
 

@@ -95,6 +95,9 @@ fn dup_redirection_to_a_word_that_is_not_a_descriptor_writes_a_file() {
 fn expansions_that_may_run_commands_match_no_allow_rule() {
     let allow_echo = rules(&[(RuleKind::Allow, "Bash(echo:*)")]);
     for command in [
+        // Bash opens a network connection for these names.
+        "echo < /dev/tcp/192.0.2.2/80",
+        "echo 0</dev/udp/192.0.2.2/53",
         "echo ${x@P}",
         "echo ${x:-$(touch p)}",
         "echo $((x))",
@@ -234,6 +237,13 @@ fn deny_rules_see_through_wrappers() {
         "x='rm victim'; eval \"$x\"",
         "shopt -s expand_aliases; alias e='rm victim'\ne",
         "compgen -C 'rm victim' x",
+        // An input redirection before a command name that expands.
+        "< f1 {rm,victim}",
+        "<<< x {rm,victim}",
+        "0< f1 {rm,victim}",
+        // Read by bash where the lexer is unsure: the loose reading decodes
+        // `$'...'`.
+        "echo $(cat <<EOF)\n$(cat a)\nEOF echo hi | a=$(touch a) $'\\x72m' victim",
     ] {
         if eval(&deny_rm, command) != Some(RuleKind::Deny) {
             wrong.push(format!("not denied: {command:?}"));
