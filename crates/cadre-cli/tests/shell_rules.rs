@@ -61,6 +61,11 @@ const WRAPPED: &[&str] = &[
     // the file alone).
     "< VICTIM {rm,VICTIM}",
     "<<< x {rm,VICTIM}",
+    // More commands that run the command after them.
+    "setpriv CMD",
+    "setarch x86_64 CMD",
+    "env -S'-i CMD'",
+    "git -c alias.x='!CMD' x",
 ];
 
 /// A mock script whose one reply makes every call in `commands`, in the

@@ -244,6 +244,22 @@ fn deny_rules_see_through_wrappers() {
         // Read by bash where the lexer is unsure: the loose reading decodes
         // `$'...'`.
         "echo $(cat <<EOF)\n$(cat a)\nEOF echo hi | a=$(touch a) $'\\x72m' victim",
+        // More commands that run the command after them.
+        "setpriv rm victim",
+        "setarch x86_64 rm victim",
+        "linux64 rm victim",
+        "fakeroot -- rm victim",
+        "dbus-run-session -- rm victim",
+        "ssh-agent rm victim",
+        "valgrind -q rm victim",
+        "start-stop-daemon --start --exec /bin/rm -- victim",
+        "capsh -- -c 'rm victim'",
+        "env -S'-i rm victim'",
+        // Git runs `!` aliases and command-valued settings through a shell.
+        "git -c alias.x='!rm victim' x",
+        "git -c core.sshCommand='rm victim' fetch",
+        "GIT_EDITOR='rm victim' git commit",
+        "env GIT_SSH_COMMAND='rm victim' git fetch",
     ] {
         if eval(&deny_rm, command) != Some(RuleKind::Deny) {
             wrong.push(format!("not denied: {command:?}"));

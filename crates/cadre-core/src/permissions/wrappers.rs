@@ -113,11 +113,36 @@ const ANY_SUFFIX: &[&str] = &[
     "sg",
     "prlimit",
     "systemd-run",
+    "setpriv",
+    "setarch",
+    "linux32",
+    "linux64",
+    "fakeroot",
+    "faketime",
+    "dbus-run-session",
+    "dbus-launch",
+    "ssh-agent",
+    "valgrind",
+    "start-stop-daemon",
+    "toybox",
+    "unbuffer",
+    "rlwrap",
+    "numactl",
+    "cpulimit",
+    "pkexec",
+    "bwrap",
+    "proxychains",
+    "proxychains4",
+    "torsocks",
+    "tini",
+    "dumb-init",
+    "xvfb-run",
+    "daemonize",
 ];
 
 /// Commands that run a string as shell code (`eval`, `sh -c`, `trap`).
 const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "su", "script",
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "su", "script", "capsh",
 ];
 
 /// Where a wrapper's command starts.
@@ -274,6 +299,10 @@ const CODE_VARIABLES: &[&str] = &[
     "BASHOPTS",
 ];
 
+/// Endings of variable names whose value programs run as a command
+/// (`GIT_EDITOR`, `GIT_SSH_COMMAND`, `PAGER`, `SUDO_ASKPASS`, ...).
+const CODE_VARIABLE_ENDINGS: &[&str] = &["EDITOR", "PAGER", "_COMMAND", "ASKPASS", "_SSH", "DIFF"];
+
 /// Whether a simple command runs code its words don't show (`echo rm x | sh`,
 /// `bash <<EOF`, `. <(...)`, `python3 -c ...`): for such commands deny
 /// rules also look at the loose reading of the whole text.
@@ -285,7 +314,8 @@ pub(super) fn runs_unseen_code(segment: &[String]) -> bool {
         }
         if is_assignment(word) {
             let name = word.split(['=', '+']).next().unwrap_or_default();
-            return CODE_VARIABLES.contains(&name);
+            return CODE_VARIABLES.contains(&name)
+                || CODE_VARIABLE_ENDINGS.iter().any(|e| name.ends_with(e));
         }
         let name = basename(word);
         SHELLS.contains(&name)
@@ -437,6 +467,7 @@ impl Walker<'_> {
                 .first()
                 .is_some_and(|s| (self.nested)(s)),
             "find" => self.find_exec(rest),
+            "git" => self.git_config(rest),
             // Any operand may be the string of `-c`.
             _ if SHELLS.contains(&name) => rest[1..]
                 .iter()
@@ -457,7 +488,22 @@ impl Walker<'_> {
                         .then(|| view.get(k + 1).map(String::as_str))
                         .flatten()
                 });
-            if split.is_some_and(|s| (self.nested)(s)) {
+            // The string may hold more options: read it as `env`'s words.
+            if split.is_some_and(|s| (self.nested)(&format!("env {s}"))) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `git -c alias.x='!cmd' x`, `git -c core.sshCommand=cmd fetch`: git
+    /// runs command-valued settings through a shell.
+    fn git_config(&mut self, view: &[String]) -> bool {
+        for pair in view.windows(2) {
+            if pair[0] == "-c"
+                && let Some((_, value)) = pair[1].split_once('=')
+                && (self.nested)(value.strip_prefix('!').unwrap_or(value))
+            {
                 return true;
             }
         }
