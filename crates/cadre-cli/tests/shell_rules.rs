@@ -66,6 +66,11 @@ const WRAPPED: &[&str] = &[
     "setarch x86_64 CMD",
     "env -S'-i CMD'",
     "git -c alias.x='!CMD' x",
+    // Arithmetic on a variable runs the substitutions in its value.
+    "x='a[$(CMD)]'; [[ $x -eq 0 ]]",
+    "x='a[$(CMD)]'; s=abc; echo ${s:x}",
+    // `hash -p` names a program.
+    "hash -p /bin/rm foo; foo VICTIM",
 ];
 
 /// A mock script whose one reply makes every call in `commands`, in the

@@ -260,6 +260,16 @@ fn deny_rules_see_through_wrappers() {
         "git -c core.sshCommand='rm victim' fetch",
         "GIT_EDITOR='rm victim' git commit",
         "env GIT_SSH_COMMAND='rm victim' git fetch",
+        // Arithmetic on a variable runs the substitutions in its value.
+        "x='a[$(rm victim)]'; [[ $x -eq 0 ]]",
+        "x='a[$(rm victim)]'; s=abc; echo ${s:x}",
+        "x='a[$(rm victim)]'; a=(1 2); echo ${a[x]}",
+        "x=$(printf 'a[\\x24(rm victim)]'); [[ x -eq 0 ]]",
+        "x=$(printf 'a[\\x24(rm victim)]'); declare -i y=x",
+        "x=$(printf 'a[\\x24(rm victim)]'); a[x]=1",
+        "read x <<<'a[$(rm victim)]'; let y=x",
+        // `hash -p` names a program.
+        "hash -p /bin/rm foo; foo victim",
     ] {
         if eval(&deny_rm, command) != Some(RuleKind::Deny) {
             wrong.push(format!("not denied: {command:?}"));

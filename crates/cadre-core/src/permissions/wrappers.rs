@@ -283,6 +283,9 @@ const CODE_RUNNERS: &[&str] = &[
     "osascript",
     "Rscript",
     "julia",
+    "hash",
+    "enable",
+    "let",
 ];
 
 /// Variables whose value bash runs as code (`PROMPT_COMMAND`, `BASH_ENV`,
@@ -303,12 +306,36 @@ const CODE_VARIABLES: &[&str] = &[
 /// (`GIT_EDITOR`, `GIT_SSH_COMMAND`, `PAGER`, `SUDO_ASKPASS`, ...).
 const CODE_VARIABLE_ENDINGS: &[&str] = &["EDITOR", "PAGER", "_COMMAND", "ASKPASS", "_SSH", "DIFF"];
 
+/// `[[ ... ]]` operators that evaluate their operands as arithmetic.
+const ARITH_TESTS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
+
 /// Whether a simple command runs code its words don't show (`echo rm x | sh`,
 /// `bash <<EOF`, `. <(...)`, `python3 -c ...`): for such commands deny
 /// rules also look at the loose reading of the whole text.
 pub(super) fn runs_unseen_code(segment: &[String]) -> bool {
     let first = segment.iter().position(|w| !leads_command(w));
+    let test = first.is_some_and(|k| segment[k] == "[[");
     segment.iter().enumerate().any(|(k, word)| {
+        // Code kept as text for later (`x='$(rm x)'`), and arithmetic on
+        // variables, which runs the substitutions in their values
+        // (`[[ $x -eq 0 ]]`, `${s:x}`, `${a[x]}`, `a[x]=1`, `declare -i`).
+        if word.contains("$(")
+            || word.contains('`')
+            || (test && ARITH_TESTS.contains(&word.as_str()))
+            || word.split("${").skip(1).any(|p| {
+                p.split('}')
+                    .next()
+                    .is_some_and(|body| body.contains([':', '[']))
+            })
+            || word
+                .split_once('=')
+                .is_some_and(|(name, _)| name.contains('['))
+            || (matches!(segment[0].as_str(), "declare" | "typeset" | "local")
+                && word.starts_with('-')
+                && word.contains('i'))
+        {
+            return true;
+        }
         if word.starts_with("BASH_FUNC_") {
             return true;
         }
