@@ -109,6 +109,8 @@ async fn an_echo_allow_rule_carries_no_other_command() {
         commands.push("echo X >&2024/../src/main.rs".into());
         // Bash opens a connection for an input from /dev/tcp.
         commands.push("echo hi < /dev/tcp/127.0.0.1/9".into());
+        // Checked in linear time (this once took minutes).
+        commands.push(format!("echo {}", "${".repeat(100_000)));
         // A program in the project that only shares a wrapper's name.
         commands.push("./timeout 5 echo hi".into());
         // A control: the rule does allow plain echo.

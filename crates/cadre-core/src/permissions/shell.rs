@@ -847,17 +847,18 @@ impl Lexer {
             self.bump(1);
             return;
         };
+        // The scan stops at the first character a simple body can't hold,
+        // so `${${${...` costs linear time, not quadratic.
         let close = self.chars[start..]
             .iter()
-            .position(|&c| c == '}')
-            .map(|p| start + p);
+            .position(|&c| "'\"`\\${}()<>;&|\n".contains(c))
+            .map(|p| start + p)
+            .filter(|&end| self.chars[end] == '}');
         // `${x@P}` expands `x` as a prompt, command substitutions included.
         let simple = close.filter(|&end| {
-            let body = &self.chars[start..end];
-            body.iter().all(|c| !"'\"`\\${}()<>;&|\n".contains(*c))
-                && !body
-                    .windows(2)
-                    .any(|w| w[0] == '@' && w[1].is_ascii_alphabetic())
+            !self.chars[start..end]
+                .windows(2)
+                .any(|w| w[0] == '@' && w[1].is_ascii_alphabetic())
         });
         if let Some(end) = simple {
             self.push_char('$');

@@ -685,6 +685,20 @@ fn the_lexer_agrees_with_bash_on_generated_commands() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Long inputs are read in linear time: `${${${...` once took minutes.
+#[test]
+fn long_inputs_are_checked_promptly() {
+    let allow_echo = rules(&[(RuleKind::Allow, "Bash(echo:*)")]);
+    let deny_rm = rules(&[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")]);
+    for shape in [
+        "${", "${a ", "$'", "$(", "`", "<<E ", "\\\n", "((", "$[", "'a'",
+    ] {
+        let command = format!("echo {}; rm victim\n", shape.repeat(100_000));
+        assert_eq!(eval(&allow_echo, &command), None, "{shape:?}");
+        assert_eq!(eval(&deny_rm, &command), Some(RuleKind::Deny), "{shape:?}");
+    }
+}
+
 #[test]
 fn long_wrapper_chains_hide_no_deny() {
     let deny_rm = rules(&[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")]);
