@@ -41,6 +41,36 @@ const WRAPPED: &[&str] = &[
     "command -p CMD",
     ">/dev/null CMD",
     "2>&1 CMD",
+    // `coproc NAME` before a compound command: NAME is no command.
+    "coproc x { CMD; }",
+    "coproc x while CMD; do break; done",
+    // An expansion in the command name may be empty or the command itself.
+    "$x CMD",
+    "\"$@\" CMD",
+    "${x:-CMD}",
+    "`printf ''` CMD",
+    // `--` ends the options of `trap` and `eval`.
+    "trap -- 'CMD' EXIT",
+    "eval -- 'CMD'",
+    // Code a shell or an interpreter reads from stdin, a file or a string.
+    "echo CMD | sh",
+    "bash <<'EOF'\nCMD\nEOF",
+    ". <(echo CMD)",
+    "python3 -c 'import os; os.system(\"CMD\")'",
+    // An input redirection before a command name that expands (`VICTIM` is
+    // the file alone).
+    "< VICTIM {rm,VICTIM}",
+    "<<< x {rm,VICTIM}",
+    // More commands that run the command after them.
+    "setpriv CMD",
+    "setarch x86_64 CMD",
+    "env -S'-i CMD'",
+    "git -c alias.x='!CMD' x",
+    // Arithmetic on a variable runs the substitutions in its value.
+    "x='a[$(CMD)]'; [[ $x -eq 0 ]]",
+    "x='a[$(CMD)]'; s=abc; echo ${s:x}",
+    // `hash -p` names a program.
+    "hash -p /bin/rm foo; foo VICTIM",
 ];
 
 /// A mock script whose one reply makes every call in `commands`, in the
@@ -58,6 +88,11 @@ fn script(commands: &[String], background: bool) -> String {
     format!("rules:\n  - name: calls\n    replies:\n      - tool_calls:\n{calls}{done}")
 }
 
+fn set_executable(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// The ways a run is started: default mode headless, dontAsk, and the same
 /// calls as background Bash.
 const RUNS: &[(&str, bool)] = &[("default", false), ("dontAsk", false), ("default", true)];
@@ -72,11 +107,19 @@ async fn an_echo_allow_rule_carries_no_other_command() {
             .collect();
         // Item 26: `>&` with a word that is not a descriptor writes a file.
         commands.push("echo X >&2024/../src/main.rs".into());
+        // Bash opens a connection for an input from /dev/tcp.
+        commands.push("echo hi < /dev/tcp/127.0.0.1/9".into());
+        // Checked in linear time (this once took minutes).
+        commands.push(format!("echo {}", "${".repeat(100_000)));
+        // A program in the project that only shares a wrapper's name.
+        commands.push("./timeout 5 echo hi".into());
         // A control: the rule does allow plain echo.
         commands.push("echo control-ran".into());
         let h = Harness::new(&script(&commands, background), Wire::Anthropic).await;
         std::fs::create_dir_all(h.path("2024")).unwrap();
         h.write("src/main.rs", "fn main() {}\n");
+        h.write("timeout", "#!/bin/sh\ntouch pwned-wrapper\n");
+        set_executable(&h.path("timeout"));
         let out = h
             .cadre(&[
                 "exec",
@@ -98,6 +141,10 @@ async fn an_echo_allow_rule_carries_no_other_command() {
         assert!(
             ran.is_empty(),
             "{mode} (background: {background}): these ran touch: {ran:#?}"
+        );
+        assert!(
+            !h.path("pwned-wrapper").exists(),
+            "{mode} (background: {background}): ./timeout ran"
         );
         assert_eq!(
             h.read("src/main.rs"),
@@ -128,7 +175,10 @@ async fn a_deny_rule_sees_a_command_whatever_hides_it() {
         let mut commands: Vec<String> = shapes
             .iter()
             .enumerate()
-            .map(|(k, p)| p.replace("CMD", &format!("rm victim{k}")))
+            .map(|(k, p)| {
+                p.replace("CMD", &format!("rm victim{k}"))
+                    .replace("VICTIM", &format!("victim{k}"))
+            })
             .collect();
         // A control: `Bash` allows the rest.
         commands.push("touch control".into());

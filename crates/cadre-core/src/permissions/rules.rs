@@ -22,7 +22,9 @@
 //! one. Commands with command or process substitution or output redirection
 //! to a file (`>file`, `&>file`, `>&file`), and commands the lexer is not sure
 //! it reads as bash does, are only allowed by `Bash` / `Bash(*)`; for the
-//! latter, deny and ask rules also match any run of words in a loose reading.
+//! latter, and for commands that run code their words don't show (a shell
+//! reading stdin, `source`, `python3 -c`, ...), deny and ask rules also match
+//! any run of words in a loose reading.
 //! Deny and ask rules see through wrappers (`timeout`, `env`, `sudo`,
 //! `find -exec`, `sh -c`, ...); allow rules only through the ones Claude Code
 //! strips (`timeout`, `time`, `nice`, `nohup`, `stdbuf`), and only when every
@@ -34,7 +36,7 @@ use std::path::{Component, Path, PathBuf};
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::shell::{ShellParse, loose_tokens, parse_shell};
-use super::wrappers::{allow_view, deny_any};
+use super::wrappers::{allow_view, deny_any, runs_unseen_code};
 
 /// Which list a rule belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -587,7 +589,7 @@ fn deny_match(
     {
         return true;
     }
-    if !(shell.unsure || shell.malformed) {
+    if !(shell.unsure || shell.malformed || shell.segments.iter().any(|s| runs_unseen_code(s))) {
         return false;
     }
     if loose_match(text, words) {
@@ -603,7 +605,7 @@ fn deny_match(
 /// Whether the rule's words occur in order, anywhere, in a loose reading of
 /// `text` (tokens split at every shell operator, quote and path separator).
 fn loose_match(text: &str, words: &[String]) -> bool {
-    let [wanted, _] = loose_tokens(&words.join(" "));
+    let [wanted, ..] = loose_tokens(&words.join(" "));
     if wanted.is_empty() {
         return false;
     }
@@ -1430,7 +1432,12 @@ mod tests {
             ("ls 2>&1 | wc -l", &[&["ls", "2>&1"], &["wc", "-l"]], false),
             ("ls >/dev/null", &[&["ls", ">", "/dev/null"]], false),
             ("ls > out", &[&["ls", ">", "out"]], true),
-            ("echo $(rm x) y", &[&["echo"], &["rm", "x"], &["y"]], true),
+            // The substitution's output is a word of its own.
+            (
+                "echo $(rm x) y",
+                &[&["echo"], &["rm", "x"], &["", "y"]],
+                true,
+            ),
             ("a # b; c\nd", &[&["a"], &["d"]], false),
             ("echo a#b", &[&["echo", "a#b"]], false),
         ];

@@ -27,8 +27,8 @@ pub(super) struct ShellParse {
     /// Unterminated quote or substitution, or a redirection without a target.
     pub malformed: bool,
     /// The lexer may not read this the way bash does (arithmetic, odd
-    /// here-document delimiters, continuations in here-documents, brace or
-    /// glob expansion in a command name, ...): no prefix or exact rule allows
+    /// here-document delimiters, continuations in here-documents, brace, glob
+    /// or `$` expansion in a command name, ...): no prefix or exact rule allows
     /// it, and deny rules also look at its loose reading.
     pub unsure: bool,
 }
@@ -56,9 +56,10 @@ fn loose_separator(c: char) -> bool {
 }
 
 /// Loose readings of a command text for deny rules: its tokens with quotes
-/// and backslashes kept as separators, and with them removed (so `r\m` and
-/// `"r"m` read `rm`).
-pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 2] {
+/// and backslashes kept as separators, with them removed (so `r\m` and
+/// `"r"m` read `rm`), and also with `$'...'` decoded and `${name:-` openers
+/// and `}` removed (so `$'\x72m'` and `${x:-r}m` read `rm`).
+pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 3] {
     let split = |s: &str| -> Vec<String> {
         s.split(loose_separator)
             .filter(|t| !t.is_empty())
@@ -70,7 +71,74 @@ pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 2] {
         .chars()
         .filter(|c| !matches!(c, '\'' | '"' | '\\'))
         .collect();
-    [split(src), split(&joined)]
+    let decoded: String = decode_ansi_c(&src.replace("\\\n", ""))
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect();
+    let defaults = without_parameter_openers(&decoded);
+    [split(src), split(&joined), split(&defaults)]
+}
+
+/// `text` with every `$'...'` replaced by what it decodes to.
+fn decode_ansi_c(text: &str) -> String {
+    let mut lexer = Lexer {
+        chars: text.chars().collect(),
+        ..Lexer::default()
+    };
+    let mut out = String::new();
+    while let Some(&c) = lexer.chars.get(lexer.i) {
+        if c == '$' && lexer.chars.get(lexer.i + 1) == Some(&'\'') {
+            lexer.word.clear();
+            lexer.ansi_c_quote();
+            out.push_str(&lexer.word);
+        } else {
+            out.push(c);
+            lexer.i += 1;
+        }
+    }
+    out
+}
+
+/// `text` without the `${name` (plus any `:-`, `=`, `+`, `?` operator) of each
+/// parameter expansion and without `}`: what a default value reads as.
+fn without_parameter_openers(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::new();
+    let mut k = 0;
+    while let Some(&c) = chars.get(k) {
+        if c == '}' {
+            k += 1;
+            continue;
+        }
+        if c != '$' || chars.get(k + 1) != Some(&'{') {
+            out.push(c);
+            k += 1;
+            continue;
+        }
+        k += 2;
+        if matches!(chars.get(k), Some('#' | '!')) {
+            k += 1;
+        }
+        while chars
+            .get(k)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '@' | '*'))
+        {
+            k += 1;
+        }
+        if chars.get(k) == Some(&'[') {
+            while chars.get(k).is_some_and(|&c| c != ']') {
+                k += 1;
+            }
+            k += 1;
+        }
+        if chars.get(k) == Some(&':') {
+            k += 1;
+        }
+        if matches!(chars.get(k), Some('-' | '=' | '+' | '?')) {
+            k += 1;
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -114,6 +182,10 @@ enum Pending {
     DupOut,
     /// The word after `<&`.
     DupIn,
+    /// The file of an input redirection (`<file`).
+    Input,
+    /// The word of a here-string (`<<<word`).
+    HereString,
 }
 
 #[derive(Debug, Default)]
@@ -128,7 +200,8 @@ struct Lexer {
     word_dynamic: bool,
     /// The current word has an unquoted glob or brace character.
     word_globby: bool,
-    /// Per word of the current segment: whether it is globby.
+    /// Per word of the current segment: whether it may expand to other
+    /// words (globs, braces, `$` expansions).
     globby: Vec<bool>,
     /// Per word of the current segment: whether it is a redirection operator
     /// or target.
@@ -241,14 +314,23 @@ impl Lexer {
             }
             // `>&file` opens the file for stdout and stderr, like `&>file`.
             Pending::DupOut => self.check_target(&word, dynamic),
-            Pending::DupIn => {}
+            Pending::DupIn | Pending::HereString => {}
+            Pending::Input => self.check_input(&word, dynamic),
         }
         if word == "case" && !target && self.command_position_words() {
             self.nest.push(Nest::Case);
         }
         self.words.push(word);
-        self.globby.push(globby);
+        // `$x rm`, `${x:-rm}`: an expansion may be empty or any word.
+        self.globby.push(globby || dynamic);
         self.redir.push(target);
+    }
+
+    /// Reading `/dev/tcp/host/port` makes bash open a connection.
+    fn check_input(&mut self, word: &str, dynamic: bool) {
+        if dynamic || word.starts_with("/dev/tcp/") || word.starts_with("/dev/udp/") {
+            self.out.opaque = true;
+        }
     }
 
     fn check_target(&mut self, word: &str, dynamic: bool) {
@@ -273,8 +355,8 @@ impl Lexer {
         if self.words.is_empty() {
             return;
         }
-        // A command name that brace or glob expansion may turn into another
-        // command (`{rm,x}`, `/bin/r?`).
+        // A command name that brace, glob or `$` expansion may turn into
+        // another command, or none (`{rm,x}`, `/bin/r?`, `$x rm`).
         let mut command = None;
         let mut k = 0;
         while let Some(w) = self.words.get(k) {
@@ -415,6 +497,11 @@ impl Lexer {
                     self.dquote = resume_dquote;
                     // `$(...)#x` is one word: the `#` starts no comment.
                     self.glued = substitution;
+                    if substitution {
+                        // Its output is part of a word, maybe the command name.
+                        self.word_started = true;
+                        self.word_dynamic = true;
+                    }
                 }
             }
             '`' => self.backtick(),
@@ -695,6 +782,8 @@ impl Lexer {
             self.out.malformed = true;
         }
         self.glued = true;
+        self.word_started = true;
+        self.word_dynamic = true;
         let inner = parse_shell(&body);
         self.out.segments.extend(inner.segments);
         self.out.unsure |= inner.unsure;
@@ -758,17 +847,18 @@ impl Lexer {
             self.bump(1);
             return;
         };
+        // The scan stops at the first character a simple body can't hold,
+        // so `${${${...` costs linear time, not quadratic.
         let close = self.chars[start..]
             .iter()
-            .position(|&c| c == '}')
-            .map(|p| start + p);
+            .position(|&c| "'\"`\\${}()<>;&|\n".contains(c))
+            .map(|p| start + p)
+            .filter(|&end| self.chars[end] == '}');
         // `${x@P}` expands `x` as a prompt, command substitutions included.
         let simple = close.filter(|&end| {
-            let body = &self.chars[start..end];
-            body.iter().all(|c| !"'\"`\\${}()<>;&|\n".contains(*c))
-                && !body
-                    .windows(2)
-                    .any(|w| w[0] == '@' && w[1].is_ascii_alphabetic())
+            !self.chars[start..end]
+                .windows(2)
+                .any(|w| w[0] == '@' && w[1].is_ascii_alphabetic())
         });
         if let Some(end) = simple {
             self.push_char('$');
@@ -849,6 +939,7 @@ impl Lexer {
                     op.push('<');
                     self.bump(1);
                     self.push_operator(op);
+                    self.pending = Pending::HereString;
                 } else {
                     let strip_tabs = self.peek(0) == Some('-');
                     if strip_tabs {
@@ -872,7 +963,10 @@ impl Lexer {
                 self.push_operator(op);
                 self.pending = Pending::Output;
             }
-            _ => self.push_operator(op),
+            _ => {
+                self.push_operator(op);
+                self.pending = Pending::Input;
+            }
         }
     }
 

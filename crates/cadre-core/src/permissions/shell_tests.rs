@@ -95,6 +95,9 @@ fn dup_redirection_to_a_word_that_is_not_a_descriptor_writes_a_file() {
 fn expansions_that_may_run_commands_match_no_allow_rule() {
     let allow_echo = rules(&[(RuleKind::Allow, "Bash(echo:*)")]);
     for command in [
+        // Bash opens a network connection for these names.
+        "echo < /dev/tcp/192.0.2.2/80",
+        "echo 0</dev/udp/192.0.2.2/53",
         "echo ${x@P}",
         "echo ${x:-$(touch p)}",
         "echo $((x))",
@@ -193,6 +196,80 @@ fn deny_rules_see_through_wrappers() {
         "a=(x) < list rm victim",
         "echo $(cat <<EOF)\nEOF\nrm victim",
         "echo \"$(case a in a) echo;; esac)\" | $'\\x72m' victim",
+        // `coproc NAME` before a compound command: NAME is no command.
+        "coproc x { rm victim; }",
+        "coproc x while rm victim; do break; done",
+        "coproc x until ! rm victim; do break; done",
+        "coproc x ( rm victim )",
+        // An expansion in the command name may be empty or another command.
+        "$x rm victim",
+        "${x} rm victim",
+        "${x:+} rm victim",
+        "$@ rm victim",
+        "\"$@\" rm victim",
+        "$e$e rm victim",
+        "${x:-rm} victim",
+        "${x-r}m victim",
+        "x=rm; $x victim",
+        "r${x}m victim",
+        // A substitution in the command name.
+        "\"$(printf rm)\" victim",
+        "`printf rm` victim",
+        // `--` ends the options of `trap` and `eval`.
+        "trap -- 'rm victim' EXIT",
+        "eval -- 'rm victim'",
+        // Code a shell or an interpreter reads from stdin, a file, a
+        // variable or an alias: its loose reading decides.
+        "echo rm victim | sh",
+        "echo rm victim | bash -s",
+        "bash <<'EOF'\nrm victim\nEOF",
+        "sh <<EOF\nrm victim\nEOF",
+        ". <(echo rm victim)",
+        "source /dev/stdin <<<'rm victim'",
+        "bash <(echo rm victim)",
+        "python3 -c 'import os; os.system(\"rm victim\")'",
+        "perl -e 'system(\"rm victim\")'",
+        "awk 'BEGIN { system(\"rm victim\") }'",
+        "printf '%s' 'rm victim' | xargs -0 sh -c",
+        "mapfile -C 'rm victim;:' -c 1 x <<<a",
+        "PROMPT_COMMAND='rm victim' bash -i </dev/null",
+        "BASH_ENV=<(echo 'rm victim') bash -c :",
+        "x='rm victim'; eval \"$x\"",
+        "shopt -s expand_aliases; alias e='rm victim'\ne",
+        "compgen -C 'rm victim' x",
+        // An input redirection before a command name that expands.
+        "< f1 {rm,victim}",
+        "<<< x {rm,victim}",
+        "0< f1 {rm,victim}",
+        // Read by bash where the lexer is unsure: the loose reading decodes
+        // `$'...'`.
+        "echo $(cat <<EOF)\n$(cat a)\nEOF echo hi | a=$(touch a) $'\\x72m' victim",
+        // More commands that run the command after them.
+        "setpriv rm victim",
+        "setarch x86_64 rm victim",
+        "linux64 rm victim",
+        "fakeroot -- rm victim",
+        "dbus-run-session -- rm victim",
+        "ssh-agent rm victim",
+        "valgrind -q rm victim",
+        "start-stop-daemon --start --exec /bin/rm -- victim",
+        "capsh -- -c 'rm victim'",
+        "env -S'-i rm victim'",
+        // Git runs `!` aliases and command-valued settings through a shell.
+        "git -c alias.x='!rm victim' x",
+        "git -c core.sshCommand='rm victim' fetch",
+        "GIT_EDITOR='rm victim' git commit",
+        "env GIT_SSH_COMMAND='rm victim' git fetch",
+        // Arithmetic on a variable runs the substitutions in its value.
+        "x='a[$(rm victim)]'; [[ $x -eq 0 ]]",
+        "x='a[$(rm victim)]'; s=abc; echo ${s:x}",
+        "x='a[$(rm victim)]'; a=(1 2); echo ${a[x]}",
+        "x=$(printf 'a[\\x24(rm victim)]'); [[ x -eq 0 ]]",
+        "x=$(printf 'a[\\x24(rm victim)]'); declare -i y=x",
+        "x=$(printf 'a[\\x24(rm victim)]'); a[x]=1",
+        "read x <<<'a[$(rm victim)]'; let y=x",
+        // `hash -p` names a program.
+        "hash -p /bin/rm foo; foo victim",
     ] {
         if eval(&deny_rm, command) != Some(RuleKind::Deny) {
             wrong.push(format!("not denied: {command:?}"));
@@ -213,6 +290,7 @@ fn deny_rules_see_through_wrappers() {
         "ls rm",
         "git commit -m rm",
         "echo > rm",
+        "python3 rm.py",
     ] {
         assert_eq!(
             eval(&deny_rm, command),
@@ -254,6 +332,10 @@ fn allow_rules_see_through_claude_code_wrappers_only_when_understood() {
         "sudo echo hi",
         "xargs echo",
         "timeout 5 rm x",
+        // Another program that only shares a wrapper's name.
+        "./timeout 5 echo hi",
+        "x/nice echo hi",
+        "/tmp/nohup echo hi",
     ] {
         if eval(&allow_echo, command).is_some() {
             wrong.push(format!("allowed: {command:?}"));
@@ -601,6 +683,20 @@ fn the_lexer_agrees_with_bash_on_generated_commands() {
     assert!(ran > 200, "bash ran only {ran} stub commands");
     assert!(allowed > 20, "only {allowed} scripts were allowed");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Long inputs are read in linear time: `${${${...` once took minutes.
+#[test]
+fn long_inputs_are_checked_promptly() {
+    let allow_echo = rules(&[(RuleKind::Allow, "Bash(echo:*)")]);
+    let deny_rm = rules(&[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")]);
+    for shape in [
+        "${", "${a ", "$'", "$(", "`", "<<E ", "\\\n", "((", "$[", "'a'",
+    ] {
+        let command = format!("echo {}; rm victim\n", shape.repeat(100_000));
+        assert_eq!(eval(&allow_echo, &command), None, "{shape:?}");
+        assert_eq!(eval(&deny_rm, &command), Some(RuleKind::Deny), "{shape:?}");
+    }
 }
 
 #[test]

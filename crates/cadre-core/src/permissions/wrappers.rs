@@ -3,9 +3,10 @@
 //! through.
 //!
 //! Allow rules see through the wrappers Claude Code strips (`timeout`,
-//! `time`, `nice`, `nohup`, `stdbuf`) when every option is understood; deny
-//! and ask rules see through these and many more, and when an option is not
-//! understood they try every later word as the start of the command.
+//! `time`, `nice`, `nohup`, `stdbuf`) named without a directory, when every
+//! option is understood; deny and ask rules see through these and many more,
+//! and when an option is not understood they try every later word as the
+//! start of the command.
 
 use super::rules::is_assignment;
 use super::shell::SHELL_KEYWORDS;
@@ -112,11 +113,36 @@ const ANY_SUFFIX: &[&str] = &[
     "sg",
     "prlimit",
     "systemd-run",
+    "setpriv",
+    "setarch",
+    "linux32",
+    "linux64",
+    "fakeroot",
+    "faketime",
+    "dbus-run-session",
+    "dbus-launch",
+    "ssh-agent",
+    "valgrind",
+    "start-stop-daemon",
+    "toybox",
+    "unbuffer",
+    "rlwrap",
+    "numactl",
+    "cpulimit",
+    "pkexec",
+    "bwrap",
+    "proxychains",
+    "proxychains4",
+    "torsocks",
+    "tini",
+    "dumb-init",
+    "xvfb-run",
+    "daemonize",
 ];
 
 /// Commands that run a string as shell code (`eval`, `sh -c`, `trap`).
 const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "su", "script",
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "su", "script", "capsh",
 ];
 
 /// Where a wrapper's command starts.
@@ -205,11 +231,11 @@ pub(super) fn allow_view(segment: &[String]) -> Option<&[String]> {
     let mut view = segment;
     let mut stripped = false;
     while let Some(first) = view.first() {
-        let name = basename(first);
-        if !ALLOW_WRAPPERS.contains(&name) {
+        // Only the bare name: `./timeout` is whatever program the path holds.
+        if !ALLOW_WRAPPERS.contains(&first.as_str()) {
             break;
         }
-        let spec = spec_for(name)?;
+        let spec = spec_for(first)?;
         match inner(spec, view) {
             Inner::At(i) => view = view.get(i..)?,
             Inner::Unknown => return None,
@@ -217,6 +243,113 @@ pub(super) fn allow_view(segment: &[String]) -> Option<&[String]> {
         stripped = true;
     }
     (stripped && !view.is_empty()).then_some(view)
+}
+
+/// `args` without a leading `--` (the end of a builtin's options).
+fn after_dashes(args: &[String]) -> &[String] {
+    match args.split_first() {
+        Some((first, rest)) if first == "--" => rest,
+        _ => args,
+    }
+}
+
+/// Commands that run code this matcher does not see in the command's words
+/// (from stdin, a file, a variable, an alias, or in another language).
+const CODE_RUNNERS: &[&str] = &[
+    "source",
+    "eval",
+    "alias",
+    "mapfile",
+    "readarray",
+    "compgen",
+    "complete",
+    "fc",
+    "perl",
+    "ruby",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "php",
+    "lua",
+    "luajit",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "tclsh",
+    "expect",
+    "pwsh",
+    "osascript",
+    "Rscript",
+    "julia",
+    "hash",
+    "enable",
+    "let",
+];
+
+/// Variables whose value bash runs as code (`PROMPT_COMMAND`, `BASH_ENV`,
+/// prompts, exported functions).
+const CODE_VARIABLES: &[&str] = &[
+    "PROMPT_COMMAND",
+    "BASH_ENV",
+    "ENV",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+];
+
+/// Endings of variable names whose value programs run as a command
+/// (`GIT_EDITOR`, `GIT_SSH_COMMAND`, `PAGER`, `SUDO_ASKPASS`, ...).
+const CODE_VARIABLE_ENDINGS: &[&str] = &["EDITOR", "PAGER", "_COMMAND", "ASKPASS", "_SSH", "DIFF"];
+
+/// `[[ ... ]]` operators that evaluate their operands as arithmetic.
+const ARITH_TESTS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
+
+/// Whether a simple command runs code its words don't show (`echo rm x | sh`,
+/// `bash <<EOF`, `. <(...)`, `python3 -c ...`): for such commands deny
+/// rules also look at the loose reading of the whole text.
+pub(super) fn runs_unseen_code(segment: &[String]) -> bool {
+    let first = segment.iter().position(|w| !leads_command(w));
+    let test = first.is_some_and(|k| segment[k] == "[[");
+    segment.iter().enumerate().any(|(k, word)| {
+        // Code kept as text for later (`x='$(rm x)'`), and arithmetic on
+        // variables, which runs the substitutions in their values
+        // (`[[ $x -eq 0 ]]`, `${s:x}`, `${a[x]}`, `a[x]=1`, `declare -i`).
+        if word.contains("$(")
+            || word.contains('`')
+            || (test && ARITH_TESTS.contains(&word.as_str()))
+            || word.split("${").skip(1).any(|p| {
+                p.split('}')
+                    .next()
+                    .is_some_and(|body| body.contains([':', '[']))
+            })
+            || word
+                .split_once('=')
+                .is_some_and(|(name, _)| name.contains('['))
+            || (matches!(segment[0].as_str(), "declare" | "typeset" | "local")
+                && word.starts_with('-')
+                && word.contains('i'))
+        {
+            return true;
+        }
+        if word.starts_with("BASH_FUNC_") {
+            return true;
+        }
+        if is_assignment(word) {
+            let name = word.split(['=', '+']).next().unwrap_or_default();
+            return CODE_VARIABLES.contains(&name)
+                || CODE_VARIABLE_ENDINGS.iter().any(|e| name.ends_with(e));
+        }
+        let name = basename(word);
+        SHELLS.contains(&name)
+            || CODE_RUNNERS.contains(&name)
+            || name.starts_with("python")
+            || (name == "." && Some(k) == first)
+    })
 }
 
 /// How many readings are tried through wrappers before falling back to
@@ -333,6 +466,11 @@ impl Walker<'_> {
         if start > 0 && self.check(rest) {
             return true;
         }
+        // `coproc NAME { ...; }`: NAME names the coprocess, the compound
+        // command after it runs.
+        if words[..start].iter().any(|w| w == "coproc") && self.walk(&rest[1..]) {
+            return true;
+        }
         let name = basename(first);
         if ANY_SUFFIX.contains(&name) {
             return (1..rest.len()).any(|k| self.walk(&rest[k..]));
@@ -351,9 +489,12 @@ impl Walker<'_> {
         match name {
             // `function f { rm x; }`: the body starts after the name.
             "function" => rest.get(2..).is_some_and(|body| self.walk(body)),
-            "eval" => (self.nested)(&rest[1..].join(" ")),
-            "trap" => rest.get(1).is_some_and(|s| (self.nested)(s)),
+            "eval" => (self.nested)(&after_dashes(&rest[1..]).join(" ")),
+            "trap" => after_dashes(&rest[1..])
+                .first()
+                .is_some_and(|s| (self.nested)(s)),
             "find" => self.find_exec(rest),
+            "git" => self.git_config(rest),
             // Any operand may be the string of `-c`.
             _ if SHELLS.contains(&name) => rest[1..]
                 .iter()
@@ -374,7 +515,22 @@ impl Walker<'_> {
                         .then(|| view.get(k + 1).map(String::as_str))
                         .flatten()
                 });
-            if split.is_some_and(|s| (self.nested)(s)) {
+            // The string may hold more options: read it as `env`'s words.
+            if split.is_some_and(|s| (self.nested)(&format!("env {s}"))) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// `git -c alias.x='!cmd' x`, `git -c core.sshCommand=cmd fetch`: git
+    /// runs command-valued settings through a shell.
+    fn git_config(&mut self, view: &[String]) -> bool {
+        for pair in view.windows(2) {
+            if pair[0] == "-c"
+                && let Some((_, value)) = pair[1].split_once('=')
+                && (self.nested)(value.strip_prefix('!').unwrap_or(value))
+            {
                 return true;
             }
         }
