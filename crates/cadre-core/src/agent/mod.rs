@@ -742,7 +742,10 @@ impl Agent {
             (Some(tool), Ok(input)) => {
                 // Resolved with the same function the policy uses, at the same moment.
                 let decided = crate::permissions::decided_path(&tool_name, &input, &self.ctx.cwd);
-                match self.permit(&tool_name, &input, cancel).await {
+                match self
+                    .permit(&tool_name, &input, decided.as_deref(), cancel)
+                    .await
+                {
                     Err(reason) => self.denied(call, &tool_name, reason),
                     Ok(()) => {
                         self.write_log(RecordBody::ToolStart {
@@ -863,7 +866,7 @@ impl Agent {
             }
             // Only calls whose arguments parsed got here.
             let Ok(input) = &begun[k].1 else { continue };
-            match self.permit("Agent", input, cancel).await {
+            match self.permit("Agent", input, None, cancel).await {
                 Err(reason) => outcome[k] = Some(self.denied(calls[k], "Agent", reason)),
                 Ok(()) => {
                     if let Err(e) = self.write_log(RecordBody::ToolStart {
@@ -938,20 +941,17 @@ impl Agent {
         &self,
         tool: &str,
         input: &ToolInput,
+        path: Option<&std::path::Path>,
         cancel: &CancellationToken,
     ) -> Result<(), String> {
-        let (reason, session_rule) =
-            match self
-                .policy
-                .decide(&self.tracker, tool, input, &self.ctx.cwd)
-            {
-                Decision::Allow => return Ok(()),
-                Decision::Deny(reason) => return Err(format!("denied: {reason}")),
-                Decision::Ask {
-                    reason,
-                    session_rule,
-                } => (reason, session_rule),
-            };
+        let (reason, session_rule) = match self.policy.decide_at(&self.tracker, tool, input, path) {
+            Decision::Allow => return Ok(()),
+            Decision::Deny(reason) => return Err(format!("denied: {reason}")),
+            Decision::Ask {
+                reason,
+                session_rule,
+            } => (reason, session_rule),
+        };
         if !self.gate.can_ask() {
             return Err(HEADLESS_DENIAL.to_string());
         }

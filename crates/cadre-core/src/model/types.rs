@@ -208,3 +208,7 @@ pub enum StreamDelta {
         discarded_text: bool,
     },
 }
+
+/// A tool call's arguments once parsed: always one JSON object. The policy
+/// decides on this value and the tool runs exactly it.
+pub type ToolInput = serde_json::Map<String, serde_json::Value>;

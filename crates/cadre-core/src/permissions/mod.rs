@@ -3,6 +3,7 @@
 //! answers a question is the front end's business.
 
 mod gate;
+mod glob_plan;
 mod mode;
 mod policy;
 pub mod rules;
@@ -14,6 +15,7 @@ mod wrappers;
 pub use gate::{
     ApprovalAnswer, ApprovalGate, ApprovalQuestion, ApprovalSource, HEADLESS_DENIAL, Headless,
 };
+pub use glob_plan::glob_plan;
 pub use mode::PermissionMode;
 pub use policy::{Decision, PermissionPolicy, PermissionTracker, decided_path, resolve_real};
 

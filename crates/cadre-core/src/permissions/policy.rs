@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::PermissionMode;
 use super::rules::{CallFacts, Rule, RuleKind, RuleSet, parse_rule};
-use crate::tools::ToolInput;
+use crate::model::ToolInput;
 
 /// The verdict on one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,11 +162,7 @@ pub fn decided_path(tool: &str, args: &ToolInput, cwd: &Path) -> Option<PathBuf>
     let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
     match tool {
         "Read" | "Write" | "Edit" => str_arg("file_path").map(|p| resolve_real(cwd, p)),
-        "Glob" => Some(crate::tools::glob_root(
-            cwd,
-            str_arg("path"),
-            str_arg("pattern"),
-        )),
+        "Glob" => Some(super::glob_plan(cwd, str_arg("path"), str_arg("pattern").unwrap_or("")).0),
         "Grep" => Some(resolve_real(cwd, str_arg("path").unwrap_or("."))),
         _ => None,
     }
@@ -202,9 +198,22 @@ impl PermissionPolicy {
         args: &ToolInput,
         cwd: &Path,
     ) -> Decision {
+        let path = decided_path(tool, args, cwd);
+        self.decide_at(tracker, tool, args, path.as_deref())
+    }
+
+    /// [`decide`](Self::decide) for a caller that already resolved the
+    /// call's path with [`decided_path`] (and keeps it to hold the tool to it).
+    pub fn decide_at(
+        &self,
+        tracker: &PermissionTracker,
+        tool: &str,
+        args: &ToolInput,
+        path: Option<&Path>,
+    ) -> Decision {
         let class = classify(tool);
         let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
-        let path = decided_path(tool, args, cwd);
+        let path = path.map(Path::to_path_buf);
         let command = if class == Class::Bash {
             str_arg("command")
         } else {
@@ -455,7 +464,12 @@ mod tests {
             let policy = PermissionPolicy::new(mode, rules, &r, &data, true);
             let input = serde_json::json!({"file_path": ".cadre/config.toml", "content": ""});
             assert!(matches!(
-                policy.decide(&t, "Write", &crate::tools::object(input.clone()), &r),
+                policy.decide(
+                    &t,
+                    "Write",
+                    &input.as_object().cloned().unwrap_or_default(),
+                    &r
+                ),
                 Decision::Deny(_)
             ));
             assert!(policy.refusal("Edit", &data.join("x")).is_some());
@@ -466,12 +480,22 @@ mod tests {
             PermissionPolicy::new(PermissionMode::Default, RuleSet::default(), &r, &data, true);
         let input = serde_json::json!({"file_path": ".cadre/note"});
         assert!(matches!(
-            policy.decide(&t, "Read", &crate::tools::object(input.clone()), &r),
+            policy.decide(
+                &t,
+                "Read",
+                &input.as_object().cloned().unwrap_or_default(),
+                &r
+            ),
             Decision::Ask { .. }
         ));
         let input = serde_json::json!({"pattern": format!("{}/*", data.display())});
         assert!(matches!(
-            policy.decide(&t, "Glob", &crate::tools::object(input.clone()), &r),
+            policy.decide(
+                &t,
+                "Glob",
+                &input.as_object().cloned().unwrap_or_default(),
+                &r
+            ),
             Decision::Ask { .. }
         ));
     }

@@ -1,7 +1,7 @@
 //! `Glob`: files matching a glob pattern, newest first, honouring .gitignore.
 
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 use futures::future::BoxFuture;
@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::util::{self, SearchScope, display_path};
 use super::{Tool, ToolContext, ToolInput, ToolOutput, cap_output, parse_args};
-use crate::permissions::resolve_real;
+use crate::permissions::glob_plan;
 
 /// Most paths returned.
 const MAX_RESULTS: usize = 1000;
@@ -71,7 +71,7 @@ impl Tool for GlobTool {
                 Ok(a) => a,
                 Err(e) => return e,
             };
-            let (root, pattern) = plan(&ctx.cwd, args.path.as_deref(), &args.pattern);
+            let (root, pattern) = glob_plan(&ctx.cwd, args.path.as_deref(), &args.pattern);
             if let Some(refused) = ctx.refusal("Glob", &root) {
                 return refused;
             }
@@ -127,68 +127,6 @@ impl Tool for GlobTool {
     }
 }
 
-/// The resolved directory a `Glob` call walks (an absolute pattern's own
-/// literal prefix, else `path`, else `cwd`), for the permission decision.
-pub(crate) fn glob_root(cwd: &Path, path: Option<&str>, pattern: Option<&str>) -> PathBuf {
-    plan(cwd, path, pattern.unwrap_or("")).0
-}
-
-/// The resolved directory to walk and the pattern relative to it.
-fn plan(cwd: &Path, path: Option<&str>, pattern: &str) -> (PathBuf, String) {
-    let base = match path {
-        Some(p) if !p.is_empty() => resolve_real(cwd, p),
-        _ => resolve_real(cwd, "."),
-    };
-    let (root, pattern) = split_pattern(&base, pattern);
-    (resolve_real(cwd, root), pattern)
-}
-
-/// Splits an absolute pattern like `/src/**/*.rs` into the directory to walk
-/// (`/src`) and the pattern relative to it; other patterns walk `base`.
-fn split_pattern(base: &Path, pattern: &str) -> (PathBuf, String) {
-    let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
-    let p = Path::new(pattern);
-    if !p.is_absolute() {
-        return (base.to_path_buf(), pattern.to_string());
-    }
-    let is_glob = |s: &str| s.contains(['*', '?', '[', '{']);
-    let mut root = PathBuf::new();
-    let mut rest: Vec<String> = Vec::new();
-    for comp in p.components() {
-        let s = comp.as_os_str().to_string_lossy().into_owned();
-        if rest.is_empty() && !is_glob(&s) {
-            root.push(comp);
-        } else if !matches!(comp, Component::RootDir) {
-            rest.push(s);
-        }
-    }
-    if rest.is_empty() {
-        // No wildcard at all: match the literal file in its directory.
-        let name = root
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let dir = root.parent().map(Path::to_path_buf).unwrap_or_default();
-        return (dir, globset_escape(&name));
-    }
-    (root, rest.join("/"))
-}
-
-/// Escapes glob metacharacters in a literal name.
-fn globset_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}') {
-            out.push('[');
-            out.push(c);
-            out.push(']');
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Matching files under `root` with their modification times; `None` if cancelled.
 fn walk(
     scope: &std::sync::Arc<SearchScope>,
@@ -231,6 +169,7 @@ mod tests {
 
     use super::super::util::test_support;
     use super::*;
+    use std::path::Path;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
         GlobTool.execute(ctx, &crate::tools::object(input)).await
@@ -330,22 +269,5 @@ mod tests {
                 out.content
             );
         }
-    }
-
-    #[test]
-    fn splits_absolute_patterns() {
-        let base = Path::new("/base");
-        assert_eq!(
-            split_pattern(base, "/a/b/**/*.rs"),
-            (PathBuf::from("/a/b"), "**/*.rs".to_string())
-        );
-        assert_eq!(
-            split_pattern(base, "./src/*.rs"),
-            (PathBuf::from("/base"), "src/*.rs".to_string())
-        );
-        assert_eq!(
-            split_pattern(base, "/a/b.rs"),
-            (PathBuf::from("/a"), "b.rs".to_string())
-        );
     }
 }

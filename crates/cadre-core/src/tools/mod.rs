@@ -30,7 +30,6 @@ pub use bash::BashTool;
 pub use edit::EditTool;
 pub use file_state::FileStateCache;
 pub use glob::GlobTool;
-pub(crate) use glob::glob_root;
 pub use grep::GrepTool;
 pub use read::ReadTool;
 pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
@@ -187,9 +186,7 @@ pub trait Tool: Send + Sync {
     }
 }
 
-/// A call's arguments: always a JSON object, parsed once from the model's
-/// text by [`parse_input`] before anything decides on them.
-pub type ToolInput = Map<String, Value>;
+pub use crate::model::ToolInput;
 
 /// Parses the model's argument text once, strictly: it must be one JSON
 /// object, with no key twice at any depth (a plain `Value` would silently
