@@ -2,11 +2,15 @@
 //! each agent's own approvals. Whether a call runs is decided in `policy`; who
 //! answers a question is the front end's business.
 
+mod bash_rules;
 mod gate;
 mod glob_plan;
 mod mode;
+mod path_rules;
 mod policy;
 pub mod rules;
+#[cfg(test)]
+mod rules_tests;
 mod shell;
 #[cfg(test)]
 mod shell_tests;

@@ -364,7 +364,7 @@ impl Lexer {
                 // `function f { ... }`: the body's first command comes later.
                 k += 2;
             } else if redir.get(k).copied().unwrap_or(false)
-                || super::rules::is_assignment(w)
+                || is_assignment(w)
                 || SHELL_KEYWORDS.contains(&w.as_str())
             {
                 k += 1;
@@ -1178,4 +1178,17 @@ impl Lexer {
 fn is_fd_word(word: &str) -> bool {
     let digits = word.strip_suffix('-').unwrap_or(word);
     word == "-" || (!digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Whether `word` is a `NAME=value` (or `NAME+=value`) assignment.
+pub(super) fn is_assignment(word: &str) -> bool {
+    let Some((name, _)) = word.split_once('=') else {
+        return false;
+    };
+    let name = name.strip_suffix('+').unwrap_or(name);
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::rules::{CallFacts, RuleKind, RuleSet, parse_rule};
+use super::shell::parse_shell;
 
 fn rules(specs: &[(RuleKind, &str)]) -> RuleSet {
     let mut set = RuleSet::new();
@@ -711,4 +712,44 @@ fn long_wrapper_chains_hide_no_deny() {
     }
     let harmless = format!("sudo -Z {}", "/a ".repeat(20_000));
     assert_eq!(eval(&deny_rm, &harmless), Some(RuleKind::Allow));
+}
+
+#[test]
+fn lexer_splits_commands() {
+    let cases: &[(&str, &[&[&str]], bool)] = &[
+        ("git status -s", &[&["git", "status", "-s"]], false),
+        (
+            "a && b || c; d | e & f\ng",
+            &[&["a"], &["b"], &["c"], &["d"], &["e"], &["f"], &["g"]],
+            false,
+        ),
+        (
+            "echo 'a;b' \"c|d\" e\\&f",
+            &[&["echo", "a;b", "c|d", "e&f"]],
+            false,
+        ),
+        ("echo \"\" ''", &[&["echo", "", ""]], false),
+        ("echo a\\\nb", &[&["echo", "ab"]], false),
+        ("ls 2>&1 | wc -l", &[&["ls", "2>&1"], &["wc", "-l"]], false),
+        ("ls >/dev/null", &[&["ls", ">", "/dev/null"]], false),
+        ("ls > out", &[&["ls", ">", "out"]], true),
+        // The substitution's output is a word of its own.
+        (
+            "echo $(rm x) y",
+            &[&["echo"], &["rm", "x"], &["", "y"]],
+            true,
+        ),
+        ("a # b; c\nd", &[&["a"], &["d"]], false),
+        ("echo a#b", &[&["echo", "a#b"]], false),
+    ];
+    for (src, want, opaque) in cases {
+        let parsed = parse_shell(src);
+        let want: Vec<Vec<String>> = want
+            .iter()
+            .map(|seg| seg.iter().map(|w| w.to_string()).collect())
+            .collect();
+        assert_eq!(parsed.segments, want, "{src:?}");
+        assert_eq!(parsed.opaque, *opaque, "{src:?}");
+        assert!(!parsed.malformed, "{src:?}");
+    }
 }
