@@ -743,7 +743,13 @@ impl Agent {
                 // Resolved with the same function the policy uses, at the same moment.
                 let decided = crate::permissions::decided_path(&tool_name, &input, &self.ctx.cwd);
                 match self
-                    .permit(&tool_name, &input, decided.as_deref(), cancel)
+                    .permit(
+                        &tool_name,
+                        tool.effect(),
+                        &input,
+                        decided.as_deref(),
+                        cancel,
+                    )
                     .await
                 {
                     Err(reason) => self.denied(call, &tool_name, reason),
@@ -866,7 +872,12 @@ impl Agent {
             }
             // Only calls whose arguments parsed got here.
             let Ok(input) = &begun[k].1 else { continue };
-            match self.permit("Agent", input, None, cancel).await {
+            // `is_spawn` made sure the registry holds `Agent`.
+            let effect = self
+                .tools
+                .get("Agent")
+                .map_or(crate::permissions::ToolEffect::Execute, |t| t.effect());
+            match self.permit("Agent", effect, input, None, cancel).await {
                 Err(reason) => outcome[k] = Some(self.denied(calls[k], "Agent", reason)),
                 Ok(()) => {
                     if let Err(e) = self.write_log(RecordBody::ToolStart {
@@ -940,11 +951,15 @@ impl Agent {
     async fn permit(
         &self,
         tool: &str,
+        effect: crate::permissions::ToolEffect,
         input: &ToolInput,
         path: Option<&std::path::Path>,
         cancel: &CancellationToken,
     ) -> Result<(), String> {
-        let (reason, session_rule) = match self.policy.decide_at(&self.tracker, tool, input, path) {
+        let decision = self
+            .policy
+            .decide_at(&self.tracker, tool, effect, input, path);
+        let (reason, session_rule) = match decision {
             Decision::Allow => return Ok(()),
             Decision::Deny(reason) => return Err(format!("denied: {reason}")),
             Decision::Ask {

@@ -3,6 +3,7 @@
 //! answers a question is the front end's business.
 
 mod bash_rules;
+mod effect;
 mod gate;
 mod glob_plan;
 mod mode;
@@ -16,6 +17,7 @@ mod shell;
 mod shell_tests;
 mod wrappers;
 
+pub use effect::ToolEffect;
 pub use gate::{
     ApprovalAnswer, ApprovalGate, ApprovalQuestion, ApprovalSource, HEADLESS_DENIAL, Headless,
 };

@@ -10,7 +10,8 @@
 //!   `Bash(npm test)` — exactly that command; `Bash(*)` — any command.
 //! * `Read(src/**)`, `Edit(*.md)`, `Write(//tmp/**)`, `Read(~/.ssh/**)` —
 //!   gitignore-style globs over the call's path. `Edit(...)` also covers
-//!   `Write`; `Read(...)` also covers `Glob` and `Grep`.
+//!   every tool that edits a file (`Write`); `Read(...)` every tool that
+//!   reads one (`Glob`, `Grep`): a tool's declared effect says which.
 //! * `mcp__server`, `mcp__server__*` — every tool of an MCP server;
 //!   `mcp__server__tool` — one tool.
 //! * `Agent(Explore)` — an Agent call with that subagent type.
@@ -33,6 +34,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::ToolEffect;
 use super::bash_rules::{BashPattern, parse_bash_spec};
 use super::path_rules::{PathGlob, normalize};
 use super::shell::{ShellParse, parse_shell};
@@ -142,6 +144,8 @@ impl RuleError {
 pub struct CallFacts<'a> {
     /// Canonical tool name (Read, Bash, Agent, mcp__s__t, ...). Aliases are tolerated.
     pub tool: &'a str,
+    /// What the tool declares its calls do; `None` when unknown.
+    pub effect: Option<ToolEffect>,
     /// Bash: the command line.
     pub command: Option<&'a str>,
     /// File tools: the resolved absolute path.
@@ -370,15 +374,19 @@ fn canonical_tool(name: &str) -> &str {
     }
 }
 
-/// Tools an `Edit` rule covers, as in Claude Code.
-const EDIT_TOOLS: &[&str] = &["Edit", "Write", "NotebookEdit"];
-/// Tools a `Read` rule covers, as in Claude Code.
-const READ_TOOLS: &[&str] = &["Read", "Glob", "Grep", "LS"];
-
-fn tool_covers(rule_tool: &str, call_tool: &str) -> bool {
-    rule_tool == call_tool
-        || (rule_tool == "Edit" && EDIT_TOOLS.contains(&call_tool))
-        || (rule_tool == "Read" && READ_TOOLS.contains(&call_tool))
+/// Whether a rule naming `rule_tool` covers the call: its own tool, and as in
+/// Claude Code, for `Edit` every tool that edits a file and for `Read` every
+/// tool that reads one (a call with that effect on a path).
+fn tool_covers(rule_tool: &str, call: &Call<'_>) -> bool {
+    if rule_tool == call.tool {
+        return true;
+    }
+    let family = match rule_tool {
+        "Edit" => ToolEffect::Edit,
+        "Read" => ToolEffect::ReadOnly,
+        _ => return false,
+    };
+    call.effect == Some(family) && call.abs_path.is_some()
 }
 
 /// Checks parenthesis balance; for shell commands, quoted and escaped
@@ -444,9 +452,9 @@ impl Pattern {
     /// part of it.
     fn matches_any_part(&self, call: &Call<'_>) -> bool {
         match self {
-            Pattern::Tool(tool) => tool_covers(tool, call.tool),
+            Pattern::Tool(tool) => tool_covers(tool, call),
             Pattern::Bash(bash) => call.tool == "Bash" && bash.matches_any_part(call),
-            Pattern::Path { tool, glob } => tool_covers(tool, call.tool) && glob.matches(call),
+            Pattern::Path { tool, glob } => tool_covers(tool, call) && glob.matches(call),
             Pattern::McpServer(prefix) => {
                 call.tool.starts_with(prefix.as_str())
                     || prefix.strip_suffix("__") == Some(call.tool)
@@ -462,6 +470,7 @@ impl Pattern {
 /// A call prepared for matching.
 pub(super) struct Call<'f> {
     pub(super) tool: &'f str,
+    effect: Option<ToolEffect>,
     pub(super) command: Option<&'f str>,
     pub(super) shell: Option<ShellParse>,
     pub(super) abs_path: Option<PathBuf>,
@@ -487,6 +496,7 @@ impl<'f> Call<'f> {
             .map(Path::to_path_buf);
         Call {
             tool,
+            effect: facts.effect,
             command: facts.command,
             shell,
             abs_path,

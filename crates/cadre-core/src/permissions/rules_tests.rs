@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use super::ToolEffect;
 use super::rules::*;
 
 const PROJECT: &str = "/proj";
@@ -36,9 +37,15 @@ fn bash(command: &str) -> CallFacts<'_> {
     }
 }
 
+/// A file tool's call; the effect is what the built-in tool of that name declares.
 fn file<'a>(tool: &'a str, path: &'a str) -> CallFacts<'a> {
+    let effect = match tool {
+        "Edit" | "Write" => ToolEffect::Edit,
+        _ => ToolEffect::ReadOnly,
+    };
     CallFacts {
         tool,
+        effect: Some(effect),
         path: Some(Path::new(path)),
         ..CallFacts::default()
     }
@@ -463,6 +470,56 @@ fn file_rules() {
             *want,
             "rules {specs:?}, {tool} {path}"
         );
+    }
+}
+
+#[test]
+fn read_and_edit_rules_cover_tools_by_effect_on_a_path() {
+    let call = |tool, effect, path: Option<&'static str>| CallFacts {
+        tool,
+        effect: Some(effect),
+        path: path.map(Path::new),
+        ..CallFacts::default()
+    };
+    let cases: &[(&str, CallFacts<'static>, Option<RuleKind>)] = &[
+        // A tool cadre does not ship, declaring what it does to a path.
+        (
+            "deny:Read",
+            call("NotebookRead", ToolEffect::ReadOnly, Some("/proj/a")),
+            Some(Deny),
+        ),
+        (
+            "allow:Edit(src/**)",
+            call("NotebookEdit", ToolEffect::Edit, Some("/proj/src/a")),
+            Some(Allow),
+        ),
+        // Read-only tools that touch no path are not file reads.
+        (
+            "deny:Read",
+            call("TodoWrite", ToolEffect::ReadOnly, None),
+            None,
+        ),
+        ("deny:Read", call("Agent", ToolEffect::ReadOnly, None), None),
+        // An effect other than the rule's family is not covered.
+        (
+            "allow:Read",
+            call("Write", ToolEffect::Edit, Some("/proj/a")),
+            None,
+        ),
+        (
+            "allow:Edit",
+            call("Bash", ToolEffect::Execute, Some("/proj/a")),
+            None,
+        ),
+        // Other rules name their own tool only.
+        (
+            "allow:Write",
+            call("Edit", ToolEffect::Edit, Some("/proj/a")),
+            None,
+        ),
+    ];
+    for (spec, facts, want) in cases {
+        assert_eq!(eval(&rules(&[spec]), facts), *want, "{spec} on {facts:?}");
     }
 }
 

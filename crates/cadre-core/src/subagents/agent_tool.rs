@@ -70,6 +70,10 @@ impl Tool for AgentTool {
     fn is_read_only(&self) -> bool {
         false
     }
+    // Starting a child changes nothing by itself; each of its calls is decided.
+    fn effect(&self) -> crate::permissions::ToolEffect {
+        crate::permissions::ToolEffect::ReadOnly
+    }
 
     fn execute<'a>(
         &'a self,
@@ -108,6 +112,9 @@ impl Tool for SendMessageTool {
 
     fn is_read_only(&self) -> bool {
         false
+    }
+    fn effect(&self) -> crate::permissions::ToolEffect {
+        crate::permissions::ToolEffect::ReadOnly
     }
 
     fn execute<'a>(

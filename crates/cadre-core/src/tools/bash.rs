@@ -95,6 +95,10 @@ impl Tool for BashTool {
         false
     }
 
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::Execute
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,

@@ -72,6 +72,10 @@ impl Tool for EditTool {
         false
     }
 
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::Edit
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -90,7 +94,7 @@ impl Tool for EditTool {
             // The resolved path, as the permission decision saw it; reads
             // and writes follow no symlink from here on.
             let path = ctx.resolve(&args.file_path);
-            if let Some(refused) = ctx.refusal("Edit", &path) {
+            if let Some(refused) = ctx.refusal(self, &path) {
                 return refused;
             }
             let shown = path.display().to_string();

@@ -61,6 +61,10 @@ impl Tool for GlobTool {
         true
     }
 
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -72,7 +76,7 @@ impl Tool for GlobTool {
                 Err(e) => return e,
             };
             let (root, pattern) = glob_plan(&ctx.cwd, args.path.as_deref(), &args.pattern);
-            if let Some(refused) = ctx.refusal("Glob", &root) {
+            if let Some(refused) = ctx.refusal(self, &root) {
                 return refused;
             }
             if pattern.is_empty() {

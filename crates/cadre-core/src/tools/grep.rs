@@ -123,6 +123,10 @@ impl Tool for GrepTool {
         true
     }
 
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -182,7 +186,7 @@ impl Plan {
             Some(p) if !p.is_empty() => ctx.resolve(p),
             _ => ctx.resolve("."),
         };
-        if let Some(refused) = ctx.refusal("Grep", &root) {
+        if let Some(refused) = ctx.refusal(&GrepTool, &root) {
             return Err(refused);
         }
         let meta = match std::fs::metadata(&root) {

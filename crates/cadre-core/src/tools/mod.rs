@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::ToolSpec;
+use crate::permissions::ToolEffect;
 use crate::sandbox::SandboxPolicy;
 
 pub use bash::BashTool;
@@ -140,7 +141,7 @@ impl ToolContext {
 
     /// Why `tool` must not touch the resolved `path` (a deny rule, or a write
     /// to the data directory), checked again as the tool runs.
-    pub(crate) fn refusal(&self, tool: &str, path: &Path) -> Option<ToolOutput> {
+    pub(crate) fn refusal(&self, tool: &dyn Tool, path: &Path) -> Option<ToolOutput> {
         if let Some(decided) = &self.decided_path
             && decided != path
         {
@@ -153,7 +154,7 @@ impl ToolContext {
         }
         self.policy
             .as_ref()
-            .and_then(|p| p.refusal(tool, path))
+            .and_then(|p| p.refusal(tool.name(), tool.effect(), path))
             .map(ToolOutput::error)
     }
 }
@@ -168,6 +169,8 @@ pub trait Tool: Send + Sync {
     fn input_schema(&self) -> serde_json::Value;
     /// True when the tool never changes anything; such calls may run concurrently.
     fn is_read_only(&self) -> bool;
+    /// What its calls do; the permission policy decides by this.
+    fn effect(&self) -> ToolEffect;
     /// Runs the call with exactly the arguments the permission policy decided
     /// on; the tool reads its typed input from them with [`parse_args`].
     fn execute<'a>(

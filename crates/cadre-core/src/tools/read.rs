@@ -79,6 +79,10 @@ impl Tool for ReadTool {
         true
     }
 
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -95,7 +99,7 @@ impl Tool for ReadTool {
             }
             let offset = args.offset.unwrap_or(1).max(1);
             let path = ctx.resolve(&args.file_path);
-            if let Some(refused) = ctx.refusal("Read", &path) {
+            if let Some(refused) = ctx.refusal(self, &path) {
                 return refused;
             }
             let cap = ctx.output_cap;

@@ -71,6 +71,9 @@ impl Tool for TaskListTool {
     fn is_read_only(&self) -> bool {
         true
     }
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
+    }
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -147,6 +150,9 @@ impl Tool for TaskOutputTool {
     }
     fn is_read_only(&self) -> bool {
         true
+    }
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
     }
     fn execute<'a>(
         &'a self,
@@ -245,6 +251,9 @@ impl Tool for TaskStopTool {
     }
     fn is_read_only(&self) -> bool {
         false
+    }
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
     }
     fn execute<'a>(
         &'a self,

@@ -133,6 +133,10 @@ impl Tool for TodoWriteTool {
         false
     }
 
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,

@@ -52,6 +52,10 @@ impl Tool for WriteTool {
         false
     }
 
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::Edit
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -65,7 +69,7 @@ impl Tool for WriteTool {
             // The resolved path, as the permission decision saw it; the
             // write follows no symlink from here on.
             let path = ctx.resolve(&args.file_path);
-            if let Some(refused) = ctx.refusal("Write", &path) {
+            if let Some(refused) = ctx.refusal(self, &path) {
                 return refused;
             }
             let existed = match exact::kind(&path) {
