@@ -6,6 +6,8 @@ mod bash_rules;
 mod effect;
 mod gate;
 mod glob_plan;
+#[cfg(test)]
+mod lexer_fuzz;
 mod mode;
 mod path_rules;
 mod policy;

@@ -58,8 +58,10 @@ fn loose_separator(c: char) -> bool {
 /// Loose readings of a command text for deny rules: its tokens with quotes
 /// and backslashes kept as separators, with them removed (so `r\m` and
 /// `"r"m` read `rm`), and also with `$'...'` decoded and `${name:-` openers
-/// and `}` removed (so `$'\x72m'` and `${x:-r}m` read `rm`).
-pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 3] {
+/// and `}` removed (so `$'\x72m'` and `${x:-r}m` read `rm`), and with
+/// command substitutions removed, as if they printed nothing (so
+/// `r$(true)m` reads `rm`).
+pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 4] {
     let split = |s: &str| -> Vec<String> {
         s.split(loose_separator)
             .filter(|t| !t.is_empty())
@@ -76,7 +78,50 @@ pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 3] {
         .filter(|c| !matches!(c, '\'' | '"' | '\\'))
         .collect();
     let defaults = without_parameter_openers(&decoded);
-    [split(src), split(&joined), split(&defaults)]
+    let unsubstituted = without_substitutions(&joined);
+    [
+        split(src),
+        split(&joined),
+        split(&defaults),
+        split(&unsubstituted),
+    ]
+}
+
+/// `text` without its `$(...)` and `` `...` `` substitutions (parentheses
+/// counted, quotes not: this is a loose reading).
+fn without_substitutions(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::new();
+    let mut k = 0;
+    while let Some(&c) = chars.get(k) {
+        if c == '`' {
+            k += 1;
+            while chars.get(k).is_some_and(|&c| c != '`') {
+                k += 1;
+            }
+            k += 1;
+        } else if c == '$' && chars.get(k + 1) == Some(&'(') {
+            let mut depth = 0usize;
+            k += 1;
+            while let Some(&c) = chars.get(k) {
+                k += 1;
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            out.push(c);
+            k += 1;
+        }
+    }
+    out
 }
 
 /// `text` with every `$'...'` replaced by what it decodes to.

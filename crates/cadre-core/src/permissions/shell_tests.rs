@@ -9,7 +9,8 @@ use std::process::{Command, Stdio};
 use super::rules::{CallFacts, RuleKind, RuleSet, parse_rule};
 use super::shell::parse_shell;
 
-fn rules(specs: &[(RuleKind, &str)]) -> RuleSet {
+/// A rule set from `(kind, rule)` pairs.
+pub(super) fn rules(specs: &[(RuleKind, &str)]) -> RuleSet {
     let mut set = RuleSet::new();
     for (kind, text) in specs {
         set.add(parse_rule(*kind, text, None).expect(text));
@@ -17,7 +18,8 @@ fn rules(specs: &[(RuleKind, &str)]) -> RuleSet {
     set
 }
 
-fn eval(set: &RuleSet, command: &str) -> Option<RuleKind> {
+/// What `set` decides for the `Bash` command `command`.
+pub(super) fn eval(set: &RuleSet, command: &str) -> Option<RuleKind> {
     let facts = CallFacts {
         tool: "Bash",
         command: Some(command),
@@ -116,6 +118,24 @@ fn expansions_that_may_run_commands_match_no_allow_rule() {
             "{command:?}"
         );
     }
+}
+
+/// A substitution that prints nothing can split a command name; deny rules
+/// read the name with it removed (found by `lexer_fuzz`).
+#[test]
+fn deny_rules_see_names_split_by_empty_substitutions() {
+    let deny_rm = rules(&[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")]);
+    for command in [
+        "r$(true)m x",
+        "r$()m x",
+        "r``m x",
+        "\"r\"$(true)'m' x",
+        "r$(: $(true))m x",
+        "echo; r`true`m x",
+    ] {
+        assert_eq!(eval(&deny_rm, command), Some(RuleKind::Deny), "{command:?}");
+    }
+    assert_eq!(eval(&deny_rm, "ls $(true) x"), Some(RuleKind::Allow));
 }
 
 #[test]
@@ -573,6 +593,33 @@ fn generate(rng: &mut Rng) -> String {
     script
 }
 
+/// Bash with logging stubs of [`STUBS`] on its PATH.
+pub(super) struct Stubs {
+    bash: std::path::PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Stubs {
+    /// The stubs, or `None` when this machine has no bash.
+    pub(super) fn new() -> Option<Stubs> {
+        let bash = find_bash()?;
+        let dir = tempfile::tempdir().unwrap();
+        for name in STUBS {
+            let path = dir.path().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\necho {name} >> \"$STUB_LOG\"\n")).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::write(dir.path().join("env.sh"), "enable -n echo\n").unwrap();
+        Some(Stubs { bash, dir })
+    }
+
+    /// Runs `script` in `dir` (see [`run_bash`]); returns the commands that ran.
+    pub(super) fn run(&self, dir: &Path, script: &str, case: usize) -> BTreeSet<String> {
+        run_bash(&self.bash, dir, self.dir.path(), script, case)
+    }
+}
+
 /// Runs `script` with `bash -c` in `dir`, where only the stubs are on PATH
 /// and the builtins of the same names are disabled; returns the commands
 /// that ran.
@@ -608,7 +655,8 @@ fn find_bash() -> Option<std::path::PathBuf> {
         .find(|p| p.exists())
 }
 
-fn listing(dir: &Path) -> BTreeSet<String> {
+/// The names in `dir`.
+pub(super) fn listing(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -620,18 +668,10 @@ fn listing(dir: &Path) -> BTreeSet<String> {
 /// runs only those and writes no file.
 #[test]
 fn the_lexer_agrees_with_bash_on_generated_commands() {
-    let Some(bash) = find_bash() else {
+    let Some(stubs) = Stubs::new() else {
         eprintln!("no bash here: differential test skipped");
         return;
     };
-    let stubs = tempfile::tempdir().unwrap();
-    for name in STUBS {
-        let path = stubs.path().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\necho {name} >> \"$STUB_LOG\"\n")).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    std::fs::write(stubs.path().join("env.sh"), "enable -n echo\n").unwrap();
 
     let allow_sets: &[&[&str]] = &[&["echo"], &["echo", "cat"], &["cat", "ls"]];
     // A fixed seed and count keep CI fast and repeatable; longer hunts can set
@@ -646,7 +686,7 @@ fn the_lexer_agrees_with_bash_on_generated_commands() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("f1"), "x").unwrap();
         let before = listing(dir.path());
-        let executed = run_bash(&bash, dir.path(), stubs.path(), &script, case);
+        let executed = stubs.run(dir.path(), &script, case);
         let created: Vec<_> = listing(dir.path()).difference(&before).cloned().collect();
         ran += executed.len();
         for name in &executed {
