@@ -8,7 +8,6 @@ mod gate;
 mod glob_plan;
 #[cfg(test)]
 mod lexer_fuzz;
-mod mode;
 mod path_rules;
 mod policy;
 pub mod rules;
@@ -19,12 +18,10 @@ mod shell;
 mod shell_tests;
 mod wrappers;
 
+pub use crate::protocol::{ApprovalAnswer, ApprovalQuestion, PermissionMode};
 pub use effect::ToolEffect;
-pub use gate::{
-    ApprovalAnswer, ApprovalGate, ApprovalQuestion, ApprovalSource, HEADLESS_DENIAL, Headless,
-};
+pub use gate::{ApprovalGate, ApprovalSource, HEADLESS_DENIAL, Headless};
 pub use glob_plan::glob_plan;
-pub use mode::PermissionMode;
 pub use policy::{Decision, PermissionPolicy, PermissionTracker, decided_path, resolve_real};
 
 #[cfg(test)]
