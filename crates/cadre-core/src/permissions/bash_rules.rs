@@ -1,6 +1,19 @@
-//! How a `Bash(...)` rule matches a command line: allow rules word by word
-//! over every simple command the lexer (`shell`) finds, deny and ask rules
-//! over any reading of any part, through wrappers (`wrappers`).
+//! How a `Bash(...)` rule matches a command line.
+//!
+//! Shell commands are split into their simple commands (on `&&`, `||`, `;`,
+//! `|`, `&`, newlines, subshell parentheses and substitutions) by a small
+//! quote-aware lexer that reads as bash does (see `shell`): a deny or ask rule
+//! matches when it matches any of them, while allow rules must cover every
+//! one. Commands with command or process substitution or output redirection
+//! to a file (`>file`, `&>file`, `>&file`), and commands the lexer is not sure
+//! it reads as bash does, are only allowed by `Bash` / `Bash(*)`; for the
+//! latter, and for commands that run code their words don't show (a shell
+//! reading stdin, `source`, `python3 -c`, ...), deny and ask rules also match
+//! any run of words in a loose reading.
+//! Deny and ask rules see through wrappers (`timeout`, `env`, `sudo`,
+//! `find -exec`, `sh -c`, ...); allow rules only through the ones Claude Code
+//! strips (`timeout`, `time`, `nice`, `nohup`, `stdbuf`), and only when every
+//! option is understood (see `wrappers`).
 
 use super::rules::{Call, RuleError};
 use super::shell::{ShellParse, loose_tokens, parse_shell};

@@ -16,20 +16,9 @@
 //!   `mcp__server__tool` — one tool.
 //! * `Agent(Explore)` — an Agent call with that subagent type.
 //!
-//! Shell commands are split into their simple commands (on `&&`, `||`, `;`,
-//! `|`, `&`, newlines, subshell parentheses and substitutions) by a small
-//! quote-aware lexer that reads as bash does (see `shell`): a deny or ask rule
-//! matches when it matches any of them, while allow rules must cover every
-//! one. Commands with command or process substitution or output redirection
-//! to a file (`>file`, `&>file`, `>&file`), and commands the lexer is not sure
-//! it reads as bash does, are only allowed by `Bash` / `Bash(*)`; for the
-//! latter, and for commands that run code their words don't show (a shell
-//! reading stdin, `source`, `python3 -c`, ...), deny and ask rules also match
-//! any run of words in a loose reading.
-//! Deny and ask rules see through wrappers (`timeout`, `env`, `sudo`,
-//! `find -exec`, `sh -c`, ...); allow rules only through the ones Claude Code
-//! strips (`timeout`, `time`, `nice`, `nohup`, `stdbuf`), and only when every
-//! option is understood (see `wrappers`).
+//! How a `Bash(...)` rule reads a command is in `bash_rules` (over the
+//! lexer in `shell` and the wrappers in `wrappers`); path globs are in
+//! `path_rules`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
