@@ -5,7 +5,7 @@
 //! - `case`: the case folder and `case.yaml`;
 //! - `runner`: one run of `cadre exec --json` in fresh temp directories;
 //! - `evidence`: what a run left behind, read back;
-//! - `graders`: the checks;
+//! - `graders`: the checks, as `case.yaml` gives them (`spec`) and as they run (`checks`);
 //! - `report`: the table and the JSON document.
 
 mod case;
