@@ -168,12 +168,9 @@ impl Grader {
                     Ok(m) => m,
                     Err(e) => return GradeResult::new(name, false, e),
                 };
-                match ev.final_turn() {
+                match ev.final_text() {
                     None => GradeResult::new(name, false, "no turn_ended event of main".into()),
-                    Some(t) => {
-                        let text = t.get("final_text").and_then(|v| v.as_str()).unwrap_or("");
-                        GradeResult::new(name, is_match(&m, text), excerpt(text, 200))
-                    }
+                    Some(text) => GradeResult::new(name, is_match(&m, text), excerpt(text, 200)),
                 }
             }
             Grader::SubagentStatus(c) => grade_status(ev, c),
@@ -311,12 +308,7 @@ fn grade_calls(ev: &Evidence, c: &CallCheck, negate: bool) -> GradeResult {
         .collect();
     let n = in_scope
         .iter()
-        .filter(|k| {
-            k.tool == c.tool
-                && c.outcome
-                    .as_ref()
-                    .is_none_or(|o| k.outcome.as_ref() == Some(o))
-        })
+        .filter(|k| k.tool == c.tool && c.outcome.as_ref().is_none_or(|o| k.outcome == Some(*o)))
         .count() as u64;
     let saw = format!(
         "{n} matching; calls{}: {}",
@@ -411,7 +403,7 @@ fn grade_status(ev: &Evidence, c: &StatusCheck) -> GradeResult {
     let name = format!(
         "subagent_status {}{}{} {}",
         if c.all { "all " } else { "" },
-        c.status,
+        c.status.as_str(),
         c.agent_type
             .as_ref()
             .map(|t| format!(" ({t})"))
@@ -432,7 +424,7 @@ fn grade_status(ev: &Evidence, c: &StatusCheck) -> GradeResult {
             .iter()
             .map(|ch| {
                 let id: String = ch.agent_id.chars().take(8).collect();
-                let mut s = format!("{} {id} {}", ch.agent_type, ch.status);
+                let mut s = format!("{} {id} {}", ch.agent_type, ch.status.as_str());
                 if let Some(e) = &ch.error {
                     s.push_str(&format!(" ({})", excerpt(e, 80)));
                 }
@@ -487,7 +479,7 @@ fn grade_denied(ev: &Evidence, c: &DenyCheck) -> GradeResult {
 fn grade_tasks(ev: &Evidence, c: &TaskCheck) -> GradeResult {
     let min = c.min.unwrap_or(1);
     let filters = [
-        c.kind.clone(),
+        c.kind.map(|k| k.to_string()),
         c.agent_type.clone(),
         c.description.as_ref().map(|d| format!("{d:?}")),
     ]
@@ -512,7 +504,7 @@ fn grade_tasks(ev: &Evidence, c: &TaskCheck) -> GradeResult {
     let rows: Vec<_> = ev
         .tasks
         .iter()
-        .filter(|t| c.kind.as_ref().is_none_or(|k| t.kind.as_str() == k))
+        .filter(|t| c.kind.is_none_or(|k| t.kind == k))
         .filter(|t| {
             c.agent_type
                 .as_ref()
@@ -524,10 +516,7 @@ fn grade_tasks(ev: &Evidence, c: &TaskCheck) -> GradeResult {
                 .is_none_or(|d| t.description.contains(d.as_str()))
         })
         .collect();
-    let with = rows
-        .iter()
-        .filter(|t| t.status.as_str() == c.status)
-        .count() as u64;
+    let with = rows.iter().filter(|t| t.status == c.status).count() as u64;
     let passed = with >= min && (!c.all || with == rows.len() as u64);
     let saw = if ev.tasks.is_empty() {
         "no rows in the task table".to_string()

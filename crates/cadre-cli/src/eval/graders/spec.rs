@@ -1,7 +1,10 @@
 //! Grader specs: the checks a case asks for, as written in `case.yaml`
 //! (`docs/evals.md`). Parsing only; `checks` runs them over a run's evidence.
 
+use cadre_core::protocol::{ChildStatus, TaskKind, TaskStatus};
 use serde::Deserialize;
+
+use crate::eval::evidence::CallOutcome;
 
 /// Which agents a check looks at.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -55,7 +58,7 @@ pub struct CallCheck {
     pub agent_type: Option<String>,
     /// Only calls that ended so: `completed`, `failed` or `denied`.
     #[serde(default)]
-    pub outcome: Option<String>,
+    pub outcome: Option<CallOutcome>,
     /// At least this many (default 1 for `tool_called`).
     #[serde(default)]
     pub min: Option<u64>,
@@ -101,7 +104,7 @@ pub struct FileText {
 #[serde(deny_unknown_fields)]
 pub struct StatusCheck {
     /// `completed`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: ChildStatus,
     /// Only children of this type.
     #[serde(default)]
     pub agent_type: Option<String>,
@@ -163,10 +166,10 @@ pub struct DenyCheck {
 #[serde(deny_unknown_fields)]
 pub struct TaskCheck {
     /// `queued`, `running`, `stopping`, `succeeded`, `failed`, `cancelled` or `lost`.
-    pub status: String,
+    pub status: TaskStatus,
     /// `subagent` or `bash`.
     #[serde(default)]
-    pub kind: Option<String>,
+    pub kind: Option<TaskKind>,
     /// Only subagent tasks of this type.
     #[serde(default)]
     pub agent_type: Option<String>,
@@ -273,5 +276,43 @@ mod tests {
         assert!(matches!(g[4], Grader::ToolDenied(_)));
         let bad: Result<Vec<Grader>, _> = serde_saphyr::from_str("- tool_called: { tol: Read }\n");
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn statuses_and_outcomes_are_read_as_their_types() {
+        let g = graders(
+            "- tool_called: { tool: Edit, outcome: denied }\n- subagent_status: { status: cancelled }\n- task_status: { status: lost, kind: bash }\n",
+        );
+        assert!(matches!(
+            &g[0],
+            Grader::ToolCalled(CallCheck {
+                outcome: Some(CallOutcome::Denied),
+                ..
+            })
+        ));
+        assert!(matches!(
+            &g[1],
+            Grader::SubagentStatus(StatusCheck {
+                status: ChildStatus::Cancelled,
+                ..
+            })
+        ));
+        assert!(matches!(
+            &g[2],
+            Grader::TaskStatus(TaskCheck {
+                status: TaskStatus::Lost,
+                kind: Some(TaskKind::Bash),
+                ..
+            })
+        ));
+        // A misspelt status is an error in the case file, not a check that never holds.
+        for bad in [
+            "- tool_called: { tool: Edit, outcome: done }\n",
+            "- subagent_status: { status: complete }\n",
+            "- task_status: { status: succeeded, kind: shell }\n",
+        ] {
+            let parsed: Result<Vec<Grader>, _> = serde_saphyr::from_str(bad);
+            assert!(parsed.is_err(), "{bad}");
+        }
     }
 }
