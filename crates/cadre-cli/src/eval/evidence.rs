@@ -150,8 +150,6 @@ pub struct ChildLog {
 /// Everything the graders read.
 #[derive(Debug, Clone, Default)]
 pub struct Evidence {
-    /// A live run (no mock record).
-    pub live: bool,
     /// The task given to cadre.
     pub prompt: String,
     /// Exit status, if cadre exited on its own or after a signal.
@@ -872,7 +870,7 @@ mod tests {
 
     #[test]
     fn the_main_turn_tokens_and_live_requests_come_from_typed_events() {
-        let mut ev = evidence_of(&run(), &[]);
+        let ev = evidence_of(&run(), &[]);
         assert_eq!(ev.final_text(), Some("so far"));
         assert_eq!(
             ev.turn_problem().as_deref(),
@@ -881,7 +879,8 @@ mod tests {
         // Main's usage events and each child's total; a child's own usage
         // events are not counted twice.
         assert_eq!(ev.tokens(), 120 + 15);
-        ev.live = true;
+        // Without a mock record (a live run), requests come from the events.
+        assert!(ev.records.is_none());
         assert_eq!(ev.requests(), (3, 5));
     }
 

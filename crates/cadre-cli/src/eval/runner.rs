@@ -152,7 +152,6 @@ pub async fn run_case(case: &Case, file: &CaseFile, cfg: &RunConfig) -> RunOutco
         started_ms: now_ms(),
         ..RunOutcome::default()
     };
-    out.evidence.live = cfg.live;
     out.evidence.prompt = file.prompt.clone();
     out.evidence.fixture = case.fixture();
     let tmp = match tempfile::Builder::new()
