@@ -2,12 +2,12 @@
 //! saw, so a failure says why without re-running anything.
 
 use grep_matcher::Matcher;
-use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_regex::RegexMatcher;
 use serde::Serialize;
 
 use super::spec::{
     By, CallCheck, DenyCheck, FileText, Grader, MockRequestCheck, RequestCheck, RequestScope,
-    StatusCheck, TaskCheck,
+    StatusCheck, TaskCheck, regex,
 };
 use crate::eval::evidence::{Evidence, Who};
 
@@ -82,14 +82,6 @@ fn scope_text(by: By, agent_type: Option<&str>) -> String {
         (By::Child, None) => " by a child".into(),
         (By::Any, None) => String::new(),
     }
-}
-
-/// A regex matcher where `^`/`$` match at line ends.
-pub fn regex(pattern: &str) -> Result<RegexMatcher, String> {
-    RegexMatcherBuilder::new()
-        .multi_line(true)
-        .build(pattern)
-        .map_err(|e| format!("bad regex {pattern:?}: {e}"))
 }
 
 fn is_match(m: &RegexMatcher, text: &str) -> bool {

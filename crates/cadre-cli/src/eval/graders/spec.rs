@@ -2,6 +2,7 @@
 //! (`docs/evals.md`). Parsing only; `checks` runs them over a run's evidence.
 
 use cadre_core::protocol::{ChildStatus, TaskKind, TaskStatus};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use serde::Deserialize;
 
 use crate::eval::evidence::CallOutcome;
@@ -255,6 +256,45 @@ pub enum Grader {
     MockRequest(MockRequestCheck),
 }
 
+/// A regex matcher where `^`/`$` match at line ends.
+pub fn regex(pattern: &str) -> Result<RegexMatcher, String> {
+    RegexMatcherBuilder::new()
+        .multi_line(true)
+        .build(pattern)
+        .map_err(|e| format!("bad regex {pattern:?}: {e}"))
+}
+
+/// `min` above `max`: a bound nothing meets.
+fn check_bound(min: Option<u64>, max: Option<u64>) -> Result<(), String> {
+    match (min, max) {
+        (Some(a), Some(b)) if a > b => Err(format!("min {a} is above max {b}")),
+        _ => Ok(()),
+    }
+}
+
+impl Grader {
+    /// Checks what serde cannot, so a mistake in `case.yaml` is reported as
+    /// one rather than as a check that can never hold: regexes compile,
+    /// `file_contains` gives exactly one of `text` and `regex`, and no bound
+    /// has its `min` above its `max`.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Grader::FinalTextMatches(pattern) => regex(pattern).map(drop),
+            Grader::FileContains(f) | Grader::FileNotContains(f) => match (&f.text, &f.regex) {
+                (Some(_), None) => Ok(()),
+                (None, Some(r)) => regex(r).map(drop),
+                _ => Err(format!("{}: give exactly one of text and regex", f.path)),
+            },
+            Grader::ToolCalled(c) => check_bound(c.min, c.max),
+            Grader::Requests(c) => check_bound(c.min, c.max),
+            Grader::ApprovalAsked(c) => check_bound(c.min, c.max),
+            Grader::ToolDenied(c) => check_bound(c.min, c.max),
+            Grader::ReportBytes(b) | Grader::Tokens(b) => check_bound(b.min, b.max),
+            _ => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +354,27 @@ mod tests {
             let parsed: Result<Vec<Grader>, _> = serde_saphyr::from_str(bad);
             assert!(parsed.is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn validation_catches_what_serde_cannot() {
+        let ok = graders(
+            "- final_text_matches: \"(?i)^done$\"\n- file_contains: { path: a, regex: \"b+\" }\n- file_not_contains: { path: a, text: x }\n- tokens: { min: 3, max: 3 }\n- tool_not_called: { tool: Read }\n",
+        );
+        for g in &ok {
+            assert_eq!(g.validate(), Ok(()), "{g:?}");
+        }
+        let errors: Vec<String> = graders(
+            "- final_text_matches: \"(\"\n- file_contains: { path: a }\n- file_contains: { path: a, text: x, regex: y }\n- file_not_contains: { path: a, regex: \"[\" }\n- requests: { min: 3, max: 2 }\n- report_bytes: { min: 10, max: 1 }\n",
+        )
+        .iter()
+        .map(|g| g.validate().unwrap_err())
+        .collect();
+        assert!(errors[0].starts_with("bad regex \"(\""), "{errors:?}");
+        assert_eq!(errors[1], "a: give exactly one of text and regex");
+        assert_eq!(errors[2], "a: give exactly one of text and regex");
+        assert!(errors[3].starts_with("bad regex \"[\""), "{errors:?}");
+        assert_eq!(errors[4], "min 3 is above max 2");
+        assert_eq!(errors[5], "min 10 is above max 1");
     }
 }
