@@ -228,6 +228,16 @@ impl PermissionPolicy {
         if let Some((RuleKind::Deny, text)) = &rule {
             return Decision::Deny(format!("denied by the rule {text}"));
         }
+        // A command whose name is made when it runs may be one a deny or ask
+        // rule names: asked, in every mode (a question denies where none can
+        // be asked).
+        if !matches!(rule, Some((RuleKind::Ask, _)))
+            && let Some(text) = self.rules.hidden_name_rule(&facts, &self.project_dir)
+        {
+            return ask(format!(
+                "the command's name is made when it runs, so the rule {text} may cover it"
+            ));
+        }
         // No file tool writes the data directory, whatever the rules and mode.
         if effect == ToolEffect::Edit
             && let Some(why) = path.as_deref().and_then(|p| self.data_dir_write(p))

@@ -176,6 +176,22 @@ impl RuleSet {
         self.deny.iter().chain(&self.ask).chain(&self.allow)
     }
 
+    /// For a `Bash` call no deny or ask rule matched: the first deny or ask
+    /// rule on particular commands, when the command's name is made by
+    /// expansion and so might be one of them (`$(printf r)m -rf x` against
+    /// `Bash(rm:*)`). The caller asks instead of trusting the miss.
+    pub fn hidden_name_rule(&self, facts: &CallFacts<'_>, project_dir: &Path) -> Option<String> {
+        let call = Call::new(facts, project_dir);
+        if !call.shell.as_ref().is_some_and(|s| s.name_hidden) {
+            return None;
+        }
+        self.deny
+            .iter()
+            .chain(&self.ask)
+            .find(|r| matches!(&r.pattern, Pattern::Bash(b) if !matches!(b, BashPattern::Any)))
+            .map(|r| r.text.clone())
+    }
+
     /// Deny beats ask beats allow. Returns the winning kind and the rule text that
     /// decided it (for a compound shell command allowed by several rules, the rule
     /// that allowed its first sub-command). `None` when no rule applies.

@@ -31,6 +31,10 @@ pub(super) struct ShellParse {
     /// or `$` expansion in a command name, ...): no prefix or exact rule allows
     /// it, and deny rules also look at its loose reading.
     pub unsure: bool,
+    /// A command name is made by expansion (`$(printf r)m`, `$x`, `/bin/r?`,
+    /// `{rm,x}`): which command runs is known only when it runs, so no deny
+    /// or ask rule can be sure it does not cover it.
+    pub name_hidden: bool,
 }
 
 impl ShellParse {
@@ -423,6 +427,7 @@ impl Lexer {
             && !matches!(self.words[k].as_str(), "[" | "[[")
         {
             self.out.unsure = true;
+            self.out.name_hidden = true;
         }
         // `case` patterns end in a `)` that closes no parenthesis.
         if command.is_some_and(|k| self.words[k] == "case") {

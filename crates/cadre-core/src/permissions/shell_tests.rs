@@ -793,3 +793,62 @@ fn lexer_splits_commands() {
         assert!(!parsed.malformed, "{src:?}");
     }
 }
+
+/// A command name made by a substitution that prints part of it is asked
+/// about whenever a deny or ask rule names particular commands, in every
+/// mode (bypass included); without such rules nothing changes.
+#[test]
+fn names_made_when_the_command_runs_are_asked_about_under_deny_rules() {
+    use super::{Decision, PermissionMode, PermissionPolicy, PermissionTracker, ToolEffect};
+    let dir = tempfile::tempdir().unwrap();
+    let policy = |mode, specs: &[(RuleKind, &str)]| {
+        PermissionPolicy::new(
+            mode,
+            rules(specs),
+            dir.path(),
+            &dir.path().join(".data"),
+            true,
+        )
+    };
+    let tracker = PermissionTracker::default();
+    let decide = |p: &PermissionPolicy, command: &str| {
+        let mut input = serde_json::Map::new();
+        input.insert("command".into(), command.into());
+        p.decide(&tracker, "Bash", ToolEffect::Execute, &input, dir.path())
+    };
+    let hidden = [
+        "$(printf r)m -rf x",
+        "`printf r`m -rf x",
+        "$X -rf x",
+        "/bin/r? -rf x",
+    ];
+    for mode in [
+        PermissionMode::AcceptEdits,
+        PermissionMode::BypassPermissions,
+        PermissionMode::Default,
+    ] {
+        let p = policy(
+            mode,
+            &[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")],
+        );
+        for command in hidden {
+            assert!(
+                matches!(decide(&p, command), Decision::Ask { .. }),
+                "{mode} {command:?}"
+            );
+        }
+        // A name the lexer reads is decided by the rules as before.
+        assert_eq!(decide(&p, "ls -la"), Decision::Allow, "{mode}");
+    }
+    let p = policy(PermissionMode::DontAsk, &[(RuleKind::Ask, "Bash(rm:*)")]);
+    assert!(matches!(
+        decide(&p, "$(printf r)m -rf x"),
+        Decision::Deny(_)
+    ));
+    // No deny or ask rule on particular commands: the mode decides, as before.
+    let p = policy(
+        PermissionMode::AcceptEdits,
+        &[(RuleKind::Deny, "Read(secret)")],
+    );
+    assert_eq!(decide(&p, "$(printf r)m -rf x"), Decision::Allow);
+}
