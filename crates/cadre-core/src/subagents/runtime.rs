@@ -598,11 +598,7 @@ impl SubagentRuntime {
         }
 
         // Permission mode: the ratchet.
-        let requested = def
-            .permission_mode
-            .as_deref()
-            .and_then(|m| m.parse::<PermissionMode>().ok());
-        let mode = child_mode(parent.mode, requested, def.source);
+        let mode = child_mode(parent.mode, def.permission_mode, def.source);
         if let Some(note) = &mode.note {
             self.events.emit(Event::Warning {
                 message: format!("{}: {note}", def.name),

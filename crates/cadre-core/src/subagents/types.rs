@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::permissions::PermissionMode;
+
 /// Where a definition came from. Order of the variants is precedence, highest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -66,8 +68,8 @@ pub struct AgentDefinition {
     pub disallowed_tools: Vec<String>,
     /// `model`: alias (`inherit`, `sonnet`, `opus`, `haiku`) or id; `None` = inherit.
     pub model: Option<String>,
-    /// `permissionMode` as written (validated when used).
-    pub permission_mode: Option<String>,
+    /// `permissionMode`, parsed when the definition is read (an unknown value is a warning and unset).
+    pub permission_mode: Option<PermissionMode>,
     /// `maxTurns`.
     pub max_turns: Option<u32>,
     /// `background`.

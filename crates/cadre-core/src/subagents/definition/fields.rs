@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use super::tool_list::{normalize_tool_name, split_list};
+use crate::permissions::PermissionMode;
 use crate::subagents::{AgentDefinition, DefinitionSource};
 
 /// The accepted `permissionMode` values.
@@ -189,11 +190,15 @@ impl FieldReader {
         }
     }
 
-    fn permission_mode(&mut self, map: &mut Map<String, Value>, keys: &[&str]) -> Option<String> {
+    fn permission_mode(
+        &mut self,
+        map: &mut Map<String, Value>,
+        keys: &[&str],
+    ) -> Option<PermissionMode> {
         let (key, value) = self.take(map, keys)?;
-        match scalar_string(&value) {
-            Some(mode) if PERMISSION_MODES.contains(&mode.trim()) => Some(mode.trim().to_string()),
-            _ => {
+        match scalar_string(&value).and_then(|mode| mode.trim().parse::<PermissionMode>().ok()) {
+            Some(mode) => Some(mode),
+            None => {
                 self.problem(
                     &key,
                     format!(

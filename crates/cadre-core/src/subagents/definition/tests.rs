@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::frontmatter::{QuoteReason, quote_colon_values};
 use super::*;
+use crate::permissions::PermissionMode;
 use crate::subagents::DefinitionSource;
 
 fn parse(text: &str) -> ParseOutcome {
@@ -130,14 +131,14 @@ fn disallowed_tools_and_snake_case_variants() {
     );
     assert_eq!(def.disallowed_tools, vec!["Write", "Edit"]);
     assert_eq!(def.max_turns, Some(7));
-    assert_eq!(def.permission_mode.as_deref(), Some("plan"));
+    assert_eq!(def.permission_mode, Some(PermissionMode::Plan));
     assert!(issues.is_empty(), "{issues:?}");
     let (def, _) = loaded(
         "---\nname: a\ndescription: d\ndisallowedTools: [Agent]\nmaxTurns: 3\npermissionMode: acceptEdits\n---\nb",
     );
     assert_eq!(def.disallowed_tools, vec!["Agent"]);
     assert_eq!(def.max_turns, Some(3));
-    assert_eq!(def.permission_mode.as_deref(), Some("acceptEdits"));
+    assert_eq!(def.permission_mode, Some(PermissionMode::AcceptEdits));
 }
 
 const ONE_LINE_EXAMPLES: &str = r#"Use this agent when the user asks for a review.\n\n<example>\nContext: the user wrote code.\nuser: "Please review my change"\nassistant: "I'll use the reviewer agent."\n<commentary>\nA review was asked for.\n</commentary>\n</example>"#;
@@ -425,7 +426,7 @@ fn json_agents() {
     );
     assert_eq!(r.disallowed_tools, vec!["Write"]);
     assert_eq!(r.model.as_deref(), Some("sonnet"));
-    assert_eq!(r.permission_mode.as_deref(), Some("plan"));
+    assert_eq!(r.permission_mode, Some(PermissionMode::Plan));
     assert_eq!(r.max_turns, Some(5));
     assert!(r.background);
     assert_eq!(r.source, DefinitionSource::Flag);
@@ -478,4 +479,33 @@ fn json_agents() {
         let err = definitions_from_json(json).unwrap_err();
         assert!(err.contains(needle), "{json}: {err}");
     }
+}
+
+#[test]
+fn permission_mode_is_parsed_when_read() {
+    let cases: &[(&str, PermissionMode)] = &[
+        ("permissionMode: default", PermissionMode::Default),
+        ("permissionMode: manual", PermissionMode::Default),
+        ("permissionMode: ' plan '", PermissionMode::Plan),
+        ("permissionMode: dontAsk", PermissionMode::DontAsk),
+        ("permission_mode: acceptEdits", PermissionMode::AcceptEdits),
+        (
+            "permissionMode: bypassPermissions",
+            PermissionMode::BypassPermissions,
+        ),
+    ];
+    for (line, mode) in cases {
+        let (def, issues) = loaded(&format!("---\nname: a\ndescription: d\n{line}\n---\nb"));
+        assert_eq!(def.permission_mode, Some(*mode), "{line}");
+        assert!(issues.is_empty(), "{line}: {issues:?}");
+    }
+    // Case matters, as in Claude Code: a near miss is a warning naming every accepted value.
+    let (def, issues) = loaded("---\nname: a\ndescription: d\npermissionMode: Plan\n---\nb");
+    assert_eq!(def.permission_mode, None);
+    assert_eq!(issues.len(), 1, "{issues:?}");
+    assert_eq!(
+        issues[0].message,
+        "`permissionMode`: unknown permission mode `Plan` (ignored; expected one of default, manual, acceptEdits, plan, dontAsk, bypassPermissions)"
+    );
+    assert_eq!(issues[0].line, Some(4));
 }
