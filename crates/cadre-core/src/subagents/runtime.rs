@@ -682,7 +682,7 @@ impl SubagentRuntime {
             tag,
             agent,
             prompt,
-            verification: def.name == "Verification",
+            verification: def.reports_verdict,
             ctx,
             description: args.description.clone(),
             name: args.name.clone(),
@@ -691,8 +691,7 @@ impl SubagentRuntime {
             task_cancel: None,
             setup,
             spawner: spawner_info,
-            // Explore and Plan are one-shot: their answer is the whole point.
-            resumable: !matches!(def.name.as_str(), "Explore" | "Plan"),
+            resumable: !def.one_shot,
         })
     }
 

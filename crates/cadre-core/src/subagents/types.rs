@@ -95,6 +95,12 @@ pub struct AgentDefinition {
     /// Read-only on project files (built-in `Explore`, `Plan`, `Verification`):
     /// its `Bash` runs in a write-denying sandbox (scratch files under /tmp only).
     pub read_only: bool,
+    /// One-shot: its answer is the whole point, so `SendMessage` does not resume
+    /// it (built-in `Explore` and `Plan`; not settable from a file).
+    pub one_shot: bool,
+    /// Its final text ends with a `VERDICT:` line that goes into its report
+    /// (built-in `Verification`; not settable from a file).
+    pub reports_verdict: bool,
     /// Fields cadre does not know, kept as written.
     pub unknown_fields: BTreeMap<String, serde_json::Value>,
     /// Where it came from.

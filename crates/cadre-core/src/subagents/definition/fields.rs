@@ -48,6 +48,8 @@ pub(crate) fn blank_definition(
         memory: None,
         include_project_instructions: true,
         read_only: false,
+        one_shot: false,
+        reports_verdict: false,
         unknown_fields: BTreeMap::new(),
         source,
         path,

@@ -261,7 +261,7 @@ fn all_fields() {
     assert_eq!(def.effort.as_deref(), Some("high"));
     assert_eq!(def.initial_prompt.as_deref(), Some("go"));
     assert!(def.include_project_instructions);
-    assert!(!def.read_only);
+    assert!(!def.read_only && !def.one_shot && !def.reports_verdict);
     assert_eq!(def.source, DefinitionSource::Project);
     assert_eq!(def.path.as_deref(), Some(Path::new("/p/agents/a.md")));
 }
