@@ -130,3 +130,41 @@ rules:
         .any(|r| user_texts(&r.body).contains("verdict: pass"));
     assert!(delivered, "{}", user_texts(&parent.last().unwrap().body));
 }
+
+#[tokio::test]
+async fn an_alias_names_the_same_tool_in_a_call_and_in_a_rule() {
+    let script = r#"
+rules:
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Glob, input: { pattern: "*.txt" } }
+          - { name: edit_file, input: { file_path: "a.txt", old_string: "one", new_string: "two" } }
+          - { name: read_file, input: { file_path: "a.txt" } }
+          - { name: LS, input: { pattern: "*.txt" } }
+      - text: "done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write("a.txt", "one\n");
+    let out = h
+        .cadre(&[
+            "exec",
+            "--permission-mode",
+            "acceptEdits",
+            "--deny",
+            "LS",
+            "--deny",
+            "MultiEdit",
+            "go",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&rule_records(&h.records(), "parent")[1].body);
+    assert_eq!(results.len(), 4, "{results:?}");
+    // `LS` in a rule is Glob, `MultiEdit` is Edit, and a call named by an alias is that tool.
+    assert!(results[0].0.starts_with("denied"), "{:?}", results[0]);
+    assert!(results[1].0.starts_with("denied"), "{:?}", results[1]);
+    assert!(!results[2].1 && results[2].0.contains("one"), "{:?}", results[2]);
+    assert!(results[3].0.starts_with("denied"), "{:?}", results[3]);
+    assert_eq!(h.read("a.txt"), "one\n");
+}

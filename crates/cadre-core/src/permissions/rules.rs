@@ -361,14 +361,7 @@ fn mcp_pattern(rest: &str) -> Option<Pattern> {
 
 /// Maps accepted aliases to canonical tool names; other names pass through.
 fn canonical_tool(name: &str) -> &str {
-    match name {
-        "Task" => "Agent",
-        "MultiEdit" | "edit_file" => "Edit",
-        "read_file" => "Read",
-        "write_file" => "Write",
-        "bash" => "Bash",
-        other => other,
-    }
+    crate::tool_names::canonical_tool_name(name)
 }
 
 /// Tools an `Edit` rule covers, as in Claude Code.

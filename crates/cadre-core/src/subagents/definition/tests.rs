@@ -57,13 +57,15 @@ fn tool_lists_in_every_spelling() {
             &["Bash(git diff:*)", "Read"],
         ),
         (
-            "tools: MultiEdit, LS, Task, BashOutput, KillShell, read_file, write_file, edit_file, bash",
+            "tools: MultiEdit, LS, Task, BashOutput, KillShell, KillBash, AgentOutputTool, read_file, write_file, edit_file, bash",
             &[
                 "Edit",
                 "Glob",
                 "Agent",
                 "TaskOutput",
                 "TaskStop",
+                "TaskStop",
+                "TaskOutput",
                 "Read",
                 "Write",
                 "Edit",

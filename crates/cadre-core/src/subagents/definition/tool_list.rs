@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::tool_names::canonical_tool_name;
+
 /// Maps legacy and alternative tool names to cadre's (`MultiEdit` → `Edit`,
 /// `LS` → `Glob`, `Task` → `Agent`, …). A `Name(args)` form keeps its
 /// arguments (`Task(Explore)` → `Agent(Explore)`); anything else, including
@@ -13,18 +15,11 @@ pub fn normalize_tool_name(name: &str) -> String {
         Some(i) => (&name[..i], &name[i..]),
         None => (name, ""),
     };
-    let mapped = match head.trim_end() {
-        "MultiEdit" => "Edit",
-        "LS" => "Glob",
-        "Task" => "Agent",
-        "BashOutput" => "TaskOutput",
-        "KillShell" => "TaskStop",
-        "read_file" => "Read",
-        "write_file" => "Write",
-        "edit_file" => "Edit",
-        "bash" => "Bash",
-        _ => return name.to_string(),
-    };
+    let head = head.trim_end();
+    let mapped = canonical_tool_name(head);
+    if mapped == head {
+        return name.to_string();
+    }
     format!("{mapped}{rest}")
 }
 
