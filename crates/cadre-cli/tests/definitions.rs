@@ -164,7 +164,72 @@ rules:
     // `LS` in a rule is Glob, `MultiEdit` is Edit, and a call named by an alias is that tool.
     assert!(results[0].0.starts_with("denied"), "{:?}", results[0]);
     assert!(results[1].0.starts_with("denied"), "{:?}", results[1]);
-    assert!(!results[2].1 && results[2].0.contains("one"), "{:?}", results[2]);
+    assert!(
+        !results[2].1 && results[2].0.contains("one"),
+        "{:?}",
+        results[2]
+    );
     assert!(results[3].0.starts_with("denied"), "{:?}", results[3]);
     assert_eq!(h.read("a.txt"), "one\n");
+}
+
+#[tokio::test]
+async fn a_definition_edited_mid_session_changes_the_next_spawn() {
+    let script = r#"
+rules:
+  - name: first
+    when: { first_user: "task-1" }
+    replies:
+      - text: "first done"
+  - name: second
+    when: { first_user: "task-2" }
+    replies:
+      - text: "second done"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "one", prompt: "task-1", subagent_type: "helper" } }
+      - tool_calls:
+          - { name: Read, input: { file_path: ".claude/agents/helper.md" } }
+      - tool_calls:
+          - { name: Write, input: { file_path: ".claude/agents/helper.md", content: "---\nname: helper\ndescription: Helps.\n---\nYou are HELPER-TWO.\n" } }
+      - tool_calls:
+          - { name: Agent, input: { description: "two", prompt: "task-2", subagent_type: "helper" } }
+      - text: "done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/agents/helper.md",
+        "---\nname: helper\ndescription: Helps.\n---\nYou are HELPER-ONE.\n",
+    );
+    // Not just written, so the first load is cached and only the edit's new stamp re-reads it.
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    for rel in [".claude/agents/helper.md", ".claude/agents"] {
+        let file = std::fs::File::open(h.path(rel)).unwrap();
+        file.set_modified(past).unwrap();
+    }
+    let out = h
+        .cadre(&[
+            "exec",
+            "--json",
+            "--permission-mode",
+            "bypassPermissions",
+            "go",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let first = rule_records(&records, "first");
+    let second = rule_records(&records, "second");
+    let system = |r: &cadre_mock::Record| r.body["system"].to_string();
+    assert!(
+        system(first[0]).contains("HELPER-ONE"),
+        "{}",
+        system(first[0])
+    );
+    assert!(
+        system(second[0]).contains("HELPER-TWO"),
+        "the edited file is read for the next spawn: {}",
+        system(second[0])
+    );
 }

@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::agent_tool::{AgentArgs, AgentTool, roster_reminder};
-use super::catalog::{CatalogSources, DefinitionCatalog};
+use super::catalog::{CatalogCache, CatalogSources, DefinitionCatalog};
 use super::filter::{FilterInput, resolve_tools};
 use super::ratchet::child_mode;
 use super::report::{ChildReport, ChildStatus, parse_verdict, render_batch};
@@ -80,9 +80,9 @@ impl Default for SubagentSettings {
 pub struct SubagentRuntime {
     /// Settings.
     pub settings: SubagentSettings,
-    /// Where definitions are loaded from (re-read at every batch, so a file
-    /// edited mid-run changes the next spawn, never a running child).
-    pub sources: CatalogSources,
+    /// The definitions, re-read when their files change (checked at every
+    /// batch, so a file edited mid-run changes the next spawn, never a running child).
+    pub definitions: CatalogCache,
     /// The session's model client.
     pub client: ModelClient,
     /// For resolving model aliases.
@@ -271,7 +271,7 @@ impl SubagentRuntime {
     ) -> Self {
         SubagentRuntime {
             settings,
-            sources,
+            definitions: CatalogCache::new(sources),
             client,
             model_settings,
             policy,
@@ -287,8 +287,8 @@ impl SubagentRuntime {
     }
 
     /// The definitions as they are on disk now.
-    pub fn catalog(&self) -> Result<DefinitionCatalog, String> {
-        DefinitionCatalog::load(&self.sources)
+    pub fn catalog(&self) -> Result<Arc<DefinitionCatalog>, String> {
+        self.definitions.get()
     }
 
     /// The roster reminder for an agent that has the `Agent` tool.
