@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::permissions::PermissionMode;
+use crate::protocol::PermissionMode;
 
 /// Where a definition came from. Order of the variants is precedence, highest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

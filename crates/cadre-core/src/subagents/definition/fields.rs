@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value};
 
 use super::tool_list::{normalize_tool_name, split_list};
-use crate::permissions::PermissionMode;
+use crate::protocol::PermissionMode;
 use crate::subagents::{AgentDefinition, DefinitionSource};
 
 /// The accepted `permissionMode` values.

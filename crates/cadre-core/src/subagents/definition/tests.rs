@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::frontmatter::{QuoteReason, quote_colon_values};
 use super::*;
-use crate::permissions::PermissionMode;
+use crate::protocol::PermissionMode;
 use crate::subagents::DefinitionSource;
 
 fn parse(text: &str) -> ParseOutcome {
