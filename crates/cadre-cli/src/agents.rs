@@ -219,8 +219,7 @@ fn show(
             .and_then(|m| m.parse().ok())
             .unwrap_or(PermissionMode::Default)
     });
-    let requested = def.permission_mode.as_deref().and_then(|m| m.parse().ok());
-    let decided = child_mode(session_mode, requested, def.source);
+    let decided = child_mode(session_mode, def.permission_mode, def.source);
     write!(
         out,
         "mode:        {} (session: {session_mode}",

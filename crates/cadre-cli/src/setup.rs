@@ -187,8 +187,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
                 ))
             })?;
             // The definition's mode applies to the main session through the same ratchet.
-            let requested = def.permission_mode.as_deref().and_then(|m| m.parse().ok());
-            let decided = child_mode(mode, requested, def.source);
+            let decided = child_mode(mode, def.permission_mode, def.source);
             if let Some(note) = decided.note {
                 warnings.push(format!("{name}: {note}"));
             }

@@ -13,4 +13,5 @@ pub mod session;
 pub mod small_file;
 pub mod subagents;
 pub mod tasks;
+pub mod tool_names;
 pub mod tools;

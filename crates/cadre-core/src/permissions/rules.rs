@@ -369,14 +369,7 @@ fn mcp_pattern(rest: &str) -> Option<Pattern> {
 
 /// Maps accepted aliases to canonical tool names; other names pass through.
 fn canonical_tool(name: &str) -> &str {
-    match name {
-        "Task" => "Agent",
-        "MultiEdit" | "edit_file" => "Edit",
-        "read_file" => "Read",
-        "write_file" => "Write",
-        "bash" => "Bash",
-        other => other,
-    }
+    crate::tool_names::canonical_tool_name(name)
 }
 
 /// Whether a rule naming `rule_tool` covers the call: its own tool, and as in

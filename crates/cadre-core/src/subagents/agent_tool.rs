@@ -4,10 +4,10 @@
 //! Calls are run by the agent loop as a batch (see `runtime`), not here.
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use crate::tools::{Tool, ToolContext, ToolInput, ToolOutput};
+use crate::tools::{Tool, ToolContext, ToolInput, ToolOutput, input_schema};
 
 /// What the model is taught about delegating.
 const DESCRIPTION: &str = "Start a subagent: a separate agent with its own clean context that works on one task and returns only its final report.
@@ -19,23 +19,36 @@ Write the prompt as a complete brief for a capable colleague who has seen nothin
 Send independent tasks as several Agent calls in ONE reply: they run at the same time. Subagents share the file system, so don't give two parallel tasks the same files to change. Their reports are not shown to the user; relay what matters.";
 
 /// Arguments of one `Agent` call, parsed strictly.
-#[derive(Debug, Clone, Deserialize)]
+/// (Field docs are the descriptions the model is shown.)
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentArgs {
-    /// Short title (3–5 words).
+    /// A short (3-5 word) title for the task
     pub description: String,
-    /// The complete, self-contained task.
+    /// The complete, self-contained task for the subagent
     pub prompt: String,
-    /// Definition name, or `fork`.
+    /// The agent type to use (see the available agent types); omit for the default
     pub subagent_type: Option<String>,
-    /// Model override.
+    /// Model override (sonnet, opus, haiku or an id); only when the user asked for one
     pub model: Option<String>,
-    /// Return a task id at once.
+    /// Return a task id at once and be notified when it finishes
     pub run_in_background: Option<bool>,
-    /// Name to address the child later.
+    /// A name to address this subagent later with SendMessage
     pub name: Option<String>,
-    /// `worktree`.
+    /// Run in a fresh git worktree
+    #[schemars(extend("enum" = ["worktree"]))]
     pub isolation: Option<String>,
+}
+
+/// Arguments of one `SendMessage` call, parsed strictly. (Field docs are
+/// the descriptions the model is shown.)
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessageArgs {
+    /// Agent id or name
+    pub to: String,
+    /// What to tell it
+    pub message: String,
 }
 
 /// The `Agent` tool's spec.
@@ -51,20 +64,8 @@ impl Tool for AgentTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "description": {"type": "string", "description": "A short (3-5 word) title for the task"},
-                "prompt": {"type": "string", "description": "The complete, self-contained task for the subagent"},
-                "subagent_type": {"type": "string", "description": "The agent type to use (see the available agent types); omit for the default"},
-                "model": {"type": "string", "description": "Model override (sonnet, opus, haiku or an id); only when the user asked for one"},
-                "run_in_background": {"type": "boolean", "description": "Return a task id at once and be notified when it finishes"},
-                "name": {"type": "string", "description": "A name to address this subagent later with SendMessage"},
-                "isolation": {"type": "string", "enum": ["worktree"], "description": "Run in a fresh git worktree"}
-            },
-            "required": ["description", "prompt"],
-            "additionalProperties": false
-        })
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<AgentArgs>).clone()
     }
 
     fn is_read_only(&self) -> bool {
@@ -99,15 +100,8 @@ impl Tool for SendMessageTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "to": {"type": "string", "description": "Agent id or name"},
-                "message": {"type": "string", "description": "What to tell it"}
-            },
-            "required": ["to", "message"],
-            "additionalProperties": false
-        })
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<SendMessageArgs>).clone()
     }
 
     fn is_read_only(&self) -> bool {
@@ -139,4 +133,40 @@ pub fn roster_reminder(roster: &[(String, String)]) -> String {
     }
     s.push_str("</system-reminder>");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::schema::testing::check_tool;
+
+    #[test]
+    fn agent_and_send_message_schemas_are_their_parsers() {
+        check_tool::<AgentArgs>(
+            &AgentTool,
+            &[
+                json!({"description": "d", "prompt": "p"}),
+                json!({
+                    "description": "d", "prompt": "p", "subagent_type": "Explore",
+                    "model": "haiku", "run_in_background": true, "name": "scout",
+                    "isolation": "worktree"
+                }),
+            ],
+            &[
+                json!({"prompt": "p"}),
+                json!({"description": "d", "prompt": "p", "team": "x"}),
+                json!({"description": "d", "prompt": "p", "run_in_background": "yes"}),
+            ],
+        );
+        check_tool::<SendMessageArgs>(
+            &SendMessageTool,
+            &[json!({"to": "scout", "message": "more"})],
+            &[
+                json!({"to": "scout"}),
+                json!({"to": "a", "message": "m", "cc": "b"}),
+            ],
+        );
+    }
 }

@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::agent_tool::{AgentArgs, AgentTool, roster_reminder};
-use super::catalog::{CatalogSources, DefinitionCatalog};
+use super::catalog::{CatalogCache, CatalogSources, DefinitionCatalog};
 use super::filter::{FilterInput, resolve_tools};
 use super::ratchet::child_mode;
 use super::report::{ChildReport, ChildStatus, parse_verdict, render_batch};
@@ -80,9 +80,9 @@ impl Default for SubagentSettings {
 pub struct SubagentRuntime {
     /// Settings.
     pub settings: SubagentSettings,
-    /// Where definitions are loaded from (re-read at every batch, so a file
-    /// edited mid-run changes the next spawn, never a running child).
-    pub sources: CatalogSources,
+    /// The definitions, re-read when their files change (checked at every
+    /// batch, so a file edited mid-run changes the next spawn, never a running child).
+    pub definitions: CatalogCache,
     /// The session's model client.
     pub client: ModelClient,
     /// For resolving model aliases.
@@ -258,7 +258,7 @@ impl SubagentRuntime {
     ) -> Self {
         SubagentRuntime {
             settings,
-            sources,
+            definitions: CatalogCache::new(sources),
             client,
             model_settings,
             policy,
@@ -274,8 +274,8 @@ impl SubagentRuntime {
     }
 
     /// The definitions as they are on disk now.
-    pub fn catalog(&self) -> Result<DefinitionCatalog, String> {
-        DefinitionCatalog::load(&self.sources)
+    pub fn catalog(&self) -> Result<Arc<DefinitionCatalog>, String> {
+        self.definitions.get()
     }
 
     /// The roster reminder for an agent that has the `Agent` tool.
@@ -585,11 +585,7 @@ impl SubagentRuntime {
         }
 
         // Permission mode: the ratchet.
-        let requested = def
-            .permission_mode
-            .as_deref()
-            .and_then(|m| m.parse::<PermissionMode>().ok());
-        let mode = child_mode(parent.mode, requested, def.source);
+        let mode = child_mode(parent.mode, def.permission_mode, def.source);
         if let Some(note) = &mode.note {
             self.events.emit(Event::Warning {
                 message: format!("{}: {note}", def.name),
@@ -673,7 +669,7 @@ impl SubagentRuntime {
             tag,
             agent,
             prompt,
-            verification: def.name == "Verification",
+            verification: def.reports_verdict,
             ctx,
             description: args.description.clone(),
             name: args.name.clone(),
@@ -682,8 +678,7 @@ impl SubagentRuntime {
             task_cancel: None,
             setup,
             spawner: spawner_info,
-            // Explore and Plan are one-shot: their answer is the whole point.
-            resumable: !matches!(def.name.as_str(), "Explore" | "Plan"),
+            resumable: !def.one_shot,
         })
     }
 

@@ -10,14 +10,14 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep_until};
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 use crate::sandbox::{PreparedSandbox, command_pre_exec};
 
 mod reaper;
@@ -35,13 +35,19 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 /// Runs shell commands.
 pub struct BashTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(super) struct Args {
+    /// The shell command to run
     command: String,
+    /// Timeout in milliseconds (default 120000, max 600000)
+    #[schemars(range(min = 1, max = MAX_TIMEOUT_MS))]
     timeout: Option<u64>,
+    /// Short description of what the command does, in 5-10 words
     description: Option<String>,
+    /// Run as a background task: returns a task id at once; read output with TaskOutput; a <task-notification> arrives when it ends
     run_in_background: Option<bool>,
+    /// Commands run sandboxed (writes only in the project and temp dirs, no network). Set false only when a command truly needs more; the user is always asked first.
     sandbox: Option<bool>,
 }
 
@@ -60,35 +66,8 @@ impl Tool for BashTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {
-                    "type": "string",
-                    "description": "The shell command to run"
-                },
-                "timeout": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_TIMEOUT_MS,
-                    "description": "Timeout in milliseconds (default 120000, max 600000)"
-                },
-                "description": {
-                    "type": "string",
-                    "description": "Short description of what the command does, in 5-10 words"
-                },
-                "run_in_background": {
-                    "type": "boolean",
-                    "description": "Run as a background task: returns a task id at once; read output with TaskOutput; a <task-notification> arrives when it ends"
-                },
-                "sandbox": {
-                    "type": "boolean",
-                    "description": "Commands run sandboxed (writes only in the project and temp dirs, no network). Set false only when a command truly needs more; the user is always asked first."
-                }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<Args>).clone()
     }
 
     fn is_read_only(&self) -> bool {
@@ -489,6 +468,7 @@ fn spawn(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
     use std::time::Instant as StdInstant;
 
     use super::super::util::test_support;

@@ -9,6 +9,7 @@ mod file_state;
 mod glob;
 mod grep;
 mod read;
+pub(crate) mod schema;
 mod task_tools;
 mod todo;
 mod util;
@@ -33,9 +34,12 @@ pub use file_state::FileStateCache;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use read::ReadTool;
+pub use schema::input_schema;
 pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
 pub use todo::{TodoItem, TodoList, TodoWriteTool};
 pub use write::WriteTool;
+
+pub use crate::tool_names::canonical_tool_name;
 
 /// Default cap on tool output sent to the model: 64 KiB keeps one noisy call
 /// from eating a large share of a context window.
@@ -370,18 +374,6 @@ impl ToolRegistry {
     }
 }
 
-/// Maps accepted aliases to canonical tool names; other names pass through.
-pub fn canonical_tool_name(name: &str) -> &str {
-    match name {
-        "read_file" => "Read",
-        "write_file" => "Write",
-        "edit_file" => "Edit",
-        "bash" => "Bash",
-        "Task" => "Agent",
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,6 +384,25 @@ mod tests {
         let out = cap_output(text, 5);
         assert!(out.starts_with("éé\n"));
         assert!(out.ends_with("[truncated 16 bytes]"));
+    }
+
+    #[test]
+    fn every_alias_names_a_tool_and_the_registry_finds_it() {
+        let registry = ToolRegistry::builtin();
+        let task_tools: [&dyn Tool; 3] = [&TaskOutputTool, &TaskStopTool, &TaskListTool];
+        for (alias, target) in crate::tool_names::TOOL_ALIASES {
+            // `Agent` is the subagents' tool, not a built-in here.
+            let known = *target == "Agent"
+                || registry.names().contains(target)
+                || task_tools.iter().any(|t| t.name() == *target);
+            assert!(known, "{alias} → {target}: no such tool");
+            if let Some(tool) = registry.get(alias) {
+                assert_eq!(tool.name(), *target, "{alias}");
+            }
+        }
+        assert_eq!(registry.get("LS").map(|t| t.name()), Some("Glob"));
+        assert_eq!(registry.get("MultiEdit").map(|t| t.name()), Some("Edit"));
+        assert_eq!(registry.get("bash").map(|t| t.name()), Some("Bash"));
     }
 
     #[test]

@@ -17,16 +17,11 @@ impl SubagentRuntime {
     /// the child's next request; a finished or stopped one is resumed with its
     /// full history, in the background.
     pub async fn send_message(self: &Arc<Self>, owner: &str, input: &ToolInput) -> ToolOutput {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Args {
-            to: String,
-            message: String,
-        }
-        let args: Args = match crate::tools::parse_args(input) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
+        let args: crate::subagents::agent_tool::SendMessageArgs =
+            match crate::tools::parse_args(input) {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
         let Some(work) = self.base_ctx.background.clone() else {
             return ToolOutput::error("messages to subagents are not available in this session");
         };
