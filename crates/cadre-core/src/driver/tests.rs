@@ -1,0 +1,1 @@
+//! Unit tests of the session against a real mock model server.
