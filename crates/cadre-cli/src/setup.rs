@@ -13,7 +13,9 @@ use cadre_core::agent::{
 };
 use cadre_core::background::BackgroundWork;
 use cadre_core::config::{Settings, data_dir, ensure_private_dir};
-use cadre_core::driver::{AgentParts, Lifetime, NoticeTiming, Session, SessionHandle, SessionSetup};
+use cadre_core::driver::{
+    AgentParts, Lifetime, NoticeTiming, Session, SessionHandle, SessionSetup,
+};
 use cadre_core::model::{ClientConfig, Message, ModelClient, Provider};
 use cadre_core::permissions::rules::{RuleKind, RuleSet, parse_rule};
 use cadre_core::permissions::{ApprovalGate, ApprovalSource, PermissionMode, PermissionPolicy};

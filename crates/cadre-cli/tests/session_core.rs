@@ -139,7 +139,11 @@ fn assert_delivered_twice(h: &Harness) {
         .filter(|r| notices_in(&r.body) > 0)
         .map(|r| r.status)
         .collect();
-    assert_eq!(with_notice, [400, 200], "the failed delivery, then the retry");
+    assert_eq!(
+        with_notice,
+        [400, 200],
+        "the failed delivery, then the retry"
+    );
 }
 
 #[tokio::test]

@@ -344,10 +344,7 @@ impl Session {
     /// main agent still runs is stopped (recorded `cancelled`) and given
     /// [`STOP_GRACE`] to wind down.
     pub async fn run(self) -> SessionOutcome {
-        let Session {
-            mut agent,
-            mut ctl,
-        } = self;
+        let Session { mut agent, mut ctl } = self;
         if let Some(work) = &ctl.work {
             watch_external_stops(work);
         }
@@ -488,7 +485,7 @@ async fn deliver_notices(agent: &mut Agent, ctl: &mut Control) {
 
 /// `1 s`, or `250 ms` for a wait under a second.
 fn seconds(d: Duration) -> String {
-    if d.as_millis() % 1000 == 0 {
+    if d.subsec_millis() == 0 {
         format!("{} s", d.as_secs())
     } else {
         format!("{} ms", d.as_millis())
@@ -527,9 +524,7 @@ impl Control {
                 wait_for_background,
             } => match &self.last_turn {
                 None => false,
-                Some(last) if !wait_for_background || last.status != TurnStatus::Completed => {
-                    true
-                }
+                Some(last) if !wait_for_background || last.status != TurnStatus::Completed => true,
                 Some(_) => agent.active_tasks() == 0 && !agent.has_notices(),
             },
         }

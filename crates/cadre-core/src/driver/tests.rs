@@ -202,8 +202,11 @@ async fn a_message_runs_a_turn_and_an_exec_session_ends_after_it() {
         })
         .await;
     assert!(matches!(started, Event::SessionStarted { session_id, .. } if session_id == "s-test"));
-    f.until("the warning", |e| matches!(e, Event::Warning { message } if message == "a warning"))
-        .await;
+    f.until(
+        "the warning",
+        |e| matches!(e, Event::Warning { message } if message == "a warning"),
+    )
+    .await;
     assert!(f.handle.submit(Op::UserMessage {
         text: "hello there".into()
     }));
@@ -272,15 +275,17 @@ async fn a_delivery_the_model_service_fails_is_retried() {
     let mut f = start(&script, Options::default()).await;
     f.handle.submit(Op::UserMessage { text: "go".into() });
     let warning = f
-        .until("the retry warning", |e| {
-            matches!(e, Event::Warning { message } if message.starts_with("delivering"))
-        })
+        .until(
+            "the retry warning",
+            |e| matches!(e, Event::Warning { message } if message.starts_with("delivering")),
+        )
         .await;
     let Event::Warning { message } = warning else {
         unreachable!()
     };
     assert!(
-        message.starts_with("delivering task notices failed") && message.ends_with("retrying in 10 ms"),
+        message.starts_with("delivering task notices failed")
+            && message.ends_with("retrying in 10 ms"),
         "{message}"
     );
     let retried = f
@@ -293,10 +298,7 @@ async fn a_delivery_the_model_service_fails_is_retried() {
     let (outcome, _, records) = f.finish().await;
     assert!(outcome.shut_down);
     // The notice went out twice: the failed request, then the retry.
-    let notices: Vec<&Record> = records
-        .iter()
-        .filter(|r| notices_in(r) > 0)
-        .collect();
+    let notices: Vec<&Record> = records.iter().filter(|r| notices_in(r) > 0).collect();
     let statuses: Vec<u16> = records.iter().map(|r| r.status).collect();
     assert_eq!(notices.len(), 2, "{statuses:?}");
     assert_eq!(notices[0].status, 500);
@@ -372,8 +374,13 @@ rules:
     assert!(outcome.shut_down);
     assert_eq!(outcome.last_turn.unwrap().status, TurnStatus::Interrupted);
     assert!(
-        rest.iter()
-            .any(|e| matches!(e, Event::TaskEnded { status: TaskStatus::Cancelled, .. })),
+        rest.iter().any(|e| matches!(
+            e,
+            Event::TaskEnded {
+                status: TaskStatus::Cancelled,
+                ..
+            }
+        )),
         "{rest:?}"
     );
 }
@@ -424,7 +431,13 @@ rules:
         })
         .await;
     assert!(
-        matches!(answered, Event::ApprovalAnswered { answer: ApprovalAnswer::Once, .. }),
+        matches!(
+            answered,
+            Event::ApprovalAnswered {
+                answer: ApprovalAnswer::Once,
+                ..
+            }
+        ),
         "{answered:?}"
     );
     let ran = f
@@ -433,7 +446,13 @@ rules:
         })
         .await;
     assert!(
-        matches!(ran, Event::ToolCallEnded { is_error: false, .. }),
+        matches!(
+            ran,
+            Event::ToolCallEnded {
+                is_error: false,
+                ..
+            }
+        ),
         "{ran:?}"
     );
     f.until("turn_ended", main_turn_ended).await;
