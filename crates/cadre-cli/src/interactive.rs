@@ -198,15 +198,22 @@ pub async fn run(
             human.handle(&event);
         }
     }
-    // Leaving ends the background work this session started.
+    // Leaving ends the background work this session started; what the
+    // session reports while it winds down is still shown.
     if !ended {
         handle.submit(Op::Shutdown);
-        while let Some(event) = rx.recv().await {
-            human.handle(&event);
-        }
     }
     drop(answers);
-    let _ = session.await;
+    let mut session = session;
+    loop {
+        tokio::select! {
+            _ = &mut session => break,
+            Some(event) = rx.recv() => human.handle(&event),
+        }
+    }
+    while let Ok(event) = rx.try_recv() {
+        human.handle(&event);
+    }
     drop(open);
     Ok(match stop_signal.exit_code() {
         Some(code) => ExitCode::from(code),
