@@ -11,6 +11,7 @@
 //! ```
 
 mod approvals;
+mod resume;
 #[cfg(test)]
 mod tests;
 
@@ -23,6 +24,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use approvals::SessionApprovals;
+pub use resume::{OpenError, OpenedLog, PendingResume, create_log};
 
 use crate::agent::{Agent, TurnOutcome};
 use crate::background::{BackgroundWork, NOTICE_SETTLE, NOTICE_SETTLE_MAX, NoticeThrottle};
@@ -91,9 +93,9 @@ impl Default for NoticeTiming {
     }
 }
 
-/// Everything a session is opened from. The session log itself (new, or
-/// reopened for a resume once the user settled the calls that may have run)
-/// is the front end's to open: it may have to ask first.
+/// Everything a session is opened from. Its log comes first, from
+/// [`create_log`] or, for a resume, [`PendingResume`] (the user may have to
+/// agree to go on before the log is written).
 pub struct SessionSetup {
     /// Session id.
     pub session_id: String,

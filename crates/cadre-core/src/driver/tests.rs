@@ -45,11 +45,28 @@ impl Default for Options {
 }
 
 async fn start(script: &str, options: Options) -> Fixture {
+    let (project, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (sink, events) = EventSink::channel();
+    start_in(script, options, project, home, None, sink, events).await
+}
+
+/// A session in `project` and `home`, continuing `opened` when given.
+async fn start_in(
+    script: &str,
+    options: Options,
+    project: TempDir,
+    home: TempDir,
+    opened: Option<OpenedLog>,
+    sink: EventSink,
+    events: mpsc::UnboundedReceiver<Event>,
+) -> Fixture {
     // reqwest is built without a TLS provider; the client wants one installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mock = MockServer::start(script, None).await.unwrap();
-    let project = tempfile::tempdir().unwrap();
-    let home = tempfile::tempdir().unwrap();
+    let (session_id, log, messages) = match opened {
+        Some(o) => (o.id, Some(o.log), o.messages),
+        None => ("s-test".to_string(), None, Vec::new()),
+    };
     let client = ModelClient::new(ClientConfig {
         provider: Provider::Anthropic,
         base_url: mock.url(),
@@ -68,16 +85,15 @@ async fn start(script: &str, options: Options) -> Fixture {
         home.path(),
         false,
     ));
-    let (sink, events) = EventSink::channel();
     let setup = SessionSetup {
-        session_id: "s-test".into(),
+        session_id,
         provider: "anthropic".into(),
         model: "mock-model".into(),
         cwd: project.path().to_path_buf(),
         warnings: vec!["a warning".into()],
         events: sink,
         tasks: Some(TaskTable::open(home.path()).unwrap()),
-        messages: Vec::new(),
+        messages,
         answers_questions: options.answers_questions,
         lifetime: options.lifetime,
         notices: NoticeTiming {
@@ -103,7 +119,7 @@ async fn start(script: &str, options: Options) -> Fixture {
             events: parts.events,
             policy,
             gate,
-            log: None,
+            log,
         }))
     })
     .unwrap();
@@ -499,4 +515,102 @@ rules:
     );
     f.handle.submit(Op::Shutdown);
     f.finish().await;
+}
+
+#[tokio::test]
+async fn a_resumed_session_continues_with_calls_that_may_have_run_recorded_unknown() {
+    use crate::model::{ContentBlock, Role};
+    use crate::session::{RecordBody, UNKNOWN_RESULT};
+
+    let (project, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // An earlier run stopped while a call was running.
+    let earlier = create_log(home.path(), project.path(), "anthropic", "mock-model").unwrap();
+    let id = earlier.id.clone();
+    for body in [
+        RecordBody::User {
+            text: "first question".into(),
+        },
+        RecordBody::Assistant {
+            message: Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "toolu_earlier".into(),
+                    name: "Bash".into(),
+                    input: r#"{"command":"touch x"}"#.into(),
+                }],
+            },
+        },
+        RecordBody::ToolStart {
+            call_id: "toolu_earlier".into(),
+            tool: "Bash".into(),
+            input: r#"{"command":"touch x"}"#.into(),
+        },
+    ] {
+        earlier.log.append(body).unwrap();
+    }
+    // While it is held, nobody else resumes it.
+    let (sink, mut events) = EventSink::channel();
+    assert!(matches!(
+        PendingResume::load(home.path(), &id, &sink),
+        Err(OpenError::Session(
+            crate::session::SessionError::InUse { .. }
+        ))
+    ));
+    drop(earlier);
+
+    let pending = PendingResume::load(home.path(), &id, &sink).unwrap();
+    let maybe: Vec<&str> = pending
+        .may_have_run()
+        .iter()
+        .map(|c| c.call_id.as_str())
+        .collect();
+    assert_eq!(maybe, ["toolu_earlier"]);
+    let opened = pending.accept(&sink).unwrap();
+    let resumed = events.try_recv().unwrap();
+    assert!(
+        matches!(&resumed, Event::SessionResumed { unknown_calls, messages: 3, .. } if unknown_calls == &["toolu_earlier"]),
+        "{resumed:?}"
+    );
+    let log_path = opened.log.path().to_path_buf();
+
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - text: "never: the resumed conversation holds one reply"
+      - text: "carrying on"
+"#;
+    let mut f = start_in(
+        script,
+        Options::default(),
+        project,
+        home,
+        Some(opened),
+        sink,
+        events,
+    )
+    .await;
+    f.handle.submit(Op::UserMessage {
+        text: "go on".into(),
+    });
+    let ended = f.until("turn_ended", main_turn_ended).await;
+    assert!(
+        matches!(ended, Event::TurnEnded { ref final_text, .. } if final_text == "carrying on"),
+        "{ended:?}"
+    );
+    // The log goes on where the earlier run stopped.
+    let log = std::fs::read_to_string(log_path).unwrap();
+    assert!(
+        log.contains("\"resumed\"") && log.contains("go on"),
+        "{log}"
+    );
+    f.handle.submit(Op::Shutdown);
+    let (_, _, records) = f.finish().await;
+    let sent = body_text(&records[0]);
+    assert!(
+        sent.contains("first question") && sent.contains("go on"),
+        "{sent}"
+    );
+    // The call is not run again: its result says it may have run.
+    assert!(sent.contains(&UNKNOWN_RESULT[..20]), "{sent}");
 }
