@@ -614,3 +614,98 @@ rules:
     // The call is not run again: its result says it may have run.
     assert!(sent.contains(&UNKNOWN_RESULT[..20]), "{sent}");
 }
+
+#[tokio::test]
+async fn an_interrupt_stops_the_turn_and_the_session_goes_on() {
+    let script = r#"
+rules:
+  - name: second
+    when: { last_user: "second message" }
+    replies:
+      - text: "answer two"
+  - name: first
+    replies:
+      - latency_ms: 60000
+        text: "never sent"
+"#;
+    let mut f = start(script, Options::default()).await;
+    f.handle.submit(Op::UserMessage {
+        text: "first message".into(),
+    });
+    f.until("the first request", |e| {
+        matches!(e, Event::RequestStarted { .. })
+    })
+    .await;
+    f.handle.submit(Op::Interrupt);
+    let first = f.until("turn_ended", main_turn_ended).await;
+    assert!(
+        matches!(
+            first,
+            Event::TurnEnded {
+                status: TurnStatus::Interrupted,
+                ..
+            }
+        ),
+        "{first:?}"
+    );
+    f.handle.submit(Op::UserMessage {
+        text: "second message".into(),
+    });
+    let second = f.until("turn_ended", main_turn_ended).await;
+    assert!(
+        matches!(second, Event::TurnEnded { status: TurnStatus::Completed, ref final_text, .. } if final_text == "answer two"),
+        "{second:?}"
+    );
+    f.handle.submit(Op::Shutdown);
+    let (outcome, _, _) = f.finish().await;
+    assert_eq!(outcome.last_turn.unwrap().status, TurnStatus::Completed);
+}
+
+#[tokio::test]
+async fn stop_task_stops_that_task_alone() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "sleep 60", description: "one", run_in_background: true } }
+          - { name: Bash, input: { command: "sleep 60", description: "two", run_in_background: true } }
+      - text: "two sleepers"
+      - text: "one was stopped"
+"#;
+    let mut f = start(script, Options::default()).await;
+    f.handle.submit(Op::UserMessage { text: "go".into() });
+    f.until("turn_ended", main_turn_ended).await;
+    let rows = f.handle.tasks().unwrap();
+    let one = rows
+        .iter()
+        .find(|r| r.description == "one")
+        .unwrap()
+        .id
+        .clone();
+    f.handle.submit(Op::StopTask {
+        task_id: one.clone(),
+    });
+    let ended = f
+        .until("task_ended", |e| matches!(e, Event::TaskEnded { .. }))
+        .await;
+    assert!(
+        matches!(ended, Event::TaskEnded { ref task_id, status: TaskStatus::Cancelled, .. } if *task_id == one),
+        "{ended:?}"
+    );
+    f.until("turn_ended", main_turn_ended).await;
+    let rows = f.handle.tasks().unwrap();
+    let two = rows.iter().find(|r| r.description == "two").unwrap();
+    assert_eq!(two.status, TaskStatus::Running);
+    // A task nobody has is reported, not a failure of the session.
+    f.handle.submit(Op::StopTask {
+        task_id: "t-nonexistent".into(),
+    });
+    f.until(
+        "the warning",
+        |e| matches!(e, Event::Warning { message } if message.contains("t-nonexistent")),
+    )
+    .await;
+    f.handle.submit(Op::Shutdown);
+    f.finish().await;
+}
