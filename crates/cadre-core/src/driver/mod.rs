@@ -351,6 +351,10 @@ impl Session {
             watch_external_stops(work);
         }
         loop {
+            // Operations already waiting come first: a message submitted
+            // before the session started runs before any notice turn (and
+            // carries the notices itself).
+            ctl.apply_waiting();
             if ctl.shutdown.is_cancelled() {
                 break;
             }
@@ -440,7 +444,8 @@ async fn deliver_notices(agent: &mut Agent, ctl: &mut Control) {
         }
     };
     ctl.throttle = throttle;
-    if !ready {
+    ctl.apply_waiting();
+    if !ready || ctl.preempted() {
         return;
     }
     let mut retries = ctl.timing.retry.clone().into_iter();
@@ -545,6 +550,16 @@ impl Control {
             }
         }
         std::future::pending().await
+    }
+
+    /// Applies the operations already submitted, without waiting.
+    fn apply_waiting(&mut self) {
+        if !self.ops_open {
+            return;
+        }
+        while let Ok(op) = self.ops.try_recv() {
+            self.apply(op);
+        }
     }
 
     fn apply(&mut self, op: Op) {

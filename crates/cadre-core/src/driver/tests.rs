@@ -709,3 +709,73 @@ rules:
     f.handle.submit(Op::Shutdown);
     f.finish().await;
 }
+
+#[tokio::test]
+async fn a_message_waiting_at_the_start_carries_the_notices_of_an_earlier_run() {
+    // Several sessions: which of a waiting message and a waiting notice the
+    // session sees first must not be left to chance.
+    for _ in 0..8 {
+        message_and_notice_waiting_at_the_start().await;
+    }
+}
+
+async fn message_and_notice_waiting_at_the_start() {
+    use crate::tasks::{NewTask, TaskKind};
+
+    let (project, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // A task of this session ended unannounced in an earlier run.
+    let table = TaskTable::open(home.path()).unwrap();
+    let row = table
+        .create(NewTask {
+            kind: TaskKind::Bash,
+            session_id: "s-test".into(),
+            parent_agent: MAIN.into(),
+            description: "earlier job".into(),
+            agent_type: None,
+            name: None,
+            background: true,
+        })
+        .unwrap();
+    table
+        .set_status(&row.id, TaskStatus::Running, None, None)
+        .unwrap();
+    table
+        .set_status(&row.id, TaskStatus::Succeeded, None, Some("EARLIER-REPORT"))
+        .unwrap();
+    drop(table);
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - text: "one turn for both"
+"#;
+    let (sink, events) = EventSink::channel();
+    let f = start_in(
+        script,
+        Options {
+            lifetime: Lifetime::AfterTask {
+                wait_for_background: true,
+            },
+            ..Options::default()
+        },
+        project,
+        home,
+        None,
+        sink,
+        events,
+    )
+    .await;
+    f.handle.submit(Op::UserMessage {
+        text: "next task".into(),
+    });
+    let (outcome, _, records) = f.finish().await;
+    assert_eq!(outcome.last_turn.unwrap().final_text, "one turn for both");
+    // One request: the user's message, with the notice joined to it.
+    assert_eq!(records.len(), 1);
+    assert_eq!(notices_in(&records[0]), 1);
+    let sent = body_text(&records[0]);
+    assert!(
+        sent.contains("next task") && sent.contains("EARLIER-REPORT"),
+        "{sent}"
+    );
+}
