@@ -9,6 +9,19 @@
 //! ```text
 //! front end ──Op──▶ SessionHandle ──▶ Session::run ──Event──▶ EventSink ──▶ front end
 //! ```
+//!
+//! A front end: opens the log ([`create_log`], or [`PendingResume`] after
+//! asking the user about calls that may have run), makes an event channel
+//! ([`EventSink::channel`]), calls [`Session::open`] with a closure that
+//! builds the main agent from the session's [`AgentParts`], spawns
+//! [`Session::run`], and then loops: render each event; on
+//! `approval_requested` show the question (whatever else is on screen) and
+//! submit [`Op::ApprovalAnswer`] with its id; turn keys and signals into
+//! [`Op::Interrupt`], [`Op::BackgroundBatch`], [`Op::StopTask`],
+//! [`Op::Shutdown`]; submit [`Op::UserMessage`] at any time (during a turn
+//! it waits for the next); read [`SessionHandle::status`] and
+//! [`SessionHandle::tasks`] for what to show. The event receiver ends when
+//! the session has ended and its work has wound down.
 
 mod approvals;
 mod resume;
