@@ -13,7 +13,10 @@ use cadre_core::agent::{
 };
 use cadre_core::background::BackgroundWork;
 use cadre_core::config::{Settings, data_dir, ensure_private_dir};
-use cadre_core::model::{ClientConfig, ModelClient, Provider};
+use cadre_core::driver::{
+    AgentParts, Lifetime, NoticeTiming, Session, SessionHandle, SessionSetup,
+};
+use cadre_core::model::{ClientConfig, Message, ModelClient, Provider};
 use cadre_core::permissions::rules::{RuleKind, RuleSet, parse_rule};
 use cadre_core::permissions::{ApprovalGate, ApprovalSource, PermissionMode, PermissionPolicy};
 use cadre_core::sandbox::{SandboxPolicy, SandboxSupport, probe};
@@ -346,20 +349,45 @@ fn dirs_home() -> Option<PathBuf> {
 }
 
 impl Runtime {
-    /// Opens the task table (marking tasks of dead processes `lost`) and the
-    /// session's background work.
-    pub fn background(&self, session_id: &str, events: &EventSink) -> Result<Arc<BackgroundWork>> {
-        let table = TaskTable::open(&self.home)?;
-        for id in table.mark_lost_on_startup()? {
-            events.emit(cadre_core::agent::Event::Warning {
-                message: format!("task {id} was lost: its cadre process ended while it was active"),
-            });
-        }
-        Ok(BackgroundWork::new(
-            table,
-            session_id.to_string(),
-            events.clone(),
-        ))
+    /// Opens the session `session_id` over its log: the task table, the
+    /// background work and the main agent, continuing from `messages`.
+    /// `warnings` are reported as the session's first events.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_session(
+        &self,
+        session_id: &str,
+        log: Arc<SessionLog>,
+        messages: Vec<Message>,
+        warnings: Vec<String>,
+        events: EventSink,
+        answers_questions: bool,
+        lifetime: Lifetime,
+    ) -> Result<(Session, SessionHandle)> {
+        let tasks = TaskTable::open(&self.home)?;
+        Session::open(
+            SessionSetup {
+                session_id: session_id.to_string(),
+                provider: self.client.config().provider.to_string(),
+                model: self.client.config().model.clone(),
+                cwd: self.cwd.clone(),
+                warnings,
+                events,
+                tasks: Some(tasks),
+                messages,
+                answers_questions,
+                lifetime,
+                notices: NoticeTiming::default(),
+            },
+            |parts: AgentParts| {
+                self.main_agent(
+                    parts.events,
+                    parts.approvals,
+                    Some(log),
+                    Some(session_id),
+                    parts.background,
+                )
+            },
+        )
     }
 
     /// The top-level agent, sending its events to `events` and asking through

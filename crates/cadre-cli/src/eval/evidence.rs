@@ -501,7 +501,7 @@ impl Evidence {
         self.events
             .iter()
             .filter_map(|e| match e {
-                Event::ApprovalRequested { question } => Some((
+                Event::ApprovalRequested { question, .. } => Some((
                     Who::of(&question.agent, &self.child_types),
                     question.tool.clone(),
                 )),
@@ -764,6 +764,7 @@ mod tests {
                 mode: cadre_core::protocol::PermissionMode::Plan,
             },
             Event::ApprovalRequested {
+                id: 1,
                 question: ApprovalQuestion {
                     agent: "a1".into(),
                     label: Some("Subagent: look".into()),

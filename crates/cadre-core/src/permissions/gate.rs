@@ -15,6 +15,16 @@ pub trait ApprovalSource: Send + Sync {
     fn can_ask(&self) -> bool;
     /// Asks one question and waits for the answer.
     fn ask<'a>(&'a self, question: &'a ApprovalQuestion) -> BoxFuture<'a, ApprovalAnswer>;
+    /// Asks question `id`, the id its `ApprovalRequested` event carries (a
+    /// source answered through operations matches answers by it); by default `ask`.
+    fn ask_numbered<'a>(
+        &'a self,
+        id: u64,
+        question: &'a ApprovalQuestion,
+    ) -> BoxFuture<'a, ApprovalAnswer> {
+        let _ = id;
+        self.ask(question)
+    }
 }
 
 /// Nobody is there: every question is denied.
@@ -39,6 +49,8 @@ pub struct ApprovalGate {
     source: Arc<dyn ApprovalSource>,
     turn: tokio::sync::Mutex<()>,
     events: EventSink,
+    /// The id of the next question (1-based; 0 means "no id" on the wire).
+    next_id: std::sync::atomic::AtomicU64,
 }
 
 impl ApprovalGate {
@@ -48,6 +60,7 @@ impl ApprovalGate {
             source,
             turn: tokio::sync::Mutex::new(()),
             events,
+            next_id: std::sync::atomic::AtomicU64::new(1),
         }
     }
 
@@ -70,11 +83,15 @@ impl ApprovalGate {
             g = self.turn.lock() => g,
             _ = cancel.cancelled() => return ApprovalAnswer::No,
         };
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.events.emit(Event::ApprovalRequested {
             question: question.clone(),
+            id,
         });
         let answer = tokio::select! {
-            a = self.source.ask(&question) => a,
+            a = self.source.ask_numbered(id, &question) => a,
             _ = cancel.cancelled() => ApprovalAnswer::No,
         };
         self.events.emit(Event::ApprovalAnswered {

@@ -128,6 +128,9 @@ pub enum Event {
     ApprovalRequested {
         /// The question.
         question: ApprovalQuestion,
+        /// Its id in this session (from 1), for `Op::ApprovalAnswer`; 0 when unknown.
+        #[serde(default)]
+        id: u64,
     },
     /// A question was answered.
     ApprovalAnswered {

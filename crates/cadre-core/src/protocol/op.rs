@@ -9,13 +9,19 @@ use super::ApprovalAnswer;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
-    /// The user's next message: starts a turn (or joins the next request of a running one).
+    /// The user's next message: starts a turn; sent while a turn runs, it
+    /// waits and starts the next one (it never interrupts).
     UserMessage {
         /// The text.
         text: String,
     },
-    /// The answer to the question now shown (questions come one at a time).
+    /// The answer to a question (questions come one at a time).
     ApprovalAnswer {
+        /// The question's id (from its `approval_requested` event): an answer
+        /// that arrives after its question was withdrawn is then dropped
+        /// instead of answering the next one. None answers the question now shown.
+        #[serde(default)]
+        id: Option<u64>,
         /// The answer.
         answer: ApprovalAnswer,
     },

@@ -98,7 +98,7 @@ pub struct SubagentRuntime {
     /// Template for children's tool contexts (cwd, cap, sandbox).
     pub base_ctx: ToolContext,
     running: Arc<AtomicUsize>,
-    background_now: tokio::sync::Notify,
+    background_now: latch::BackgroundRequests,
     children: std::sync::Mutex<Vec<ChildRecord>>,
     /// Whether the children of earlier runs of this session were loaded.
     earlier_loaded: std::sync::atomic::AtomicBool,
@@ -125,8 +125,10 @@ impl SubagentRuntime {
     }
 
     /// Moves the foreground batch now running (if any) to the background.
+    /// The request is latched for the batch running now, even one that has
+    /// not reached its wait yet; with no batch running it is dropped.
     pub fn background_now(&self) {
-        self.background_now.notify_waiters();
+        self.background_now.request();
     }
 }
 
@@ -155,6 +157,7 @@ impl Spawner {
 }
 
 mod fork;
+mod latch;
 mod messages;
 
 pub use fork::fork_directive;
@@ -267,7 +270,7 @@ impl SubagentRuntime {
             agents_dir,
             base_ctx,
             running: Arc::new(AtomicUsize::new(0)),
-            background_now: tokio::sync::Notify::new(),
+            background_now: latch::BackgroundRequests::default(),
             children: std::sync::Mutex::new(Vec::new()),
             earlier_loaded: std::sync::atomic::AtomicBool::new(false),
         }
@@ -315,6 +318,8 @@ impl SubagentRuntime {
         total: usize,
         cancel: &CancellationToken,
     ) -> Result<Vec<ToolOutput>, BatchFailure> {
+        // From here on a request to background the batch is kept for it.
+        let mut background_asked = self.background_now.begin_batch();
         let n = calls.len();
         let mut outputs: Vec<Option<ToolOutput>> = vec![None; n];
 
@@ -479,7 +484,7 @@ impl SubagentRuntime {
                 _ = tokio::time::sleep_until(deadline), if self.base_ctx.background.is_some() => {
                     self.detach(&mut waiting, &mut outputs, "it ran longer than the auto-background limit");
                 }
-                _ = self.background_now.notified(), if self.base_ctx.background.is_some() => {
+                _ = background_asked.requested(), if self.base_ctx.background.is_some() => {
                     self.detach(&mut waiting, &mut outputs, "the user moved it to the background");
                 }
             }
