@@ -10,8 +10,8 @@ use cadre_core::agent::{Event, EventSink};
 use cadre_core::config::{data_dir, ensure_private_dir};
 use cadre_core::model::Message;
 use cadre_core::session::{
-    RecordBody, SessionError, SessionLock, SessionLog, list_sessions, locks_dir, new_session_id,
-    read_log, rebuild, remove_session, session_path, sessions_dir, utc_datetime,
+    CallStatus, RecordBody, SessionError, SessionLock, SessionLog, list_sessions, locks_dir,
+    new_session_id, read_log, rebuild, remove_session, session_path, sessions_dir, utc_datetime,
 };
 use clap::{Args, Subcommand};
 
@@ -202,15 +202,15 @@ pub async fn open(
     let log = SessionLog::reopen(&path)?;
     for c in &rebuilt.unfinished {
         let (content, status) = if c.started {
-            (cadre_core::session::UNKNOWN_RESULT, "unknown")
+            (cadre_core::session::UNKNOWN_RESULT, CallStatus::Unknown)
         } else {
-            (cadre_core::session::NOT_RUN_RESULT, "not_run")
+            (cadre_core::session::NOT_RUN_RESULT, CallStatus::NotRun)
         };
         log.append(RecordBody::ToolResult {
             call_id: c.call_id.clone(),
             content: content.to_string(),
             is_error: true,
-            status: status.to_string(),
+            status,
         })?;
     }
     let unknown_calls: Vec<String> = maybe_ran.iter().map(|c| c.call_id.clone()).collect();

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
-use cadre_core::subagents::SubagentRuntime;
+use cadre_core::tools::Delegation;
 
 /// How often stops requested by `cadre tasks stop` from another process are picked up.
 const EXTERNAL_STOP_POLL: std::time::Duration = std::time::Duration::from_millis(500);
@@ -29,7 +29,7 @@ pub fn watch_external_stops(work: &Arc<cadre_core::background::BackgroundWork>) 
 }
 
 /// Listens for `SIGUSR1` for as long as the process runs.
-pub fn background_on_sigusr1(runtime: Option<Arc<SubagentRuntime>>) {
+pub fn background_on_sigusr1(runtime: Option<Arc<dyn Delegation>>) {
     // A weak handle: the runtime holds the event sink, and the printer only
     // finishes once every holder of the sink is gone.
     let Some(runtime) = runtime.map(|r| Arc::downgrade(&r)) else {

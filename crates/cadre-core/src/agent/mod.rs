@@ -28,11 +28,11 @@ use crate::permissions::{
     ApprovalAnswer, ApprovalGate, ApprovalQuestion, Decision, HEADLESS_DENIAL, PermissionPolicy,
     PermissionTracker,
 };
-use crate::session::{RecordBody, SessionLog};
-use crate::subagents::{AgentArgs, BatchCall, BatchFailure, Parent, Spawner};
-use crate::tools::{ToolContext, ToolOutput, ToolRegistry, canonical_tool_name, cap_output};
-use crate::tools::{ToolInput, parse_args, parse_input};
-use std::sync::atomic::Ordering;
+use crate::session::{CallStatus, RecordBody, SessionLog};
+use crate::tools::{
+    BatchPosition, Caller, Delegation, Refusal, Scheduling, Tool, ToolContext, ToolInput,
+    ToolOutput, ToolRegistry, canonical_tool_name, cap_output, parse_input,
+};
 
 /// Per-turn ceilings that stop a runaway loop. The defaults are far above what
 /// real work needs and well below what would burn a budget unnoticed.
@@ -118,10 +118,9 @@ pub struct Agent {
     tracker: PermissionTracker,
     gate: Arc<ApprovalGate>,
     log: Option<Arc<SessionLog>>,
-    spawner: Option<Spawner>,
     source: QuerySource,
     cache_after: Option<usize>,
-    last_request: Option<ModelRequest>,
+    last_request: Option<Arc<ModelRequest>>,
     inbox: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
     replies_since_reminder: u32,
 }
@@ -166,7 +165,6 @@ impl Agent {
             tracker: PermissionTracker::default(),
             gate: setup.gate,
             log: setup.log,
-            spawner: None,
             source: QuerySource::Main,
             cache_after: None,
             last_request: None,
@@ -194,7 +192,7 @@ impl Agent {
 
     /// The last request this agent sent (a fork starts from it, byte for byte).
     pub fn last_request(&self) -> Option<&ModelRequest> {
-        self.last_request.as_ref()
+        self.last_request.as_deref()
     }
 
     /// True for a fork: by query source, or by the fork tag in its
@@ -209,15 +207,16 @@ impl Agent {
             })
     }
 
-    /// Lets this agent start subagents through `spawner`.
-    pub fn with_spawner(mut self, spawner: Option<Spawner>) -> Self {
-        self.spawner = spawner;
+    /// Gives this agent its place in the subagent runtime, which its
+    /// `Agent` and `SendMessage` calls reach through the tool context.
+    pub fn with_delegation(mut self, delegation: Option<Arc<dyn Delegation>>) -> Self {
+        self.ctx.delegation = delegation;
         self
     }
 
-    /// The runtime this agent spawns subagents through, if it may.
-    pub fn subagent_runtime(&self) -> Option<Arc<crate::subagents::SubagentRuntime>> {
-        self.spawner.as_ref().map(|s| s.runtime.clone())
+    /// This agent's place in the subagent runtime, if it has one.
+    pub fn subagent_runtime(&self) -> Option<Arc<dyn Delegation>> {
+        self.ctx.delegation.clone()
     }
 
     /// The model this agent talks to.
@@ -252,7 +251,8 @@ impl Agent {
         if self.replies_since_reminder >= UNREAD_REMINDER_EVERY {
             self.replies_since_reminder = 0;
             let unread = work.unread_of(&self.id);
-            if !unread.is_empty() {
+            // Only an agent that can read them is pointed to them.
+            if !unread.is_empty() && self.tools.get("TaskOutput").is_some() {
                 let text = format!(
                     "<system-reminder>Finished background tasks whose output you have not read yet: {}. Read them with TaskOutput if they matter to the task.</system-reminder>",
                     unread.join(", ")
@@ -343,18 +343,23 @@ impl Agent {
     /// turn on the waiting task notices alone.
     pub async fn run_turn(&mut self, user_text: String, cancel: CancellationToken) -> TurnOutcome {
         let mut logged = Ok(());
-        if let Some(spawner) = &self.spawner {
-            spawner.started_this_turn.store(0, Ordering::SeqCst);
-            // The roster of agent types goes in once, as a reminder before the
-            // first message, so the tool list stays the same whatever exists.
-            if self.conversation.is_empty()
-                && self.tools.get("Agent").is_some()
-                && let Some(roster) = spawner.runtime.roster(spawner.allowed_types.as_deref())
-            {
-                logged = self.write_log(RecordBody::User {
-                    text: roster.clone(),
-                });
-                self.push_user_text(roster);
+        if let Some(delegation) = &self.ctx.delegation {
+            delegation.turn_started();
+        }
+        // Tools' reminders (the roster of agent types) go in once, before the
+        // first message, so the tool list stays the same whatever exists.
+        if self.conversation.is_empty() {
+            let reminders: Vec<String> = self
+                .tools
+                .tools()
+                .iter()
+                .filter_map(|t| t.first_reminder(&self.ctx))
+                .collect();
+            for text in reminders {
+                if logged.is_ok() {
+                    logged = self.write_log(RecordBody::User { text: text.clone() });
+                }
+                self.push_user_text(text);
             }
         }
         // An empty text continues the conversation with whatever notices wait.
@@ -494,7 +499,7 @@ impl Agent {
             };
             drop(on_delta);
             crate::model::unique_call_ids(&mut resp.message, &self.conversation);
-            self.last_request = Some(req);
+            self.last_request = Some(Arc::new(req));
             out.usage.add(&resp.usage);
             self.usage.add(&resp.usage);
             self.events.emit(Event::Usage {
@@ -562,16 +567,17 @@ impl Agent {
         }
     }
 
-    /// True when this agent runs `call` as a subagent spawn.
-    fn is_spawn(&self, call: &ToolCall) -> bool {
-        self.spawner.is_some()
-            && canonical_tool_name(&call.name) == "Agent"
-            && self.tools.get("Agent").is_some()
+    /// How `call` may be scheduled: as its tool says; an unknown tool's
+    /// call runs alone (it only gets an error back).
+    fn scheduling(&self, call: &ToolCall) -> Scheduling {
+        self.tools
+            .get(&call.name)
+            .map_or(Scheduling::Exclusive, |t| t.scheduling())
     }
 
-    /// Runs a reply's tool calls: consecutive read-only and `Agent` calls
-    /// together (the `Agent` ones as one batch), the rest one at a time;
-    /// results come back in the order the model asked.
+    /// Runs a reply's tool calls: consecutive shared and batch calls together
+    /// (the neighbouring calls of a batch tool handed to it at once), each
+    /// exclusive call alone; results come back in the order the model asked.
     async fn run_tools(
         &self,
         calls: &[ToolCall],
@@ -579,16 +585,24 @@ impl Agent {
     ) -> (Vec<ContentBlock>, Option<LogFailure>) {
         let mut results = Vec::with_capacity(calls.len());
         let mut failure: Option<LogFailure> = None;
-        let total_spawns = calls.iter().filter(|c| self.is_spawn(c)).count();
-        let mut spawns_before = 0;
-        let concurrent = |c: &ToolCall| {
-            self.is_spawn(c) || self.tools.get(&c.name).is_some_and(|t| t.is_read_only())
+        let scheduling: Vec<Scheduling> = calls.iter().map(|c| self.scheduling(c)).collect();
+        // A batch's calls are numbered among the reply's calls to their tool.
+        let batch_tool = |k: usize| {
+            (scheduling[k] == Scheduling::Batch)
+                .then(|| self.tools.get(&calls[k].name))
+                .flatten()
         };
+        let totals = |name: &str| {
+            (0..calls.len())
+                .filter(|&k| batch_tool(k).is_some_and(|t| t.name() == name))
+                .count()
+        };
+        let mut batched_before: Vec<(&'static str, usize)> = Vec::new();
         let mut i = 0;
         while i < calls.len() {
             let mut j = i + 1;
-            if concurrent(&calls[i]) {
-                while j < calls.len() && concurrent(&calls[j]) {
+            if scheduling[i] != Scheduling::Exclusive {
+                while j < calls.len() && scheduling[j] != Scheduling::Exclusive {
                     j += 1;
                 }
             }
@@ -603,30 +617,49 @@ impl Agent {
                     })
                     .collect()
             } else {
-                let spawns: Vec<(usize, &ToolCall)> = group
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| self.is_spawn(c))
-                    .collect();
-                let first_index = spawns_before + 1;
-                spawns_before += spawns.len();
-                let others = group
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| !self.is_spawn(c))
-                    .map(|(k, c)| async move { (k, self.run_one(c, cancel).await) });
-                let batch = async {
-                    if spawns.is_empty() {
-                        return Vec::new();
+                // The group's batch calls, by tool, in the order asked.
+                let mut batches: Vec<(Arc<dyn Tool>, Vec<usize>)> = Vec::new();
+                for k in i..j {
+                    if let Some(tool) = batch_tool(k) {
+                        match batches.iter_mut().find(|(t, _)| t.name() == tool.name()) {
+                            Some((_, ks)) => ks.push(k - i),
+                            None => batches.push((tool, vec![k - i])),
+                        }
                     }
-                    let calls: Vec<&ToolCall> = spawns.iter().map(|(_, c)| *c).collect();
-                    let outs = self
-                        .run_spawns(&calls, first_index, total_spawns, cancel)
-                        .await;
-                    spawns.iter().map(|(k, _)| *k).zip(outs).collect::<Vec<_>>()
-                };
-                let (mut done, batch_done) = futures::join!(join_all(others), batch);
-                done.extend(batch_done);
+                }
+                let in_batch = |k: usize| batches.iter().any(|(_, ks)| ks.contains(&k));
+                let singles = group
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| !in_batch(*k))
+                    .map(|(k, c)| async move { vec![(k, self.run_one(c, cancel).await)] });
+                let mut runs: Vec<futures::future::BoxFuture<'_, _>> =
+                    singles.map(|f| Box::pin(f) as _).collect();
+                for (tool, ks) in &batches {
+                    let seen = match batched_before.iter_mut().find(|(n, _)| *n == tool.name()) {
+                        Some((_, n)) => n,
+                        None => {
+                            batched_before.push((tool.name(), 0));
+                            &mut batched_before.last_mut().expect("just pushed").1
+                        }
+                    };
+                    let position = BatchPosition {
+                        first_index: *seen + 1,
+                        total: totals(tool.name()),
+                    };
+                    *seen += ks.len();
+                    let members: Vec<&ToolCall> = ks.iter().map(|&k| &group[k]).collect();
+                    let tool = tool.clone();
+                    let ks = ks.clone();
+                    runs.push(Box::pin(async move {
+                        let outs = self
+                            .run_batch(tool.as_ref(), &members, position, cancel)
+                            .await;
+                        ks.into_iter().zip(outs).collect::<Vec<_>>()
+                    }));
+                }
+                let mut done: Vec<(usize, Result<ToolOutput, LogFailure>)> =
+                    join_all(runs).await.into_iter().flatten().collect();
                 done.sort_by_key(|(k, _)| *k);
                 done.into_iter().map(|(_, r)| r).collect()
             };
@@ -671,14 +704,14 @@ impl Agent {
     }
 
     /// Records a denial.
-    fn denied(&self, call: &ToolCall, tool: &str, reason: String) -> (ToolOutput, &'static str) {
+    fn denied(&self, call: &ToolCall, tool: &str, reason: String) -> (ToolOutput, CallStatus) {
         self.events.emit(Event::ToolCallDenied {
             agent: self.id.clone(),
             call_id: call.id.clone(),
             tool: tool.to_string(),
             reason: reason.clone(),
         });
-        (ToolOutput::error(reason), "denied")
+        (ToolOutput::error(reason), CallStatus::Denied)
     }
 
     /// Caps, logs and announces a call's result.
@@ -687,7 +720,7 @@ impl Agent {
         call: &ToolCall,
         tool: String,
         output: ToolOutput,
-        status: &str,
+        status: CallStatus,
         started: Instant,
     ) -> Result<ToolOutput, LogFailure> {
         let output = ToolOutput {
@@ -702,7 +735,7 @@ impl Agent {
             call_id: call.id.clone(),
             content: output.content.clone(),
             is_error: output.is_error,
-            status: status.to_string(),
+            status,
         })?;
         self.events.emit(Event::ToolCallEnded {
             agent: self.id.clone(),
@@ -716,6 +749,16 @@ impl Agent {
         Ok(output)
     }
 
+    /// The status of a call that ran.
+    fn ran(output: ToolOutput) -> (ToolOutput, CallStatus) {
+        let status = if output.is_error {
+            CallStatus::Error
+        } else {
+            CallStatus::Ok
+        };
+        (output, status)
+    }
+
     /// Decides, asks if needed, logs and runs one call.
     async fn run_one(
         &self,
@@ -727,7 +770,7 @@ impl Agent {
         let (output, status) = match (self.tools.get(&call.name), input) {
             _ if cancel.is_cancelled() => (
                 ToolOutput::error("not run: interrupted by the user"),
-                "not_run",
+                CallStatus::NotRun,
             ),
             (None, _) => (
                 ToolOutput::error(format!(
@@ -735,10 +778,10 @@ impl Agent {
                     call.name,
                     self.tools.names().join(", ")
                 )),
-                "error",
+                CallStatus::Error,
             ),
             // Malformed arguments never reach the policy or the tool.
-            (Some(_), Err(out)) => (out, "error"),
+            (Some(_), Err(out)) => (out, CallStatus::Error),
             (Some(tool), Ok(input)) => {
                 // Resolved with the same function the policy uses, at the same moment.
                 let decided = crate::permissions::decided_path(&tool_name, &input, &self.ctx.cwd);
@@ -756,15 +799,7 @@ impl Agent {
                         let mut ctx = self.ctx.clone();
                         ctx.cancel = cancel.child_token();
                         ctx.decided_path = decided;
-                        let out = match &self.spawner {
-                            // Messages reach children through the runtime that made them.
-                            Some(sp) if tool.name() == "SendMessage" => {
-                                sp.runtime.send_message(&self.id, &input).await
-                            }
-                            _ => tool.execute(&ctx, &input).await,
-                        };
-                        let status = if out.is_error { "error" } else { "ok" };
-                        (out, status)
+                        Self::ran(tool.execute(&ctx, &input).await)
                     }
                 }
             }
@@ -772,150 +807,104 @@ impl Agent {
         self.finish_call(call, tool_name, output, status, started)
     }
 
-    /// Runs the `Agent` calls of one group as a batch: the per-turn cap is
-    /// checked before anything is asked or started; each spawn then passes
-    /// the permission policy; one `tool_start` and one `tool_result` per call
-    /// go to this agent's log, none of the children's work does.
-    async fn run_spawns(
+    /// The calling agent as a batch tool sees it.
+    fn caller(&self) -> Caller {
+        Caller {
+            agent_id: self.id.clone(),
+            tools: self.tools.clone(),
+            last_request: self.last_request.clone(),
+            client: self.client.clone(),
+            mode: self.policy.mode,
+            fork: self.is_fork(),
+        }
+    }
+
+    /// Runs one batch tool's calls of a group: the tool admits them first
+    /// (before anything is asked or started), each admitted call then passes
+    /// the permission policy and gets its `tool_start`, and the tool runs
+    /// those together; one `tool_result` per call goes to this agent's log.
+    async fn run_batch(
         &self,
+        tool: &dyn Tool,
         calls: &[&ToolCall],
-        first_index: usize,
-        total: usize,
+        position: BatchPosition,
         cancel: &CancellationToken,
     ) -> Vec<Result<ToolOutput, LogFailure>> {
-        let Some(spawner) = &self.spawner else {
-            return calls
-                .iter()
-                .map(|_| {
-                    Ok(ToolOutput::error(
-                        "subagents are not available to this agent",
-                    ))
-                })
-                .collect();
-        };
-        if self.is_fork() {
-            // A fork keeps `Agent` in its tool list (so its prefix matches its
-            // parent's), but a fork never forks or spawns.
-            let started = Instant::now();
-            return calls
-                .iter()
-                .map(|c| {
-                    let (tool, _) = self.begin_call(c);
-                    let (out, status) = self.denied(
-                        c,
-                        &tool,
-                        "denied: a forked worker cannot start subagents or forks; do the work yourself with your other tools".into(),
-                    );
-                    self.finish_call(c, tool, out, status, started)
-                })
-                .collect();
-        }
         let started = Instant::now();
-        let mut begun: Vec<(String, Result<ToolInput, ToolOutput>)> =
+        let mut ctx = self.ctx.clone();
+        ctx.cancel = cancel.child_token();
+        ctx.caller = Some(Arc::new(self.caller()));
+        let begun: Vec<(String, Result<ToolInput, ToolOutput>)> =
             calls.iter().map(|c| self.begin_call(c)).collect();
-        let mut outcome: Vec<Option<(ToolOutput, &'static str)>> = vec![None; calls.len()];
-        let mut parsed: Vec<(usize, BatchCall)> = Vec::new();
-        for (k, (_, input)) in begun.iter_mut().enumerate() {
-            match input
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(parse_args::<AgentArgs>)
-            {
-                Ok(mut args) => {
-                    // A call naming no type runs the default type: decide on
-                    // that type, so a rule naming it applies.
-                    let kind = args
-                        .subagent_type
-                        .clone()
-                        .filter(|t| !t.trim().is_empty())
-                        .unwrap_or_else(|| spawner.runtime.settings.default_type.clone());
-                    if let Ok(input) = input {
-                        input.insert("subagent_type".into(), Value::String(kind.clone()));
-                    }
-                    args.subagent_type = Some(kind);
-                    parsed.push((
-                        k,
-                        BatchCall {
-                            index: first_index + k,
-                            args,
-                        },
-                    ))
+        let mut outcome: Vec<Option<(ToolOutput, CallStatus)>> = vec![None; calls.len()];
+        // The calls whose arguments parsed, in order, with their slot.
+        let (mut slots, mut inputs): (Vec<usize>, Vec<ToolInput>) = begun
+            .iter()
+            .enumerate()
+            .filter_map(|(k, (_, input))| input.as_ref().ok().map(|i| (k, i.clone())))
+            .unzip();
+        for (k, (_, input)) in begun.iter().enumerate() {
+            if let Err(out) = input {
+                outcome[k] = Some((out.clone(), CallStatus::Error));
+            }
+        }
+        let refusals = tool.admit_batch(&ctx, &mut inputs);
+        let mut admitted: Vec<(usize, ToolInput)> = Vec::new();
+        for ((k, input), refusal) in slots.drain(..).zip(inputs).zip(refusals) {
+            match refusal {
+                Some(Refusal::Invalid(out)) => outcome[k] = Some((out, CallStatus::Error)),
+                Some(Refusal::Denied(reason)) => {
+                    outcome[k] = Some(self.denied(calls[k], tool.name(), reason))
                 }
-                Err(out) => outcome[k] = Some((out, "error")),
+                None => admitted.push((k, input)),
             }
         }
-        let cap = spawner.runtime.settings.max_per_turn;
-        let already = spawner.started_this_turn.load(Ordering::SeqCst);
-        if already + parsed.len() > cap {
-            let reason = format!(
-                "denied: this reply asks for {} subagents, which would exceed the limit of {cap} per turn; {already} were already started this turn, and nothing from this batch was started",
-                parsed.len()
-            );
-            for (k, _) in parsed.drain(..) {
-                outcome[k] = Some(self.denied(calls[k], "Agent", reason.clone()));
-            }
-        }
-        let mut admitted: Vec<(usize, BatchCall)> = Vec::new();
-        for (k, call) in parsed {
+        let mut ready: Vec<(usize, ToolInput)> = Vec::new();
+        for (k, input) in admitted {
             if cancel.is_cancelled() {
                 outcome[k] = Some((
                     ToolOutput::error("not run: interrupted by the user"),
-                    "not_run",
+                    CallStatus::NotRun,
                 ));
                 continue;
             }
-            // Only calls whose arguments parsed got here.
-            let Ok(input) = &begun[k].1 else { continue };
-            match self.permit("Agent", input, None, cancel).await {
-                Err(reason) => outcome[k] = Some(self.denied(calls[k], "Agent", reason)),
+            let decided = crate::permissions::decided_path(tool.name(), &input, &self.ctx.cwd);
+            match self
+                .permit(tool.name(), &input, decided.as_deref(), cancel)
+                .await
+            {
+                Err(reason) => outcome[k] = Some(self.denied(calls[k], tool.name(), reason)),
                 Ok(()) => {
                     if let Err(e) = self.write_log(RecordBody::ToolStart {
                         call_id: calls[k].id.clone(),
-                        tool: "Agent".into(),
+                        tool: tool.name().to_string(),
                         input: calls[k].input.clone(),
                     }) {
                         return calls.iter().map(|_| Err(LogFailure(e.0.clone()))).collect();
                     }
-                    admitted.push((k, call));
+                    ready.push((k, input));
                 }
             }
         }
-        if !admitted.is_empty() {
-            let (slots, batch): (Vec<usize>, Vec<BatchCall>) = admitted.into_iter().unzip();
-            let tool_names: Vec<String> =
-                self.tools.names().iter().map(|n| n.to_string()).collect();
-            match spawner
-                .runtime
-                .run_batch(
-                    &Parent {
-                        agent_id: &self.id,
-                        registry: &self.tools,
-                        last_request: self.last_request.as_ref(),
-                        spawner,
-                        client: &self.client,
-                        mode: self.policy.mode,
-                        tools: &tool_names,
-                    },
-                    batch,
-                    total,
-                    cancel,
-                )
-                .await
-            {
+        if !ready.is_empty() {
+            let (slots, inputs): (Vec<usize>, Vec<ToolInput>) = ready.into_iter().unzip();
+            match tool.execute_batch(&ctx, position, &inputs).await {
                 Ok(outs) => {
                     for (k, out) in slots.into_iter().zip(outs) {
-                        let status = if out.is_error { "error" } else { "ok" };
-                        outcome[k] = Some((out, status));
+                        outcome[k] = Some(Self::ran(out));
                     }
                 }
-                Err(BatchFailure(e)) => {
+                Err(e) => {
                     // This agent's own log still works: record why nothing
                     // usable came back, then stop the turn.
-                    for ((call, (tool, _)), out) in calls.iter().zip(begun).zip(outcome) {
+                    for ((call, (name, _)), out) in calls.iter().zip(begun).zip(outcome) {
                         let (out, status) = out.unwrap_or_else(|| {
-                            (ToolOutput::error(format!("not run: {e}")), "error")
+                            (
+                                ToolOutput::error(format!("not run: {e}")),
+                                CallStatus::Error,
+                            )
                         });
-                        if let Err(f) = self.finish_call(call, tool, out, status, started) {
+                        if let Err(f) = self.finish_call(call, name, out, status, started) {
                             return calls.iter().map(|_| Err(LogFailure(f.0.clone()))).collect();
                         }
                     }
@@ -927,10 +916,10 @@ impl Agent {
             .iter()
             .zip(begun)
             .zip(outcome)
-            .map(|((call, (tool, _)), out)| {
+            .map(|((call, (name, _)), out)| {
                 let (output, status) =
-                    out.unwrap_or_else(|| (ToolOutput::error("not run"), "not_run"));
-                self.finish_call(call, tool, output, status, started)
+                    out.unwrap_or_else(|| (ToolOutput::error("not run"), CallStatus::NotRun));
+                self.finish_call(call, name, output, status, started)
             })
             .collect()
     }

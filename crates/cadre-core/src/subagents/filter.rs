@@ -42,6 +42,7 @@ pub const BACKGROUND_ALLOW: &[&str] = &[
     "WebFetch",
     "TodoWrite",
     "TaskStop",
+    "SendMessage",
 ];
 
 const AGENT: &str = "Agent";
@@ -516,6 +517,7 @@ mod tests {
                     "Bash",
                     "TodoWrite",
                     "TaskStop",
+                    "SendMessage",
                     "WebFetch",
                     "mcp__github__get_issue",
                     "mcp__github__create_pr",
@@ -524,10 +526,10 @@ mod tests {
                 ..BASE
             },
             Case {
-                name: "background never gets task listing or spawning",
+                name: "background never gets task listing or spawning, keeps messaging",
                 background: true,
                 tools: Some(&["Read", "Agent", "TaskList", "SendMessage"]),
-                expect: &["Read"],
+                expect: &["Read", "SendMessage"],
                 ..BASE
             },
         ]);

@@ -13,23 +13,21 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::agent_tool::{AgentArgs, AgentTool, roster_reminder};
+use futures::future::BoxFuture;
+
+use super::agent_tool::{AgentArgs, roster_reminder};
 use super::catalog::{CatalogSources, DefinitionCatalog};
-use super::filter::{FilterInput, resolve_tools};
-use super::ratchet::child_mode;
 use super::report::{ChildReport, ChildStatus, parse_verdict, render_batch};
-use super::{AgentDefinition, DefinitionSource};
-use crate::agent::{
-    Agent, AgentSetup, Event, EventSink, TurnLimits, TurnStatus, environment_facts,
-    project_instructions,
-};
+use super::spec::{ChildCall, ChildSpec, ParentView};
+use crate::agent::{Agent, AgentSetup, Event, EventSink, TurnLimits, TurnOutcome, TurnStatus};
 use crate::config::Settings;
-use crate::model::{ModelClient, ModelRequest, Usage};
+use crate::model::{ModelClient, Usage};
 use crate::permissions::{ApprovalGate, PermissionMode, PermissionPolicy};
-use crate::sandbox::SandboxPolicy;
 use crate::session::{RecordBody, SessionLog};
 use crate::tasks::{TaskKind, TaskStatus};
-use crate::tools::{ToolContext, ToolOutput, ToolRegistry};
+use crate::tools::{Caller, Delegation, SpawnCall, ToolContext, ToolInput, ToolOutput, parse_args};
+
+pub use super::spec::child_system_prompt;
 
 /// `[subagents]` settings. Each limit has its reason next to it.
 #[derive(Debug, Clone)]
@@ -102,6 +100,8 @@ pub struct SubagentRuntime {
     children: std::sync::Mutex<Vec<ChildRecord>>,
     /// Whether the children of earlier runs of this session were loaded.
     earlier_loaded: std::sync::atomic::AtomicBool,
+    /// Definition warnings already given (each is given once a session).
+    warned: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// What the runtime remembers of every child it made, to reach it later with
@@ -115,6 +115,8 @@ struct ChildRecord {
     spawner: Option<(u32, Option<Vec<String>>)>,
     task_id: Option<String>,
     resumable: bool,
+    /// Its report carries a parsed verdict.
+    verdict: bool,
 }
 
 /// How many children of the session are running (or admitted and queued).
@@ -130,7 +132,8 @@ impl SubagentRuntime {
     }
 }
 
-/// Where a parent stands when it spawns.
+/// Where a parent stands when it spawns: its place in the runtime, which
+/// its `Agent` and `SendMessage` calls reach through the tool context.
 pub struct Spawner {
     /// The shared runtime.
     pub runtime: Arc<SubagentRuntime>,
@@ -152,6 +155,102 @@ impl Spawner {
             started_this_turn: AtomicUsize::new(0),
         }
     }
+
+    /// A spawner for a child at `depth` that may start `allowed_types`.
+    fn child(
+        runtime: Arc<SubagentRuntime>,
+        depth: u32,
+        allowed_types: Option<Vec<String>>,
+    ) -> Self {
+        Spawner {
+            runtime,
+            depth,
+            allowed_types,
+            started_this_turn: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Delegation for Spawner {
+    fn default_type(&self) -> String {
+        self.runtime.settings.default_type.clone()
+    }
+
+    fn check_turn_cap(&self, count: usize) -> Result<(), String> {
+        let cap = self.runtime.settings.max_per_turn;
+        let already = self.started_this_turn.load(Ordering::SeqCst);
+        if already + count > cap {
+            return Err(format!(
+                "denied: this reply asks for {count} subagents, which would exceed the limit of {cap} per turn; {already} were already started this turn, and nothing from this batch was started"
+            ));
+        }
+        Ok(())
+    }
+
+    fn spawn<'a>(
+        &'a self,
+        caller: &'a Caller,
+        calls: Vec<SpawnCall>,
+        total: usize,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Vec<ToolOutput>, String>> {
+        Box::pin(async move {
+            let mut outputs: Vec<Option<ToolOutput>> = vec![None; calls.len()];
+            let mut slots = Vec::new();
+            let mut batch = Vec::new();
+            for (k, call) in calls.into_iter().enumerate() {
+                match parse_args::<AgentArgs>(&call.input) {
+                    Ok(args) => {
+                        slots.push(k);
+                        batch.push(BatchCall {
+                            index: call.index,
+                            args,
+                        });
+                    }
+                    Err(out) => outputs[k] = Some(out),
+                }
+            }
+            if !batch.is_empty() {
+                let parent = Parent {
+                    agent_id: &caller.agent_id,
+                    caller,
+                    spawner: self,
+                };
+                let outs = self
+                    .runtime
+                    .run_batch(&parent, batch, total, cancel)
+                    .await
+                    .map_err(|BatchFailure(e)| e)?;
+                for (k, out) in slots.into_iter().zip(outs) {
+                    outputs[k] = Some(out);
+                }
+            }
+            Ok(outputs
+                .into_iter()
+                .map(|o| o.unwrap_or_else(|| ToolOutput::error("not run")))
+                .collect())
+        })
+    }
+
+    fn send_message<'a>(
+        &'a self,
+        owner: &'a str,
+        input: &'a ToolInput,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(self.runtime.send_message(owner, input))
+    }
+
+    fn roster(&self) -> Option<String> {
+        self.runtime.roster(self.allowed_types.as_deref())
+    }
+
+    fn turn_started(&self) {
+        self.started_this_turn.store(0, Ordering::SeqCst);
+    }
+
+    fn background_now(&self) {
+        self.runtime.background_now();
+    }
 }
 
 mod fork;
@@ -163,18 +262,10 @@ pub use fork::fork_directive;
 pub struct Parent<'a> {
     /// Its agent id (tasks are filed under it).
     pub agent_id: &'a str,
-    /// Its tools, exactly (a fork gets the same list).
-    pub registry: &'a ToolRegistry,
-    /// Its last request (a fork's first request starts from it, byte for byte).
-    pub last_request: Option<&'a ModelRequest>,
+    /// Its tools, last request, model client and mode.
+    pub caller: &'a Caller,
     /// Its spawner (depth, allowed types, per-turn count).
     pub spawner: &'a Spawner,
-    /// Its model client (children inherit the model by default).
-    pub client: &'a ModelClient,
-    /// Its permission mode (the ratchet's starting point).
-    pub mode: PermissionMode,
-    /// Its tool names (children's tools are filtered from these).
-    pub tools: &'a [String],
 }
 
 /// One `Agent` call of a batch, after the parent's permission check.
@@ -198,13 +289,14 @@ pub struct ChildTag {
     pub agent_id: String,
 }
 
-/// A child ready to run.
+/// A child ready to run (or to run again, when resumed).
 struct Prepared {
     index: usize,
     tag: ChildTag,
     agent: Agent,
     prompt: String,
     verification: bool,
+    mode: PermissionMode,
     ctx: ToolContext,
     description: String,
     name: Option<String>,
@@ -283,6 +375,19 @@ impl SubagentRuntime {
             background_now: tokio::sync::Notify::new(),
             children: std::sync::Mutex::new(Vec::new()),
             earlier_loaded: std::sync::atomic::AtomicBool::new(false),
+            warned: std::sync::Mutex::new(Default::default()),
+        }
+    }
+
+    /// Gives each definition warning once a session.
+    fn warn_once(&self, message: String) {
+        let new = self
+            .warned
+            .lock()
+            .map(|mut w| w.insert(message.clone()))
+            .unwrap_or(true);
+        if new {
+            self.events.emit(Event::Warning { message });
         }
     }
 
@@ -300,23 +405,6 @@ impl SubagentRuntime {
             .filter(|(name, _)| allowed.is_none_or(|a| a.iter().any(|t| t == name)))
             .collect();
         Some(roster_reminder(&roster))
-    }
-
-    /// Model id for an alias or id; `inherit` (or nothing) is the parent's.
-    fn resolve_model(&self, wanted: Option<&str>, parent: &ModelClient) -> ModelClient {
-        match wanted {
-            None | Some("inherit") | Some("") => parent.clone(),
-            Some(name) => {
-                let id = self
-                    .model_settings
-                    .resolve_model(parent.config().provider, name);
-                if id == parent.config().model {
-                    parent.clone()
-                } else {
-                    parent.with_model(&id)
-                }
-            }
-        }
     }
 
     /// Runs a batch. `total` is the number of `Agent` calls in the reply;
@@ -366,12 +454,14 @@ impl SubagentRuntime {
             .map(|_| RunningSlot(self.running.clone()))
             .collect();
 
-        // Every child's log (and task row) exists before any child runs.
+        // Every child's log (and task row) exists before any child runs, and
+        // before it is announced, so a front end can open it on the event.
         for (_, p) in &mut prepared {
             if let Err(e) = self.open_child_log(p) {
                 return Err(BatchFailure(e));
             }
             self.open_task(parent, p);
+            self.emit_started(p);
         }
         parent
             .spawner
@@ -419,34 +509,14 @@ impl SubagentRuntime {
                 };
                 let task = p.task_id.clone();
                 let result = match permit {
-                    Some(_permit) => {
-                        let run = std::panic::AssertUnwindSafe(rt.run_child(p, &child_cancel));
-                        match futures::FutureExt::catch_unwind(run).await {
-                            Ok(r) => r,
-                            Err(_) => Err(BatchFailure("the subagent panicked".into())),
-                        }
-                    }
+                    Some(_permit) => rt.run_guarded(p, &child_cancel).await,
                     None => Ok(rt.cancelled_before_start(p)),
                 };
                 let attached = !detached.load(Ordering::SeqCst);
-                match (&task, &result) {
-                    (Some(task), Ok(r)) => {
-                        let text = if attached {
-                            r.final_text.clone()
-                        } else {
-                            render_batch(std::slice::from_ref(r))
-                                .into_iter()
-                                .next()
-                                .unwrap_or_default()
-                        };
-                        rt.close_task(task, r, &text, !attached);
-                    }
-                    (Some(task), Err(BatchFailure(e))) if !attached => {
-                        if let Some(work) = &rt.base_ctx.background {
-                            work.finish(task, TaskStatus::Failed, e, Some(e), true);
-                        }
-                    }
-                    _ => {}
+                if let Some(task) = &task {
+                    // Attached, the report goes back as the call's result;
+                    // moved to the background, it is announced by notice.
+                    rt.file_result(task, &result, !attached);
                 }
                 if attached {
                     let _ = tx.send(result);
@@ -577,44 +647,39 @@ impl SubagentRuntime {
             )));
         }
 
-        // Tools (DESIGN 7.5) and nesting (7.6).
-        let child_depth = spawner.depth + 1;
-        let agent_allowed = child_depth < self.settings.max_depth.clamp(1, 3);
-        let filtered = resolve_tools(&FilterInput {
-            available: parent.tools,
-            agent_allowed,
-            builtin_definition: def.source == DefinitionSource::Builtin,
-            custom_deny: &self.settings.custom_deny,
-            background: background_requested || def.background,
-            tools: def.tools.as_deref(),
-            disallowed: &def.disallowed_tools,
-        })
+        // Tools (DESIGN 7.5), nesting (7.6), mode (the ratchet), model,
+        // prompt and sandbox: one builder, shared with `--agent` and
+        // `cadre agents show`.
+        let caller = parent.caller;
+        let spec = ChildSpec::resolve(
+            &def,
+            &ChildCall {
+                background: background_requested,
+                model: args.model.as_deref(),
+                as_main: false,
+            },
+            &ParentView {
+                tools: &caller.tools,
+                mode: caller.mode,
+                depth: spawner.depth,
+                provider: caller.client.config().provider,
+                sandbox: self.base_ctx.sandbox.as_ref(),
+                cwd: &self.base_ctx.cwd,
+                settings: &self.settings,
+                models: &self.model_settings,
+            },
+        )
         .map_err(|e| ToolOutput::error(format!("{} was not started: {e}", def.name)))?;
-        let mut registry = ToolRegistry::builtin();
-        registry.retain(|t| filtered.tools.iter().any(|n| n == t.name()));
-        let has_agent = filtered.tools.iter().any(|t| t == "Agent");
-        if has_agent {
-            registry.insert(Arc::new(AgentTool));
-        }
-
-        // Permission mode: the ratchet.
-        let requested = def
-            .permission_mode
-            .as_deref()
-            .and_then(|m| m.parse::<PermissionMode>().ok());
-        let mode = child_mode(parent.mode, requested, def.source);
-        if let Some(note) = &mode.note {
-            self.events.emit(Event::Warning {
-                message: format!("{}: {note}", def.name),
-            });
+        for warning in spec.warnings(&def.name) {
+            self.warn_once(warning);
         }
         let mut policy = (*self.policy).clone();
-        policy.mode = mode.mode;
+        policy.mode = spec.mode.mode;
 
-        let client = self.resolve_model(
-            args.model.as_deref().or(def.model.as_deref()),
-            parent.client,
-        );
+        let client = match &spec.model {
+            Some(id) if *id != caller.client.config().model => caller.client.with_model(id),
+            _ => caller.client.clone(),
+        };
         let agent_id = new_agent_id();
         let tag = ChildTag {
             index: call.index,
@@ -622,7 +687,7 @@ impl SubagentRuntime {
             agent_type: def.name.clone(),
             agent_id: agent_id.clone(),
         };
-        let background = background_requested || def.background;
+        let background = spec.background;
         if background && self.base_ctx.background.is_none() {
             return Err(ToolOutput::error(
                 "background subagents are not available in this session; call Agent without run_in_background",
@@ -632,26 +697,15 @@ impl SubagentRuntime {
         ctx.agent_id = agent_id.clone();
         ctx.file_state = Arc::new(Default::default());
         ctx.todos = Arc::new(Default::default());
-        if def.read_only {
-            ctx.sandbox = ctx
-                .sandbox
-                .as_ref()
-                .map(|s| Arc::new(SandboxPolicy::clone(s).read_only()));
-        }
+        ctx.sandbox = spec.sandbox.clone();
         let limits = TurnLimits {
             max_requests: def.max_turns.unwrap_or(self.settings.default_max_turns),
             max_tool_calls: self.settings.max_tool_calls_per_child,
         };
-        let spawner_for_child = has_agent.then(|| Spawner {
-            runtime: self.clone(),
-            depth: child_depth,
-            allowed_types: filtered.agent_types.clone(),
-            started_this_turn: AtomicUsize::new(0),
-        });
+        let spawner_info = spec
+            .delegates()
+            .then(|| (spec.depth, spec.agent_types.clone()));
         let prompt = args.prompt.clone();
-        let spawner_info = spawner_for_child
-            .as_ref()
-            .map(|s| (s.depth, s.allowed_types.clone()));
         let setup = AgentSetup {
             id: agent_id,
             label: Some(format!(
@@ -662,31 +716,23 @@ impl SubagentRuntime {
                 first_chars(&args.prompt, 60)
             )),
             client,
-            tools: registry,
+            tools: spec.tools,
             ctx: ctx.clone(),
-            system: child_system_prompt(&def, &ctx.cwd),
+            system: spec.system,
             limits,
             events: self.events.for_child(tag.clone()),
             policy: Arc::new(policy),
             gate: self.gate.clone(),
             log: None,
         };
-        let agent = Agent::new(setup.clone()).with_spawner(spawner_for_child);
-        self.events.emit(Event::SubagentStarted {
-            index: tag.index,
-            total,
-            agent_id: tag.agent_id.clone(),
-            agent_type: def.name.clone(),
-            description: args.description.clone(),
-            model: agent.model().to_string(),
-            mode: mode.mode,
-        });
+        let agent = Agent::new(setup.clone()).with_delegation(self.delegation_for(&spawner_info));
         Ok(Prepared {
             index: call.index,
             tag,
             agent,
             prompt,
             verification: def.name == "Verification",
+            mode: spec.mode.mode,
             ctx,
             description: args.description.clone(),
             name: args.name.clone(),
@@ -698,6 +744,30 @@ impl SubagentRuntime {
             // Explore and Plan are one-shot: their answer is the whole point.
             resumable: !matches!(def.name.as_str(), "Explore" | "Plan"),
         })
+    }
+
+    /// A child's place in the runtime from its (depth, allowed types); none
+    /// for a child that may neither start nor message children.
+    fn delegation_for(
+        self: &Arc<Self>,
+        spawner: &Option<(u32, Option<Vec<String>>)>,
+    ) -> Option<Arc<dyn Delegation>> {
+        spawner.as_ref().map(|(depth, allowed)| {
+            Arc::new(Spawner::child(self.clone(), *depth, allowed.clone())) as Arc<dyn Delegation>
+        })
+    }
+
+    /// Announces a child whose log (and task row) exists.
+    fn emit_started(&self, p: &Prepared) {
+        self.events.emit(Event::SubagentStarted {
+            index: p.tag.index,
+            total: p.tag.total,
+            agent_id: p.tag.agent_id.clone(),
+            agent_type: p.tag.agent_type.clone(),
+            description: p.description.clone(),
+            model: p.agent.model().to_string(),
+            mode: p.mode,
+        });
     }
 
     fn open_child_log(&self, p: &mut Prepared) -> Result<(), String> {
@@ -751,12 +821,56 @@ impl SubagentRuntime {
             spawner: p.spawner.clone(),
             task_id: p.task_id.clone(),
             resumable: p.resumable,
+            verdict: p.verification,
         };
         if let Some(path) = &output_path {
             self.save_child(path, &record);
         }
         if let Ok(mut children) = self.children.lock() {
             children.push(record);
+        }
+    }
+
+    /// Runs a child with the panic guard: a panicking child ends as failed;
+    /// it never takes the parent down.
+    async fn run_guarded(
+        &self,
+        p: Prepared,
+        cancel: &CancellationToken,
+    ) -> Result<ChildReport, BatchFailure> {
+        let run = std::panic::AssertUnwindSafe(self.run_child(p, cancel));
+        futures::FutureExt::catch_unwind(run)
+            .await
+            .unwrap_or_else(|_| Err(BatchFailure("the subagent panicked".into())))
+    }
+
+    /// Files a child's end in its task: its report, or why there is none.
+    /// `announce`: it ended in the background, and its parent gets a notice
+    /// with the rendered report (a failure without report too).
+    fn file_result(
+        &self,
+        task_id: &str,
+        result: &Result<ChildReport, BatchFailure>,
+        announce: bool,
+    ) {
+        match result {
+            Ok(r) => {
+                let text = if announce {
+                    render_batch(std::slice::from_ref(r))
+                        .into_iter()
+                        .next()
+                        .unwrap_or_default()
+                } else {
+                    r.final_text.clone()
+                };
+                self.close_task(task_id, r, &text, announce);
+            }
+            Err(BatchFailure(e)) if announce => {
+                if let Some(work) = &self.base_ctx.background {
+                    work.finish(task_id, TaskStatus::Failed, e, Some(e), true);
+                }
+            }
+            Err(_) => {}
         }
     }
 
@@ -815,25 +929,8 @@ impl SubagentRuntime {
         let rt = self.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            // A panicking child ends as failed; it never takes the parent down.
-            let run = std::panic::AssertUnwindSafe(rt.run_child(p, &cancel));
-            let result = futures::FutureExt::catch_unwind(run)
-                .await
-                .unwrap_or_else(|_| Err(BatchFailure("the subagent panicked".into())));
-            let report = match result {
-                Ok(r) => r,
-                Err(BatchFailure(e)) => {
-                    if let Some(work) = &rt.base_ctx.background {
-                        work.finish(&task_id, TaskStatus::Failed, &e, Some(&e), true);
-                    }
-                    return;
-                }
-            };
-            let text = render_batch(std::slice::from_ref(&report))
-                .into_iter()
-                .next()
-                .unwrap_or_default();
-            rt.close_task(&task_id, &report, &text, true);
+            let result = rt.run_guarded(p, &cancel).await;
+            rt.file_result(&task_id, &result, true);
         });
         ToolOutput::ok(text)
     }
@@ -902,69 +999,8 @@ impl SubagentRuntime {
                 p.tag.agent_id
             )));
         }
-        let (status, final_text, error) = match outcome.status {
-            TurnStatus::Completed => (ChildStatus::Completed, outcome.final_text, None),
-            TurnStatus::Interrupted => (
-                ChildStatus::Cancelled,
-                outcome.final_text,
-                Some("cancelled".to_string()),
-            ),
-            TurnStatus::LimitReached => (
-                ChildStatus::Failed,
-                outcome.final_text,
-                outcome.error.map(|e| format!("failed: {e}")),
-            ),
-            TurnStatus::Failed => match (&outcome.model_error, outcome.final_text.is_empty()) {
-                (Some(e), true) => (
-                    ChildStatus::Failed,
-                    String::new(),
-                    Some(format!("failed: terminated early due to an API error: {e}")),
-                ),
-                (Some(e), false) => (
-                    ChildStatus::Failed,
-                    format!(
-                        "{}\n\n[cut off: the model API failed before the subagent finished: {e}]",
-                        outcome.final_text
-                    ),
-                    Some(format!("failed: cut off by an API error: {e}")),
-                ),
-                (None, _) => (
-                    ChildStatus::Failed,
-                    outcome.final_text,
-                    outcome.error.map(|e| format!("failed: {e}")),
-                ),
-            },
-        };
-        let cwd = p.ctx.cwd.clone();
-        let changed_files = p
-            .ctx
-            .file_state
-            .written()
-            .into_iter()
-            .map(|f| {
-                f.strip_prefix(&cwd)
-                    .map(|r| r.display().to_string())
-                    .unwrap_or_else(|_| f.display().to_string())
-            })
-            .collect();
-        let verdict = p.verification.then(|| parse_verdict(&final_text));
         let usage = p.agent.usage();
-        let report = ChildReport {
-            index: p.index,
-            total: p.tag.total,
-            status,
-            agent_type: p.tag.agent_type.clone(),
-            agent_id: p.tag.agent_id.clone(),
-            requests: outcome.requests,
-            tool_calls: outcome.tool_calls,
-            tokens: usage.total(),
-            duration: started.elapsed(),
-            final_text,
-            error,
-            changed_files,
-            verdict,
-            worktree: None,
-        };
+        let report = child_report(&p, &outcome, usage, started.elapsed());
         self.emit_ended(&p.tag, &report, usage);
         // Clean-up, whichever way it ended: its background shells stop, and
         // dropping the child drops its caches and closes its log.
@@ -976,17 +1012,75 @@ impl SubagentRuntime {
     }
 }
 
-/// A child's system prompt: its definition body, then environment facts, then
-/// (unless the definition omits them) the project's instructions.
-pub fn child_system_prompt(def: &AgentDefinition, cwd: &std::path::Path) -> String {
-    let mut s = def.prompt.trim().to_string();
-    s.push_str("\n\n");
-    s.push_str(&environment_facts(cwd));
-    if def.include_project_instructions
-        && let Some(instr) = project_instructions(cwd)
-    {
-        s.push_str("\n\n# Project instructions\n\n");
-        s.push_str(&instr);
+/// The one way from a child's outcome to its report, for a first run and a
+/// resumed one alike: an API error keeps the partial text with a note, a
+/// verification child's verdict is parsed, the files it changed are listed.
+fn child_report(
+    p: &Prepared,
+    outcome: &TurnOutcome,
+    usage: Usage,
+    duration: Duration,
+) -> ChildReport {
+    let (status, final_text, error) = match outcome.status {
+        TurnStatus::Completed => (ChildStatus::Completed, outcome.final_text.clone(), None),
+        TurnStatus::Interrupted => (
+            ChildStatus::Cancelled,
+            outcome.final_text.clone(),
+            Some("cancelled".to_string()),
+        ),
+        TurnStatus::LimitReached => (
+            ChildStatus::Failed,
+            outcome.final_text.clone(),
+            outcome.error.as_ref().map(|e| format!("failed: {e}")),
+        ),
+        TurnStatus::Failed => match (&outcome.model_error, outcome.final_text.is_empty()) {
+            (Some(e), true) => (
+                ChildStatus::Failed,
+                String::new(),
+                Some(format!("failed: terminated early due to an API error: {e}")),
+            ),
+            (Some(e), false) => (
+                ChildStatus::Failed,
+                format!(
+                    "{}\n\n[cut off: the model API failed before the subagent finished: {e}]",
+                    outcome.final_text
+                ),
+                Some(format!("failed: cut off by an API error: {e}")),
+            ),
+            (None, _) => (
+                ChildStatus::Failed,
+                outcome.final_text.clone(),
+                outcome.error.as_ref().map(|e| format!("failed: {e}")),
+            ),
+        },
+    };
+    let cwd = &p.ctx.cwd;
+    let changed_files = p
+        .ctx
+        .file_state
+        .written()
+        .into_iter()
+        .map(|f| {
+            f.strip_prefix(cwd)
+                .map(|r| r.display().to_string())
+                .unwrap_or_else(|_| f.display().to_string())
+        })
+        .collect();
+    let verdict = p.verification.then(|| parse_verdict(&final_text));
+    ChildReport {
+        index: p.index,
+        total: p.tag.total,
+        status,
+        agent_type: p.tag.agent_type.clone(),
+        agent_id: p.tag.agent_id.clone(),
+        requests: outcome.requests,
+        tool_calls: outcome.tool_calls,
+        tokens: usage.total(),
+        duration,
+        final_text,
+        error,
+        changed_files,
+        verdict,
+        worktree: None,
     }
-    s
 }

@@ -33,7 +33,17 @@ const DRAIN_GRACE: Duration = Duration::from_millis(200);
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs shell commands.
-pub struct BashTool;
+pub struct BashTool {
+    /// Whether the agent has `TaskOutput` to read a background command's
+    /// output with; without it, its texts point to the notice instead.
+    task_output: bool,
+}
+
+impl Default for BashTool {
+    fn default() -> Self {
+        BashTool { task_output: true }
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,7 +89,11 @@ impl Tool for BashTool {
                 },
                 "run_in_background": {
                     "type": "boolean",
-                    "description": "Run as a background task: returns a task id at once; read output with TaskOutput; a <task-notification> arrives when it ends"
+                    "description": if self.task_output {
+                        "Run as a background task: returns a task id at once; read output with TaskOutput; a <task-notification> arrives when it ends"
+                    } else {
+                        "Run as a background task: returns a task id at once; a <task-notification> with the end of its output arrives when it ends"
+                    }
                 },
                 "sandbox": {
                     "type": "boolean",
@@ -93,6 +107,12 @@ impl Tool for BashTool {
 
     fn is_read_only(&self) -> bool {
         false
+    }
+
+    fn among(&self, tools: &[&str]) -> Option<std::sync::Arc<dyn Tool>> {
+        let task_output = tools.contains(&"TaskOutput");
+        (task_output != self.task_output)
+            .then(|| std::sync::Arc::new(BashTool { task_output }) as std::sync::Arc<dyn Tool>)
     }
 
     fn execute<'a>(
@@ -128,7 +148,14 @@ impl Tool for BashTool {
                 // Without an explicit timeout a background command runs until it
                 // ends or is stopped.
                 let timeout_ms = args.timeout.unwrap_or(BACKGROUND_TIMEOUT_MS);
-                return start_background(ctx, args.command, args.description, timeout_ms, sandbox);
+                return start_background(
+                    ctx,
+                    args.command,
+                    args.description,
+                    timeout_ms,
+                    sandbox,
+                    self.task_output,
+                );
             }
             match run(
                 ctx,
@@ -348,6 +375,7 @@ fn start_background(
     description: Option<String>,
     timeout_ms: u64,
     sandbox: Option<std::sync::Arc<PreparedSandbox>>,
+    task_output: bool,
 ) -> ToolOutput {
     let Some(work) = ctx.background.clone() else {
         return ToolOutput::error(
@@ -417,6 +445,12 @@ fn start_background(
         let report = crate::subagents::report::sanitize_report(&format!("$ {command}\n{tail}"));
         work.finish(&id, status, &report, None, true);
     });
+    if !task_output {
+        return ToolOutput::ok(format!(
+            "launched in background: task {} ({description}). You will get a <task-notification> with the end of its output when it ends, so don't poll.",
+            row.id
+        ));
+    }
     ToolOutput::ok(format!(
         "launched in background: task {} ({description}). Its output is readable with TaskOutput(task_id: \"{}\"); you will get a <task-notification> when it ends, so don't poll.",
         row.id, row.id
@@ -491,7 +525,9 @@ mod tests {
     use super::*;
 
     async fn run_tool(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
-        BashTool.execute(ctx, &crate::tools::object(input)).await
+        BashTool::default()
+            .execute(ctx, &crate::tools::object(input))
+            .await
     }
 
     #[tokio::test]
