@@ -212,7 +212,7 @@ impl Tool for SendMessageTool {
         json!({
             "type": "object",
             "properties": {
-                "to": {"type": "string", "description": "Agent id or name"},
+                "to": {"type": "string", "description": "The subagent's id or name"},
                 "message": {"type": "string", "description": "What to tell it"}
             },
             "required": ["to", "message"],

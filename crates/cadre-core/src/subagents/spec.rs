@@ -27,7 +27,7 @@ pub struct ChildCall<'a> {
     /// The call's `model` override.
     pub model: Option<&'a str>,
     /// The session's own agent run as the definition (`--agent`): it stays
-    /// at depth 0 and the extra deny list for children does not apply.
+    /// at depth 0 and none of the layers for children applies (7.5, 1–3).
     pub as_main: bool,
 }
 
@@ -91,11 +91,12 @@ impl ChildSpec {
         let filtered = resolve_tools(&FilterInput {
             available: &available,
             agent_allowed: depth < parent.settings.max_depth.clamp(1, 3),
-            builtin_definition: call.as_main || def.source == DefinitionSource::Builtin,
+            builtin_definition: def.source == DefinitionSource::Builtin,
             custom_deny: &parent.settings.custom_deny,
             background,
             tools: def.tools.as_deref(),
             disallowed: &def.disallowed_tools,
+            main_session: call.as_main,
         })?;
         let names: Vec<&str> = filtered.tools.iter().map(String::as_str).collect();
         // The parent's own objects, each fitted to the tools beside it.
@@ -189,4 +190,425 @@ pub fn child_system_prompt(def: &AgentDefinition, cwd: &Path) -> String {
         s.push_str(&instr);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subagents::builtin::builtin_definitions;
+    use crate::tools::{ToolContext, ToolInput, ToolOutput};
+    use futures::future::BoxFuture;
+
+    /// An MCP tool as the parent would hold it.
+    struct McpTool;
+
+    impl Tool for McpTool {
+        fn name(&self) -> &'static str {
+            "mcp__github__get_issue"
+        }
+        fn description(&self) -> &'static str {
+            "Reads a GitHub issue."
+        }
+        fn input_schema(&self) -> serde_json::Value {
+            serde_json::json!({"type": "object"})
+        }
+        fn is_read_only(&self) -> bool {
+            true
+        }
+        fn execute<'a>(
+            &'a self,
+            _ctx: &'a ToolContext,
+            _input: &'a ToolInput,
+        ) -> BoxFuture<'a, ToolOutput> {
+            Box::pin(async { ToolOutput::ok("issue") })
+        }
+    }
+
+    /// The main session's tools plus one MCP tool.
+    fn main_tools() -> ToolRegistry {
+        let mut tools = session_tools();
+        tools.insert(Arc::new(McpTool));
+        tools
+    }
+
+    /// A parent without background work: built-ins and `Agent` only.
+    fn plain_tools() -> ToolRegistry {
+        let mut tools = ToolRegistry::builtin();
+        tools.insert(Arc::new(AgentTool::default()));
+        tools
+    }
+
+    fn general_purpose() -> AgentDefinition {
+        builtin_definitions(false)
+            .into_iter()
+            .find(|d| d.name == "general-purpose")
+            .expect("built in")
+    }
+
+    fn explore() -> AgentDefinition {
+        builtin_definitions(false)
+            .into_iter()
+            .find(|d| d.name == "Explore")
+            .expect("built in")
+    }
+
+    /// A project definition with `tools` and `disallowedTools`.
+    fn custom(tools: Option<&[&str]>, disallowed: &[&str]) -> AgentDefinition {
+        let mut def = general_purpose();
+        def.name = "custom".into();
+        def.source = DefinitionSource::Project;
+        def.tools = tools.map(|t| t.iter().map(|s| s.to_string()).collect());
+        def.disallowed_tools = disallowed.iter().map(|s| s.to_string()).collect();
+        def
+    }
+
+    struct Case {
+        name: &'static str,
+        def: AgentDefinition,
+        background: bool,
+        as_main: bool,
+        parent: ToolRegistry,
+        parent_depth: u32,
+        max_depth: u32,
+        custom_deny: &'static [&'static str],
+        expect: &'static [&'static str],
+        agent_types: Option<&'static [&'static str]>,
+        unresolved: &'static [&'static str],
+        removed_by_both: &'static [&'static str],
+    }
+
+    fn case(name: &'static str, def: AgentDefinition, expect: &'static [&'static str]) -> Case {
+        Case {
+            name,
+            def,
+            background: false,
+            as_main: false,
+            parent: main_tools(),
+            parent_depth: 0,
+            max_depth: 1,
+            custom_deny: &[],
+            expect,
+            agent_types: None,
+            unresolved: &[],
+            removed_by_both: &[],
+        }
+    }
+
+    const FOREGROUND: &[&str] = &[
+        "Read",
+        "Write",
+        "Edit",
+        "Glob",
+        "Grep",
+        "Bash",
+        "TodoWrite",
+        "TaskList",
+        "TaskStop",
+        "SendMessage",
+        "mcp__github__get_issue",
+    ];
+
+    const BACKGROUND: &[&str] = &[
+        "Read",
+        "Write",
+        "Edit",
+        "Glob",
+        "Grep",
+        "Bash",
+        "TodoWrite",
+        "TaskStop",
+        "SendMessage",
+        "mcp__github__get_issue",
+    ];
+
+    fn cases() -> Vec<Case> {
+        vec![
+            case(
+                "foreground child of main gets the task tools it is allowed",
+                general_purpose(),
+                FOREGROUND,
+            ),
+            Case {
+                background: true,
+                ..case(
+                    "background child keeps TaskStop and SendMessage",
+                    general_purpose(),
+                    BACKGROUND,
+                )
+            },
+            Case {
+                max_depth: 2,
+                ..case(
+                    "below the depth limit a child keeps Agent, in the parent's order",
+                    general_purpose(),
+                    &[
+                        "Read",
+                        "Write",
+                        "Edit",
+                        "Glob",
+                        "Grep",
+                        "Bash",
+                        "TodoWrite",
+                        "Agent",
+                        "TaskList",
+                        "TaskStop",
+                        "SendMessage",
+                        "mcp__github__get_issue",
+                    ],
+                )
+            },
+            Case {
+                max_depth: 2,
+                parent_depth: 1,
+                ..case(
+                    "at the depth limit a grandchild loses Agent",
+                    general_purpose(),
+                    FOREGROUND,
+                )
+            },
+            Case {
+                max_depth: 2,
+                background: true,
+                ..case(
+                    "a background child never spawns",
+                    general_purpose(),
+                    BACKGROUND,
+                )
+            },
+            Case {
+                parent: plain_tools(),
+                ..case(
+                    "a parent without task tools passes none on",
+                    general_purpose(),
+                    &["Read", "Write", "Edit", "Glob", "Grep", "Bash", "TodoWrite"],
+                )
+            },
+            Case {
+                unresolved: &["NoSuchTool"],
+                ..case(
+                    "a definition's list, with a denied and an unknown entry",
+                    custom(Some(&["Bash", "Read", "TaskOutput", "NoSuchTool"]), &[]),
+                    &["Read", "Bash"],
+                )
+            },
+            Case {
+                removed_by_both: &["Bash"],
+                ..case(
+                    "a tool listed in both lists is removed",
+                    custom(Some(&["Bash", "Read"]), &["Bash"]),
+                    &["Read"],
+                )
+            },
+            Case {
+                custom_deny: &["Bash", "mcp__github"],
+                ..case(
+                    "the extra deny list binds project definitions",
+                    custom(None, &[]),
+                    &[
+                        "Read",
+                        "Write",
+                        "Edit",
+                        "Glob",
+                        "Grep",
+                        "TodoWrite",
+                        "TaskList",
+                        "TaskStop",
+                        "SendMessage",
+                    ],
+                )
+            },
+            Case {
+                custom_deny: &["Bash", "mcp__github"],
+                ..case("but not built-in ones", general_purpose(), FOREGROUND)
+            },
+            Case {
+                max_depth: 2,
+                agent_types: Some(&["Explore"]),
+                ..case(
+                    "Agent(Explore) without SendMessage",
+                    custom(Some(&["Agent(Explore)", "Read"]), &[]),
+                    &["Read", "Agent"],
+                )
+            },
+            case(
+                "a built-in's own list",
+                explore(),
+                &["Read", "Glob", "Grep", "Bash"],
+            ),
+            Case {
+                as_main: true,
+                agent_types: Some(&["Explore", "Plan"]),
+                custom_deny: &["Read"],
+                ..case(
+                    "--agent: the main session keeps Agent, TaskOutput and its types",
+                    custom(Some(&["Agent(Explore, Plan)", "Read", "TaskOutput"]), &[]),
+                    &["Read", "Agent", "TaskOutput"],
+                )
+            },
+            Case {
+                as_main: true,
+                background: true,
+                ..case(
+                    "--agent is never a background child",
+                    general_purpose(),
+                    &[
+                        "Read",
+                        "Write",
+                        "Edit",
+                        "Glob",
+                        "Grep",
+                        "Bash",
+                        "TodoWrite",
+                        "Agent",
+                        "TaskList",
+                        "TaskOutput",
+                        "TaskStop",
+                        "SendMessage",
+                        "mcp__github__get_issue",
+                    ],
+                )
+            },
+        ]
+    }
+
+    /// True when `text` names `tool` as a word.
+    fn mentions(text: &str, tool: &str) -> bool {
+        text.match_indices(tool).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + tool.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    }
+
+    #[test]
+    fn child_tool_resolution_table() {
+        let cwd = std::env::temp_dir();
+        let models = Settings::default();
+        for c in cases() {
+            let settings = SubagentSettings {
+                max_depth: c.max_depth,
+                custom_deny: c.custom_deny.iter().map(|s| s.to_string()).collect(),
+                ..SubagentSettings::default()
+            };
+            let spec = ChildSpec::resolve(
+                &c.def,
+                &ChildCall {
+                    background: c.background,
+                    model: None,
+                    as_main: c.as_main,
+                },
+                &ParentView {
+                    tools: &c.parent,
+                    mode: PermissionMode::Default,
+                    depth: c.parent_depth,
+                    provider: Provider::Anthropic,
+                    sandbox: None,
+                    cwd: &cwd,
+                    settings: &settings,
+                    models: &models,
+                },
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            let names = spec.tools.names();
+            assert_eq!(names, c.expect, "{}", c.name);
+            assert_eq!(
+                spec.agent_types,
+                c.agent_types
+                    .map(|t| t.iter().map(|s| s.to_string()).collect()),
+                "{}",
+                c.name
+            );
+            assert_eq!(spec.unresolved, c.unresolved, "{}", c.name);
+            assert_eq!(spec.removed_by_both, c.removed_by_both, "{}", c.name);
+            assert_eq!(spec.background, c.background && !c.as_main, "{}", c.name);
+            let depth = if c.as_main { 0 } else { c.parent_depth + 1 };
+            assert_eq!(spec.depth, depth, "{}", c.name);
+            // The child's tools are the parent's own objects, unless a tool
+            // had to be fitted to what is missing beside it.
+            for tool in spec.tools.tools() {
+                let own = c.parent.tools().iter().find(|t| t.name() == tool.name());
+                let own =
+                    own.unwrap_or_else(|| panic!("{}: {} not the parent's", c.name, tool.name()));
+                let fitted = own.among(&names).is_some();
+                assert_eq!(
+                    !Arc::ptr_eq(own, tool),
+                    fitted,
+                    "{}: {}",
+                    c.name,
+                    tool.name()
+                );
+            }
+            // Nothing the child is offered points to a tool it lacks.
+            let offered = serde_json::to_string(&spec.tools.specs()).expect("specs serialise");
+            for tool in ["Agent", "TaskList", "TaskOutput", "TaskStop", "SendMessage"] {
+                if !names.contains(&tool) {
+                    assert!(
+                        !mentions(&offered, tool),
+                        "{}: mentions {tool}: {offered}",
+                        c.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mode_model_prompt_and_sandbox_come_with_the_tools() {
+        let cwd = std::env::temp_dir();
+        let models = Settings::default();
+        let settings = SubagentSettings::default();
+        let tools = main_tools();
+        let sandbox = Arc::new(SandboxPolicy::new(cwd.clone(), cwd.join("data"), false));
+        let parent = ParentView {
+            tools: &tools,
+            mode: PermissionMode::AcceptEdits,
+            depth: 0,
+            provider: Provider::Anthropic,
+            sandbox: Some(&sandbox),
+            cwd: &cwd,
+            settings: &settings,
+            models: &models,
+        };
+        let mut def = explore();
+        def.permission_mode = Some("plan".into());
+        let spec = ChildSpec::resolve(&def, &ChildCall::default(), &parent).expect("resolves");
+        // The session's acceptEdits wins over the definition's request, with a note.
+        assert_eq!(spec.mode.mode, PermissionMode::AcceptEdits);
+        assert!(
+            spec.warnings("Explore")
+                .iter()
+                .any(|w| w.contains("takes precedence"))
+        );
+        assert_eq!(spec.model.as_deref(), Some("claude-haiku-4-5"));
+        assert!(spec.system.starts_with(def.prompt.trim()));
+        assert!(spec.sandbox.as_ref().is_some_and(|s| s.read_only_project));
+        // The call's model wins over the definition's; `inherit` is the parent's.
+        let call = ChildCall {
+            model: Some("opus"),
+            ..ChildCall::default()
+        };
+        let spec = ChildSpec::resolve(&def, &call, &parent).expect("resolves");
+        assert_eq!(spec.model.as_deref(), Some("claude-opus-4-1"));
+        let call = ChildCall {
+            model: Some("inherit"),
+            ..ChildCall::default()
+        };
+        assert_eq!(
+            ChildSpec::resolve(&def, &call, &parent)
+                .expect("resolves")
+                .model,
+            None
+        );
+        // A writing definition keeps the parent's sandbox as it is.
+        let spec = ChildSpec::resolve(&general_purpose(), &ChildCall::default(), &parent)
+            .expect("resolves");
+        assert!(
+            spec.sandbox
+                .as_ref()
+                .is_some_and(|s| Arc::ptr_eq(s, &sandbox))
+        );
+        // No tool at all: the child is not started.
+        let none = custom(Some(&["NoSuchTool"]), &[]);
+        assert!(ChildSpec::resolve(&none, &ChildCall::default(), &parent).is_err());
+    }
 }
