@@ -13,7 +13,7 @@ use super::{AgentDefinition, DefinitionSource, SubagentSettings};
 use crate::agent::{environment_facts, project_instructions};
 use crate::config::Settings;
 use crate::model::Provider;
-use crate::permissions::PermissionMode;
+use crate::protocol::PermissionMode;
 use crate::sandbox::SandboxPolicy;
 use crate::tools::{TaskListTool, TaskOutputTool, TaskStopTool, Tool, ToolRegistry};
 

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{ToolInput, ToolOutput, ToolRegistry};
 use crate::model::{ModelClient, ModelRequest};
-use crate::permissions::PermissionMode;
+use crate::protocol::PermissionMode;
 
 /// The agent whose calls start children, as a batch of them sees it; the
 /// agent loop sets it in the context of every batch.
