@@ -127,7 +127,7 @@ pub async fn run(
         }
     };
     agent.restore(session.messages);
-    crate::signals::background_on_sigusr1(agent.subagent_runtime());
+    crate::signals::background_on_sigusr1(agent.delegation());
     let mut outcome = agent.run_turn(args.prompt, cancel.clone()).await;
 
     // Background work this run started: wait for it, announcing each batch of

@@ -95,7 +95,7 @@ pub async fn run(
         Some(work.clone()),
     )?;
     agent.restore(session.messages);
-    crate::signals::background_on_sigusr1(agent.subagent_runtime());
+    crate::signals::background_on_sigusr1(agent.delegation());
     loop {
         while let Ok(event) = rx.try_recv() {
             human.handle(&event);

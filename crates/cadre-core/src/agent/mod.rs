@@ -213,7 +213,7 @@ impl Agent {
     }
 
     /// This agent's place in the subagent runtime, if it has one.
-    pub fn subagent_runtime(&self) -> Option<Arc<dyn Delegation>> {
+    pub fn delegation(&self) -> Option<Arc<dyn Delegation>> {
         self.ctx.delegation.clone()
     }
 
@@ -584,18 +584,25 @@ impl Agent {
         let mut results = Vec::with_capacity(calls.len());
         let mut failure: Option<LogFailure> = None;
         let scheduling: Vec<Scheduling> = calls.iter().map(|c| self.scheduling(c)).collect();
-        // A batch's calls are numbered among the reply's calls to their tool.
+        // A batch's calls are numbered among the reply's calls to their tool:
+        // (1-based number, how many) for each batch call.
         let batch_tool = |k: usize| {
             (scheduling[k] == Scheduling::Batch)
                 .then(|| self.tools.get(&calls[k].name))
                 .flatten()
         };
-        let totals = |name: &str| {
-            (0..calls.len())
-                .filter(|&k| batch_tool(k).is_some_and(|t| t.name() == name))
-                .count()
-        };
-        let mut batched_before: Vec<(&'static str, usize)> = Vec::new();
+        let tool_of: Vec<Option<&'static str>> = (0..calls.len())
+            .map(|k| batch_tool(k).map(|t| t.name()))
+            .collect();
+        let numbering: Vec<(usize, usize)> = (0..calls.len())
+            .map(|k| {
+                let same = |m: &usize| tool_of[*m].is_some() && tool_of[*m] == tool_of[k];
+                (
+                    (0..=k).filter(same).count(),
+                    (0..calls.len()).filter(same).count(),
+                )
+            })
+            .collect();
         let mut i = 0;
         while i < calls.len() {
             let mut j = i + 1;
@@ -634,18 +641,8 @@ impl Agent {
                 let mut runs: Vec<futures::future::BoxFuture<'_, _>> =
                     singles.map(|f| Box::pin(f) as _).collect();
                 for (tool, ks) in &batches {
-                    let seen = match batched_before.iter_mut().find(|(n, _)| *n == tool.name()) {
-                        Some((_, n)) => n,
-                        None => {
-                            batched_before.push((tool.name(), 0));
-                            &mut batched_before.last_mut().expect("just pushed").1
-                        }
-                    };
-                    let position = BatchPosition {
-                        first_index: *seen + 1,
-                        total: totals(tool.name()),
-                    };
-                    *seen += ks.len();
+                    let (first_index, total) = numbering[i + ks[0]];
+                    let position = BatchPosition { first_index, total };
                     let members: Vec<&ToolCall> = ks.iter().map(|&k| &group[k]).collect();
                     let tool = tool.clone();
                     let ks = ks.clone();
