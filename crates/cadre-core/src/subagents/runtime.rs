@@ -366,6 +366,29 @@ impl SubagentRuntime {
         }
     }
 
+    /// Takes up to `wanted` slots of the session's running cap, as many as
+    /// are free; each is given back when dropped.
+    fn reserve_slots(&self, wanted: usize) -> Vec<RunningSlot> {
+        let cap = self.settings.max_running;
+        let taken = self
+            .running
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |running| {
+                Some(running + wanted.min(cap.saturating_sub(running)))
+            })
+            .map_or(0, |before| wanted.min(cap.saturating_sub(before)));
+        (0..taken)
+            .map(|_| RunningSlot(self.running.clone()))
+            .collect()
+    }
+
+    /// The error a spawn past the running cap gets.
+    fn running_cap_reached(&self) -> String {
+        format!(
+            "concurrent subagent limit reached: {} subagents are already running in this session; do not retry this now — wait for running subagents to finish",
+            self.settings.max_running
+        )
+    }
+
     /// Gives each definition warning once a session.
     fn warn_once(&self, message: String) {
         let new = self
@@ -423,23 +446,12 @@ impl SubagentRuntime {
         }
 
         // The session's running cap: past it a spawn fails and says not to retry.
-        let free = self
-            .settings
-            .max_running
-            .saturating_sub(self.running.load(Ordering::SeqCst));
-        if prepared.len() > free {
-            for (slot, _) in prepared.drain(free..) {
-                outputs[slot] = Some(ToolOutput::error(format!(
-                    "concurrent subagent limit reached: {} subagents are already running in this session; do not retry this now — wait for running subagents to finish",
-                    self.settings.max_running
-                )));
+        let mut slots = self.reserve_slots(prepared.len());
+        if prepared.len() > slots.len() {
+            for (slot, _) in prepared.drain(slots.len()..) {
+                outputs[slot] = Some(ToolOutput::error(self.running_cap_reached()));
             }
         }
-        self.running.fetch_add(prepared.len(), Ordering::SeqCst);
-        let mut slots: Vec<RunningSlot> = prepared
-            .iter()
-            .map(|_| RunningSlot(self.running.clone()))
-            .collect();
 
         // Every child's log (and task row) exists before any child runs, and
         // before it is announced, so a front end can open it on the event.

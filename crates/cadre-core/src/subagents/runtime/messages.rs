@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{ChildRecord, ChildTag, Prepared, RunningSlot, SubagentRuntime};
+use super::{ChildRecord, ChildTag, Prepared, SubagentRuntime};
 use crate::agent::{Agent, AgentSetup, QuerySource};
 use crate::session::SessionLog;
 use crate::tasks::TaskKind;
@@ -154,12 +154,9 @@ impl SubagentRuntime {
         }
         // A resumed child runs like any other: it takes a slot of the
         // session's running cap, and past the cap it is not started.
-        if self.running() >= self.settings.max_running {
-            return ToolOutput::error(format!(
-                "concurrent subagent limit reached: {} subagents are already running in this session; do not retry this now — wait for running subagents to finish",
-                self.settings.max_running
-            ));
-        }
+        let Some(slot) = self.reserve_slots(1).pop() else {
+            return ToolOutput::error(self.running_cap_reached());
+        };
         let rebuilt = crate::session::rebuild(&loaded.records);
         let log = match SessionLog::reopen(&path) {
             Ok(l) => Arc::new(l),
@@ -216,8 +213,6 @@ impl SubagentRuntime {
             spawner,
             resumable: true,
         };
-        self.running.fetch_add(1, Ordering::SeqCst);
-        let slot = RunningSlot(self.running.clone());
         self.emit_started(&prepared);
         let launched = self.launch_background(prepared, Some(slot));
         if launched.is_error {
