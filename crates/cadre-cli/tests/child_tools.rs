@@ -168,3 +168,50 @@ rules:
     let tools = main[0].body["tools"].to_string();
     assert!(!tools.contains("SendMessage"), "{tools}");
 }
+
+#[tokio::test]
+async fn unresolved_and_doubly_listed_entries_are_warned_about_once() {
+    let script = r#"
+rules:
+  - name: child
+    when: { system: "MARKER-ODD" }
+    replies:
+      - text: "odd child done"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "a", prompt: "first", subagent_type: "odd" } }
+          - { name: Agent, input: { description: "b", prompt: "second", subagent_type: "odd" } }
+      - text: "parent done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".cadre/agents/odd.md",
+        "---\nname: odd\ndescription: Odd lists.\ntools: Read, Grep, NoSuchTool\ndisallowedTools: Grep\n---\nMARKER-ODD You are odd.\n",
+    );
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warnings: Vec<String> = common::events(&out)
+        .into_iter()
+        .filter(|e| e["type"] == "warning")
+        .map(|e| e["message"].as_str().unwrap().to_string())
+        .collect();
+    let unresolved: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("NoSuchTool"))
+        .collect();
+    assert_eq!(unresolved.len(), 1, "{warnings:?}");
+    assert!(unresolved[0].starts_with("odd: "), "{warnings:?}");
+    let both: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("disallowedTools") && w.contains("Grep"))
+        .collect();
+    assert_eq!(both.len(), 1, "{warnings:?}");
+    // Both children ran, with what resolved.
+    let records = h.records();
+    let children = rule_records(&records, "child");
+    assert_eq!(children.len(), 2);
+    for c in children {
+        assert_eq!(tool_names(&c.body), strings(&["Read"]));
+    }
+}
