@@ -183,6 +183,15 @@ impl SubagentRuntime {
         {
             c.task_id = Some(row.id.clone());
         }
+        // The resumed run is a batch of one: its events say 1/1 throughout.
+        let tag = ChildTag {
+            index: 1,
+            total: 1,
+            agent_type: agent_type.clone(),
+            agent_id: agent_id.clone(),
+        };
+        let mut setup = setup;
+        setup.events = self.events.for_child(tag.clone());
         // Its query source is not carried over: a resumed fork is still
         // recognised as one by the directive in its history.
         let mut agent = Agent::new(setup.clone())
@@ -193,12 +202,7 @@ impl SubagentRuntime {
         agent.set_inbox(rx);
         let prepared = Prepared {
             index: 1,
-            tag: ChildTag {
-                index: 1,
-                total: 1,
-                agent_type: agent_type.clone(),
-                agent_id: agent_id.clone(),
-            },
+            tag,
             agent,
             prompt: message,
             verification: verdict,
