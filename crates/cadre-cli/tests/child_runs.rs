@@ -235,3 +235,50 @@ rules:
     let id = started[0]["agent_id"].as_str().unwrap();
     assert!(agents_dir.join(format!("{id}.jsonl")).is_file());
 }
+
+#[tokio::test]
+async fn a_first_run_cut_off_by_an_api_error_reports_the_same_way() {
+    let script = r#"
+rules:
+  - name: early
+    when: { first_user: "early-task" }
+    replies:
+      - fail: { status: 400, message: "scripted refusal" }
+  - name: partial
+    when: { first_user: "partial-task" }
+    replies:
+      - text: "HALF-DONE so far"
+        tool_calls:
+          - { name: Glob, input: { pattern: "*.none" } }
+      - fail: { status: 400, message: "scripted refusal" }
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "e", prompt: "early-task", subagent_type: "general-purpose" } }
+          - { name: Agent, input: { description: "p", prompt: "partial-task", subagent_type: "general-purpose" } }
+      - text: "parent done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let parent = rule_records(&records, "parent");
+    let results = tool_results(&parent[1].body);
+    assert_eq!(results.len(), 2, "{results:?}");
+    let (early, partial) = (&results[0], &results[1]);
+    assert!(early.1, "{early:?}");
+    assert!(
+        early
+            .0
+            .contains("failed: terminated early due to an API error"),
+        "{early:?}"
+    );
+    assert!(partial.1, "{partial:?}");
+    assert!(partial.0.contains("HALF-DONE so far"), "{partial:?}");
+    assert!(
+        partial
+            .0
+            .contains("[cut off: the model API failed before the subagent finished"),
+        "{partial:?}"
+    );
+}
