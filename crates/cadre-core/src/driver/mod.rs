@@ -44,7 +44,6 @@ use crate::background::{BackgroundWork, NOTICE_SETTLE, NOTICE_SETTLE_MAX, Notice
 use crate::model::Message;
 use crate::permissions::ApprovalSource;
 use crate::protocol::{ApprovalQuestion, Event, EventSink, Op, TurnStatus};
-use crate::subagents::SubagentRuntime;
 use crate::tasks::{TaskError, TaskFilter, TaskRow, TaskTable};
 
 /// The main agent's id: the owner of the tasks the session stops and announces.
@@ -258,7 +257,7 @@ struct Control {
     status: Arc<watch::Sender<SessionStatus>>,
     approvals: Arc<SessionApprovals>,
     work: Option<Arc<BackgroundWork>>,
-    subagents: Option<Arc<SubagentRuntime>>,
+    subagents: Option<Arc<dyn crate::tools::Delegation>>,
     events: EventSink,
     lifetime: Lifetime,
     timing: NoticeTiming,
@@ -339,7 +338,7 @@ impl Session {
             ops_open: true,
             status,
             approvals,
-            subagents: agent.subagent_runtime(),
+            subagents: agent.delegation(),
             work,
             events,
             lifetime,

@@ -133,15 +133,15 @@ impl PendingResume {
         let log = SessionLog::reopen(&self.path)?;
         for c in &self.rebuilt.unfinished {
             let (content, status) = if c.started {
-                (UNKNOWN_RESULT, "unknown")
+                (UNKNOWN_RESULT, crate::session::CallStatus::Unknown)
             } else {
-                (NOT_RUN_RESULT, "not_run")
+                (NOT_RUN_RESULT, crate::session::CallStatus::NotRun)
             };
             log.append(RecordBody::ToolResult {
                 call_id: c.call_id.clone(),
                 content: content.to_string(),
                 is_error: true,
-                status: status.to_string(),
+                status,
             })?;
         }
         let unknown_calls: Vec<String> = self

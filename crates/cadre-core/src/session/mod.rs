@@ -8,7 +8,7 @@ mod store;
 
 pub use lock::{SessionLock, lock_path, locks_dir};
 pub use log::{
-    LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody, SessionLog,
+    CallStatus, LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody, SessionLog,
     UNKNOWN_RESULT, UnfinishedCall, now_ms, read_log, rebuild,
 };
 pub use store::{

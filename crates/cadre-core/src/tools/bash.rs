@@ -33,7 +33,17 @@ const DRAIN_GRACE: Duration = Duration::from_millis(200);
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs shell commands.
-pub struct BashTool;
+pub struct BashTool {
+    /// Whether the agent has `TaskOutput` to read a background command's
+    /// output with; without it, its texts point to the notice instead.
+    task_output: bool,
+}
+
+impl Default for BashTool {
+    fn default() -> Self {
+        BashTool { task_output: true }
+    }
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -67,7 +77,16 @@ impl Tool for BashTool {
 
     fn input_schema(&self) -> serde_json::Value {
         static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
+        let schema = SCHEMA.get_or_init(input_schema::<Args>).clone();
+        if self.task_output {
+            schema
+        } else {
+            super::with_description(
+                schema,
+                "run_in_background",
+                "Run as a background task: returns a task id at once; a <task-notification> with the end of its output arrives when it ends",
+            )
+        }
     }
 
     fn is_read_only(&self) -> bool {
@@ -76,6 +95,12 @@ impl Tool for BashTool {
 
     fn effect(&self) -> super::ToolEffect {
         super::ToolEffect::Execute
+    }
+
+    fn among(&self, tools: &[&str]) -> Option<std::sync::Arc<dyn Tool>> {
+        let task_output = tools.contains(&"TaskOutput");
+        (task_output != self.task_output)
+            .then(|| std::sync::Arc::new(BashTool { task_output }) as std::sync::Arc<dyn Tool>)
     }
 
     fn execute<'a>(
@@ -111,7 +136,14 @@ impl Tool for BashTool {
                 // Without an explicit timeout a background command runs until it
                 // ends or is stopped.
                 let timeout_ms = args.timeout.unwrap_or(BACKGROUND_TIMEOUT_MS);
-                return start_background(ctx, args.command, args.description, timeout_ms, sandbox);
+                return start_background(
+                    ctx,
+                    args.command,
+                    args.description,
+                    timeout_ms,
+                    sandbox,
+                    self.task_output,
+                );
             }
             match run(
                 ctx,
@@ -331,6 +363,7 @@ fn start_background(
     description: Option<String>,
     timeout_ms: u64,
     sandbox: Option<std::sync::Arc<PreparedSandbox>>,
+    task_output: bool,
 ) -> ToolOutput {
     let Some(work) = ctx.background.clone() else {
         return ToolOutput::error(
@@ -400,6 +433,12 @@ fn start_background(
         let report = crate::subagents::report::sanitize_report(&format!("$ {command}\n{tail}"));
         work.finish(&id, status, &report, None, true);
     });
+    if !task_output {
+        return ToolOutput::ok(format!(
+            "launched in background: task {} ({description}). You will get a <task-notification> with the end of its output when it ends, so don't poll.",
+            row.id
+        ));
+    }
     ToolOutput::ok(format!(
         "launched in background: task {} ({description}). Its output is readable with TaskOutput(task_id: \"{}\"); you will get a <task-notification> when it ends, so don't poll.",
         row.id, row.id
@@ -475,7 +514,9 @@ mod tests {
     use super::*;
 
     async fn run_tool(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
-        BashTool.execute(ctx, &crate::tools::object(input)).await
+        BashTool::default()
+            .execute(ctx, &crate::tools::object(input))
+            .await
     }
 
     #[tokio::test]

@@ -6,6 +6,19 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
+/// `schema` with the description of its property `field` replaced (a tool
+/// whose text depends on the tools beside it).
+pub fn with_description(mut schema: Value, field: &str, text: &str) -> Value {
+    if let Some(prop) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut(field))
+        .and_then(Value::as_object_mut)
+    {
+        prop.insert("description".into(), Value::String(text.into()));
+    }
+    schema
+}
+
 /// The JSON schema of a tool's arguments `T`, in the plain form models are
 /// shown: no meta-schema, title or `$defs`, optional fields not nullable, and
 /// a string enum as `enum`. The output depends only on `T`, so it is the
@@ -306,7 +319,7 @@ mod tests {
             ],
         );
         check_tool::<super::super::bash::Args>(
-            &BashTool,
+            &BashTool::default(),
             &[
                 json!({"command": "ls"}),
                 json!({
