@@ -19,24 +19,77 @@ pub enum Wire {
 pub const BOTH_WIRES: [Wire; 2] = [Wire::Anthropic, Wire::OpenAi];
 
 /// A temp project directory, a temp `CADRE_HOME`, and a running mock.
+///
+/// Every request the mock recorded is checked for tool pairing (each
+/// `tool_use` answered by exactly one `tool_result`, each assistant
+/// `tool_calls` entry by exactly one `tool` message) whenever the test reads
+/// the records and again when the harness is dropped, so no end-to-end test
+/// can pass while cadre sends a request the real APIs would refuse.
 pub struct Harness {
     pub project: TempDir,
     pub home: TempDir,
     pub mock: MockServer,
     pub wire: Wire,
+    /// Set by [`Harness::allow_broken_pairing`].
+    broken_pairing_allowed: std::cell::Cell<bool>,
 }
 
 impl Harness {
     pub async fn new(script: &str, wire: Wire) -> Harness {
         let mock = MockServer::start(script, None).await.expect("mock starts");
-        Harness {
-            project: tempfile::tempdir().unwrap(),
+        Harness::from_parts(
+            tempfile::tempdir().unwrap(),
             // Outside the temp dirs: the sandbox hides the data dir, and a data
             // dir inside /tmp would keep sandboxed commands from creating files there.
-            home: tempfile::tempdir_in(non_temp_base()).unwrap(),
+            tempfile::tempdir_in(non_temp_base()).unwrap(),
             mock,
             wire,
+        )
+    }
+
+    /// A harness on directories and a mock the test made itself.
+    pub fn from_parts(project: TempDir, home: TempDir, mock: MockServer, wire: Wire) -> Harness {
+        Harness {
+            project,
+            home,
+            mock,
+            wire,
+            broken_pairing_allowed: std::cell::Cell::new(false),
         }
+    }
+
+    /// Turns the pairing check off for a test that records a request whose
+    /// tool pairing is broken on purpose (say, one it posts to the mock itself).
+    pub fn allow_broken_pairing(&self) {
+        self.broken_pairing_allowed.set(true);
+    }
+
+    /// Panics naming every recorded request whose tool pairing is broken.
+    fn check_tool_pairing(&self, records: &[Record]) {
+        if self.broken_pairing_allowed.get() {
+            return;
+        }
+        let broken: Vec<String> = records
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let errors = tool_pairing_errors(&r.body);
+                (!errors.is_empty()).then(|| {
+                    format!(
+                        "request {i} (rule {:?}, step {}): {}\n{}",
+                        r.rule,
+                        r.step,
+                        errors.join("; "),
+                        r.body
+                    )
+                })
+            })
+            .collect();
+        assert!(
+            broken.is_empty(),
+            "tool calls and results do not pair up:\n{}",
+            broken.join("\n")
+        );
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -111,11 +164,120 @@ impl Harness {
         cmd
     }
 
+    /// The requests the mock received, in arrival order, each checked for tool pairing.
     pub fn records(&self) -> Vec<Record> {
         let mut r = self.mock.records();
         r.sort_by_key(|r| r.t_start_ms);
+        self.check_tool_pairing(&r);
         r
     }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        // A test that already failed says why; a second panic would abort.
+        if !std::thread::panicking() {
+            self.check_tool_pairing(&self.mock.records());
+        }
+    }
+}
+
+/// What is wrong with the pairing of tool calls and results in a request
+/// body (Anthropic Messages or OpenAI Chat Completions), as the real APIs
+/// check it: the results of an assistant message's calls come in the very
+/// next message (Anthropic: a user message, results first) or the run of
+/// `tool` messages right after it (OpenAI), one per call, none for a call
+/// made elsewhere. Empty when the body is well formed.
+pub fn tool_pairing_errors(body: &Value) -> Vec<String> {
+    let Some(messages) = body["messages"].as_array() else {
+        return Vec::new();
+    };
+    let mut errors = Vec::new();
+    // Ids of the calls the previous assistant message made and that the
+    // results after it must answer, once each.
+    let mut open: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < messages.len() {
+        let m = &messages[i];
+        let blocks = m["content"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        match m["role"].as_str() {
+            Some("assistant") => {
+                let mut calls: Vec<String> = blocks
+                    .iter()
+                    .filter(|b| b["type"] == "tool_use")
+                    .map(|b| b["id"].as_str().unwrap_or("").to_string())
+                    .collect();
+                calls.extend(
+                    m["tool_calls"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|c| c["id"].as_str().unwrap_or("").to_string()),
+                );
+                let mut seen = std::collections::HashSet::new();
+                for id in &calls {
+                    if !seen.insert(id) {
+                        errors.push(format!("message {i}: call id {id:?} used twice"));
+                    }
+                }
+                open = calls;
+                if !open.is_empty() && i + 1 == messages.len() {
+                    errors.push(format!("message {i}: calls {open:?} are the last message"));
+                }
+                i += 1;
+            }
+            Some("tool") => {
+                // OpenAI: the run of tool messages that follows the calls.
+                let mut answered = Vec::new();
+                while i < messages.len() && messages[i]["role"] == "tool" {
+                    answered.push(messages[i]["tool_call_id"].as_str().unwrap_or("").to_string());
+                    i += 1;
+                }
+                errors.extend(match_results(i, &std::mem::take(&mut open), &answered));
+            }
+            Some("user") => {
+                let results: Vec<String> = blocks
+                    .iter()
+                    .filter(|b| b["type"] == "tool_result")
+                    .map(|b| b["tool_use_id"].as_str().unwrap_or("").to_string())
+                    .collect();
+                if !results.is_empty() || !open.is_empty() {
+                    errors.extend(match_results(i, &std::mem::take(&mut open), &results));
+                }
+                if let Some(first_other) = blocks.iter().position(|b| b["type"] != "tool_result")
+                    && blocks[first_other..].iter().any(|b| b["type"] == "tool_result")
+                {
+                    errors.push(format!("message {i}: a tool_result after other content"));
+                }
+                i += 1;
+            }
+            _ => {
+                errors.extend(match_results(i, &std::mem::take(&mut open), &[]));
+                i += 1;
+            }
+        }
+    }
+    errors
+}
+
+/// Checks that `results` (ids, in the message at `at` or the tool run ending
+/// there) answer the `calls` just made, each exactly once.
+fn match_results(at: usize, calls: &[String], results: &[String]) -> Vec<String> {
+    let mut errors = Vec::new();
+    for id in calls {
+        let n = results.iter().filter(|r| *r == id).count();
+        if n != 1 {
+            errors.push(format!("message {at}: call {id:?} has {n} results"));
+        }
+    }
+    for id in results {
+        if !calls.contains(id) {
+            errors.push(format!(
+                "message {at}: result for {id:?}, which the message before did not call"
+            ));
+        }
+    }
+    errors
 }
 
 pub fn stdout(o: &Output) -> String {
