@@ -81,17 +81,29 @@ fn each_broken_pairing_is_named() {
     let cases: Vec<(&str, Value, &str)> = vec![
         (
             "a call without its result",
-            body(vec![user("go"), anthropic_call(&["a", "b"]), anthropic_results(&["a"])]),
+            body(vec![
+                user("go"),
+                anthropic_call(&["a", "b"]),
+                anthropic_results(&["a"]),
+            ]),
             "call \"b\" has 0 results",
         ),
         (
             "a result given twice",
-            body(vec![user("go"), anthropic_call(&["a"]), anthropic_results(&["a", "a"])]),
+            body(vec![
+                user("go"),
+                anthropic_call(&["a"]),
+                anthropic_results(&["a", "a"]),
+            ]),
             "call \"a\" has 2 results",
         ),
         (
             "a result for a call never made",
-            body(vec![user("go"), anthropic_call(&["a"]), anthropic_results(&["a", "z"])]),
+            body(vec![
+                user("go"),
+                anthropic_call(&["a"]),
+                anthropic_results(&["a", "z"]),
+            ]),
             "result for \"z\"",
         ),
         (
@@ -123,12 +135,21 @@ fn each_broken_pairing_is_named() {
         ),
         (
             "one call id used twice",
-            body(vec![user("go"), anthropic_call(&["a", "a"]), anthropic_results(&["a"])]),
+            body(vec![
+                user("go"),
+                anthropic_call(&["a", "a"]),
+                anthropic_results(&["a"]),
+            ]),
             "used twice",
         ),
         (
             "an OpenAI call without its tool message",
-            body(vec![user("go"), openai_call(&["a", "b"]), openai_result("a"), user("next")]),
+            body(vec![
+                user("go"),
+                openai_call(&["a", "b"]),
+                openai_result("a"),
+                user("next"),
+            ]),
             "call \"b\" has 0 results",
         ),
         (

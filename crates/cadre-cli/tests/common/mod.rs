@@ -230,7 +230,12 @@ pub fn tool_pairing_errors(body: &Value) -> Vec<String> {
                 // OpenAI: the run of tool messages that follows the calls.
                 let mut answered = Vec::new();
                 while i < messages.len() && messages[i]["role"] == "tool" {
-                    answered.push(messages[i]["tool_call_id"].as_str().unwrap_or("").to_string());
+                    answered.push(
+                        messages[i]["tool_call_id"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string(),
+                    );
                     i += 1;
                 }
                 errors.extend(match_results(i, &std::mem::take(&mut open), &answered));
@@ -245,7 +250,9 @@ pub fn tool_pairing_errors(body: &Value) -> Vec<String> {
                     errors.extend(match_results(i, &std::mem::take(&mut open), &results));
                 }
                 if let Some(first_other) = blocks.iter().position(|b| b["type"] != "tool_result")
-                    && blocks[first_other..].iter().any(|b| b["type"] == "tool_result")
+                    && blocks[first_other..]
+                        .iter()
+                        .any(|b| b["type"] == "tool_result")
                 {
                     errors.push(format!("message {i}: a tool_result after other content"));
                 }
@@ -453,6 +460,37 @@ impl LiveRun {
         }
     }
 
+    /// Reads events until one of `event_type`, calling `nudge` before the
+    /// first read and again whenever a short while passes without it: for a
+    /// request cadre may miss if it comes too early (a `SIGUSR1` before the
+    /// batch waits), repeated until it takes effect. Fails after 20 s.
+    pub async fn wait_for_nudging(
+        &mut self,
+        event_type: &str,
+        mut nudge: impl FnMut(&LiveRun),
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            nudge(self);
+            let retry_at = tokio::time::Instant::now() + std::time::Duration::from_millis(250);
+            // `next_line` is cancel safe: a line read when the timer fires is kept.
+            while let Ok(line) = tokio::time::timeout_at(retry_at, self.lines.next_line()).await {
+                let line = line
+                    .expect("stdout readable")
+                    .unwrap_or_else(|| panic!("cadre ended before a {event_type} event"));
+                let event: Value = serde_json::from_str(&line).expect("JSON event");
+                self.seen.push(line);
+                if event["type"] == event_type {
+                    return event;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no {event_type} event within 20 s"
+            );
+        }
+    }
+
     /// Sends `signal` to the process.
     pub fn signal(&self, signal: i32) {
         // SAFETY: signalling our own child process.
@@ -482,6 +520,36 @@ impl LiveRun {
         self.child.start_kill().expect("kill");
         self.child.wait().await.expect("exit status");
     }
+}
+
+/// Polls `ready` until it holds; fails naming `what` after a safety deadline
+/// (30 s) far beyond what any wait in these tests needs.
+pub async fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !ready() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The session logs of the children of session `session` that hold at least
+/// one line: a child's log gets its first line when the child starts.
+pub fn child_logs_started(h: &Harness, session: &str) -> usize {
+    let dir = h
+        .data_dir()
+        .join("sessions")
+        .join(format!("{session}.agents"));
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.len() > 0))
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 /// A directory for test files that is not inside a temp dir the sandbox lets
