@@ -6,6 +6,7 @@ pub mod background;
 pub mod config;
 pub mod model;
 pub mod permissions;
+pub mod protocol;
 pub mod sandbox;
 pub mod secrets;
 pub mod session;

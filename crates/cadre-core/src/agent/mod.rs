@@ -2,7 +2,6 @@
 //! asks for, and loop until the model answers without tools. Which tools exist
 //! is the registry's business; what the user sees is the front end's.
 
-mod events;
 mod prompt;
 mod summary;
 
@@ -13,8 +12,7 @@ use futures::future::join_all;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub use events::{Event, EventSink, TurnStatus};
-pub(crate) use prompt::civil_from_days;
+pub use crate::protocol::{Event, EventSink, TurnStatus};
 pub use prompt::{
     SystemPromptParts, build_system_prompt, environment_facts, project_instructions,
     read_project_instructions,

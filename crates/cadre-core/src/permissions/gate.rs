@@ -5,41 +5,9 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Event, EventSink};
-
-/// The answer to one question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalAnswer {
-    /// Run this call.
-    Once,
-    /// Run it, and allow calls matching the offered rule for the rest of the session (this agent only).
-    Session,
-    /// Don't run it.
-    No,
-}
-
-/// What the user is asked.
-#[derive(Debug, Clone, Serialize)]
-pub struct ApprovalQuestion {
-    /// Agent id.
-    pub agent: String,
-    /// `Subagent: …` label for a child's question; none for the main agent.
-    pub label: Option<String>,
-    /// Canonical tool name.
-    pub tool: String,
-    /// The arguments exactly as they will run (pretty JSON, or the command for Bash).
-    pub input: String,
-    /// Why it asks.
-    pub reason: String,
-    /// For `Bash`: how it would be sandboxed.
-    pub sandbox: Option<String>,
-    /// The rule a "yes for the session" adds.
-    pub session_rule: String,
-}
+use crate::protocol::{ApprovalAnswer, ApprovalQuestion, Event, EventSink};
 
 /// Whoever answers approval questions for a front end.
 pub trait ApprovalSource: Send + Sync {

@@ -4,7 +4,6 @@
 
 mod gate;
 mod glob_plan;
-mod mode;
 mod policy;
 pub mod rules;
 mod shell;
@@ -12,11 +11,9 @@ mod shell;
 mod shell_tests;
 mod wrappers;
 
-pub use gate::{
-    ApprovalAnswer, ApprovalGate, ApprovalQuestion, ApprovalSource, HEADLESS_DENIAL, Headless,
-};
+pub use crate::protocol::{ApprovalAnswer, ApprovalQuestion, PermissionMode};
+pub use gate::{ApprovalGate, ApprovalSource, HEADLESS_DENIAL, Headless};
 pub use glob_plan::glob_plan;
-pub use mode::PermissionMode;
 pub use policy::{Decision, PermissionPolicy, PermissionTracker, decided_path, resolve_real};
 
 #[cfg(test)]

@@ -5,7 +5,14 @@ use serde_json::json;
 
 use super::rules::{RuleKind, RuleSet, parse_rule};
 use super::{Decision, PermissionMode, PermissionPolicy, PermissionTracker};
-use crate::tools::object;
+use serde_json::{Map, Value};
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
 
 fn policy(mode: PermissionMode, allow: &[&str], dir: &std::path::Path) -> PermissionPolicy {
     let mut rules = RuleSet::new();

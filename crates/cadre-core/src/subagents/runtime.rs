@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -26,6 +25,7 @@ use crate::agent::{
 use crate::config::Settings;
 use crate::model::{ModelClient, ModelRequest, Usage};
 use crate::permissions::{ApprovalGate, PermissionMode, PermissionPolicy};
+pub use crate::protocol::ChildTag;
 use crate::sandbox::SandboxPolicy;
 use crate::session::{RecordBody, SessionLog};
 use crate::tasks::{TaskKind, TaskStatus};
@@ -183,19 +183,6 @@ pub struct BatchCall {
     pub index: usize,
     /// The parsed arguments.
     pub args: AgentArgs,
-}
-
-/// Subagent events' payloads.
-#[derive(Debug, Clone, Serialize)]
-pub struct ChildTag {
-    /// 1-based position in the batch.
-    pub index: usize,
-    /// Batch size.
-    pub total: usize,
-    /// Definition name.
-    pub agent_type: String,
-    /// Child agent id.
-    pub agent_id: String,
 }
 
 /// A child ready to run.
