@@ -418,6 +418,21 @@ impl LiveRun {
     }
 }
 
+/// Fails a sandbox test whose run shows this kernel has no Landlock (cadre
+/// warns so) although the build script found it: such a test must not pass
+/// without checking. Where the build finds no Landlock, these tests are
+/// compiled `#[ignore]`d instead (see `build.rs`).
+pub fn require_landlock(events: &[Value]) {
+    let missing = events.iter().any(|e| {
+        e["type"] == "warning" && e["message"].as_str().unwrap_or("").contains("no Landlock")
+    });
+    assert!(
+        !missing,
+        "this kernel has no Landlock, but the build found it: rebuild so the \
+         sandbox tests are compiled as ignored"
+    );
+}
+
 /// Polls `ready` until it holds; fails naming `what` after a safety deadline
 /// (30 s) far beyond what any wait in these tests needs.
 pub async fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
