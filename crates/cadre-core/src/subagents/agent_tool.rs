@@ -52,7 +52,7 @@ pub struct AgentArgs {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendMessageArgs {
-    /// Agent id or name
+    /// The subagent's id or name
     pub to: String,
     /// What to tell it
     pub message: String,
