@@ -370,7 +370,7 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                 }
                 out.messages.push(Message {
                     role: Role::User,
-                    content: blocks,
+                    content: blocks.into(),
                 });
             }
             _ => {}
@@ -393,7 +393,8 @@ mod tests {
                     name: "Bash".into(),
                     input: r#"{"command":"sleep 9"}"#.into(),
                 },
-            ],
+            ]
+            .into(),
         }
     }
 
