@@ -75,8 +75,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A served request as kept in memory: when the body parsed as JSON, it is
+/// kept as received and `rec.body` is null until `records()` parses it again,
+/// so a long conversation does not grow the heap by a tree per request.
+struct Kept {
+    rec: Record,
+    raw: Option<Bytes>,
+}
+
+impl Kept {
+    fn record(&self) -> Record {
+        let mut rec = self.rec.clone();
+        if let Some(raw) = &self.raw {
+            rec.body = serde_json::from_slice(raw)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(raw).into_owned()));
+        }
+        rec
+    }
+}
+
 struct RecorderInner {
-    records: Vec<Record>,
+    records: Vec<Kept>,
     file: Option<File>,
 }
 
@@ -91,10 +110,10 @@ impl Shared {
     /// Keeps `rec` and appends it to the record file. `raw` is the body as
     /// received when it parsed as JSON: written as it came, it spares
     /// re-serialising a whole conversation on every request.
-    fn push(&self, mut rec: Record, raw: Option<&[u8]>) {
+    fn push(&self, mut rec: Record, raw: Option<Bytes>) {
         let mut inner = lock(&self.recorder);
         if let Some(file) = inner.file.as_mut() {
-            match record_line(&mut rec, raw) {
+            match record_line(&mut rec, raw.as_deref()) {
                 Ok(line) => {
                     if let Err(e) = file.write_all(&line).and_then(|()| file.flush()) {
                         eprintln!("cadre-mock: cannot write record: {e}");
@@ -103,7 +122,10 @@ impl Shared {
                 Err(e) => eprintln!("cadre-mock: cannot serialize record: {e}"),
             }
         }
-        inner.records.push(rec);
+        if raw.is_some() {
+            rec.body = Value::Null;
+        }
+        inner.records.push(Kept { rec, raw });
     }
 }
 
@@ -152,7 +174,7 @@ impl RecordGuard {
         if let Some(mut rec) = self.rec.take() {
             rec.t_end_us = now_us();
             rec.t_end_ms = rec.t_end_us / 1000;
-            self.shared.push(rec, self.raw.as_deref());
+            self.shared.push(rec, self.raw.take());
         }
     }
 }
@@ -259,7 +281,11 @@ impl MockServer {
 
     /// All records so far, in completion order.
     pub fn records(&self) -> Vec<Record> {
-        lock(&self.shared.recorder).records.clone()
+        lock(&self.shared.recorder)
+            .records
+            .iter()
+            .map(Kept::record)
+            .collect()
     }
 }
 
