@@ -7,13 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use cadre_core::config::{Settings, data_dir};
+use cadre_core::model::Provider;
 use cadre_core::permissions::PermissionMode;
 use cadre_core::subagents::catalog::{DefinitionCatalog, validate_path};
 use cadre_core::subagents::definition::{DefinitionIssue, IssueLevel};
-use cadre_core::subagents::filter::{FilterInput, resolve_tools};
-use cadre_core::subagents::ratchet::child_mode;
-use cadre_core::subagents::{AgentDefinition, DefinitionSource};
-use cadre_core::tools::ToolRegistry;
+use cadre_core::subagents::{AgentDefinition, ChildCall, ChildSpec, ParentView, session_tools};
 use clap::{Args, Subcommand};
 
 use crate::{AgentArgs, PermissionArgs, UsageError};
@@ -172,35 +170,50 @@ fn show(
         "description: {}",
         def.description.lines().next().unwrap_or("")
     )?;
-    // What a first-level child would get from the main session's tools.
-    let mut registry = ToolRegistry::builtin();
-    registry.insert(std::sync::Arc::new(cadre_core::subagents::AgentTool));
-    let names: Vec<String> = registry.names().iter().map(|n| n.to_string()).collect();
-    let max_depth = crate::setup::subagent_settings(settings).max_depth;
-    let filtered = resolve_tools(&FilterInput {
-        available: &names,
-        agent_allowed: max_depth > 1,
-        builtin_definition: def.source == DefinitionSource::Builtin,
-        custom_deny: &crate::setup::subagent_settings(settings).custom_deny,
-        background: def.background,
-        tools: def.tools.as_deref(),
-        disallowed: &def.disallowed_tools,
+    // What a first-level child would get from the main session's tools,
+    // built by the runtime's own builder.
+    let session_mode = perms.permission_mode.unwrap_or_else(|| {
+        settings
+            .user_permissions
+            .default_mode
+            .as_deref()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(PermissionMode::Default)
     });
-    match filtered {
-        Ok(f) => {
-            writeln!(out, "tools:       {}", f.tools.join(", "))?;
-            if !f.unresolved.is_empty() {
+    let subagents = crate::setup::subagent_settings(settings);
+    let tools = session_tools();
+    let cwd = std::env::current_dir()?;
+    let resolved = ChildSpec::resolve(
+        &def,
+        &ChildCall::default(),
+        &ParentView {
+            tools: &tools,
+            mode: session_mode,
+            depth: 0,
+            // Only the model line's alias needs it, and that line shows the
+            // definition's own words.
+            provider: Provider::Anthropic,
+            sandbox: None,
+            cwd: &cwd,
+            settings: &subagents,
+            models: settings,
+        },
+    );
+    match &resolved {
+        Ok(spec) => {
+            writeln!(out, "tools:       {}", spec.tools.names().join(", "))?;
+            if !spec.unresolved.is_empty() {
                 writeln!(
                     out,
                     "unresolved:  {} (name no tool)",
-                    f.unresolved.join(", ")
+                    spec.unresolved.join(", ")
                 )?;
             }
-            if !f.removed_by_both.is_empty() {
+            if !spec.removed_by_both.is_empty() {
                 writeln!(
                     out,
                     "removed:     {} (in both tools and disallowedTools)",
-                    f.removed_by_both.join(", ")
+                    spec.removed_by_both.join(", ")
                 )?;
             }
         }
@@ -211,16 +224,15 @@ fn show(
         Some(m) => m.to_string(),
     };
     writeln!(out, "model:       {model}")?;
-    let session_mode = perms.permission_mode.unwrap_or_else(|| {
-        settings
-            .user_permissions
-            .default_mode
-            .as_deref()
-            .and_then(|m| m.parse().ok())
-            .unwrap_or(PermissionMode::Default)
-    });
-    let requested = def.permission_mode.as_deref().and_then(|m| m.parse().ok());
-    let decided = child_mode(session_mode, requested, def.source);
+    // The ratchet does not depend on the tools: shown even when none resolve.
+    let decided = match &resolved {
+        Ok(spec) => spec.mode.clone(),
+        Err(_) => cadre_core::subagents::ratchet::child_mode(
+            session_mode,
+            def.permission_mode,
+            def.source,
+        ),
+    };
     write!(
         out,
         "mode:        {} (session: {session_mode}",

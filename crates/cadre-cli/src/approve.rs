@@ -1,11 +1,11 @@
-//! Answering approval questions on the terminal. Lines come from one shared
+//! Answering the session's approval questions on the terminal. Lines come from one shared
 //! reader of stdin, so the interactive prompt and the questions never compete.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
-use cadre_core::permissions::{ApprovalAnswer, ApprovalQuestion, ApprovalSource};
-use futures::future::BoxFuture;
+use cadre_core::driver::SessionHandle;
+use cadre_core::protocol::{ApprovalAnswer, ApprovalQuestion, Event, Op};
 use tokio::sync::{Mutex, mpsc};
 
 /// Lines typed on stdin, read on their own thread.
@@ -85,18 +85,6 @@ pub fn stdin_is_terminal() -> bool {
     std::io::stdin().is_terminal()
 }
 
-/// Asks on stderr, reads the answer from stdin.
-pub struct TerminalApprovals {
-    lines: StdinLines,
-}
-
-impl TerminalApprovals {
-    /// Questions answered from `lines`.
-    pub fn new(lines: StdinLines) -> Self {
-        TerminalApprovals { lines }
-    }
-}
-
 /// The question as shown on the terminal.
 pub fn render_question(q: &ApprovalQuestion) -> String {
     let mut s = String::new();
@@ -118,30 +106,83 @@ pub fn render_question(q: &ApprovalQuestion) -> String {
     s
 }
 
-impl ApprovalSource for TerminalApprovals {
-    fn can_ask(&self) -> bool {
-        true
+/// Asks the session's questions on the terminal (stderr), reads the answers
+/// from stdin and submits them to the session. One question at a time: a
+/// question withdrawn meanwhile (an interrupt) stops being asked.
+pub struct TerminalAnswers {
+    lines: StdinLines,
+    session: SessionHandle,
+    asking: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TerminalAnswers {
+    /// Answers `session`'s questions with lines from `lines`.
+    pub fn new(lines: StdinLines, session: SessionHandle) -> Self {
+        TerminalAnswers {
+            lines,
+            session,
+            asking: None,
+        }
     }
 
-    fn ask<'a>(&'a self, q: &'a ApprovalQuestion) -> BoxFuture<'a, ApprovalAnswer> {
-        Box::pin(async move {
-            let _asking = self.lines.asking();
-            {
-                let mut err = std::io::stderr().lock();
-                let _ = write!(err, "{}", render_question(q));
-                let _ = err.flush();
+    /// Follows the session's events: asks each question as it comes, and
+    /// stops asking one that was answered or withdrawn.
+    pub fn on_event(&mut self, event: &Event) {
+        match event {
+            Event::ApprovalRequested { question, id } => {
+                self.stop_asking();
+                // Counted before anything else reads a line: the idle prompt
+                // stands back from here on.
+                let asking = self.lines.asking();
+                let (lines, session, question, id) = (
+                    self.lines.clone(),
+                    self.session.clone(),
+                    question.clone(),
+                    *id,
+                );
+                self.asking = Some(tokio::spawn(async move {
+                    let _asking = asking;
+                    let answer = ask(&lines, &question).await;
+                    session.submit(Op::ApprovalAnswer {
+                        id: Some(id),
+                        answer,
+                    });
+                }));
             }
-            loop {
-                let Some(line) = self.lines.next().await else {
-                    return ApprovalAnswer::No;
-                };
-                match line.trim().to_ascii_lowercase().as_str() {
-                    "y" | "yes" => return ApprovalAnswer::Once,
-                    "a" | "always" => return ApprovalAnswer::Session,
-                    "n" | "no" | "" => return ApprovalAnswer::No,
-                    _ => eprint!("answer y, a or n › "),
-                }
-            }
-        })
+            Event::ApprovalAnswered { .. } => self.stop_asking(),
+            _ => {}
+        }
+    }
+
+    fn stop_asking(&mut self) {
+        if let Some(asking) = self.asking.take() {
+            asking.abort();
+        }
+    }
+}
+
+impl Drop for TerminalAnswers {
+    fn drop(&mut self) {
+        self.stop_asking();
+    }
+}
+
+/// Shows `q` and reads answers until one is y, a or n (end of input is no).
+async fn ask(lines: &StdinLines, q: &ApprovalQuestion) -> ApprovalAnswer {
+    {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{}", render_question(q));
+        let _ = err.flush();
+    }
+    loop {
+        let Some(line) = lines.next().await else {
+            return ApprovalAnswer::No;
+        };
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => return ApprovalAnswer::Once,
+            "a" | "always" => return ApprovalAnswer::Session,
+            "n" | "no" | "" => return ApprovalAnswer::No,
+            _ => eprint!("answer y, a or n › "),
+        }
     }
 }

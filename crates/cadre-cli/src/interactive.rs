@@ -1,18 +1,17 @@
 //! `cadre` with no subcommand: a line-based session. Each line is a turn;
 //! Ctrl+C interrupts the running turn, `/exit` or Ctrl+D leaves. Approval
-//! questions are answered on the same terminal.
+//! questions are answered on the same terminal. The session (its turns,
+//! notices, retries and shutdown) is the core's: this only reads lines,
+//! renders events and turns keys and signals into operations.
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
-use cadre_core::agent::EventSink;
-use cadre_core::background::{NOTICE_SETTLE, NOTICE_SETTLE_MAX, NoticeThrottle};
-use cadre_core::permissions::{ApprovalSource, Headless};
-use tokio_util::sync::CancellationToken;
+use cadre_core::driver::{Lifetime, Phase, SessionHandle};
+use cadre_core::protocol::{Event, EventSink, Op};
 
-use crate::approve::{StdinLines, TerminalApprovals, stdin_is_terminal};
+use crate::approve::{StdinLines, TerminalAnswers, stdin_is_terminal};
 use crate::render::HumanRenderer;
 use crate::{AgentArgs, ModelArgs, PermissionArgs, ResumeArgs, sessions, setup};
 
@@ -20,6 +19,55 @@ fn prompt() {
     let mut err = std::io::stderr().lock();
     let _ = write!(err, "› ");
     let _ = err.flush();
+}
+
+/// What the idle prompt got.
+enum Idle {
+    /// A line, or the end of input.
+    Line(Option<String>),
+    /// An event, or none when the session has ended.
+    Event(Option<Event>),
+}
+
+/// True for the start (or end) of one of the main agent's turns.
+fn main_turn(event: &Event) -> (bool, bool) {
+    match event {
+        Event::TurnStarted { agent } => (agent == "main", false),
+        Event::TurnEnded { agent, .. } => (false, agent == "main"),
+        _ => (false, false),
+    }
+}
+
+/// Keeps count of the main agent's turns: one submitted starts (it was
+/// owed), one ends.
+fn follow_turns(event: &Event, running: &mut bool, submitted: &mut usize) {
+    match main_turn(event) {
+        (true, _) => {
+            *running = true;
+            *submitted = submitted.saturating_sub(1);
+        }
+        (_, true) => *running = false,
+        _ => {}
+    }
+}
+
+/// Ctrl+C interrupts what the session is running; at the idle prompt it
+/// only says how to leave.
+fn interrupt_on_ctrl_c(session: SessionHandle) {
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            match session.status().phase {
+                Phase::Turn | Phase::RetryWait => {
+                    session.submit(Op::Interrupt);
+                }
+                Phase::Ended => break,
+                _ => {
+                    eprintln!("\n(use /exit or Ctrl+D to leave)");
+                    prompt();
+                }
+            }
+        }
+    });
 }
 
 /// Runs the session until the user leaves.
@@ -35,7 +83,7 @@ pub async fn run(
     }
     let lines = StdinLines::start();
     let (sink, mut rx) = EventSink::channel();
-    let session = sessions::open(
+    let mut open = sessions::open(
         &runtime,
         resume.resume.as_deref(),
         resume.accept_unknown,
@@ -48,117 +96,125 @@ pub async fn run(
         runtime.client.config().provider,
         runtime.client.config().model,
         runtime.cwd.display(),
-        session.id,
+        open.id,
     );
-    let approvals: Arc<dyn ApprovalSource> = if stdin_is_terminal() {
-        Arc::new(TerminalApprovals::new(lines.clone()))
-    } else {
-        Arc::new(Headless)
-    };
-
-    let current: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
-    let on_signal = current.clone();
-    tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            let running = on_signal.lock().ok().and_then(|g| g.clone());
-            match running {
-                Some(token) => token.cancel(),
-                None => {
-                    eprintln!("\n(use /exit or Ctrl+D to leave)");
-                    prompt();
-                }
-            }
-        }
-    });
+    let (session, handle) = runtime.open_session(
+        &open.id,
+        open.log.clone(),
+        std::mem::take(&mut open.messages),
+        Vec::new(),
+        sink,
+        stdin_is_terminal(),
+        Lifetime::UntilShutdown,
+    )?;
+    interrupt_on_ctrl_c(handle.clone());
     // SIGTERM and SIGHUP end the session: the turn is interrupted and the
     // background work stopped as on leaving; a second one leaves at once.
-    let quit = CancellationToken::new();
-    let (on_quit, turn) = (quit.clone(), current.clone());
+    let on_stop = handle.clone();
     let stop_signal = crate::signals::on_stop_signals(false, move |_| {
-        on_quit.cancel();
-        if let Some(token) = turn.lock().ok().and_then(|g| g.clone()) {
-            token.cancel();
-        }
+        on_stop.submit(Op::Shutdown);
     });
+    crate::signals::background_on_sigusr1(handle.clone());
+    let mut answers =
+        stdin_is_terminal().then(|| TerminalAnswers::new(lines.clone(), handle.clone()));
+    let session = tokio::spawn(session.run());
 
     let mut human = HumanRenderer::for_interactive();
-    let mut throttle = NoticeThrottle::default();
-    let work = runtime.background(&session.id, &sink)?;
-    work.note_logged_notices(&session.messages);
-    work.requeue_unannounced("main");
-    crate::signals::watch_external_stops(&work);
-    let mut agent = runtime.main_agent(
-        sink,
-        approvals,
-        Some(session.log),
-        Some(&session.id),
-        Some(work.clone()),
-    )?;
-    agent.restore(session.messages);
-    crate::signals::background_on_sigusr1(agent.subagent_runtime());
-    loop {
+    // Events that came while idle are shown when the next turn starts, so
+    // they do not run into the prompt.
+    let mut held: Vec<Event> = Vec::new();
+    // Messages submitted whose turn has not started yet, and whether a turn
+    // of the main agent is running: the prompt waits for both.
+    let mut submitted = 0usize;
+    let mut running = false;
+    let mut ended = false;
+    'session: loop {
+        // What came in meanwhile goes first, so the prompt comes last.
         while let Ok(event) = rx.try_recv() {
+            if let Some(answers) = &mut answers {
+                answers.on_event(&event);
+            }
+            follow_turns(&event, &mut running, &mut submitted);
             human.handle(&event);
         }
-        prompt();
-        // While idle, a finished background task starts a turn of its own.
-        let next = tokio::select! {
-            l = lines.next_for_prompt(prompt) => Some(l),
-            _ = quit.cancelled() => break,
-            _ = async {
-                while !agent.has_notices() {
-                    work.changed().await;
+        if !running && submitted == 0 {
+            prompt();
+            loop {
+                let next = tokio::select! {
+                    line = lines.next_for_prompt(prompt) => Idle::Line(line),
+                    event = rx.recv() => Idle::Event(event),
+                };
+                match next {
+                    Idle::Line(None) => {
+                        eprintln!();
+                        break 'session;
+                    }
+                    Idle::Line(Some(line)) => {
+                        let line = line.trim().to_string();
+                        if line == "/exit" || line == "/quit" {
+                            break 'session;
+                        }
+                        if line.is_empty() {
+                            prompt();
+                            continue;
+                        }
+                        handle.submit(Op::UserMessage { text: line });
+                        submitted += 1;
+                        break;
+                    }
+                    Idle::Event(None) => {
+                        ended = true;
+                        break 'session;
+                    }
+                    Idle::Event(Some(event)) => {
+                        if let Some(answers) = &mut answers {
+                            answers.on_event(&event);
+                        }
+                        let (started, _) = main_turn(&event);
+                        held.push(event);
+                        if started {
+                            // A turn of its own: finished background tasks' notices.
+                            eprintln!("\n(background task finished)");
+                            break;
+                        }
+                    }
                 }
-            } => None,
-        };
-        let line = match next {
-            Some(None) => {
-                eprintln!();
-                break;
             }
-            Some(Some(line)) => line.trim().to_string(),
-            None => {
-                // Notice-started turns are throttled and batched as in `exec`.
-                work.settle("main", NOTICE_SETTLE, NOTICE_SETTLE_MAX).await;
-                throttle.wait().await;
-                eprintln!("\n(background task finished)");
-                String::new()
-            }
-        };
-        if line == "/exit" || line == "/quit" || quit.is_cancelled() {
-            break;
-        }
-        if line.is_empty() && !agent.has_notices() {
-            continue;
-        }
-        let token = CancellationToken::new();
-        if let Ok(mut g) = current.lock() {
-            *g = Some(token.clone());
-        }
-        // Render while the turn runs, then drain, so the next prompt comes last.
-        let turn = agent.run_turn(line, token);
-        tokio::pin!(turn);
-        loop {
-            tokio::select! {
-                Some(event) = rx.recv() => human.handle(&event),
-                _ = &mut turn => break,
+            for event in held.drain(..) {
+                follow_turns(&event, &mut running, &mut submitted);
+                human.handle(&event);
             }
         }
-        while let Ok(event) = rx.try_recv() {
+        // Render while turns run, until none is running or owed.
+        while running || submitted > 0 {
+            let Some(event) = rx.recv().await else {
+                ended = true;
+                break 'session;
+            };
+            if let Some(answers) = &mut answers {
+                answers.on_event(&event);
+            }
+            follow_turns(&event, &mut running, &mut submitted);
             human.handle(&event);
         }
-        if let Ok(mut g) = current.lock() {
-            *g = None;
-        }
-        if quit.is_cancelled() {
-            break;
+    }
+    // Leaving ends the background work this session started; what the
+    // session reports while it winds down is still shown.
+    if !ended {
+        handle.submit(Op::Shutdown);
+    }
+    drop(answers);
+    let mut session = session;
+    loop {
+        tokio::select! {
+            _ = &mut session => break,
+            Some(event) = rx.recv() => human.handle(&event),
         }
     }
-    // Leaving ends the background work this session started.
-    if agent.active_tasks() > 0 {
-        work.stop_all();
-        work.wait_idle(std::time::Duration::from_secs(5)).await;
+    while let Ok(event) = rx.try_recv() {
+        human.handle(&event);
     }
+    drop(open);
     Ok(match stop_signal.exit_code() {
         Some(code) => ExitCode::from(code),
         None => ExitCode::SUCCESS,

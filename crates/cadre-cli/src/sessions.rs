@@ -3,15 +3,13 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Result, bail};
-use cadre_core::agent::{Event, EventSink};
-use cadre_core::config::{data_dir, ensure_private_dir};
-use cadre_core::model::Message;
+use cadre_core::config::data_dir;
+use cadre_core::driver::{OpenError, OpenedLog, PendingResume, create_log};
+use cadre_core::protocol::EventSink;
 use cadre_core::session::{
-    RecordBody, SessionError, SessionLock, SessionLog, list_sessions, locks_dir, new_session_id,
-    read_log, rebuild, remove_session, session_path, sessions_dir, utc_datetime,
+    SessionError, list_sessions, remove_session, session_path, sessions_dir, utc_datetime,
 };
 use clap::{Args, Subcommand};
 
@@ -110,18 +108,6 @@ fn session_usage(e: SessionError) -> anyhow::Error {
     }
 }
 
-/// A session log ready for a run, and the conversation to continue from.
-pub struct OpenSession {
-    /// Session id.
-    pub id: String,
-    /// The log.
-    pub log: Arc<SessionLog>,
-    /// Messages to restore (empty for a new session).
-    pub messages: Vec<Message>,
-    /// This process's hold on the session, kept (not read) for the whole run.
-    pub _lock: SessionLock,
-}
-
 /// Creates a new session log, or reopens `resume`'s after settling calls that
 /// may have run: the user confirms (or `--accept-unknown`), and they are
 /// recorded as `unknown` so nothing is re-run.
@@ -131,45 +117,19 @@ pub async fn open(
     accept_unknown: bool,
     lines: Option<&StdinLines>,
     events: &EventSink,
-) -> Result<OpenSession> {
-    let dir = sessions_dir(&runtime.home);
-    ensure_private_dir(&dir)?;
-    let locks = locks_dir(&runtime.home);
-    ensure_private_dir(&locks)?;
+) -> Result<OpenedLog> {
     let Some(id) = resume else {
-        let id = new_session_id();
-        let lock = SessionLock::acquire(&locks, &id)?;
-        let log = SessionLog::create(&dir.join(format!("{id}.jsonl")))?;
-        log.append(RecordBody::SessionStart {
-            session_id: id.clone(),
-            cwd: runtime.cwd.display().to_string(),
-            provider: runtime.client.config().provider.to_string(),
-            model: runtime.client.config().model.clone(),
-        })?;
-        return Ok(OpenSession {
-            id,
-            log: Arc::new(log),
-            messages: Vec::new(),
-            _lock: lock,
-        });
+        let config = runtime.client.config();
+        return create_log(
+            &runtime.home,
+            &runtime.cwd,
+            &config.provider.to_string(),
+            &config.model,
+        )
+        .map_err(open_usage);
     };
-
-    let path = session_path(&runtime.home, id).map_err(session_usage)?;
-    // Before anything is read or written: another process may be using it.
-    let lock = SessionLock::acquire(&locks, id)?;
-    let loaded = read_log(&path)?;
-    for w in &loaded.warnings {
-        events.emit(Event::Warning {
-            message: format!("session {id}: {w}"),
-        });
-    }
-    let rebuilt = rebuild(&loaded.records);
-    // A log whose session record was lost (a torn first line) resumes from
-    // the records that remain; the warnings above say what was skipped.
-    if rebuilt.session_id.is_none() && loaded.records.is_empty() {
-        bail!(SessionError::Empty(path));
-    }
-    let maybe_ran: Vec<_> = rebuilt.unfinished.iter().filter(|c| c.started).collect();
+    let pending = PendingResume::load(&runtime.home, id, events).map_err(open_usage)?;
+    let maybe_ran = pending.may_have_run();
     if !maybe_ran.is_empty() {
         let mut text = String::from(
             "cadre stopped while these calls were running; they may or may not have run:\n",
@@ -199,33 +159,12 @@ pub async fn open(
             }
         }
     }
-    let log = SessionLog::reopen(&path)?;
-    for c in &rebuilt.unfinished {
-        let (content, status) = if c.started {
-            (cadre_core::session::UNKNOWN_RESULT, "unknown")
-        } else {
-            (cadre_core::session::NOT_RUN_RESULT, "not_run")
-        };
-        log.append(RecordBody::ToolResult {
-            call_id: c.call_id.clone(),
-            content: content.to_string(),
-            is_error: true,
-            status: status.to_string(),
-        })?;
+    pending.accept(events).map_err(open_usage)
+}
+
+fn open_usage(e: OpenError) -> anyhow::Error {
+    match e {
+        OpenError::Session(e) => session_usage(e),
+        other => other.into(),
     }
-    let unknown_calls: Vec<String> = maybe_ran.iter().map(|c| c.call_id.clone()).collect();
-    log.append(RecordBody::Resumed {
-        unknown_calls: unknown_calls.clone(),
-    })?;
-    events.emit(Event::SessionResumed {
-        session_id: id.to_string(),
-        messages: rebuilt.messages.len(),
-        unknown_calls,
-    });
-    Ok(OpenSession {
-        id: id.to_string(),
-        log: Arc::new(log),
-        messages: rebuilt.messages,
-        _lock: lock,
-    })
 }

@@ -13,23 +13,20 @@ use cadre_core::agent::{
 };
 use cadre_core::background::BackgroundWork;
 use cadre_core::config::{Settings, data_dir, ensure_private_dir};
-use cadre_core::model::{ClientConfig, ModelClient, Provider};
+use cadre_core::driver::{
+    AgentParts, Lifetime, NoticeTiming, Session, SessionHandle, SessionSetup,
+};
+use cadre_core::model::{ClientConfig, Message, ModelClient, Provider};
 use cadre_core::permissions::rules::{RuleKind, RuleSet, parse_rule};
 use cadre_core::permissions::{ApprovalGate, ApprovalSource, PermissionMode, PermissionPolicy};
 use cadre_core::sandbox::{SandboxPolicy, SandboxSupport, probe};
 use cadre_core::session::{SessionLog, sessions_dir};
 use cadre_core::subagents::catalog::{CatalogSources, DEFAULT_MANAGED_DIR, DefinitionCatalog};
 use cadre_core::subagents::definition::IssueLevel;
-use cadre_core::subagents::filter::{FilterInput, resolve_tools};
-use cadre_core::subagents::ratchet::child_mode;
-use cadre_core::subagents::runtime::{
-    Spawner, SubagentRuntime, SubagentSettings, child_system_prompt,
-};
-use cadre_core::subagents::{AgentDefinition, AgentTool, SendMessageTool};
+use cadre_core::subagents::runtime::{Spawner, SubagentRuntime, SubagentSettings};
+use cadre_core::subagents::{ChildCall, ChildSpec, ParentView, session_tools};
 use cadre_core::tasks::TaskTable;
-use cadre_core::tools::{
-    DEFAULT_OUTPUT_CAP, TaskListTool, TaskOutputTool, TaskStopTool, ToolContext, ToolRegistry,
-};
+use cadre_core::tools::{DEFAULT_OUTPUT_CAP, ToolContext};
 
 use crate::{AgentArgs, ModelArgs, PermissionArgs, UsageError};
 
@@ -65,8 +62,8 @@ pub struct Runtime {
     pub subagents: SubagentSettings,
     /// Merged config (for model aliases).
     pub settings: Settings,
-    /// The definition the main session runs as (`--agent`).
-    pub main_definition: Option<AgentDefinition>,
+    /// The main session as the definition it runs as (`--agent`).
+    pub main_spec: Option<ChildSpec>,
 }
 
 fn env_nonempty(name: &str) -> Option<String> {
@@ -177,7 +174,18 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             warnings.push(format!("agent definition {issue}"));
         }
     }
-    let main_definition = match &agent.agent {
+    let support = probe();
+    let sandbox = match support {
+        SandboxSupport::Unavailable => None,
+        _ => Some(Arc::new(SandboxPolicy::new(
+            cwd.clone(),
+            home.clone(),
+            file.sandbox.network.unwrap_or(false),
+        ))),
+    };
+    // `--agent`: the main session is built from the definition by the same
+    // builder as a child, from the session's own tools.
+    let main_spec = match &agent.agent {
         None => None,
         Some(name) => {
             let def = catalog.get(name).cloned().ok_or_else(|| {
@@ -186,38 +194,44 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
                     catalog.names().join(", ")
                 ))
             })?;
-            // The definition's mode applies to the main session through the same ratchet.
-            let requested = def.permission_mode.as_deref().and_then(|m| m.parse().ok());
-            let decided = child_mode(mode, requested, def.source);
-            if let Some(note) = decided.note {
-                warnings.push(format!("{name}: {note}"));
-            }
+            let tools = session_tools();
+            let spec = ChildSpec::resolve(
+                &def,
+                &ChildCall {
+                    as_main: true,
+                    ..ChildCall::default()
+                },
+                &ParentView {
+                    tools: &tools,
+                    mode,
+                    depth: 0,
+                    provider,
+                    sandbox: sandbox.as_ref(),
+                    cwd: &cwd,
+                    settings: &subagents,
+                    models: &settings,
+                },
+            )
+            .map_err(|e| UsageError(format!("--agent {}: {e}", def.name)))?;
+            warnings.extend(spec.warnings(name));
+            // The definition's mode applies through the same ratchet, unless a flag set one.
             if perms.permission_mode.is_none() {
-                mode = decided.mode;
+                mode = spec.mode.mode;
             }
-            Some(def)
+            Some(spec)
         }
     };
     let rules = permission_rules(perms, &settings)?;
-    let client = match main_definition.as_ref().and_then(|d| d.model.as_deref()) {
-        Some(m) if m != "inherit" => client.with_model(&settings.resolve_model(provider, m)),
-        _ => client,
+    let client = match main_spec.as_ref().and_then(|s| s.model.as_deref()) {
+        Some(id) => client.with_model(id),
+        None => client,
     };
-    let support = probe();
-    let sandbox = match support {
-        SandboxSupport::Unavailable => {
-            warnings.push(
-                "this kernel has no Landlock: Bash commands cannot be sandboxed and will be asked about"
-                    .into(),
-            );
-            None
-        }
-        _ => Some(Arc::new(SandboxPolicy::new(
-            cwd.clone(),
-            home.clone(),
-            file.sandbox.network.unwrap_or(false),
-        ))),
-    };
+    if support == SandboxSupport::Unavailable {
+        warnings.push(
+            "this kernel has no Landlock: Bash commands cannot be sandboxed and will be asked about"
+                .into(),
+        );
+    }
     let policy = Arc::new(PermissionPolicy::new(
         mode,
         rules,
@@ -238,7 +252,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         sources,
         subagents,
         settings,
-        main_definition,
+        main_spec,
     })
 }
 
@@ -347,20 +361,45 @@ fn dirs_home() -> Option<PathBuf> {
 }
 
 impl Runtime {
-    /// Opens the task table (marking tasks of dead processes `lost`) and the
-    /// session's background work.
-    pub fn background(&self, session_id: &str, events: &EventSink) -> Result<Arc<BackgroundWork>> {
-        let table = TaskTable::open(&self.home)?;
-        for id in table.mark_lost_on_startup()? {
-            events.emit(cadre_core::agent::Event::Warning {
-                message: format!("task {id} was lost: its cadre process ended while it was active"),
-            });
-        }
-        Ok(BackgroundWork::new(
-            table,
-            session_id.to_string(),
-            events.clone(),
-        ))
+    /// Opens the session `session_id` over its log: the task table, the
+    /// background work and the main agent, continuing from `messages`.
+    /// `warnings` are reported as the session's first events.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_session(
+        &self,
+        session_id: &str,
+        log: Arc<SessionLog>,
+        messages: Vec<Message>,
+        warnings: Vec<String>,
+        events: EventSink,
+        answers_questions: bool,
+        lifetime: Lifetime,
+    ) -> Result<(Session, SessionHandle)> {
+        let tasks = TaskTable::open(&self.home)?;
+        Session::open(
+            SessionSetup {
+                session_id: session_id.to_string(),
+                provider: self.client.config().provider.to_string(),
+                model: self.client.config().model.clone(),
+                cwd: self.cwd.clone(),
+                warnings,
+                events,
+                tasks: Some(tasks),
+                messages,
+                answers_questions,
+                lifetime,
+                notices: NoticeTiming::default(),
+            },
+            |parts: AgentParts| {
+                self.main_agent(
+                    parts.events,
+                    parts.approvals,
+                    Some(log),
+                    Some(session_id),
+                    parts.background,
+                )
+            },
+        )
     }
 
     /// The top-level agent, sending its events to `events` and asking through
@@ -379,37 +418,14 @@ impl Runtime {
         ctx.background = background;
         ctx.policy = Some(self.policy.clone());
         let gate = Arc::new(ApprovalGate::new(approvals, events.clone()));
-        let mut tools = ToolRegistry::builtin();
-        tools.insert(Arc::new(AgentTool));
-        if ctx.background.is_some() {
-            tools.insert(Arc::new(TaskListTool));
-            tools.insert(Arc::new(TaskOutputTool));
-            tools.insert(Arc::new(TaskStopTool));
-            tools.insert(Arc::new(SendMessageTool));
-        }
+        let mut tools = session_tools();
         let mut allowed_types = None;
         let mut system = build_system_prompt(&self.cwd);
-        if let Some(def) = &self.main_definition {
-            let names: Vec<String> = tools.names().iter().map(|n| n.to_string()).collect();
-            let filtered = resolve_tools(&FilterInput {
-                available: &names,
-                agent_allowed: true,
-                builtin_definition: true,
-                custom_deny: &[],
-                background: false,
-                tools: def.tools.as_deref(),
-                disallowed: &def.disallowed_tools,
-            })
-            .map_err(|e| UsageError(format!("--agent {}: {e}", def.name)))?;
-            tools.retain(|t| filtered.tools.iter().any(|n| n == t.name()));
-            allowed_types = filtered.agent_types;
-            if def.read_only {
-                ctx.sandbox = ctx
-                    .sandbox
-                    .as_ref()
-                    .map(|s| Arc::new(SandboxPolicy::clone(s).read_only()));
-            }
-            system = child_system_prompt(def, &self.cwd);
+        if let Some(spec) = &self.main_spec {
+            tools = spec.tools.clone();
+            allowed_types = spec.agent_types.clone();
+            ctx.sandbox = spec.sandbox.clone();
+            system = spec.system.clone();
         }
         let runtime = Arc::new(SubagentRuntime::new(
             self.subagents.clone(),
@@ -435,6 +451,6 @@ impl Runtime {
             policy: self.policy.clone(),
             log,
         })
-        .with_spawner(Some(Spawner::main(runtime, allowed_types))))
+        .with_delegation(Some(Arc::new(Spawner::main(runtime, allowed_types)))))
     }
 }

@@ -1,50 +1,27 @@
-//! Signals a front end turns into operations: `SIGUSR1` moves the running
-//! foreground subagent batch to the background (what a key does in a full UI);
-//! SIGINT (Ctrl+C), SIGTERM and SIGHUP stop the run the same way.
+//! Signals the line front ends turn into operations: `SIGUSR1` is
+//! `Op::BackgroundBatch` (what a key does in a full UI); SIGINT (Ctrl+C),
+//! SIGTERM and SIGHUP are `Op::Shutdown` (in the interactive mode Ctrl+C
+//! interrupts the turn instead).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use tokio::signal::unix::{SignalKind, signal};
-use tokio_util::sync::CancellationToken;
 
-use cadre_core::subagents::SubagentRuntime;
+use cadre_core::driver::SessionHandle;
+use cadre_core::protocol::Op;
 
-/// How often stops requested by `cadre tasks stop` from another process are picked up.
-const EXTERNAL_STOP_POLL: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// Applies `cadre tasks stop` requests from other processes to this session's work.
-pub fn watch_external_stops(work: &Arc<cadre_core::background::BackgroundWork>) {
-    let weak = Arc::downgrade(work);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(EXTERNAL_STOP_POLL);
-        loop {
-            tick.tick().await;
-            match weak.upgrade() {
-                Some(w) => w.apply_external_stops(),
-                None => break,
-            }
-        }
-    });
-}
-
-/// Listens for `SIGUSR1` for as long as the process runs.
-pub fn background_on_sigusr1(runtime: Option<Arc<SubagentRuntime>>) {
-    // A weak handle: the runtime holds the event sink, and the printer only
-    // finishes once every holder of the sink is gone.
-    let Some(runtime) = runtime.map(|r| Arc::downgrade(&r)) else {
-        return;
-    };
-    let Ok(mut signals) =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
-    else {
+/// Submits `Op::BackgroundBatch` on every `SIGUSR1`, for as long as the
+/// session runs: the session keeps it for the batch running then (even one
+/// that has not reached its wait yet), and for no later batch.
+pub fn background_on_sigusr1(session: SessionHandle) {
+    let Ok(mut signals) = signal(SignalKind::user_defined1()) else {
         return;
     };
     tokio::spawn(async move {
         while signals.recv().await.is_some() {
-            match runtime.upgrade() {
-                Some(r) => r.background_now(),
-                None => break,
+            if !session.submit(Op::BackgroundBatch) {
+                break;
             }
         }
     });
@@ -111,7 +88,10 @@ pub fn on_stop_signals(interrupt: bool, on_stop: impl Fn(u8) + Send + 'static) -
     stop
 }
 
-/// Cancels `cancel` on the first stop signal; a second leaves at once.
-pub fn cancel_on_stop_signals(cancel: CancellationToken) -> StopSignal {
-    on_stop_signals(true, move |_| cancel.cancel())
+/// Shuts the session down on the first stop signal (SIGINT included); a
+/// second leaves at once.
+pub fn shutdown_on_stop_signals(session: SessionHandle) -> StopSignal {
+    on_stop_signals(true, move |_| {
+        session.submit(Op::Shutdown);
+    })
 }

@@ -116,6 +116,7 @@ async fn an_agent_star_deny_rule_covers_every_spawn() {
 /// temp dir) and so reach the block devices `/dev` keeps from it: a loop
 /// device made with `mknod` in the project was opened read-write.
 #[tokio::test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 async fn a_sandboxed_command_cannot_make_device_nodes() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -134,12 +135,7 @@ async fn a_sandboxed_command_cannot_make_device_nodes() {
     );
     let h = Harness::new(&script, common::Wire::Anthropic).await;
     let evs = exec(&h, &["--allow", "Bash"]).await;
-    if evs.iter().any(|e| {
-        e["type"] == "warning" && e["message"].as_str().unwrap_or("").contains("no Landlock")
-    }) {
-        eprintln!("skipped: this kernel has no Landlock");
-        return;
-    }
+    common::require_landlock(&evs);
     let results = tool_results(&h.records().last().unwrap().body);
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(!results[0].0.contains("OPENED"), "{}", results[0].0);
@@ -197,6 +193,7 @@ async fn writes_to_agent_definitions_in_the_home_directory_ask_in_accept_edits()
 /// directory, the project's `.claude` is the user's, so it is read-only in
 /// the sandbox (the rest of the project stays writable).
 #[tokio::test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 async fn a_sandboxed_command_cannot_plant_a_user_agent_definition() {
     let script = r#"rules:
   - name: main
@@ -217,12 +214,7 @@ async fn a_sandboxed_command_cannot_plant_a_user_agent_definition() {
         )
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    if events(&out).iter().any(|e| {
-        e["type"] == "warning" && e["message"].as_str().unwrap_or("").contains("no Landlock")
-    }) {
-        eprintln!("skipped: this kernel has no Landlock");
-        return;
-    }
+    common::require_landlock(&events(&out));
     assert!(!h.path(".claude/agents/evil.md").exists());
     assert!(!h.path(".claude/x").exists());
     assert_eq!(h.read("work/ok.txt"), "ok\n", "the rest stays writable");

@@ -182,7 +182,7 @@ rules:
   - name: main
     replies:
       - tool_calls:
-          - { name: Bash, input: { command: "trap '' TERM; echo $$ > bg.pid; sleep 300", run_in_background: true, description: "stubborn shell" } }
+          - { name: Bash, input: { command: "trap 'echo > got-term' TERM; echo $$ > bg.pid; while :; do sleep 1; done", run_in_background: true, description: "stubborn shell" } }
       - text: "waiting"
 "#;
     let h = Harness::new(script, Wire::Anthropic).await;
@@ -204,8 +204,9 @@ rules:
         pid.expect("bg.pid written")
     };
     run.signal(libc::SIGHUP);
-    // The shell ignores SIGTERM, so winding down takes the kill grace period.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The shell outlives SIGTERM, so winding down takes the kill grace
+    // period; the second hangup comes once the first has started it.
+    common::wait_until("the shell got SIGTERM", || h.path("got-term").exists()).await;
     run.signal(libc::SIGHUP);
     let (status, evs) = run.finish().await;
     // SAFETY: ending the process group this test's run started.

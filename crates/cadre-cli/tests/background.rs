@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use cadre_core::tasks::TaskStatus;
 use common::{
     Harness, Wire, events, rule_records, stderr, stdout, tasks, tool_results, user_texts,
@@ -130,7 +128,6 @@ rules:
         text: "started"
 "#;
     let h = Harness::new(script, Wire::Anthropic).await;
-    let started = std::time::Instant::now();
     let out = h
         .cadre(&[
             "exec",
@@ -142,7 +139,7 @@ rules:
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "started");
-    assert!(started.elapsed() < Duration::from_secs(20));
+    // Not waited for: a row still running at exit is cancelled, not succeeded.
     let rows = tasks(&h);
     assert_eq!(rows[0].status, TaskStatus::Cancelled);
     let pid: i32 = h.read("pid.txt").trim().parse().unwrap();
@@ -385,10 +382,11 @@ async fn sigusr1_moves_the_running_foreground_batch_to_the_background() {
     h.write("a.txt", "a\n");
     let mut run = h.spawn_json(&["exec", "--json", "go"]);
     run.wait_for("subagent_started", 1).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    run.signal(libc::SIGUSR1);
-    let (status, events) = run.finish().await;
-    assert!(events.iter().any(|e| e["type"] == "subagent_backgrounded"));
+    // A SIGUSR1 that comes before the batch reaches its wait is lost (issue
+    // 10, item 8), so it is repeated until the child moves.
+    run.wait_for_nudging("subagent_backgrounded", |run| run.signal(libc::SIGUSR1))
+        .await;
+    let (status, _) = run.finish().await;
     assert_moved_to_background(&h, status);
 }
 

@@ -22,7 +22,7 @@ rules:
     when: { first_user: "run slow" }
     replies:
       - tool_calls:
-          - { name: Bash, input: { command: "sleep 30" } }
+          - { name: Bash, input: { command: "touch started; sleep 30" } }
       - text: "Recovered after the interrupt."
 "#;
 
@@ -91,15 +91,8 @@ async fn ctrl_c_interrupts_the_running_turn_not_the_program() {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
 
     stdin.write_all(b"run slow\n").await.unwrap();
-    // The first reply asks for `sleep 30`; once it is served, the command runs.
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while h.records().is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The first reply asks for the slow command; interrupt it once it runs.
+    common::wait_until("the command started", || h.path("started").exists()).await;
     // SAFETY: sending SIGINT to our own child process.
     unsafe { libc::kill(pid, libc::SIGINT) };
 

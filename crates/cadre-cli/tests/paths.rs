@@ -26,14 +26,14 @@ fn script(steps: &[Vec<(&str, Value)>]) -> String {
 
 /// A harness whose project lies in `parent` (so `..` from it lands in a test-owned folder).
 async fn harness_in(parent: &Path, script: &str) -> Harness {
-    Harness {
-        project: tempfile::tempdir_in(parent).unwrap(),
-        home: tempfile::tempdir_in(common::non_temp_base()).unwrap(),
-        mock: cadre_mock::MockServer::start(script, None)
+    Harness::from_parts(
+        tempfile::tempdir_in(parent).unwrap(),
+        tempfile::tempdir_in(common::non_temp_base()).unwrap(),
+        cadre_mock::MockServer::start(script, None)
             .await
             .expect("mock starts"),
-        wire: Wire::Anthropic,
-    }
+        Wire::Anthropic,
+    )
 }
 
 /// Runs `cadre exec --json <extra> go` and returns the tool results the model got.
@@ -204,14 +204,15 @@ async fn a_symlink_made_mid_session_does_not_carry_write_anywhere() {
         ])
     };
     let home = tempfile::tempdir_in(common::non_temp_base()).unwrap();
-    let h = Harness {
-        project: tempfile::tempdir_in(&parent_dir).unwrap(),
-        mock: cadre_mock::MockServer::start(&steps(&home.path().join("cadre")), None)
-            .await
-            .unwrap(),
+    let mock = cadre_mock::MockServer::start(&steps(&home.path().join("cadre")), None)
+        .await
+        .unwrap();
+    let h = Harness::from_parts(
+        tempfile::tempdir_in(&parent_dir).unwrap(),
         home,
-        wire: Wire::Anthropic,
-    };
+        mock,
+        Wire::Anthropic,
+    );
     let data_dir = h.data_dir();
     std::fs::create_dir_all(&data_dir).unwrap();
     std::fs::create_dir_all(h.path(".git")).unwrap();
@@ -280,12 +281,12 @@ async fn no_file_tool_writes_the_data_dir_even_in_bypass_mode() {
             json!({ "file_path": data_dir.join("new.txt"), "old_string": "", "new_string": "x" }),
         ),
     ]]);
-    let h = Harness {
-        project: tempfile::tempdir_in(&parent_dir).unwrap(),
-        mock: cadre_mock::MockServer::start(&script, None).await.unwrap(),
+    let h = Harness::from_parts(
+        tempfile::tempdir_in(&parent_dir).unwrap(),
         home,
-        wire: Wire::Anthropic,
-    };
+        cadre_mock::MockServer::start(&script, None).await.unwrap(),
+        Wire::Anthropic,
+    );
     symlink(&data_dir, &h.path("c"));
     for extra in [
         &["--permission-mode", "bypassPermissions"][..],

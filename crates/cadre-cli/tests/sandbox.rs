@@ -9,13 +9,8 @@ use std::net::TcpListener;
 
 use common::{Harness, Wire, events, stderr, tool_results};
 
-fn landlock_missing(evs: &[serde_json::Value]) -> bool {
-    evs.iter().any(|e| {
-        e["type"] == "warning" && e["message"].as_str().unwrap_or("").contains("no Landlock")
-    })
-}
-
 #[tokio::test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 async fn sandboxed_commands_are_confined() {
     let outside = tempfile::tempdir_in(common::non_temp_base()).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -53,10 +48,7 @@ rules:
         )
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    if landlock_missing(&events(&out)) {
-        eprintln!("skipped: this kernel has no Landlock");
-        return;
-    }
+    common::require_landlock(&events(&out));
     let results = tool_results(&h.records()[1].body);
     assert_eq!(results.len(), 4);
     let (cat, escape, tcp, inside) = (&results[0], &results[1], &results[2], &results[3]);

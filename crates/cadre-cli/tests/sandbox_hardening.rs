@@ -13,12 +13,6 @@ use std::process::Command;
 
 use common::{Harness, Wire, events, stderr, tool_results};
 
-fn landlock_missing(evs: &[serde_json::Value]) -> bool {
-    evs.iter().any(|e| {
-        e["type"] == "warning" && e["message"].as_str().unwrap_or("").contains("no Landlock")
-    })
-}
-
 /// Connects to a unix stream socket (a path, or an abstract name after `@`)
 /// and writes to it.
 const UNIX_SENDER: &str = r#"
@@ -55,8 +49,8 @@ fn script(commands: &[String]) -> String {
 }
 
 /// Runs `exec --json` against the harness made from [`script`]; returns the
-/// tool results, or `None` when the kernel has no Landlock.
-async fn run_bash(h: &Harness, commands: &[String]) -> Option<Vec<(String, bool)>> {
+/// tool results.
+async fn run_bash(h: &Harness, commands: &[String]) -> Vec<(String, bool)> {
     let out = h
         .cadre(&[
             "exec",
@@ -67,17 +61,18 @@ async fn run_bash(h: &Harness, commands: &[String]) -> Option<Vec<(String, bool)
         ])
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    if landlock_missing(&events(&out)) {
-        eprintln!("skipped: this kernel has no Landlock");
-        return None;
-    }
+    common::require_landlock(&events(&out));
     let records = h.records();
     let results = tool_results(&records.last().unwrap().body);
     assert_eq!(results.len(), commands.len(), "{results:?}");
-    Some(results)
+    results
 }
 
 #[tokio::test]
+#[cfg_attr(
+    any(cadre_no_landlock, cadre_no_landlock_signal_scope),
+    ignore = "skipped: this kernel has no Landlock signal scoping (ABI 6)"
+)]
 async fn sockets_and_signals_do_not_leave_the_sandbox() {
     let outside = tempfile::tempdir_in(common::non_temp_base()).unwrap();
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -107,11 +102,7 @@ async fn sockets_and_signals_do_not_leave_the_sandbox() {
         eprintln!("perl not found: skipping the unix socket checks");
     }
     let h = Harness::new(&script(&commands), Wire::Anthropic).await;
-    let Some(results) = run_bash(&h, &commands).await else {
-        victim.kill().unwrap();
-        victim.wait().unwrap();
-        return;
-    };
+    let results = run_bash(&h, &commands).await;
     for (result, command) in results.iter().zip(&commands) {
         assert!(result.1, "{command} should fail: {result:?}");
         assert!(
@@ -135,6 +126,7 @@ async fn sockets_and_signals_do_not_leave_the_sandbox() {
 }
 
 #[tokio::test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 async fn dev_is_writable_only_for_the_usual_devices() {
     let name = format!("/dev/cadre-hardening-{}", std::process::id());
     let block = std::fs::read_dir("/dev").unwrap().flatten().find(|e| {
@@ -150,9 +142,7 @@ async fn dev_is_writable_only_for_the_usual_devices() {
         None => eprintln!("no block device in /dev: skipping the block device check"),
     }
     let h = Harness::new(&script(&commands), Wire::Anthropic).await;
-    let Some(results) = run_bash(&h, &commands).await else {
-        return;
-    };
+    let results = run_bash(&h, &commands).await;
     assert!(
         results[0].1 && !results[0].0.contains("created"),
         "{results:?}"
@@ -171,6 +161,10 @@ async fn dev_is_writable_only_for_the_usual_devices() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    any(cadre_no_landlock, cadre_no_mount_namespace),
+    ignore = "skipped: needs Landlock and a private mount namespace, which are missing here"
+)]
 async fn git_commits_work_but_hooks_and_config_are_read_only() {
     let commands = [
         "echo hi > a.txt && git add a.txt && \
@@ -189,9 +183,7 @@ async fn git_commits_work_but_hooks_and_config_are_read_only() {
         return;
     }
     let config = h.read(".git/config");
-    let Some(results) = run_bash(&h, &commands).await else {
-        return;
-    };
+    let results = run_bash(&h, &commands).await;
     assert!(
         !results[0].1 && results[0].0.contains("committed"),
         "{results:?}"

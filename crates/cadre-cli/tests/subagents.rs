@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use cadre_mock::Record;
 use common::{Harness, Wire, events, stderr, tool_results};
 use serde_json::Value;
@@ -539,7 +537,10 @@ async fn sigkill_mid_batch_resumes_with_the_agent_calls_unknown_and_reruns_nothi
     let first = run.wait_for("session_started", 1).await;
     let session = first["session_id"].as_str().unwrap().to_string();
     run.wait_for("subagent_started", 2).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    common::wait_until("both children started", || {
+        common::child_logs_started(&h, &session) == 2
+    })
+    .await;
     run.kill().await;
 
     let agents_dir = h
@@ -609,8 +610,13 @@ rules:
     let h = Harness::new(script, Wire::Anthropic).await;
     h.write(".cadre/agents/finder.md", FINDER);
     let mut run = h.spawn_json(&["exec", "--json", "go"]);
+    let first = run.wait_for("session_started", 1).await;
+    let session = first["session_id"].as_str().unwrap().to_string();
     run.wait_for("subagent_started", 2).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    common::wait_until("both children started", || {
+        common::child_logs_started(&h, &session) == 2
+    })
+    .await;
     run.signal(libc::SIGINT);
     let (status, evs) = run.finish().await;
     assert_eq!(status.code(), Some(130));

@@ -4,12 +4,15 @@
 pub mod agent;
 pub mod background;
 pub mod config;
+pub mod driver;
 pub mod model;
 pub mod permissions;
+pub mod protocol;
 pub mod sandbox;
 pub mod secrets;
 pub mod session;
 pub mod small_file;
 pub mod subagents;
 pub mod tasks;
+pub mod tool_names;
 pub mod tools;

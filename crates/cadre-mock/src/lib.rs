@@ -6,6 +6,7 @@
 //! README for the full script format.
 
 mod extract;
+mod pairing;
 mod script;
 mod server;
 mod template;
@@ -14,6 +15,7 @@ mod wire;
 use std::path::PathBuf;
 
 pub use extract::{RequestInfo, count_assistant_turns, request_info};
+pub use pairing::tool_pairing_errors;
 pub use script::{
     DEFAULT_ARGS_CHUNK_CHARS, DEFAULT_TEXT_CHUNK_CHARS, Failure, Reply, Rule, Script, ToolCall,
     Usage, When, parse_script,

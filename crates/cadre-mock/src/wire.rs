@@ -1,6 +1,6 @@
 //! Response bodies in the Anthropic Messages and OpenAI Chat Completions formats.
 
-use bytes::Bytes;
+use axum::body::Bytes;
 use serde_json::{Value, json};
 
 use crate::Wire;

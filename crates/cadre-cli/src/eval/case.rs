@@ -114,6 +114,9 @@ pub fn parse_case(text: &str) -> Result<CaseFile, String> {
     if file.prompt.trim().is_empty() {
         return Err("prompt is empty".into());
     }
+    for (i, g) in file.graders.iter().enumerate() {
+        g.validate().map_err(|e| format!("grader {}: {e}", i + 1))?;
+    }
     if file.timeout_s == Some(0) {
         return Err("timeout_s must be at least 1".into());
     }
@@ -215,6 +218,11 @@ mod tests {
         assert!(parse_case("prompt: hi\nlive: true\nbogus: 1\n").is_err());
         assert!(parse_case("prompt: '  '\n").is_err());
         assert!(parse_case("prompt: hi\ninterrupt_after_count: 2\n").is_err());
+        let e =
+            parse_case("prompt: hi\ngraders:\n  - exit_code: 0\n  - final_text_matches: \"(\"\n")
+                .err()
+                .unwrap_or_default();
+        assert!(e.starts_with("grader 2: bad regex"), "{e}");
     }
 
     #[test]

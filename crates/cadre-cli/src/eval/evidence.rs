@@ -2,11 +2,14 @@
 //! the parent's session log, the children's logs, the mock's request record
 //! (offline) and the project directory next to its fixture.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
 use std::path::{Path, PathBuf};
 
+use cadre_core::protocol::{ChildStatus, Event, TurnStatus};
 use cadre_core::tasks::{TaskFilter, TaskRow, TaskTable};
 use cadre_mock::Record;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Who made a call or was asked about one.
@@ -48,6 +51,58 @@ impl Who {
     }
 }
 
+/// How a tool call ended, as `tool_called.outcome` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallOutcome {
+    /// It ran and succeeded.
+    Completed,
+    /// It ran and failed.
+    Failed,
+    /// It was denied without running.
+    Denied,
+}
+
+impl CallOutcome {
+    /// The outcome of a `tool_call_ended` event.
+    fn of_ended(is_error: bool, outcome: &str) -> CallOutcome {
+        // The core marks a denial only in the outcome line (as a child's
+        // progress line does, see `EventSink::emit`).
+        if outcome.starts_with("error: denied") {
+            CallOutcome::Denied
+        } else if is_error {
+            CallOutcome::Failed
+        } else {
+            CallOutcome::Completed
+        }
+    }
+
+    /// The outcome named in a `subagent_progress` event.
+    fn parse(word: &str) -> Option<CallOutcome> {
+        match word {
+            "completed" => Some(CallOutcome::Completed),
+            "failed" => Some(CallOutcome::Failed),
+            "denied" => Some(CallOutcome::Denied),
+            _ => None,
+        }
+    }
+
+    /// Its name in `case.yaml` and in reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CallOutcome::Completed => "completed",
+            CallOutcome::Failed => "failed",
+            CallOutcome::Denied => "denied",
+        }
+    }
+}
+
+impl fmt::Display for CallOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One tool call seen in the evidence.
 #[derive(Debug, Clone)]
 pub struct Call {
@@ -55,8 +110,8 @@ pub struct Call {
     pub who: Who,
     /// Canonical tool name.
     pub tool: String,
-    /// `completed`, `failed` or `denied`, when it ended.
-    pub outcome: Option<String>,
+    /// How it ended, when it did.
+    pub outcome: Option<CallOutcome>,
 }
 
 /// One denied call.
@@ -77,8 +132,8 @@ pub struct ChildEnd {
     pub agent_id: String,
     /// Definition name.
     pub agent_type: String,
-    /// `completed`, `failed`, `cancelled`.
-    pub status: String,
+    /// How it ended.
+    pub status: ChildStatus,
     /// Why it did not complete.
     pub error: Option<String>,
 }
@@ -95,8 +150,6 @@ pub struct ChildLog {
 /// Everything the graders read.
 #[derive(Debug, Clone, Default)]
 pub struct Evidence {
-    /// A live run (no mock record).
-    pub live: bool,
     /// The task given to cadre.
     pub prompt: String,
     /// Exit status, if cadre exited on its own or after a signal.
@@ -105,10 +158,12 @@ pub struct Evidence {
     pub signal: Option<i32>,
     /// Whether the runner killed it for running too long.
     pub timed_out: bool,
-    /// Parsed stdout lines.
-    pub events: Vec<Value>,
-    /// Stdout lines that were not JSON.
-    pub stray_stdout: Vec<String>,
+    /// The events cadre printed on stdout, in order.
+    pub events: Vec<Event>,
+    /// Stdout lines that were not events this build reads (the first few).
+    pub unparsed: Vec<UnparsedLine>,
+    /// How many stdout lines were not events.
+    pub unparsed_count: u64,
     /// The tail of stderr.
     pub stderr_tail: String,
     /// The mock's record, sorted by arrival (offline only).
@@ -135,6 +190,70 @@ pub struct Evidence {
     pub tasks_error: Option<String>,
 }
 
+/// A stdout line of `cadre exec --json` that is not an [`Event`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnparsedLine {
+    /// 1-based line number on stdout.
+    pub line: u64,
+    /// Why it is not an event.
+    pub error: String,
+    /// The line, cut short.
+    pub text: String,
+}
+
+/// Stdout lines that are not events kept for the report; the rest are counted.
+const UNPARSED_KEPT: usize = 5;
+
+/// Characters of an unparsed line kept for the report.
+const UNPARSED_CHARS: usize = 200;
+
+/// Only the `type` of an event line, for lines that are not events this
+/// build knows and for the interrupt trigger.
+#[derive(Deserialize)]
+struct EventType {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+/// One stdout line of `cadre exec --json`, read back.
+#[derive(Debug)]
+pub enum StdoutLine {
+    /// An event (with the `type` it was printed with).
+    Event(Box<Event>, String),
+    /// Not an event: the type it claimed, if any, and why it does not parse.
+    Unparsed(Option<String>, String),
+}
+
+impl StdoutLine {
+    /// Reads one line.
+    pub fn parse(line: &str) -> StdoutLine {
+        let kind = serde_json::from_str::<EventType>(line).ok().map(|t| t.kind);
+        match (serde_json::from_str::<Event>(line), kind) {
+            (Ok(e), Some(kind)) => StdoutLine::Event(Box::new(e), kind),
+            (Ok(_), None) => StdoutLine::Unparsed(None, "an event without a type".into()),
+            (Err(e), kind) => StdoutLine::Unparsed(kind, e.to_string()),
+        }
+    }
+
+    /// The `type` the line gives, whether or not it parsed.
+    pub fn kind(&self) -> Option<&str> {
+        match self {
+            StdoutLine::Event(_, kind) => Some(kind),
+            StdoutLine::Unparsed(kind, _) => kind.as_deref(),
+        }
+    }
+}
+
+/// The name `turn_ended.status` is printed with.
+fn turn_status_name(status: TurnStatus) -> &'static str {
+    match status {
+        TurnStatus::Completed => "completed",
+        TurnStatus::Interrupted => "interrupted",
+        TurnStatus::LimitReached => "limit_reached",
+        TurnStatus::Failed => "failed",
+    }
+}
+
 fn read_jsonl(path: &Path) -> (String, Vec<Value>) {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let records = text
@@ -148,24 +267,29 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-fn u64_of(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
-}
-
-/// Tokens in a `usage` object (every kind counted).
-fn usage_tokens(v: &Value) -> u64 {
-    [
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-    ]
-    .iter()
-    .map(|k| u64_of(v, k))
-    .sum()
-}
-
 impl Evidence {
+    /// Adds stdout line number `line_no` (1-based): an event, or a line
+    /// reported as unparsed.
+    pub fn push_line(&mut self, line_no: u64, line: StdoutLine, text: &str) {
+        match line {
+            StdoutLine::Event(e, _) => self.events.push(*e),
+            StdoutLine::Unparsed(_, error) => {
+                self.unparsed_count += 1;
+                if self.unparsed.len() < UNPARSED_KEPT {
+                    let mut kept: String = text.chars().take(UNPARSED_CHARS).collect();
+                    if kept.len() < text.len() {
+                        kept.push('…');
+                    }
+                    self.unparsed.push(UnparsedLine {
+                        line: line_no,
+                        error,
+                        text: kept,
+                    });
+                }
+            }
+        }
+    }
+
     /// Reads the task table, if the run made one.
     pub fn read_tasks(&mut self) {
         if !self.data_dir.join("tasks.db").exists() {
@@ -179,17 +303,19 @@ impl Evidence {
 
     /// Reads the logs named by the events into `self`.
     pub fn read_logs(&mut self) {
-        self.session_id = self
-            .events
-            .iter()
-            .find(|e| str_of(e, "type") == Some("session_started"))
-            .and_then(|e| str_of(e, "session_id"))
-            .map(str::to_string);
+        self.session_id = self.events.iter().find_map(|e| match e {
+            Event::SessionStarted { session_id, .. } => Some(session_id.clone()),
+            _ => None,
+        });
         for e in &self.events {
-            if str_of(e, "type") == Some("subagent_started")
-                && let (Some(id), Some(t)) = (str_of(e, "agent_id"), str_of(e, "agent_type"))
+            if let Event::SubagentStarted {
+                agent_id,
+                agent_type,
+                ..
+            } = e
             {
-                self.child_types.insert(id.to_string(), t.to_string());
+                self.child_types
+                    .insert(agent_id.clone(), agent_type.clone());
             }
         }
         let Some(id) = &self.session_id else { return };
@@ -216,12 +342,6 @@ impl Evidence {
         }
     }
 
-    fn events_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
-        self.events
-            .iter()
-            .filter(move |e| str_of(e, "type") == Some(kind))
-    }
-
     fn child(&self, id: &str) -> Who {
         Who::Child {
             id: id.to_string(),
@@ -234,49 +354,57 @@ impl Evidence {
     /// records in their logs (calls that never ended).
     pub fn calls(&self) -> Vec<Call> {
         let mut out = Vec::new();
-        let mut outcomes: HashMap<(&str, &str), String> = HashMap::new();
-        for e in self.events_of("tool_call_ended") {
-            let (Some(agent), Some(id)) = (str_of(e, "agent"), str_of(e, "call_id")) else {
-                continue;
-            };
-            let outcome = str_of(e, "outcome").unwrap_or("");
-            let is_error = e.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-            let word = if outcome.starts_with("error: denied") {
-                "denied"
-            } else if is_error {
-                "failed"
-            } else {
-                "completed"
-            };
-            outcomes.insert((agent, id), word.to_string());
-        }
-        for e in self.events_of("tool_call_started") {
-            let (Some(agent), Some(tool)) = (str_of(e, "agent"), str_of(e, "tool")) else {
-                continue;
-            };
-            let outcome = str_of(e, "call_id").and_then(|id| outcomes.get(&(agent, id)).cloned());
-            out.push(Call {
-                who: Who::of(agent, &self.child_types),
-                tool: tool.to_string(),
+        let mut outcomes: HashMap<(&str, &str), CallOutcome> = HashMap::new();
+        // Agents whose calls have their own events (counted from those).
+        let mut with_events: HashSet<&str> = HashSet::new();
+        for e in &self.events {
+            if let Event::ToolCallEnded {
+                agent,
+                call_id,
+                is_error,
                 outcome,
-            });
+                ..
+            } = e
+            {
+                outcomes.insert((agent, call_id), CallOutcome::of_ended(*is_error, outcome));
+            }
+        }
+        for e in &self.events {
+            if let Event::ToolCallStarted {
+                agent,
+                call_id,
+                tool,
+                ..
+            } = e
+            {
+                with_events.insert(agent);
+                out.push(Call {
+                    who: Who::of(agent, &self.child_types),
+                    tool: tool.clone(),
+                    outcome: outcomes.get(&(agent.as_str(), call_id.as_str())).copied(),
+                });
+            }
         }
         // Children: progress lines, then log records the progress does not cover.
         let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
-        for e in self.events_of("subagent_progress") {
-            let (Some(id), Some(tool)) = (str_of(e, "agent_id"), str_of(e, "tool")) else {
+        for e in &self.events {
+            let Event::SubagentProgress {
+                agent_id,
+                tool,
+                outcome,
+                ..
+            } = e
+            else {
                 continue;
             };
-            if self.events_of("tool_call_started").any(|s| {
-                str_of(s, "agent") == Some(id) // already counted from its own events
-            }) {
+            if with_events.contains(agent_id.as_str()) {
                 continue;
             }
-            *seen.entry((id.to_string(), tool.to_string())).or_default() += 1;
+            *seen.entry((agent_id.clone(), tool.clone())).or_default() += 1;
             out.push(Call {
-                who: self.child(id),
-                tool: tool.to_string(),
-                outcome: str_of(e, "outcome").map(str::to_string),
+                who: self.child(agent_id),
+                tool: tool.clone(),
+                outcome: CallOutcome::parse(outcome),
             });
         }
         for log in &self.child_logs {
@@ -310,20 +438,22 @@ impl Evidence {
     /// `denied` progress lines for a child without a log.
     pub fn denials(&self) -> Vec<Denial> {
         let mut out = Vec::new();
-        let mut from_events: Vec<(String, String)> = Vec::new();
-        for e in self.events_of("tool_call_denied") {
-            let Some(agent) = str_of(e, "agent") else {
-                continue;
-            };
-            from_events.push((
-                agent.to_string(),
-                str_of(e, "call_id").unwrap_or("").to_string(),
-            ));
-            out.push(Denial {
-                who: Who::of(agent, &self.child_types),
-                tool: str_of(e, "tool").map(str::to_string),
-                reason: str_of(e, "reason").map(str::to_string),
-            });
+        let mut from_events: Vec<(&str, &str)> = Vec::new();
+        for e in &self.events {
+            if let Event::ToolCallDenied {
+                agent,
+                call_id,
+                tool,
+                reason,
+            } = e
+            {
+                from_events.push((agent, call_id));
+                out.push(Denial {
+                    who: Who::of(agent, &self.child_types),
+                    tool: Some(tool.clone()),
+                    reason: Some(reason.clone()),
+                });
+            }
         }
         for log in &self.child_logs {
             let names = call_names(&log.records);
@@ -335,7 +465,7 @@ impl Evidence {
                 let call_id = str_of(r, "call_id").unwrap_or("");
                 if from_events
                     .iter()
-                    .any(|(a, c)| a == &log.agent_id && c == call_id)
+                    .any(|(a, c)| *a == log.agent_id && *c == call_id)
                 {
                     continue;
                 }
@@ -346,16 +476,19 @@ impl Evidence {
                 });
             }
         }
-        for e in self.events_of("subagent_progress") {
-            let Some(id) = str_of(e, "agent_id") else {
-                continue;
-            };
-            if str_of(e, "outcome") == Some("denied")
-                && !self.child_logs.iter().any(|l| l.agent_id == id)
+        for e in &self.events {
+            if let Event::SubagentProgress {
+                agent_id,
+                tool,
+                outcome,
+                ..
+            } = e
+                && CallOutcome::parse(outcome) == Some(CallOutcome::Denied)
+                && !self.child_logs.iter().any(|l| l.agent_id == *agent_id)
             {
                 out.push(Denial {
-                    who: self.child(id),
-                    tool: str_of(e, "tool").map(str::to_string),
+                    who: self.child(agent_id),
+                    tool: Some(tool.clone()),
                     reason: None,
                 });
             }
@@ -365,44 +498,70 @@ impl Evidence {
 
     /// Approval questions: (who asked, tool).
     pub fn approvals(&self) -> Vec<(Who, String)> {
-        self.events_of("approval_requested")
-            .filter_map(|e| {
-                let q = e.get("question")?;
-                Some((
-                    Who::of(str_of(q, "agent")?, &self.child_types),
-                    str_of(q, "tool").unwrap_or("").to_string(),
-                ))
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ApprovalRequested { question, .. } => Some((
+                    Who::of(&question.agent, &self.child_types),
+                    question.tool.clone(),
+                )),
+                _ => None,
             })
             .collect()
     }
 
     /// How each child ended.
     pub fn children(&self) -> Vec<ChildEnd> {
-        self.events_of("subagent_ended")
-            .map(|e| ChildEnd {
-                agent_id: str_of(e, "agent_id").unwrap_or("").to_string(),
-                agent_type: str_of(e, "agent_type").unwrap_or("").to_string(),
-                status: str_of(e, "status").unwrap_or("").to_string(),
-                error: str_of(e, "error").map(str::to_string),
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::SubagentEnded {
+                    agent_id,
+                    agent_type,
+                    status,
+                    error,
+                    ..
+                } => Some(ChildEnd {
+                    agent_id: agent_id.clone(),
+                    agent_type: agent_type.clone(),
+                    status: *status,
+                    error: error.clone(),
+                }),
+                _ => None,
             })
             .collect()
     }
 
-    /// The main agent's last `turn_ended`.
-    pub fn final_turn(&self) -> Option<&Value> {
-        self.events_of("turn_ended")
-            .filter(|e| str_of(e, "agent") == Some("main"))
-            .last()
+    /// The main agent's `turn_ended` events: (status, final text, error, requests).
+    fn main_turns(&self) -> impl Iterator<Item = (TurnStatus, &str, Option<&str>, u32)> {
+        self.events.iter().filter_map(|e| match e {
+            Event::TurnEnded {
+                agent,
+                status,
+                final_text,
+                error,
+                requests,
+                ..
+            } if agent == "main" => {
+                Some((*status, final_text.as_str(), error.as_deref(), *requests))
+            }
+            _ => None,
+        })
+    }
+
+    /// The final text of the main agent's last `turn_ended`, if it ended a turn.
+    pub fn final_text(&self) -> Option<&str> {
+        self.main_turns().last().map(|(_, text, _, _)| text)
     }
 
     /// How the main turn ended, when not `completed`: `<status>: <error>`.
     pub fn turn_problem(&self) -> Option<String> {
-        let t = self.final_turn()?;
-        let status = str_of(t, "status").unwrap_or("?");
-        if status == "completed" {
+        let (status, _, error, _) = self.main_turns().last()?;
+        if status == TurnStatus::Completed {
             return None;
         }
-        Some(match str_of(t, "error") {
+        let status = turn_status_name(status);
+        Some(match error {
             Some(e) => format!("{status}: {e}"),
             None => status.to_string(),
         })
@@ -426,14 +585,14 @@ impl Evidence {
                 (parent as u64, records.len() as u64)
             }
             None => {
-                let parent: u64 = self
-                    .events_of("turn_ended")
-                    .filter(|e| str_of(e, "agent") == Some("main"))
-                    .map(|e| u64_of(e, "requests"))
-                    .sum();
+                let parent: u64 = self.main_turns().map(|(.., n)| u64::from(n)).sum();
                 let children: u64 = self
-                    .events_of("subagent_ended")
-                    .map(|e| u64_of(e, "requests"))
+                    .events
+                    .iter()
+                    .map(|e| match e {
+                        Event::SubagentEnded { requests, .. } => u64::from(*requests),
+                        _ => 0,
+                    })
                     .sum();
                 (parent, parent + children)
             }
@@ -451,17 +610,14 @@ impl Evidence {
 
     /// Tokens: every `usage` event of main plus every child's `subagent_ended.usage`.
     pub fn tokens(&self) -> u64 {
-        let main: u64 = self
-            .events_of("usage")
-            .filter(|e| str_of(e, "agent") == Some("main"))
-            .map(usage_tokens)
-            .sum();
-        let children: u64 = self
-            .events_of("subagent_ended")
-            .filter_map(|e| e.get("usage"))
-            .map(usage_tokens)
-            .sum();
-        main + children
+        self.events
+            .iter()
+            .map(|e| match e {
+                Event::Usage { agent, usage } if agent == "main" => usage.total(),
+                Event::SubagentEnded { usage, .. } => usage.total(),
+                _ => 0,
+            })
+            .sum()
     }
 
     /// The reports the parent received: results of its `Agent` calls, from its log.
@@ -518,4 +674,275 @@ fn call_names(records: &[Value]) -> HashMap<String, String> {
         }
     }
     names
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use cadre_core::model::Usage;
+    use cadre_core::protocol::ApprovalQuestion;
+
+    use super::*;
+
+    fn usage(input: u64, output: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Usage::default()
+        }
+    }
+
+    /// Evidence from the events as `exec --json` prints them, one per line.
+    fn evidence_of(events: &[Event], extra: &[&str]) -> Evidence {
+        let mut ev = Evidence::default();
+        let lines: Vec<String> = events
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .chain(extra.iter().map(|s| s.to_string()))
+            .collect();
+        for (i, line) in lines.iter().enumerate() {
+            ev.push_line(i as u64 + 1, StdoutLine::parse(line), line);
+        }
+        ev.read_logs();
+        ev
+    }
+
+    fn run() -> Vec<Event> {
+        vec![
+            Event::SessionStarted {
+                session_id: "s1".into(),
+                provider: "anthropic".into(),
+                model: "m".into(),
+                cwd: "/p".into(),
+            },
+            Event::ToolCallStarted {
+                agent: "main".into(),
+                call_id: "c1".into(),
+                tool: "Read".into(),
+                input: serde_json::json!({}),
+                summary: String::new(),
+            },
+            Event::ToolCallEnded {
+                agent: "main".into(),
+                call_id: "c1".into(),
+                tool: "Read".into(),
+                is_error: false,
+                outcome: "3 lines".into(),
+                output_bytes: 3,
+                duration_ms: 1,
+            },
+            Event::ToolCallStarted {
+                agent: "main".into(),
+                call_id: "c2".into(),
+                tool: "Bash".into(),
+                input: serde_json::json!({}),
+                summary: String::new(),
+            },
+            Event::ToolCallEnded {
+                agent: "main".into(),
+                call_id: "c2".into(),
+                tool: "Bash".into(),
+                is_error: true,
+                outcome: "error: denied by rule".into(),
+                output_bytes: 3,
+                duration_ms: 1,
+            },
+            Event::ToolCallDenied {
+                agent: "main".into(),
+                call_id: "c2".into(),
+                tool: "Bash".into(),
+                reason: "denied by rule".into(),
+            },
+            Event::SubagentStarted {
+                index: 1,
+                total: 1,
+                agent_id: "a1".into(),
+                agent_type: "Explore".into(),
+                description: "look".into(),
+                model: "m".into(),
+                mode: cadre_core::protocol::PermissionMode::Plan,
+            },
+            Event::ApprovalRequested {
+                id: 1,
+                question: ApprovalQuestion {
+                    agent: "a1".into(),
+                    label: Some("Subagent: look".into()),
+                    tool: "Edit".into(),
+                    input: String::new(),
+                    reason: String::new(),
+                    sandbox: None,
+                    session_rule: "Edit".into(),
+                },
+            },
+            Event::SubagentProgress {
+                index: 1,
+                total: 1,
+                agent_type: "Explore".into(),
+                agent_id: "a1".into(),
+                tool: "Edit".into(),
+                outcome: "denied".into(),
+            },
+            Event::SubagentEnded {
+                index: 1,
+                total: 1,
+                agent_id: "a1".into(),
+                agent_type: "Explore".into(),
+                status: ChildStatus::Failed,
+                requests: 2,
+                tool_calls: 1,
+                usage: usage(10, 5),
+                duration_ms: 3,
+                error: Some("limit".into()),
+            },
+            Event::Usage {
+                agent: "main".into(),
+                usage: usage(100, 20),
+            },
+            Event::Usage {
+                agent: "a1".into(),
+                usage: usage(1000, 1000),
+            },
+            Event::TurnEnded {
+                agent: "main".into(),
+                status: TurnStatus::LimitReached,
+                final_text: "so far".into(),
+                error: Some("too many requests".into()),
+                requests: 3,
+                tool_calls: 3,
+                usage: usage(100, 20),
+            },
+        ]
+    }
+
+    #[test]
+    fn typed_events_give_calls_denials_questions_and_children() {
+        let ev = evidence_of(&run(), &[]);
+        assert_eq!(ev.unparsed_count, 0, "{:?}", ev.unparsed);
+        assert_eq!(ev.session_id.as_deref(), Some("s1"));
+        let calls: Vec<(String, String, Option<CallOutcome>)> = ev
+            .calls()
+            .into_iter()
+            .map(|c| (c.who.describe(), c.tool, c.outcome))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("parent".into(), "Read".into(), Some(CallOutcome::Completed)),
+                ("parent".into(), "Bash".into(), Some(CallOutcome::Denied)),
+                (
+                    "child Explore a1".into(),
+                    "Edit".into(),
+                    Some(CallOutcome::Denied)
+                ),
+            ]
+        );
+        let denials: Vec<(String, Option<String>, Option<String>)> = ev
+            .denials()
+            .into_iter()
+            .map(|d| (d.who.describe(), d.tool, d.reason))
+            .collect();
+        assert_eq!(
+            denials,
+            [
+                (
+                    "parent".into(),
+                    Some("Bash".into()),
+                    Some("denied by rule".into())
+                ),
+                ("child Explore a1".into(), Some("Edit".into()), None),
+            ]
+        );
+        assert_eq!(
+            ev.approvals(),
+            [(
+                Who::Child {
+                    id: "a1".into(),
+                    agent_type: Some("Explore".into())
+                },
+                "Edit".to_string()
+            )]
+        );
+        let children = ev.children();
+        assert_eq!(children.len(), 1);
+        assert_eq!(children[0].status, ChildStatus::Failed);
+        assert_eq!(children[0].error.as_deref(), Some("limit"));
+    }
+
+    #[test]
+    fn the_main_turn_tokens_and_live_requests_come_from_typed_events() {
+        let ev = evidence_of(&run(), &[]);
+        assert_eq!(ev.final_text(), Some("so far"));
+        assert_eq!(
+            ev.turn_problem().as_deref(),
+            Some("limit_reached: too many requests")
+        );
+        // Main's usage events and each child's total; a child's own usage
+        // events are not counted twice.
+        assert_eq!(ev.tokens(), 120 + 15);
+        // Without a mock record (a live run), requests come from the events.
+        assert!(ev.records.is_none());
+        assert_eq!(ev.requests(), (3, 5));
+    }
+
+    #[test]
+    fn turn_status_names_are_the_printed_ones() {
+        for s in [
+            TurnStatus::Completed,
+            TurnStatus::Interrupted,
+            TurnStatus::LimitReached,
+            TurnStatus::Failed,
+        ] {
+            assert_eq!(
+                serde_json::to_value(s).unwrap(),
+                Value::from(turn_status_name(s))
+            );
+        }
+    }
+
+    #[test]
+    fn lines_that_are_not_events_are_kept_aside_and_counted() {
+        let long = format!("plain text {}", "x".repeat(500));
+        let extra = [
+            "not json at all",
+            r#"{"type":"brand_new_event","agent":"main"}"#,
+            r#"{"type":"turn_started"}"#,
+            r#"{"no_type":1}"#,
+            long.as_str(),
+            "one more",
+            "and another",
+        ];
+        let ev = evidence_of(&run(), &extra);
+        let n = run().len() as u64;
+        assert_eq!(ev.events.len() as u64, n);
+        assert_eq!(ev.unparsed_count, extra.len() as u64);
+        assert_eq!(ev.unparsed.len(), UNPARSED_KEPT);
+        assert_eq!(ev.unparsed[0].line, n + 1);
+        assert_eq!(ev.unparsed[0].text, "not json at all");
+        assert!(
+            ev.unparsed[1].error.contains("brand_new_event"),
+            "{:?}",
+            ev.unparsed[1]
+        );
+        assert!(
+            ev.unparsed[2].error.contains("agent"),
+            "{:?}",
+            ev.unparsed[2]
+        );
+        assert_eq!(ev.unparsed[4].text.chars().count(), UNPARSED_CHARS + 1);
+        assert!(ev.unparsed[4].text.ends_with('…'));
+        // The graders still see every event around them.
+        assert_eq!(ev.calls().len(), 3);
+    }
+
+    #[test]
+    fn a_line_gives_its_type_even_when_it_does_not_parse() {
+        let line = StdoutLine::parse(r#"{"type":"subagent_started","index":"one"}"#);
+        assert!(matches!(line, StdoutLine::Unparsed(..)));
+        assert_eq!(line.kind(), Some("subagent_started"));
+        assert_eq!(StdoutLine::parse("[1, 2]").kind(), None);
+        let ok = StdoutLine::parse(r#"{"type":"turn_started","agent":"main"}"#);
+        assert!(matches!(&ok, StdoutLine::Event(e, _) if matches!(**e, Event::TurnStarted { .. })));
+        assert_eq!(ok.kind(), Some("turn_started"));
+    }
 }

@@ -5,7 +5,7 @@
 //! - `case`: the case folder and `case.yaml`;
 //! - `runner`: one run of `cadre exec --json` in fresh temp directories;
 //! - `evidence`: what a run left behind, read back;
-//! - `graders`: the checks;
+//! - `graders`: the checks, as `case.yaml` gives them (`spec`) and as they run (`checks`);
 //! - `report`: the table and the JSON document.
 
 mod case;
@@ -223,6 +223,8 @@ fn base_result(case: &Case, result: Outcome) -> CaseResult {
         session_id: None,
         graders: Vec::new(),
         stderr_tail: None,
+        unparsed_lines: 0,
+        unparsed: Vec::new(),
     }
 }
 
@@ -278,6 +280,8 @@ async fn evaluate(case: Case, cfg: Arc<RunConfig>) -> CaseResult {
         session_id: ev.session_id.clone(),
         graders: graded,
         stderr_tail: (!passed).then(|| ev.stderr_tail.clone()),
+        unparsed_lines: ev.unparsed_count,
+        unparsed: ev.unparsed.clone(),
         ..base_result(&case, Outcome::Fail)
     }
 }

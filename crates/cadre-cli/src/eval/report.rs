@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use super::evidence::UnparsedLine;
 use super::graders::GradeResult;
 
 /// A case's result.
@@ -63,6 +64,10 @@ pub struct CaseResult {
     pub graders: Vec<GradeResult>,
     /// The end of cadre's stderr, for a failed case.
     pub stderr_tail: Option<String>,
+    /// How many of cadre's stdout lines were not events `cadre eval` reads.
+    pub unparsed_lines: u64,
+    /// The first of them.
+    pub unparsed: Vec<UnparsedLine>,
 }
 
 /// The whole run.
@@ -209,6 +214,20 @@ pub fn table(s: &Summary) -> String {
             }
         }
     }
+    // Lines graders could not see, passed or failed: the events and this
+    // reader have drifted apart.
+    for c in s.cases.iter().filter(|c| c.unparsed_lines > 0) {
+        let _ = writeln!(
+            out,
+            "\n{}: {} stdout line{} of cadre not read as events",
+            c.name,
+            c.unparsed_lines,
+            if c.unparsed_lines == 1 { "" } else { "s" }
+        );
+        for u in &c.unparsed {
+            let _ = writeln!(out, "  line {}: {}: {}", u.line, u.error, u.text);
+        }
+    }
     let _ = writeln!(
         out,
         "\n{} passed, {} failed{} ({} run, {})",
@@ -255,6 +274,8 @@ mod tests {
                 saw: "exit 1".into(),
             }],
             stderr_tail: None,
+            unparsed_lines: 0,
+            unparsed: Vec::new(),
         }
     }
 
@@ -272,5 +293,23 @@ mod tests {
         assert!(t.contains("12k"), "{t}");
         assert!(t.contains("✗ exit_code 0: saw exit 1"), "{t}");
         assert!(t.contains("1 passed, 1 failed"), "{t}");
+        assert!(!t.contains("not read as events"), "{t}");
+    }
+
+    #[test]
+    fn lines_that_are_not_events_are_reported_even_for_a_passing_case() {
+        let mut c = case("drift", Outcome::Pass);
+        c.unparsed_lines = 2;
+        c.unparsed = vec![UnparsedLine {
+            line: 3,
+            error: "unknown variant `brand_new`".into(),
+            text: "{\"type\":\"brand_new\"}".into(),
+        }];
+        let t = table(&Summary::new(false, vec![c], 10));
+        assert!(
+            t.contains("drift: 2 stdout lines of cadre not read as events\n  line 3: unknown variant `brand_new`: {\"type\":\"brand_new\"}"),
+            "{t}"
+        );
+        assert!(t.contains("1 passed, 0 failed"), "{t}");
     }
 }

@@ -11,12 +11,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use cadre_mock::MockServer;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
-use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::case::{Case, CaseFile};
-use super::evidence::Evidence;
+use super::evidence::{Evidence, StdoutLine};
 
 /// Bytes of stderr kept for failure reports.
 const STDERR_TAIL: usize = 4096;
@@ -153,7 +152,6 @@ pub async fn run_case(case: &Case, file: &CaseFile, cfg: &RunConfig) -> RunOutco
         started_ms: now_ms(),
         ..RunOutcome::default()
     };
-    out.evidence.live = cfg.live;
     out.evidence.prompt = file.prompt.clone();
     out.evidence.fixture = case.fixture();
     let tmp = match tempfile::Builder::new()
@@ -252,8 +250,7 @@ async fn run_in(
     });
     let stdout = child.stdout.take();
 
-    let mut events: Vec<Value> = Vec::new();
-    let mut stray: Vec<String> = Vec::new();
+    let evidence = &mut out.evidence;
     let limit = file.timeout();
     let interrupt = file.interrupt_after_event.clone();
     let target = file.interrupt_after_count.unwrap_or(1).max(1);
@@ -262,26 +259,25 @@ async fn run_in(
         if let Some(stdout) = stdout {
             let mut lines = BufReader::new(stdout).lines();
             let mut seen = 0usize;
+            let mut line_no = 0u64;
             while let Ok(Some(line)) = lines.next_line().await {
-                match serde_json::from_str::<Value>(&line) {
-                    Ok(v) => {
-                        if let Some(kind) = &interrupt
-                            && v.get("type").and_then(Value::as_str) == Some(kind.as_str())
-                        {
-                            seen += 1;
-                            if seen == target
-                                && let Some(pid) = pid
-                            {
-                                tokio::spawn(async move {
-                                    tokio::time::sleep(delay).await;
-                                    let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
-                                });
-                            }
-                        }
-                        events.push(v);
+                line_no += 1;
+                let parsed = StdoutLine::parse(&line);
+                // A line of the right type counts even if this build cannot read the rest.
+                if let Some(kind) = &interrupt
+                    && parsed.kind() == Some(kind.as_str())
+                {
+                    seen += 1;
+                    if seen == target
+                        && let Some(pid) = pid
+                    {
+                        tokio::spawn(async move {
+                            tokio::time::sleep(delay).await;
+                            let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
+                        });
                     }
-                    Err(_) => stray.push(line),
                 }
+                evidence.push_line(line_no, parsed, &line);
             }
         }
         child.wait().await
@@ -324,8 +320,6 @@ async fn run_in(
             out.evidence.stderr_tail = text;
         }
     }
-    out.evidence.events = events;
-    out.evidence.stray_stdout = stray;
     if let Some(m) = &mock {
         let mut records = m.records();
         records.sort_by_key(|r| r.t_start_ms);

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+pub use cadre_mock::tool_pairing_errors;
 use cadre_mock::{MockServer, Record};
 use serde_json::Value;
 use tempfile::TempDir;
@@ -19,24 +20,77 @@ pub enum Wire {
 pub const BOTH_WIRES: [Wire; 2] = [Wire::Anthropic, Wire::OpenAi];
 
 /// A temp project directory, a temp `CADRE_HOME`, and a running mock.
+///
+/// Every request the mock recorded is checked for tool pairing (each
+/// `tool_use` answered by exactly one `tool_result`, each assistant
+/// `tool_calls` entry by exactly one `tool` message) whenever the test reads
+/// the records and again when the harness is dropped, so no end-to-end test
+/// can pass while cadre sends a request the real APIs would refuse.
 pub struct Harness {
     pub project: TempDir,
     pub home: TempDir,
     pub mock: MockServer,
     pub wire: Wire,
+    /// Set by [`Harness::allow_broken_pairing`].
+    broken_pairing_allowed: std::cell::Cell<bool>,
 }
 
 impl Harness {
     pub async fn new(script: &str, wire: Wire) -> Harness {
         let mock = MockServer::start(script, None).await.expect("mock starts");
-        Harness {
-            project: tempfile::tempdir().unwrap(),
+        Harness::from_parts(
+            tempfile::tempdir().unwrap(),
             // Outside the temp dirs: the sandbox hides the data dir, and a data
             // dir inside /tmp would keep sandboxed commands from creating files there.
-            home: tempfile::tempdir_in(non_temp_base()).unwrap(),
+            tempfile::tempdir_in(non_temp_base()).unwrap(),
             mock,
             wire,
+        )
+    }
+
+    /// A harness on directories and a mock the test made itself.
+    pub fn from_parts(project: TempDir, home: TempDir, mock: MockServer, wire: Wire) -> Harness {
+        Harness {
+            project,
+            home,
+            mock,
+            wire,
+            broken_pairing_allowed: std::cell::Cell::new(false),
         }
+    }
+
+    /// Turns the pairing check off for a test that records a request whose
+    /// tool pairing is broken on purpose (say, one it posts to the mock itself).
+    pub fn allow_broken_pairing(&self) {
+        self.broken_pairing_allowed.set(true);
+    }
+
+    /// Panics naming every recorded request whose tool pairing is broken.
+    fn check_tool_pairing(&self, records: &[Record]) {
+        if self.broken_pairing_allowed.get() {
+            return;
+        }
+        let broken: Vec<String> = records
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let errors = tool_pairing_errors(&r.body);
+                (!errors.is_empty()).then(|| {
+                    format!(
+                        "request {i} (rule {:?}, step {}): {}\n{}",
+                        r.rule,
+                        r.step,
+                        errors.join("; "),
+                        r.body
+                    )
+                })
+            })
+            .collect();
+        assert!(
+            broken.is_empty(),
+            "tool calls and results do not pair up:\n{}",
+            broken.join("\n")
+        );
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -111,10 +165,21 @@ impl Harness {
         cmd
     }
 
+    /// The requests the mock received, in arrival order, each checked for tool pairing.
     pub fn records(&self) -> Vec<Record> {
         let mut r = self.mock.records();
         r.sort_by_key(|r| r.t_start_ms);
+        self.check_tool_pairing(&r);
         r
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        // A test that already failed says why; a second panic would abort.
+        if !std::thread::panicking() {
+            self.check_tool_pairing(&self.mock.records());
+        }
     }
 }
 
@@ -291,6 +356,37 @@ impl LiveRun {
         }
     }
 
+    /// Reads events until one of `event_type`, calling `nudge` before the
+    /// first read and again whenever a short while passes without it: for a
+    /// request cadre may miss if it comes too early (a `SIGUSR1` before the
+    /// batch waits), repeated until it takes effect. Fails after 20 s.
+    pub async fn wait_for_nudging(
+        &mut self,
+        event_type: &str,
+        mut nudge: impl FnMut(&LiveRun),
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            nudge(self);
+            let retry_at = tokio::time::Instant::now() + std::time::Duration::from_millis(250);
+            // `next_line` is cancel safe: a line read when the timer fires is kept.
+            while let Ok(line) = tokio::time::timeout_at(retry_at, self.lines.next_line()).await {
+                let line = line
+                    .expect("stdout readable")
+                    .unwrap_or_else(|| panic!("cadre ended before a {event_type} event"));
+                let event: Value = serde_json::from_str(&line).expect("JSON event");
+                self.seen.push(line);
+                if event["type"] == event_type {
+                    return event;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no {event_type} event within 20 s"
+            );
+        }
+    }
+
     /// Sends `signal` to the process.
     pub fn signal(&self, signal: i32) {
         // SAFETY: signalling our own child process.
@@ -320,6 +416,51 @@ impl LiveRun {
         self.child.start_kill().expect("kill");
         self.child.wait().await.expect("exit status");
     }
+}
+
+/// Fails a sandbox test whose run shows this kernel has no Landlock (cadre
+/// warns so) although the build script found it: such a test must not pass
+/// without checking. Where the build finds no Landlock, these tests are
+/// compiled `#[ignore]`d instead (see `build.rs`).
+pub fn require_landlock(events: &[Value]) {
+    let missing = events.iter().any(|e| {
+        e["type"] == "warning" && e["message"].as_str().unwrap_or("").contains("no Landlock")
+    });
+    assert!(
+        !missing,
+        "this kernel has no Landlock, but the build found it: rebuild so the \
+         sandbox tests are compiled as ignored"
+    );
+}
+
+/// Polls `ready` until it holds; fails naming `what` after a safety deadline
+/// (30 s) far beyond what any wait in these tests needs.
+pub async fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !ready() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up waiting: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The session logs of the children of session `session` that hold at least
+/// one line: a child's log gets its first line when the child starts.
+pub fn child_logs_started(h: &Harness, session: &str) -> usize {
+    let dir = h
+        .data_dir()
+        .join("sessions")
+        .join(format!("{session}.agents"));
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.len() > 0))
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 /// A directory for test files that is not inside a temp dir the sandbox lets

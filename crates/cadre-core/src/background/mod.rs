@@ -16,7 +16,7 @@ pub use notice::{
     notification_text,
 };
 
-use crate::agent::{Event, EventSink};
+use crate::protocol::{Event, EventSink};
 use crate::secrets::redact;
 use crate::tasks::{TaskError, TaskKind, TaskRow, TaskStatus, TaskTable};
 

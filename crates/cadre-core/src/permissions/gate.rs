@@ -5,41 +5,9 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Event, EventSink};
-
-/// The answer to one question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalAnswer {
-    /// Run this call.
-    Once,
-    /// Run it, and allow calls matching the offered rule for the rest of the session (this agent only).
-    Session,
-    /// Don't run it.
-    No,
-}
-
-/// What the user is asked.
-#[derive(Debug, Clone, Serialize)]
-pub struct ApprovalQuestion {
-    /// Agent id.
-    pub agent: String,
-    /// `Subagent: …` label for a child's question; none for the main agent.
-    pub label: Option<String>,
-    /// Canonical tool name.
-    pub tool: String,
-    /// The arguments exactly as they will run (pretty JSON, or the command for Bash).
-    pub input: String,
-    /// Why it asks.
-    pub reason: String,
-    /// For `Bash`: how it would be sandboxed.
-    pub sandbox: Option<String>,
-    /// The rule a "yes for the session" adds.
-    pub session_rule: String,
-}
+use crate::protocol::{ApprovalAnswer, ApprovalQuestion, Event, EventSink};
 
 /// Whoever answers approval questions for a front end.
 pub trait ApprovalSource: Send + Sync {
@@ -47,6 +15,16 @@ pub trait ApprovalSource: Send + Sync {
     fn can_ask(&self) -> bool;
     /// Asks one question and waits for the answer.
     fn ask<'a>(&'a self, question: &'a ApprovalQuestion) -> BoxFuture<'a, ApprovalAnswer>;
+    /// Asks question `id`, the id its `ApprovalRequested` event carries (a
+    /// source answered through operations matches answers by it); by default `ask`.
+    fn ask_numbered<'a>(
+        &'a self,
+        id: u64,
+        question: &'a ApprovalQuestion,
+    ) -> BoxFuture<'a, ApprovalAnswer> {
+        let _ = id;
+        self.ask(question)
+    }
 }
 
 /// Nobody is there: every question is denied.
@@ -71,6 +49,8 @@ pub struct ApprovalGate {
     source: Arc<dyn ApprovalSource>,
     turn: tokio::sync::Mutex<()>,
     events: EventSink,
+    /// The id of the next question (1-based; 0 means "no id" on the wire).
+    next_id: std::sync::atomic::AtomicU64,
 }
 
 impl ApprovalGate {
@@ -80,6 +60,7 @@ impl ApprovalGate {
             source,
             turn: tokio::sync::Mutex::new(()),
             events,
+            next_id: std::sync::atomic::AtomicU64::new(1),
         }
     }
 
@@ -102,11 +83,15 @@ impl ApprovalGate {
             g = self.turn.lock() => g,
             _ = cancel.cancelled() => return ApprovalAnswer::No,
         };
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.events.emit(Event::ApprovalRequested {
             question: question.clone(),
+            id,
         });
         let answer = tokio::select! {
-            a = self.source.ask(&question) => a,
+            a = self.source.ask_numbered(id, &question) => a,
             _ = cancel.cancelled() => ApprovalAnswer::No,
         };
         self.events.emit(Event::ApprovalAnswered {

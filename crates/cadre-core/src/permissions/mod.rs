@@ -2,21 +2,26 @@
 //! each agent's own approvals. Whether a call runs is decided in `policy`; who
 //! answers a question is the front end's business.
 
+mod bash_rules;
+mod effect;
 mod gate;
 mod glob_plan;
-mod mode;
+#[cfg(test)]
+mod lexer_fuzz;
+mod path_rules;
 mod policy;
 pub mod rules;
+#[cfg(test)]
+mod rules_tests;
 mod shell;
 #[cfg(test)]
 mod shell_tests;
 mod wrappers;
 
-pub use gate::{
-    ApprovalAnswer, ApprovalGate, ApprovalQuestion, ApprovalSource, HEADLESS_DENIAL, Headless,
-};
+pub use crate::protocol::{ApprovalAnswer, ApprovalQuestion, PermissionMode};
+pub use effect::ToolEffect;
+pub use gate::{ApprovalGate, ApprovalSource, HEADLESS_DENIAL, Headless};
 pub use glob_plan::glob_plan;
-pub use mode::PermissionMode;
 pub use policy::{Decision, PermissionPolicy, PermissionTracker, decided_path, resolve_real};
 
 #[cfg(test)]

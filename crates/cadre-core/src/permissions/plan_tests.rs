@@ -4,8 +4,15 @@
 use serde_json::json;
 
 use super::rules::{RuleKind, RuleSet, parse_rule};
-use super::{Decision, PermissionMode, PermissionPolicy, PermissionTracker};
-use crate::tools::object;
+use super::{Decision, PermissionMode, PermissionPolicy, PermissionTracker, ToolEffect};
+use serde_json::{Map, Value};
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
 
 fn policy(mode: PermissionMode, allow: &[&str], dir: &std::path::Path) -> PermissionPolicy {
     let mut rules = RuleSet::new();
@@ -23,13 +30,18 @@ fn plan_mode_denies_changes_that_rules_and_approvals_allow() {
         tracker.allow(PermissionPolicy::parse_session_rule(r).unwrap());
     }
     let calls = [
-        ("Bash", json!({"command": "touch x"})),
-        ("Write", json!({"file_path": "docs/x.md", "content": "x"})),
+        ("Bash", ToolEffect::Execute, json!({"command": "touch x"})),
+        (
+            "Write",
+            ToolEffect::Edit,
+            json!({"file_path": "docs/x.md", "content": "x"}),
+        ),
         (
             "Edit",
+            ToolEffect::Edit,
             json!({"file_path": "docs/x.md", "old_string": "a", "new_string": "b"}),
         ),
-        ("mcp__s__t", json!({})),
+        ("mcp__s__t", ToolEffect::Network, json!({})),
     ];
     let allow = ["Bash(touch:*)", "Edit(docs/**)", "mcp__s__t"];
     for (mode, want_denied) in [
@@ -37,8 +49,8 @@ fn plan_mode_denies_changes_that_rules_and_approvals_allow() {
         (PermissionMode::Default, false),
     ] {
         let p = policy(mode, &allow, dir.path());
-        for (tool, input) in &calls {
-            let got = p.decide(&tracker, tool, &object(input.clone()), dir.path());
+        for (tool, effect, input) in &calls {
+            let got = p.decide(&tracker, tool, *effect, &object(input.clone()), dir.path());
             assert_eq!(
                 got == Decision::Deny("plan mode is read-only".into()),
                 want_denied,
@@ -57,7 +69,13 @@ fn plan_mode_denies_changes_that_rules_and_approvals_allow() {
         ),
     ] {
         assert_eq!(
-            p.decide(&tracker, tool, &object(input), dir.path()),
+            p.decide(
+                &tracker,
+                tool,
+                ToolEffect::ReadOnly,
+                &object(input),
+                dir.path()
+            ),
             Decision::Allow,
             "{tool}"
         );

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::PermissionMode;
 use super::rules::{CallFacts, Rule, RuleKind, RuleSet, parse_rule};
+use super::{PermissionMode, ToolEffect};
 use crate::model::ToolInput;
 
 /// The verdict on one call.
@@ -59,28 +59,6 @@ impl PermissionTracker {
         self.allowed
             .lock()
             .is_ok_and(|set| matches!(set.evaluate(facts, project), Some((RuleKind::Allow, _))))
-    }
-}
-
-/// What kind of effect a tool has, for the mode table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Read,
-    Edit,
-    Bash,
-    Agent,
-    Other,
-}
-
-fn classify(tool: &str) -> Class {
-    match tool {
-        // Managing the agent's own tasks changes nothing outside cadre.
-        "Read" | "Glob" | "Grep" | "TodoWrite" | "TaskList" | "TaskOutput" | "TaskStop"
-        | "SendMessage" => Class::Read,
-        "Write" | "Edit" => Class::Edit,
-        "Bash" => Class::Bash,
-        "Agent" => Class::Agent,
-        _ => Class::Other,
     }
 }
 
@@ -188,18 +166,19 @@ impl PermissionPolicy {
         }
     }
 
-    /// Decides a call of `tool` (canonical name) with arguments `args` (the
-    /// parsed object the tool will run with), working in `cwd`, for an agent
-    /// whose own approvals are `tracker`.
+    /// Decides a call of `tool` (canonical name), whose calls have `effect`,
+    /// with arguments `args` (the parsed object the tool will run with),
+    /// working in `cwd`, for an agent whose own approvals are `tracker`.
     pub fn decide(
         &self,
         tracker: &PermissionTracker,
         tool: &str,
+        effect: ToolEffect,
         args: &ToolInput,
         cwd: &Path,
     ) -> Decision {
         let path = decided_path(tool, args, cwd);
-        self.decide_at(tracker, tool, args, path.as_deref())
+        self.decide_at(tracker, tool, effect, args, path.as_deref())
     }
 
     /// [`decide`](Self::decide) for a caller that already resolved the
@@ -208,19 +187,20 @@ impl PermissionPolicy {
         &self,
         tracker: &PermissionTracker,
         tool: &str,
+        effect: ToolEffect,
         args: &ToolInput,
         path: Option<&Path>,
     ) -> Decision {
-        let class = classify(tool);
         let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
         let path = path.map(Path::to_path_buf);
-        let command = if class == Class::Bash {
+        let command = if effect == ToolEffect::Execute {
             str_arg("command")
         } else {
             None
         };
         let facts = CallFacts {
             tool,
+            effect: Some(effect),
             command,
             path: path.as_deref(),
             agent_type: str_arg("subagent_type"),
@@ -229,7 +209,7 @@ impl PermissionPolicy {
         let inside = path
             .as_deref()
             .is_none_or(|p| p.starts_with(&self.project_dir) && !p.starts_with(&self.data_dir));
-        let session_rule = self.session_rule(tool, class, path.as_deref(), command, inside);
+        let session_rule = self.session_rule(tool, effect, path.as_deref(), command, inside);
         let ask = |reason: String| -> Decision {
             match self.mode {
                 // dontAsk turns every question into a denial; plan never asks either.
@@ -248,8 +228,18 @@ impl PermissionPolicy {
         if let Some((RuleKind::Deny, text)) = &rule {
             return Decision::Deny(format!("denied by the rule {text}"));
         }
+        // A command whose name is made when it runs may be one a deny or ask
+        // rule names: asked, in every mode (a question denies where none can
+        // be asked).
+        if !matches!(rule, Some((RuleKind::Ask, _)))
+            && let Some(text) = self.rules.hidden_name_rule(&facts, &self.project_dir)
+        {
+            return ask(format!(
+                "the command's name is made when it runs, so the rule {text} may cover it"
+            ));
+        }
         // No file tool writes the data directory, whatever the rules and mode.
-        if class == Class::Edit
+        if effect == ToolEffect::Edit
             && let Some(why) = path.as_deref().and_then(|p| self.data_dir_write(p))
         {
             return Decision::Deny(why);
@@ -258,14 +248,14 @@ impl PermissionPolicy {
             return Decision::Allow;
         }
         // Plan mode is read-only whatever allow rules or approvals say;
-        // spawning is allowed (children inherit plan mode).
-        if self.mode == PermissionMode::Plan && !matches!(class, Class::Read | Class::Agent) {
+        // spawning is read-only too (children inherit plan mode).
+        if self.mode == PermissionMode::Plan && effect != ToolEffect::ReadOnly {
             return Decision::Deny("plan mode is read-only".into());
         }
         // 2. Calls that always ask, whatever rules and modes say. `.claude`
         // and `.cadre` hold agent definitions and settings (in the home
         // directory, trusted ones that may ask for wider modes).
-        if class == Class::Edit
+        if effect == ToolEffect::Edit
             && let Some(p) = &path
             && let Some(dir) = p
                 .components()
@@ -278,7 +268,9 @@ impl PermissionPolicy {
                 p.display()
             ));
         }
-        if class == Class::Bash && args.get("sandbox").and_then(Value::as_bool) == Some(false) {
+        if effect == ToolEffect::Execute
+            && args.get("sandbox").and_then(Value::as_bool) == Some(false)
+        {
             return ask("the command asks to run without the sandbox".into());
         }
         // 3. Ask and allow rules, then this agent's own session approvals.
@@ -290,27 +282,27 @@ impl PermissionPolicy {
         }
         // 4. The mode table.
         let mode = self.mode;
-        match class {
-            Class::Read if inside => Decision::Allow,
-            Class::Read => ask(format!(
+        let shown = || path.as_deref().unwrap_or(Path::new("?")).display();
+        match effect {
+            // Spawning is here too: what the child does is decided call by call.
+            ToolEffect::ReadOnly if inside => Decision::Allow,
+            ToolEffect::ReadOnly => ask(format!(
                 "it reads outside the project ({})",
-                path.as_deref().unwrap_or(Path::new("?")).display()
+                shown()
             )),
-            Class::Edit if !inside => ask(format!(
-                "it writes outside the project ({})",
-                path.as_deref().unwrap_or(Path::new("?")).display()
-            )),
-            Class::Edit if mode == PermissionMode::AcceptEdits => Decision::Allow,
-            Class::Edit => ask("it changes a file".into()),
-            Class::Bash if !self.sandbox_available => ask(
+            ToolEffect::Edit if !inside => {
+                ask(format!("it writes outside the project ({})", shown()))
+            }
+            ToolEffect::Edit if mode == PermissionMode::AcceptEdits => Decision::Allow,
+            ToolEffect::Edit => ask("it changes a file".into()),
+            ToolEffect::Execute if !self.sandbox_available => ask(
                 "it runs a command, and this kernel has no Landlock sandbox, so it would run unsandboxed"
                     .into(),
             ),
-            Class::Bash if mode == PermissionMode::AcceptEdits => Decision::Allow,
-            Class::Bash => ask("it runs a command".into()),
-            // Spawning is allowed; what the child does is decided call by call.
-            Class::Agent => Decision::Allow,
-            Class::Other => ask(format!("{tool} is not known to be read-only")),
+            ToolEffect::Execute if mode == PermissionMode::AcceptEdits => Decision::Allow,
+            ToolEffect::Execute => ask("it runs a command".into()),
+            // No sandbox holds the network back, so every mode that asks asks.
+            ToolEffect::Network => ask(format!("{tool} reaches the network")),
         }
     }
 
@@ -324,16 +316,17 @@ impl PermissionPolicy {
         })
     }
 
-    /// Why a file tool must not touch the resolved `path` now, whatever was
-    /// decided before it ran: a deny rule covers it, or it would write the
-    /// data directory. Checked again at the moment the tool opens the path.
-    pub fn refusal(&self, tool: &str, path: &Path) -> Option<String> {
-        if classify(tool) == Class::Edit
+    /// Why a file tool (`tool`, with `effect`) must not touch the resolved
+    /// `path` now, whatever was decided before it ran: a deny rule covers it,
+    /// or it would write the data directory. Checked again at the moment the
+    /// tool opens the path.
+    pub fn refusal(&self, tool: &str, effect: ToolEffect, path: &Path) -> Option<String> {
+        if effect == ToolEffect::Edit
             && let Some(why) = self.data_dir_write(path)
         {
             return Some(format!("denied: {why}"));
         }
-        self.deny_rule(tool, path)
+        self.deny_rule(tool, effect, path)
             .map(|text| format!("denied: denied by the rule {text}"))
     }
 
@@ -342,13 +335,14 @@ impl PermissionPolicy {
     /// anything a `Read` deny rule covers.
     pub fn search_skips(&self, tool: &str, root: &Path, path: &Path) -> bool {
         (path.starts_with(&self.data_dir) && !root.starts_with(&self.data_dir))
-            || self.deny_rule(tool, path).is_some()
+            || self.deny_rule(tool, ToolEffect::ReadOnly, path).is_some()
     }
 
-    /// The deny rule covering `tool` on `path`, if any.
-    fn deny_rule(&self, tool: &str, path: &Path) -> Option<String> {
+    /// The deny rule covering `tool` (with `effect`) on `path`, if any.
+    fn deny_rule(&self, tool: &str, effect: ToolEffect, path: &Path) -> Option<String> {
         let facts = CallFacts {
             tool,
+            effect: Some(effect),
             command: None,
             path: Some(path),
             agent_type: None,
@@ -363,14 +357,18 @@ impl PermissionPolicy {
     fn session_rule(
         &self,
         tool: &str,
-        class: Class,
+        effect: ToolEffect,
         path: Option<&Path>,
         command: Option<&str>,
         inside: bool,
     ) -> String {
-        let scope = if class == Class::Edit { "Edit" } else { "Read" };
-        match (class, path, command) {
-            (Class::Bash, _, Some(cmd)) => {
+        let scope = if effect == ToolEffect::Edit {
+            "Edit"
+        } else {
+            "Read"
+        };
+        match (effect, path, command) {
+            (ToolEffect::Execute, _, Some(cmd)) => {
                 let words: Vec<&str> = cmd.split_whitespace().take(2).collect();
                 let prefix = match words.as_slice() {
                     [first, second] if !second.starts_with('-') && !is_shell_syntax(second) => {
@@ -380,13 +378,17 @@ impl PermissionPolicy {
                     [] => String::new(),
                 };
                 if prefix.is_empty() || is_shell_syntax(&prefix) {
-                    format!("Bash({})", cmd.trim())
+                    format!("{tool}({})", cmd.trim())
                 } else {
-                    format!("Bash({prefix}:*)")
+                    format!("{tool}({prefix}:*)")
                 }
             }
-            (Class::Read | Class::Edit, Some(_), _) if inside => format!("{scope}(**)"),
-            (Class::Read | Class::Edit, Some(p), _) => format!("{scope}(/{})", p.display()),
+            (ToolEffect::ReadOnly | ToolEffect::Edit, Some(_), _) if inside => {
+                format!("{scope}(**)")
+            }
+            (ToolEffect::ReadOnly | ToolEffect::Edit, Some(p), _) => {
+                format!("{scope}(/{})", p.display())
+            }
             _ => tool.to_string(),
         }
     }
@@ -467,12 +469,17 @@ mod tests {
                 policy.decide(
                     &t,
                     "Write",
+                    ToolEffect::Edit,
                     &input.as_object().cloned().unwrap_or_default(),
                     &r
                 ),
                 Decision::Deny(_)
             ));
-            assert!(policy.refusal("Edit", &data.join("x")).is_some());
+            assert!(
+                policy
+                    .refusal("Edit", ToolEffect::Edit, &data.join("x"))
+                    .is_some()
+            );
             assert!(policy.search_skips("Grep", &r, &data.join("x")));
             assert!(!policy.search_skips("Grep", &data, &data.join("x")));
         }
@@ -483,6 +490,7 @@ mod tests {
             policy.decide(
                 &t,
                 "Read",
+                ToolEffect::ReadOnly,
                 &input.as_object().cloned().unwrap_or_default(),
                 &r
             ),
@@ -493,6 +501,7 @@ mod tests {
             policy.decide(
                 &t,
                 "Glob",
+                ToolEffect::ReadOnly,
                 &input.as_object().cloned().unwrap_or_default(),
                 &r
             ),

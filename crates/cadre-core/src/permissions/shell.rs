@@ -31,6 +31,10 @@ pub(super) struct ShellParse {
     /// or `$` expansion in a command name, ...): no prefix or exact rule allows
     /// it, and deny rules also look at its loose reading.
     pub unsure: bool,
+    /// A command name is made by expansion (`$(printf r)m`, `$x`, `/bin/r?`,
+    /// `{rm,x}`): which command runs is known only when it runs, so no deny
+    /// or ask rule can be sure it does not cover it.
+    pub name_hidden: bool,
 }
 
 impl ShellParse {
@@ -58,8 +62,10 @@ fn loose_separator(c: char) -> bool {
 /// Loose readings of a command text for deny rules: its tokens with quotes
 /// and backslashes kept as separators, with them removed (so `r\m` and
 /// `"r"m` read `rm`), and also with `$'...'` decoded and `${name:-` openers
-/// and `}` removed (so `$'\x72m'` and `${x:-r}m` read `rm`).
-pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 3] {
+/// and `}` removed (so `$'\x72m'` and `${x:-r}m` read `rm`), and with
+/// command substitutions removed, as if they printed nothing (so
+/// `r$(true)m` reads `rm`).
+pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 4] {
     let split = |s: &str| -> Vec<String> {
         s.split(loose_separator)
             .filter(|t| !t.is_empty())
@@ -76,7 +82,50 @@ pub(super) fn loose_tokens(src: &str) -> [Vec<String>; 3] {
         .filter(|c| !matches!(c, '\'' | '"' | '\\'))
         .collect();
     let defaults = without_parameter_openers(&decoded);
-    [split(src), split(&joined), split(&defaults)]
+    let unsubstituted = without_substitutions(&joined);
+    [
+        split(src),
+        split(&joined),
+        split(&defaults),
+        split(&unsubstituted),
+    ]
+}
+
+/// `text` without its `$(...)` and `` `...` `` substitutions (parentheses
+/// counted, quotes not: this is a loose reading).
+fn without_substitutions(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::new();
+    let mut k = 0;
+    while let Some(&c) = chars.get(k) {
+        if c == '`' {
+            k += 1;
+            while chars.get(k).is_some_and(|&c| c != '`') {
+                k += 1;
+            }
+            k += 1;
+        } else if c == '$' && chars.get(k + 1) == Some(&'(') {
+            let mut depth = 0usize;
+            k += 1;
+            while let Some(&c) = chars.get(k) {
+                k += 1;
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            out.push(c);
+            k += 1;
+        }
+    }
+    out
 }
 
 /// `text` with every `$'...'` replaced by what it decodes to.
@@ -364,7 +413,7 @@ impl Lexer {
                 // `function f { ... }`: the body's first command comes later.
                 k += 2;
             } else if redir.get(k).copied().unwrap_or(false)
-                || super::rules::is_assignment(w)
+                || is_assignment(w)
                 || SHELL_KEYWORDS.contains(&w.as_str())
             {
                 k += 1;
@@ -378,6 +427,7 @@ impl Lexer {
             && !matches!(self.words[k].as_str(), "[" | "[[")
         {
             self.out.unsure = true;
+            self.out.name_hidden = true;
         }
         // `case` patterns end in a `)` that closes no parenthesis.
         if command.is_some_and(|k| self.words[k] == "case") {
@@ -1178,4 +1228,17 @@ impl Lexer {
 fn is_fd_word(word: &str) -> bool {
     let digits = word.strip_suffix('-').unwrap_or(word);
     word == "-" || (!digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Whether `word` is a `NAME=value` (or `NAME+=value`) assignment.
+pub(super) fn is_assignment(word: &str) -> bool {
+    let Some((name, _)) = word.split_once('=') else {
+        return false;
+    };
+    let name = name.strip_suffix('+').unwrap_or(name);
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

@@ -7,8 +7,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::rules::{CallFacts, RuleKind, RuleSet, parse_rule};
+use super::shell::parse_shell;
 
-fn rules(specs: &[(RuleKind, &str)]) -> RuleSet {
+/// A rule set from `(kind, rule)` pairs.
+pub(super) fn rules(specs: &[(RuleKind, &str)]) -> RuleSet {
     let mut set = RuleSet::new();
     for (kind, text) in specs {
         set.add(parse_rule(*kind, text, None).expect(text));
@@ -16,7 +18,8 @@ fn rules(specs: &[(RuleKind, &str)]) -> RuleSet {
     set
 }
 
-fn eval(set: &RuleSet, command: &str) -> Option<RuleKind> {
+/// What `set` decides for the `Bash` command `command`.
+pub(super) fn eval(set: &RuleSet, command: &str) -> Option<RuleKind> {
     let facts = CallFacts {
         tool: "Bash",
         command: Some(command),
@@ -115,6 +118,24 @@ fn expansions_that_may_run_commands_match_no_allow_rule() {
             "{command:?}"
         );
     }
+}
+
+/// A substitution that prints nothing can split a command name; deny rules
+/// read the name with it removed (found by `lexer_fuzz`).
+#[test]
+fn deny_rules_see_names_split_by_empty_substitutions() {
+    let deny_rm = rules(&[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")]);
+    for command in [
+        "r$(true)m x",
+        "r$()m x",
+        "r``m x",
+        "\"r\"$(true)'m' x",
+        "r$(: $(true))m x",
+        "echo; r`true`m x",
+    ] {
+        assert_eq!(eval(&deny_rm, command), Some(RuleKind::Deny), "{command:?}");
+    }
+    assert_eq!(eval(&deny_rm, "ls $(true) x"), Some(RuleKind::Allow));
 }
 
 #[test]
@@ -572,6 +593,33 @@ fn generate(rng: &mut Rng) -> String {
     script
 }
 
+/// Bash with logging stubs of [`STUBS`] on its PATH.
+pub(super) struct Stubs {
+    bash: std::path::PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Stubs {
+    /// The stubs, or `None` when this machine has no bash.
+    pub(super) fn new() -> Option<Stubs> {
+        let bash = find_bash()?;
+        let dir = tempfile::tempdir().unwrap();
+        for name in STUBS {
+            let path = dir.path().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\necho {name} >> \"$STUB_LOG\"\n")).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::write(dir.path().join("env.sh"), "enable -n echo\n").unwrap();
+        Some(Stubs { bash, dir })
+    }
+
+    /// Runs `script` in `dir` (see [`run_bash`]); returns the commands that ran.
+    pub(super) fn run(&self, dir: &Path, script: &str, case: usize) -> BTreeSet<String> {
+        run_bash(&self.bash, dir, self.dir.path(), script, case)
+    }
+}
+
 /// Runs `script` with `bash -c` in `dir`, where only the stubs are on PATH
 /// and the builtins of the same names are disabled; returns the commands
 /// that ran.
@@ -607,7 +655,8 @@ fn find_bash() -> Option<std::path::PathBuf> {
         .find(|p| p.exists())
 }
 
-fn listing(dir: &Path) -> BTreeSet<String> {
+/// The names in `dir`.
+pub(super) fn listing(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -619,18 +668,10 @@ fn listing(dir: &Path) -> BTreeSet<String> {
 /// runs only those and writes no file.
 #[test]
 fn the_lexer_agrees_with_bash_on_generated_commands() {
-    let Some(bash) = find_bash() else {
+    let Some(stubs) = Stubs::new() else {
         eprintln!("no bash here: differential test skipped");
         return;
     };
-    let stubs = tempfile::tempdir().unwrap();
-    for name in STUBS {
-        let path = stubs.path().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\necho {name} >> \"$STUB_LOG\"\n")).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    std::fs::write(stubs.path().join("env.sh"), "enable -n echo\n").unwrap();
 
     let allow_sets: &[&[&str]] = &[&["echo"], &["echo", "cat"], &["cat", "ls"]];
     // A fixed seed and count keep CI fast and repeatable; longer hunts can set
@@ -645,7 +686,7 @@ fn the_lexer_agrees_with_bash_on_generated_commands() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("f1"), "x").unwrap();
         let before = listing(dir.path());
-        let executed = run_bash(&bash, dir.path(), stubs.path(), &script, case);
+        let executed = stubs.run(dir.path(), &script, case);
         let created: Vec<_> = listing(dir.path()).difference(&before).cloned().collect();
         ran += executed.len();
         for name in &executed {
@@ -711,4 +752,103 @@ fn long_wrapper_chains_hide_no_deny() {
     }
     let harmless = format!("sudo -Z {}", "/a ".repeat(20_000));
     assert_eq!(eval(&deny_rm, &harmless), Some(RuleKind::Allow));
+}
+
+#[test]
+fn lexer_splits_commands() {
+    let cases: &[(&str, &[&[&str]], bool)] = &[
+        ("git status -s", &[&["git", "status", "-s"]], false),
+        (
+            "a && b || c; d | e & f\ng",
+            &[&["a"], &["b"], &["c"], &["d"], &["e"], &["f"], &["g"]],
+            false,
+        ),
+        (
+            "echo 'a;b' \"c|d\" e\\&f",
+            &[&["echo", "a;b", "c|d", "e&f"]],
+            false,
+        ),
+        ("echo \"\" ''", &[&["echo", "", ""]], false),
+        ("echo a\\\nb", &[&["echo", "ab"]], false),
+        ("ls 2>&1 | wc -l", &[&["ls", "2>&1"], &["wc", "-l"]], false),
+        ("ls >/dev/null", &[&["ls", ">", "/dev/null"]], false),
+        ("ls > out", &[&["ls", ">", "out"]], true),
+        // The substitution's output is a word of its own.
+        (
+            "echo $(rm x) y",
+            &[&["echo"], &["rm", "x"], &["", "y"]],
+            true,
+        ),
+        ("a # b; c\nd", &[&["a"], &["d"]], false),
+        ("echo a#b", &[&["echo", "a#b"]], false),
+    ];
+    for (src, want, opaque) in cases {
+        let parsed = parse_shell(src);
+        let want: Vec<Vec<String>> = want
+            .iter()
+            .map(|seg| seg.iter().map(|w| w.to_string()).collect())
+            .collect();
+        assert_eq!(parsed.segments, want, "{src:?}");
+        assert_eq!(parsed.opaque, *opaque, "{src:?}");
+        assert!(!parsed.malformed, "{src:?}");
+    }
+}
+
+/// A command name made by a substitution that prints part of it is asked
+/// about whenever a deny or ask rule names particular commands, in every
+/// mode (bypass included); without such rules nothing changes.
+#[test]
+fn names_made_when_the_command_runs_are_asked_about_under_deny_rules() {
+    use super::{Decision, PermissionMode, PermissionPolicy, PermissionTracker, ToolEffect};
+    let dir = tempfile::tempdir().unwrap();
+    let policy = |mode, specs: &[(RuleKind, &str)]| {
+        PermissionPolicy::new(
+            mode,
+            rules(specs),
+            dir.path(),
+            &dir.path().join(".data"),
+            true,
+        )
+    };
+    let tracker = PermissionTracker::default();
+    let decide = |p: &PermissionPolicy, command: &str| {
+        let mut input = serde_json::Map::new();
+        input.insert("command".into(), command.into());
+        p.decide(&tracker, "Bash", ToolEffect::Execute, &input, dir.path())
+    };
+    let hidden = [
+        "$(printf r)m -rf x",
+        "`printf r`m -rf x",
+        "$X -rf x",
+        "/bin/r? -rf x",
+    ];
+    for mode in [
+        PermissionMode::AcceptEdits,
+        PermissionMode::BypassPermissions,
+        PermissionMode::Default,
+    ] {
+        let p = policy(
+            mode,
+            &[(RuleKind::Allow, "Bash"), (RuleKind::Deny, "Bash(rm:*)")],
+        );
+        for command in hidden {
+            assert!(
+                matches!(decide(&p, command), Decision::Ask { .. }),
+                "{mode} {command:?}"
+            );
+        }
+        // A name the lexer reads is decided by the rules as before.
+        assert_eq!(decide(&p, "ls -la"), Decision::Allow, "{mode}");
+    }
+    let p = policy(PermissionMode::DontAsk, &[(RuleKind::Ask, "Bash(rm:*)")]);
+    assert!(matches!(
+        decide(&p, "$(printf r)m -rf x"),
+        Decision::Deny(_)
+    ));
+    // No deny or ask rule on particular commands: the mode decides, as before.
+    let p = policy(
+        PermissionMode::AcceptEdits,
+        &[(RuleKind::Deny, "Read(secret)")],
+    );
+    assert_eq!(decide(&p, "$(printf r)m -rf x"), Decision::Allow);
 }

@@ -8,8 +8,7 @@
 //! and when an option is not understood they try every later word as the
 //! start of the command.
 
-use super::rules::is_assignment;
-use super::shell::SHELL_KEYWORDS;
+use super::shell::{SHELL_KEYWORDS, is_assignment};
 
 /// The wrappers Claude Code strips before matching, for allow rules too.
 const ALLOW_WRAPPERS: &[&str] = &["timeout", "time", "nice", "nohup", "stdbuf"];

@@ -1,5 +1,6 @@
-//! Runs real commands under the sandbox. Skipped (with a message) where the
-//! kernel has no Landlock.
+//! Runs real commands under the sandbox. Where the kernel lacks what a test
+//! needs, the build script compiles it `#[ignore]`d (cargo counts it as
+//! ignored, with the reason); see `build.rs` and the README's testing section.
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
@@ -74,12 +75,15 @@ impl Fixture {
     }
 }
 
-fn skip() -> bool {
-    if probe() == SandboxSupport::Unavailable {
-        eprintln!("skipping: Landlock is not available on this kernel");
-        return true;
-    }
-    false
+/// Fails a test the build script let run on a kernel without Landlock (the
+/// build was probed on another kernel): it must not pass without checking.
+fn require_landlock() {
+    assert_ne!(
+        probe(),
+        SandboxSupport::Unavailable,
+        "this kernel has no Landlock, but the build found it: rebuild so the \
+         sandbox tests are compiled as ignored"
+    );
 }
 
 /// Runs `script` with `shell -c` under `policy` in `cwd`; returns whether it
@@ -104,10 +108,9 @@ fn run(policy: &SandboxPolicy, script: &str) -> (bool, String) {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn writes_allowed_in_project_and_temp() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     let tmp = tempfile::tempdir().unwrap();
     let policy = fx.policy(false);
@@ -135,10 +138,9 @@ fn writes_allowed_in_project_and_temp() {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn writes_denied_outside_project() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     let policy = fx.policy(false);
     let target = fx.outside.join("nope.txt");
@@ -151,10 +153,9 @@ fn writes_denied_outside_project() {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn data_dir_hidden_but_siblings_readable() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     let policy = fx.policy(false);
     let secret = fx.data.join("secret.txt");
@@ -175,10 +176,9 @@ fn data_dir_hidden_but_siblings_readable() {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn project_containing_data_dir_hides_data_dir() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     // Like running cadre in $HOME with the data dir at ~/.cadre.
     let policy = SandboxPolicy::new(fx.root.clone(), fx.data.clone(), false);
@@ -195,10 +195,9 @@ fn project_containing_data_dir_hides_data_dir() {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn project_inside_data_dir_is_blocked() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     let inner = fx.data.join("project");
     fs::create_dir(&inner).unwrap();
@@ -209,10 +208,9 @@ fn project_inside_data_dir_is_blocked() {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn network_follows_policy() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     if Command::new("bash").arg("-c").arg(":").status().is_err() {
         eprintln!("skipping: bash not found");
         return;
@@ -270,10 +268,9 @@ fn resolve_lenient_handles_missing_tail() {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn data_dir_root_is_rejected() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let policy = SandboxPolicy::new(base(), PathBuf::from("/"), false);
     assert!(matches!(policy.prepare(), Err(SandboxError::DataDirIsRoot)));
 }
@@ -381,8 +378,10 @@ fn perl_missing() -> bool {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn network_off_blocks_udp_and_unix_sockets() {
-    if skip() || perl_missing() {
+    require_landlock();
+    if perl_missing() {
         return;
     }
     let fx = Fixture::new();
@@ -415,14 +414,16 @@ fn network_off_blocks_udp_and_unix_sockets() {
 }
 
 #[test]
+#[cfg_attr(
+    any(cadre_no_landlock, cadre_no_landlock_signal_scope),
+    ignore = "skipped: this kernel has no Landlock signal scoping (ABI 6)"
+)]
 fn signals_cannot_leave_the_sandbox() {
-    if skip() {
-        return;
-    }
-    if kernel_abi() < 6 {
-        eprintln!("skipping: no Landlock signal scoping (ABI < 6)");
-        return;
-    }
+    require_landlock();
+    assert!(
+        kernel_abi() >= 6,
+        "no Landlock signal scoping (ABI < 6), but the build found it: rebuild"
+    );
     let fx = Fixture::new();
     let mut outside = Command::new("sleep").arg("60").spawn().unwrap();
     let policy = fx.policy(true);
@@ -454,10 +455,9 @@ fn block_device() -> Option<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn dev_is_writable_only_for_the_usual_devices() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     let policy = fx.policy(false);
     let name = format!("/dev/cadre-sandbox-test-{}", std::process::id());
@@ -499,10 +499,12 @@ fn git(dir: &Path, args: &[&str]) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    any(cadre_no_landlock, cadre_no_mount_namespace),
+    ignore = "skipped: needs Landlock and a private mount namespace, which are missing here"
+)]
 fn git_hooks_and_config_are_read_only() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     if !git(&fx.project, &["init", "-q"]) {
         eprintln!("skipping: git not found");
@@ -553,10 +555,12 @@ fn git_hooks_and_config_are_read_only() {
 }
 
 #[test]
+#[cfg_attr(
+    any(cadre_no_landlock, cadre_no_mount_namespace),
+    ignore = "skipped: needs Landlock and a private mount namespace, which are missing here"
+)]
 fn git_file_pointer_is_read_only() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     let main = fx.outside.join("main");
     fs::create_dir(&main).unwrap();
@@ -604,10 +608,9 @@ fn git_file_pointer_is_read_only() {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn common_tools_work_with_the_network_off() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     let policy = fx.policy(false);
     let python = "import asyncio, multiprocessing, subprocess, getpass, socket\n\
@@ -640,10 +643,9 @@ fn common_tools_work_with_the_network_off() {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn terminal_input_cannot_be_injected() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     use std::os::fd::{FromRawFd, OwnedFd};
     let (mut master, mut slave) = (0, 0);
     // SAFETY: openpty fills two fds; no name, termios or window size.
@@ -684,10 +686,9 @@ fn terminal_input_cannot_be_injected() {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn git_dir_is_read_only_without_mount_namespaces() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     if !git(&fx.project, &["init", "-q"]) {
         eprintln!("skipping: git not found");
@@ -714,10 +715,9 @@ fn git_dir_is_read_only_without_mount_namespaces() {
 }
 
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn git_hooks_read_only_from_a_working_dir_inside_them() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     if !git(&fx.project, &["init", "-q"]) {
         eprintln!("skipping: git not found");
@@ -734,10 +734,9 @@ fn git_hooks_read_only_from_a_working_dir_inside_them() {
 /// although cadre is not dumpable. (A dumpable process of the same user
 /// outside cadre stays readable: Landlock does not scope `/proc` reads.)
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn commands_hold_no_ptrace_capability() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     let policy = fx.policy(false);
     let (ok, out) = run(
@@ -762,10 +761,9 @@ fn commands_hold_no_ptrace_capability() {
 /// Another terminal's pty cannot be written or read (keystrokes injected
 /// into, or stolen from, the user's shells).
 #[test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn other_terminals_are_out_of_reach() {
-    if skip() {
-        return;
-    }
+    require_landlock();
     let fx = Fixture::new();
     let (mut master, mut slave) = (0, 0);
     // SAFETY: openpty writes two new descriptors, closed below.

@@ -81,8 +81,8 @@ pub enum RecordBody {
         content: String,
         /// Whether it failed.
         is_error: bool,
-        /// `ok`, `error`, `denied`, `unknown` or `not_run`.
-        status: String,
+        /// How the call went.
+        status: CallStatus,
     },
     /// A turn ended.
     TurnEnd {
@@ -177,7 +177,11 @@ impl SessionLog {
                                 call_id: tool_use_id.clone(),
                                 content: content.clone(),
                                 is_error: *is_error,
-                                status: if *is_error { "error" } else { "ok" }.into(),
+                                status: if *is_error {
+                                    CallStatus::Error
+                                } else {
+                                    CallStatus::Ok
+                                },
                             })?,
                             ContentBlock::ToolUse { .. } => {}
                         }
@@ -298,6 +302,22 @@ pub struct Rebuilt {
     pub messages: Vec<Message>,
     /// Calls without a logged result; results were filled in (unknown / not run).
     pub unfinished: Vec<UnfinishedCall>,
+}
+
+/// How a tool call went, as its `tool_result` record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// It ran and succeeded.
+    Ok,
+    /// It ran and failed, or its arguments or tool were wrong.
+    Error,
+    /// The permission policy or the user refused it.
+    Denied,
+    /// It was started but its result was lost (a crash): it may have run.
+    Unknown,
+    /// It never ran (interrupted, or a limit stopped it first).
+    NotRun,
 }
 
 /// Rebuilds the conversation. Calls without a result get one: `unknown` if

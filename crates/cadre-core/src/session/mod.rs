@@ -8,12 +8,12 @@ mod store;
 
 pub use lock::{SessionLock, lock_path, locks_dir};
 pub use log::{
-    LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody, SessionLog,
+    CallStatus, LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody, SessionLog,
     UNKNOWN_RESULT, UnfinishedCall, now_ms, read_log, rebuild,
 };
 pub use store::{
-    SessionSummary, is_valid_session_id, list_sessions, remove_session, session_path, sessions_dir,
-    utc_datetime,
+    SessionSummary, civil_from_days, is_valid_session_id, list_sessions, remove_session,
+    session_path, sessions_dir, utc_datetime,
 };
 
 /// A new session id: a UUIDv7, so ids sort by creation time.

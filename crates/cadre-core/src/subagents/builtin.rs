@@ -38,6 +38,7 @@ pub fn builtin_definitions(enable_verification: bool) -> Vec<AgentDefinition> {
     explore.model = Some("haiku".to_string());
     explore.include_project_instructions = false;
     explore.read_only = true;
+    explore.one_shot = true;
 
     let mut plan = builtin(
         "Plan",
@@ -48,6 +49,7 @@ pub fn builtin_definitions(enable_verification: bool) -> Vec<AgentDefinition> {
     plan.model = Some("inherit".to_string());
     plan.include_project_instructions = false;
     plan.read_only = true;
+    plan.one_shot = true;
 
     let general = builtin(
         "general-purpose",
@@ -65,6 +67,7 @@ pub fn builtin_definitions(enable_verification: bool) -> Vec<AgentDefinition> {
         verification.model = Some("inherit".to_string());
         verification.background = true;
         verification.read_only = true;
+        verification.reports_verdict = true;
         verification.disallowed_tools = vec!["Agent".into(), "Edit".into(), "Write".into()];
         out.push(verification);
     }
@@ -87,6 +90,7 @@ mod tests {
         }
         let explore = &defs[0];
         assert!(explore.read_only && !explore.include_project_instructions);
+        assert!(explore.one_shot && !explore.reports_verdict);
         assert_eq!(explore.model.as_deref(), Some("haiku"));
         assert_eq!(
             explore.tools.as_deref(),
@@ -95,16 +99,19 @@ mod tests {
         assert!(explore.prompt.contains("very thorough"));
         let plan = &defs[1];
         assert!(plan.read_only && !plan.include_project_instructions);
+        assert!(plan.one_shot && !plan.reports_verdict);
         assert_eq!(plan.model.as_deref(), Some("inherit"));
         assert!(plan.prompt.contains("Critical files"));
         let general = &defs[2];
         assert!(general.tools.is_none() && !general.read_only);
         assert!(general.include_project_instructions);
+        assert!(!general.one_shot && !general.reports_verdict);
 
         let defs = builtin_definitions(true);
         let verification = &defs[3];
         assert_eq!(verification.name, "Verification");
         assert!(verification.background && verification.read_only);
+        assert!(verification.reports_verdict && !verification.one_shot);
         assert_eq!(verification.model.as_deref(), Some("inherit"));
         assert_eq!(
             verification.disallowed_tools,

@@ -4,13 +4,19 @@
 //! Precedence, highest first: managed → `--agents` flag → project (closest
 //! directory first; `.cadre/agents/` before `.claude/agents/`) → user
 //! (`<data_dir>/agents/` before `~/.claude/agents/`) → plugins → built-in.
-//! Loading is cheap (only `*.md` files are read), so it runs at every spawn
-//! and the next spawn sees edited files.
+//! A session keeps a [`CatalogCache`]: each batch of spawns checks, with one
+//! `stat` per directory and file the last load looked at, whether anything
+//! changed, and re-reads the files only then, so the next spawn sees edited
+//! files without every spawn re-reading and re-parsing every definition.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io::ErrorKind;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
@@ -73,6 +79,7 @@ struct Gathered {
     candidates: Vec<(usize, AgentDefinition)>,
     issues: Vec<DefinitionIssue>,
     level: usize,
+    probes: Probes,
 }
 
 impl Gathered {
@@ -85,7 +92,7 @@ impl Gathered {
 
     /// Scans one agents directory as one level.
     fn scan(&mut self, dir: &Path, source: DefinitionSource, plugin: Option<&str>) {
-        let files = collect_md_files(dir, &mut self.issues);
+        let files = collect_md_files(dir, &mut self.issues, &mut self.probes);
         let mut definitions = Vec::new();
         for file in files {
             let outcome = read_definition_file(&file, source);
@@ -100,7 +107,7 @@ impl Gathered {
         self.push_level(definitions);
     }
 
-    fn finish(self) -> DefinitionCatalog {
+    fn finish(self) -> (DefinitionCatalog, Probes) {
         let mut entries: BTreeMap<String, (usize, CatalogEntry)> = BTreeMap::new();
         let mut issues = self.issues;
         for (level, def) in self.candidates {
@@ -120,13 +127,14 @@ impl Gathered {
                 }
             }
         }
-        DefinitionCatalog {
+        let catalog = DefinitionCatalog {
             entries: entries
                 .into_iter()
                 .map(|(name, (_, entry))| (name, entry))
                 .collect(),
             issues,
-        }
+        };
+        (catalog, self.probes)
     }
 }
 
@@ -174,11 +182,14 @@ fn restrict_plugin_definition(
 
 /// The directories searched for project definitions, closest first: `cwd` and
 /// its parents up to the repository root, or `cwd` alone outside a repository.
-fn project_dirs(cwd: &Path) -> Vec<PathBuf> {
+fn project_dirs(cwd: &Path, probes: &mut Probes) -> Vec<PathBuf> {
     let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let ancestors: Vec<&Path> = cwd.ancestors().collect();
     for (index, dir) in ancestors.iter().enumerate() {
-        if dir.join(".git").exists() {
+        let marker = dir.join(".git");
+        let exists = marker.exists();
+        probes.list.push(Probe::Exists(marker, exists));
+        if exists {
             return ancestors[..=index]
                 .iter()
                 .map(|d| d.to_path_buf())
@@ -218,10 +229,14 @@ fn read_definition_file(path: &Path, source: DefinitionSource) -> ParseOutcome {
 /// Every `*.md` file under `root`, recursively (following symlinks, with a
 /// depth limit and a guard against visiting a directory twice), in sorted
 /// path order. A missing `root` is not a problem.
-fn collect_md_files(root: &Path, issues: &mut Vec<DefinitionIssue>) -> Vec<PathBuf> {
+fn collect_md_files(
+    root: &Path,
+    issues: &mut Vec<DefinitionIssue>,
+    probes: &mut Probes,
+) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut visited = HashSet::new();
-    walk(root, 0, &mut visited, &mut files, issues);
+    walk(root, 0, &mut visited, &mut files, issues, probes);
     files.sort();
     files
 }
@@ -232,6 +247,7 @@ fn walk(
     visited: &mut HashSet<PathBuf>,
     files: &mut Vec<PathBuf>,
     issues: &mut Vec<DefinitionIssue>,
+    probes: &mut Probes,
 ) {
     let issue = |level: IssueLevel, message: String| DefinitionIssue {
         path: Some(dir.to_path_buf()),
@@ -246,6 +262,8 @@ fn walk(
         ));
         return;
     }
+    // Stamped before it is read: a change after this is seen by the next check.
+    probes.stamp(dir, fs::metadata(dir).ok().as_ref());
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e)
@@ -271,11 +289,14 @@ fn walk(
     for path in paths {
         // `metadata` follows symlinks; a dangling one is skipped.
         let Ok(meta) = fs::metadata(&path) else {
+            // A dangling link: its target may appear without its directory changing.
+            probes.stamp(&path, None);
             continue;
         };
         if meta.is_dir() {
-            walk(&path, depth + 1, visited, files, issues);
+            walk(&path, depth + 1, visited, files, issues, probes);
         } else if is_markdown(&path) {
+            probes.stamp(&path, Some(&meta));
             // Not only regular files: a FIFO or device named `*.md` is
             // reported (and skipped) when it is read.
             files.push(path);
@@ -299,6 +320,11 @@ impl DefinitionCatalog {
     /// Loads every source. Only a bad `--agents` JSON (a usage error) is an
     /// `Err`; file problems become [`issues`](Self::issues).
     pub fn load(sources: &CatalogSources) -> Result<DefinitionCatalog, String> {
+        Self::load_probed(sources).map(|(catalog, _)| catalog)
+    }
+
+    /// Loads every source, recording every directory and file it looked at.
+    fn load_probed(sources: &CatalogSources) -> Result<(DefinitionCatalog, Probes), String> {
         let mut gathered = Gathered::default();
 
         gathered.scan(&sources.managed_dir, DefinitionSource::Managed, None);
@@ -315,7 +341,7 @@ impl DefinitionCatalog {
                     .map(|h| h.join(".claude").join("agents")),
             )
             .collect();
-        for dir in project_dirs(&sources.cwd) {
+        for dir in project_dirs(&sources.cwd, &mut gathered.probes) {
             for sub in [".cadre", ".claude"] {
                 let agents = dir.join(sub).join("agents");
                 // In the home directory, `~/.claude/agents` is the user's, not a project's.
@@ -331,10 +357,17 @@ impl DefinitionCatalog {
         }
 
         let plugins_dir = sources.data_dir.join("plugins");
+        gathered
+            .probes
+            .stamp(&plugins_dir, fs::metadata(&plugins_dir).ok().as_ref());
         if let Ok(entries) = fs::read_dir(&plugins_dir) {
             let mut plugins: Vec<PathBuf> = entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_dir())
+                .filter(|p| {
+                    let is_dir = p.is_dir();
+                    gathered.probes.list.push(Probe::IsDir(p.clone(), is_dir));
+                    is_dir
+                })
                 .collect();
             plugins.sort();
             for plugin in plugins {
@@ -385,7 +418,7 @@ impl DefinitionCatalog {
 pub fn validate_path(path: &Path) -> (Vec<AgentDefinition>, Vec<DefinitionIssue>) {
     let mut issues = Vec::new();
     let files = match fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => collect_md_files(path, &mut issues),
+        Ok(meta) if meta.is_dir() => collect_md_files(path, &mut issues, &mut Probes::default()),
         Ok(_) => vec![path.to_path_buf()],
         Err(e) => {
             issues.push(DefinitionIssue {
@@ -409,6 +442,143 @@ pub fn validate_path(path: &Path) -> (Vec<AgentDefinition>, Vec<DefinitionIssue>
         }
     }
     (definitions, issues)
+}
+
+/// A file changed this shortly before a load may change again within the
+/// same timestamp tick without its stamp changing (coarse or 2-second file
+/// system clocks), so such a load is not trusted and the next check re-reads.
+const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// What a directory or file looked like: enough to see an edit, a rename or a
+/// replacement (a change of any kind moves `ctime`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &fs::Metadata) -> Stamp {
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// One thing a load looked at, and what it saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Probe {
+    /// A scanned directory or a definition file (`None`: absent or dangling).
+    Stamp(PathBuf, Option<Stamp>),
+    /// A path whose existence only matters (a `.git` marking the repository root).
+    Exists(PathBuf, bool),
+    /// A plugin directory entry: only whether it is a directory matters.
+    IsDir(PathBuf, bool),
+}
+
+impl Probe {
+    /// Whether the path still looks as it did (one `stat`).
+    fn still_holds(&self) -> bool {
+        match self {
+            Probe::Stamp(path, stamp) => fs::metadata(path).ok().map(|m| Stamp::of(&m)) == *stamp,
+            Probe::Exists(path, exists) => path.exists() == *exists,
+            Probe::IsDir(path, is_dir) => path.is_dir() == *is_dir,
+        }
+    }
+}
+
+/// Everything one load looked at.
+#[derive(Debug, Default)]
+struct Probes {
+    list: Vec<Probe>,
+    /// The latest modification time among the stamps.
+    newest: Option<SystemTime>,
+}
+
+impl Probes {
+    fn stamp(&mut self, path: &Path, meta: Option<&fs::Metadata>) {
+        if let Some(modified) = meta.and_then(|m| m.modified().ok()) {
+            self.newest = self.newest.max(Some(modified));
+        }
+        self.list
+            .push(Probe::Stamp(path.to_path_buf(), meta.map(Stamp::of)));
+    }
+
+    /// Whether every stamp was older than the racy window when the load began.
+    fn settled_before(&self, started: SystemTime) -> bool {
+        self.newest
+            .is_none_or(|newest| newest + RACY_WINDOW <= started)
+    }
+}
+
+/// The catalog of one set of sources, re-read only when a directory or file
+/// the last load looked at has changed. Checking costs one `stat` per
+/// directory and definition file; a batch of spawns then shares one parse.
+#[derive(Debug)]
+pub struct CatalogCache {
+    sources: CatalogSources,
+    loaded: Mutex<Option<Loaded>>,
+    loads: AtomicUsize,
+}
+
+#[derive(Debug)]
+struct Loaded {
+    catalog: Arc<DefinitionCatalog>,
+    probes: Vec<Probe>,
+    /// False when a file was changed just before the load (see [`RACY_WINDOW`]).
+    settled: bool,
+}
+
+impl CatalogCache {
+    /// A cache over `sources`; nothing is read until the first [`get`](Self::get).
+    pub fn new(sources: CatalogSources) -> Self {
+        CatalogCache {
+            sources,
+            loaded: Mutex::new(None),
+            loads: AtomicUsize::new(0),
+        }
+    }
+
+    /// Where definitions are loaded from.
+    pub fn sources(&self) -> &CatalogSources {
+        &self.sources
+    }
+
+    /// The definitions as the files are now: the cached catalog when nothing
+    /// it was read from has changed, else a fresh load. Only a bad
+    /// `--agents` JSON is an `Err` (never cached).
+    pub fn get(&self) -> Result<Arc<DefinitionCatalog>, String> {
+        // Held while loading so that concurrent callers share one load; never across an await.
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(current) = loaded.as_ref()
+            && current.settled
+            && current.probes.iter().all(Probe::still_holds)
+        {
+            return Ok(Arc::clone(&current.catalog));
+        }
+        let started = SystemTime::now();
+        let (catalog, probes) = DefinitionCatalog::load_probed(&self.sources)?;
+        self.loads.fetch_add(1, Ordering::Relaxed);
+        let catalog = Arc::new(catalog);
+        *loaded = Some(Loaded {
+            catalog: Arc::clone(&catalog),
+            settled: probes.settled_before(started),
+            probes: probes.list,
+        });
+        Ok(catalog)
+    }
+
+    /// How many times the files have been read so far.
+    pub fn loads(&self) -> usize {
+        self.loads.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]
@@ -723,6 +893,73 @@ mod tests {
         let cat = DefinitionCatalog::load(&e.sources).unwrap();
         assert!(cat.get("shared").is_some());
         assert!(cat.issues().is_empty(), "{:?}", cat.issues());
+    }
+
+    /// Sets the modification time of everything under `dir` a minute back, as
+    /// files look when they were not just edited.
+    fn age(dir: &Path) {
+        let past = SystemTime::now() - Duration::from_secs(60);
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                age(&path);
+            }
+            fs::File::open(&path).unwrap().set_modified(past).unwrap();
+        }
+        fs::File::open(dir).unwrap().set_modified(past).unwrap();
+    }
+
+    #[test]
+    fn cache_rereads_only_when_a_file_changed() {
+        let e = env();
+        let r = &e.root;
+        let file = r.join("repo/.claude/agents/a.md");
+        write(&file, &agent("a", "first"));
+        write(&r.join("data/agents/u.md"), &agent("u", "user"));
+        age(r);
+        let cache = CatalogCache::new(e.sources.clone());
+        assert_eq!(cache.loads(), 0);
+        let first = cache.get().unwrap();
+        assert_eq!(first.get("a").unwrap().description, "first");
+        let again = cache.get().unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(cache.loads(), 1, "unchanged: not re-read");
+
+        // An edit in place, same length, is seen.
+        write(&file, &agent("a", "again"));
+        assert_eq!(cache.get().unwrap().get("a").unwrap().description, "again");
+        assert_eq!(cache.loads(), 2);
+        // Just written: a second edit could keep the same stamp, so the next
+        // check re-reads too, until the file is older than the racy window.
+        cache.get().unwrap();
+        assert_eq!(cache.loads(), 3);
+        age(r);
+        cache.get().unwrap();
+        cache.get().unwrap();
+        assert_eq!(cache.loads(), 4);
+
+        // A file in a directory that did not exist, and a removed file.
+        write(&r.join("repo/sub/.cadre/agents/x/b.md"), &agent("b", "new"));
+        fs::remove_file(r.join("data/agents/u.md")).unwrap();
+        age(r);
+        let changed = cache.get().unwrap();
+        assert_eq!(changed.get("b").unwrap().description, "new");
+        assert!(changed.get("u").is_none());
+        assert_eq!(cache.loads(), 5);
+
+        // A plugin appears, then the repository root moves up: both seen.
+        write(&r.join("data/plugins/p/agents/c.md"), &agent("c", "plugin"));
+        age(r);
+        assert!(cache.get().unwrap().get("p:c").is_some());
+        write(&r.join(".claude/agents/top.md"), &agent("top", "root"));
+        age(r);
+        assert!(cache.get().unwrap().get("top").is_none(), "above the root");
+        fs::create_dir(r.join(".git")).unwrap();
+        fs::remove_dir(r.join("repo/.git")).unwrap();
+        assert!(cache.get().unwrap().get("top").is_some());
+        assert_eq!(cache.loads(), 8);
+        cache.get().unwrap();
+        assert_eq!(cache.loads(), 8, "unchanged again");
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!    against what remains.
 //!
 //! Forks skip all of this (they get the parent's exact list); callers simply
-//! do not call [`resolve_tools`] for them.
+//! do not call [`resolve_tools`] for them. The main session run as a
+//! definition (`--agent`) is no child: layers 1–3 do not apply to it.
 //!
 //! Patterns accepted in `tools`, `disallowedTools` and the custom deny list:
 //! - an exact canonical tool name (`Read`, `mcp__github__get_issue`);
@@ -42,6 +43,7 @@ pub const BACKGROUND_ALLOW: &[&str] = &[
     "WebFetch",
     "TodoWrite",
     "TaskStop",
+    "SendMessage",
 ];
 
 const AGENT: &str = "Agent";
@@ -64,6 +66,8 @@ pub struct FilterInput<'a> {
     pub tools: Option<&'a [String]>,
     /// The definition's `disallowedTools`.
     pub disallowed: &'a [String],
+    /// The main session run as the definition (`--agent`): only layer 4.
+    pub main_session: bool,
 }
 
 /// The child's tools, and what the caller should report about them.
@@ -183,12 +187,12 @@ pub fn resolve_tools(input: &FilterInput<'_>) -> Result<FilteredTools, FilterErr
     let after_global: Vec<&String> = input
         .available
         .iter()
-        .filter(|t| !GLOBAL_CHILD_DENY.contains(&t.as_str()))
+        .filter(|t| input.main_session || !GLOBAL_CHILD_DENY.contains(&t.as_str()))
         .filter(|t| input.agent_allowed || t.as_str() != AGENT)
         .collect();
 
     // Layer 2: custom deny, non-built-in definitions only.
-    let after_custom: Vec<&String> = if input.builtin_definition {
+    let after_custom: Vec<&String> = if input.builtin_definition || input.main_session {
         after_global
     } else {
         after_global
@@ -198,7 +202,7 @@ pub fn resolve_tools(input: &FilterInput<'_>) -> Result<FilteredTools, FilterErr
     };
 
     // Layer 3: background allow list.
-    let after_background: Vec<&String> = if input.background {
+    let after_background: Vec<&String> = if input.background && !input.main_session {
         after_custom
             .into_iter()
             .filter(|t| BACKGROUND_ALLOW.contains(&t.as_str()) || t.starts_with(MCP_PREFIX))
@@ -367,6 +371,7 @@ mod tests {
             background: case.background,
             tools: tools.as_deref(),
             disallowed: &disallowed,
+            main_session: false,
         })
     }
 
@@ -516,6 +521,7 @@ mod tests {
                     "Bash",
                     "TodoWrite",
                     "TaskStop",
+                    "SendMessage",
                     "WebFetch",
                     "mcp__github__get_issue",
                     "mcp__github__create_pr",
@@ -524,10 +530,10 @@ mod tests {
                 ..BASE
             },
             Case {
-                name: "background never gets task listing or spawning",
+                name: "background never gets task listing or spawning, keeps messaging",
                 background: true,
                 tools: Some(&["Read", "Agent", "TaskList", "SendMessage"]),
-                expect: &["Read"],
+                expect: &["Read", "SendMessage"],
                 ..BASE
             },
         ]);
@@ -821,6 +827,7 @@ mod tests {
             background: true,
             tools: None,
             disallowed: &[],
+            main_session: false,
         });
         assert_eq!(got.map(|f| f.tools), Ok(Vec::<String>::new()));
     }

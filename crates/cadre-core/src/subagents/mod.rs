@@ -10,6 +10,7 @@ pub mod filter;
 pub mod ratchet;
 pub mod report;
 pub mod runtime;
+pub mod spec;
 mod types;
 
 pub use agent_tool::{AgentArgs, AgentTool, SendMessageTool, roster_reminder};
@@ -17,4 +18,5 @@ pub use report::{ChildReport, ChildStatus, Verdict};
 pub use runtime::{
     BatchCall, BatchFailure, ChildTag, Parent, Spawner, SubagentRuntime, SubagentSettings,
 };
+pub use spec::{ChildCall, ChildSpec, ParentView, session_tools};
 pub use types::*;

@@ -10,28 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-/// How a child ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChildStatus {
-    /// Ended with a final answer.
-    Completed,
-    /// Ended by an error or a limit.
-    Failed,
-    /// Cancelled by an interrupt.
-    Cancelled,
-}
-
-impl ChildStatus {
-    /// The lower-case name shown in reports.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ChildStatus::Completed => "completed",
-            ChildStatus::Failed => "failed",
-            ChildStatus::Cancelled => "cancelled",
-        }
-    }
-}
+pub use crate::protocol::ChildStatus;
 
 /// A verification child's verdict, read from its final text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::protocol::PermissionMode;
+
 /// Where a definition came from. Order of the variants is precedence, highest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -66,8 +68,8 @@ pub struct AgentDefinition {
     pub disallowed_tools: Vec<String>,
     /// `model`: alias (`inherit`, `sonnet`, `opus`, `haiku`) or id; `None` = inherit.
     pub model: Option<String>,
-    /// `permissionMode` as written (validated when used).
-    pub permission_mode: Option<String>,
+    /// `permissionMode`, parsed when the definition is read (an unknown value is a warning and unset).
+    pub permission_mode: Option<PermissionMode>,
     /// `maxTurns`.
     pub max_turns: Option<u32>,
     /// `background`.
@@ -93,6 +95,12 @@ pub struct AgentDefinition {
     /// Read-only on project files (built-in `Explore`, `Plan`, `Verification`):
     /// its `Bash` runs in a write-denying sandbox (scratch files under /tmp only).
     pub read_only: bool,
+    /// One-shot: its answer is the whole point, so `SendMessage` does not resume
+    /// it (built-in `Explore` and `Plan`; not settable from a file).
+    pub one_shot: bool,
+    /// Its final text ends with a `VERDICT:` line that goes into its report
+    /// (built-in `Verification`; not settable from a file).
+    pub reports_verdict: bool,
     /// Fields cadre does not know, kept as written.
     pub unknown_fields: BTreeMap<String, serde_json::Value>,
     /// Where it came from.

@@ -10,14 +10,14 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep_until};
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 use crate::sandbox::{PreparedSandbox, command_pre_exec};
 
 mod reaper;
@@ -33,15 +33,31 @@ const DRAIN_GRACE: Duration = Duration::from_millis(200);
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs shell commands.
-pub struct BashTool;
+pub struct BashTool {
+    /// Whether the agent has `TaskOutput` to read a background command's
+    /// output with; without it, its texts point to the notice instead.
+    task_output: bool,
+}
 
-#[derive(Deserialize)]
+impl Default for BashTool {
+    fn default() -> Self {
+        BashTool { task_output: true }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(super) struct Args {
+    /// The shell command to run
     command: String,
+    /// Timeout in milliseconds (default 120000, max 600000)
+    #[schemars(range(min = 1, max = MAX_TIMEOUT_MS))]
     timeout: Option<u64>,
+    /// Short description of what the command does, in 5-10 words
     description: Option<String>,
+    /// Run as a background task: returns a task id at once; read output with TaskOutput; a <task-notification> arrives when it ends
     run_in_background: Option<bool>,
+    /// Commands run sandboxed (writes only in the project and temp dirs, no network). Set false only when a command truly needs more; the user is always asked first.
     sandbox: Option<bool>,
 }
 
@@ -60,39 +76,31 @@ impl Tool for BashTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {
-                    "type": "string",
-                    "description": "The shell command to run"
-                },
-                "timeout": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_TIMEOUT_MS,
-                    "description": "Timeout in milliseconds (default 120000, max 600000)"
-                },
-                "description": {
-                    "type": "string",
-                    "description": "Short description of what the command does, in 5-10 words"
-                },
-                "run_in_background": {
-                    "type": "boolean",
-                    "description": "Run as a background task: returns a task id at once; read output with TaskOutput; a <task-notification> arrives when it ends"
-                },
-                "sandbox": {
-                    "type": "boolean",
-                    "description": "Commands run sandboxed (writes only in the project and temp dirs, no network). Set false only when a command truly needs more; the user is always asked first."
-                }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        let schema = SCHEMA.get_or_init(input_schema::<Args>).clone();
+        if self.task_output {
+            schema
+        } else {
+            super::with_description(
+                schema,
+                "run_in_background",
+                "Run as a background task: returns a task id at once; a <task-notification> with the end of its output arrives when it ends",
+            )
+        }
     }
 
     fn is_read_only(&self) -> bool {
         false
+    }
+
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::Execute
+    }
+
+    fn among(&self, tools: &[&str]) -> Option<std::sync::Arc<dyn Tool>> {
+        let task_output = tools.contains(&"TaskOutput");
+        (task_output != self.task_output)
+            .then(|| std::sync::Arc::new(BashTool { task_output }) as std::sync::Arc<dyn Tool>)
     }
 
     fn execute<'a>(
@@ -128,7 +136,14 @@ impl Tool for BashTool {
                 // Without an explicit timeout a background command runs until it
                 // ends or is stopped.
                 let timeout_ms = args.timeout.unwrap_or(BACKGROUND_TIMEOUT_MS);
-                return start_background(ctx, args.command, args.description, timeout_ms, sandbox);
+                return start_background(
+                    ctx,
+                    args.command,
+                    args.description,
+                    timeout_ms,
+                    sandbox,
+                    self.task_output,
+                );
             }
             match run(
                 ctx,
@@ -348,6 +363,7 @@ fn start_background(
     description: Option<String>,
     timeout_ms: u64,
     sandbox: Option<std::sync::Arc<PreparedSandbox>>,
+    task_output: bool,
 ) -> ToolOutput {
     let Some(work) = ctx.background.clone() else {
         return ToolOutput::error(
@@ -417,6 +433,12 @@ fn start_background(
         let report = crate::subagents::report::sanitize_report(&format!("$ {command}\n{tail}"));
         work.finish(&id, status, &report, None, true);
     });
+    if !task_output {
+        return ToolOutput::ok(format!(
+            "launched in background: task {} ({description}). You will get a <task-notification> with the end of its output when it ends, so don't poll.",
+            row.id
+        ));
+    }
     ToolOutput::ok(format!(
         "launched in background: task {} ({description}). Its output is readable with TaskOutput(task_id: \"{}\"); you will get a <task-notification> when it ends, so don't poll.",
         row.id, row.id
@@ -485,13 +507,16 @@ fn spawn(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
     use std::time::Instant as StdInstant;
 
     use super::super::util::test_support;
     use super::*;
 
     async fn run_tool(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
-        BashTool.execute(ctx, &crate::tools::object(input)).await
+        BashTool::default()
+            .execute(ctx, &crate::tools::object(input))
+            .await
     }
 
     #[tokio::test]

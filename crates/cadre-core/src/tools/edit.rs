@@ -4,12 +4,12 @@ use std::io::{self, Read as _};
 use std::path::Path;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::exact;
 use super::util::{self, atomic_write, cut_line, write_creating_dirs};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 
 /// Lines of context shown around the first change.
 const SNIPPET_CONTEXT: usize = 2;
@@ -19,12 +19,17 @@ const SNIPPET_MAX_LINES: usize = 16;
 /// Replaces text in a file.
 pub struct EditTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(super) struct Args {
+    /// Path of the file to edit (absolute, or relative to the project directory)
     file_path: String,
+    /// The exact text to replace
     old_string: String,
+    /// The replacement text (must differ from old_string)
     new_string: String,
+    /// Replace every occurrence of old_string (default false: it must occur exactly once)
+    #[schemars(extend("default" = false))]
     replace_all: Option<bool>,
 }
 
@@ -42,34 +47,16 @@ impl Tool for EditTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "Path of the file to edit (absolute, or relative to the project directory)"
-                },
-                "old_string": {
-                    "type": "string",
-                    "description": "The exact text to replace"
-                },
-                "new_string": {
-                    "type": "string",
-                    "description": "The replacement text (must differ from old_string)"
-                },
-                "replace_all": {
-                    "type": "boolean",
-                    "default": false,
-                    "description": "Replace every occurrence of old_string (default false: it must occur exactly once)"
-                }
-            },
-            "required": ["file_path", "old_string", "new_string"],
-            "additionalProperties": false
-        })
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<Args>).clone()
     }
 
     fn is_read_only(&self) -> bool {
         false
+    }
+
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::Edit
     }
 
     fn execute<'a>(
@@ -90,7 +77,7 @@ impl Tool for EditTool {
             // The resolved path, as the permission decision saw it; reads
             // and writes follow no symlink from here on.
             let path = ctx.resolve(&args.file_path);
-            if let Some(refused) = ctx.refusal("Edit", &path) {
+            if let Some(refused) = ctx.refusal(self, &path) {
                 return refused;
             }
             let shown = path.display().to_string();
@@ -280,6 +267,7 @@ mod tests {
     use super::super::ReadTool;
     use super::super::util::test_support;
     use super::*;
+    use serde_json::json;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
         EditTool.execute(ctx, &crate::tools::object(input)).await

@@ -6,12 +6,12 @@ use std::time::SystemTime;
 
 use futures::future::BoxFuture;
 use globset::GlobBuilder;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::util::{self, SearchScope, display_path};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, cap_output, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, cap_output, input_schema, parse_args};
 use crate::permissions::glob_plan;
 
 /// Most paths returned.
@@ -20,10 +20,12 @@ const MAX_RESULTS: usize = 1000;
 /// Finds files by name pattern.
 pub struct GlobTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(super) struct Args {
+    /// Glob pattern to match file paths against, e.g. `**/*.rs`
     pattern: String,
+    /// Directory to search in (default: the project directory)
     path: Option<String>,
 }
 
@@ -40,25 +42,16 @@ impl Tool for GlobTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Glob pattern to match file paths against, e.g. `**/*.rs`"
-                },
-                "path": {
-                    "type": "string",
-                    "description": "Directory to search in (default: the project directory)"
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<Args>).clone()
     }
 
     fn is_read_only(&self) -> bool {
         true
+    }
+
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
     }
 
     fn execute<'a>(
@@ -72,7 +65,7 @@ impl Tool for GlobTool {
                 Err(e) => return e,
             };
             let (root, pattern) = glob_plan(&ctx.cwd, args.path.as_deref(), &args.pattern);
-            if let Some(refused) = ctx.refusal("Glob", &root) {
+            if let Some(refused) = ctx.refusal(self, &root) {
                 return refused;
             }
             if pattern.is_empty() {
@@ -165,6 +158,7 @@ fn walk(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
     use std::time::Duration;
 
     use super::super::util::test_support;

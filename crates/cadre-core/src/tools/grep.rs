@@ -10,12 +10,12 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::exact;
 use super::util::{self, SearchScope, cut_line, display_path};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 
 /// Longer matched or context lines are cut.
 const MAX_LINE_CHARS: usize = 1000;
@@ -23,7 +23,7 @@ const MAX_LINE_CHARS: usize = 1000;
 /// Searches file contents.
 pub struct GrepTool;
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default, Debug)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default, Debug)]
 #[serde(rename_all = "snake_case")]
 enum OutputMode {
     Content,
@@ -32,25 +32,37 @@ enum OutputMode {
     Count,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(super) struct Args {
+    /// Regular expression to search for
     pattern: String,
+    /// File or directory to search (default: the project directory)
     path: Option<String>,
+    /// Only search files matching this glob, e.g. `*.rs` or `*.{ts,tsx}`
     glob: Option<String>,
+    /// What to return (default files_with_matches)
     output_mode: Option<OutputMode>,
+    /// Case-insensitive search
     #[serde(rename = "-i")]
     case_insensitive: Option<bool>,
+    /// Show line numbers in content mode (default true)
     #[serde(rename = "-n")]
     line_numbers: Option<bool>,
+    /// Lines of context after each match (content mode)
     #[serde(rename = "-A")]
     after: Option<u64>,
+    /// Lines of context before each match (content mode)
     #[serde(rename = "-B")]
     before: Option<u64>,
+    /// Lines of context before and after each match (content mode)
     #[serde(rename = "-C")]
     context: Option<u64>,
+    /// Return at most this many lines (content) or entries (other modes)
     head_limit: Option<u64>,
+    /// Let the pattern match across lines; `.` matches newlines (default false)
     multiline: Option<bool>,
+    /// Only search files of this type, e.g. `rust`, `py`, `js`, `ts`, `go`
     #[serde(rename = "type")]
     file_type: Option<String>,
 }
@@ -72,55 +84,16 @@ impl Tool for GrepTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Regular expression to search for"
-                },
-                "path": {
-                    "type": "string",
-                    "description": "File or directory to search (default: the project directory)"
-                },
-                "glob": {
-                    "type": "string",
-                    "description": "Only search files matching this glob, e.g. `*.rs` or `*.{ts,tsx}`"
-                },
-                "output_mode": {
-                    "type": "string",
-                    "enum": ["content", "files_with_matches", "count"],
-                    "description": "What to return (default files_with_matches)"
-                },
-                "-i": {"type": "boolean", "description": "Case-insensitive search"},
-                "-n": {
-                    "type": "boolean",
-                    "description": "Show line numbers in content mode (default true)"
-                },
-                "-A": {"type": "integer", "minimum": 0, "description": "Lines of context after each match (content mode)"},
-                "-B": {"type": "integer", "minimum": 0, "description": "Lines of context before each match (content mode)"},
-                "-C": {"type": "integer", "minimum": 0, "description": "Lines of context before and after each match (content mode)"},
-                "head_limit": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Return at most this many lines (content) or entries (other modes)"
-                },
-                "multiline": {
-                    "type": "boolean",
-                    "description": "Let the pattern match across lines; `.` matches newlines (default false)"
-                },
-                "type": {
-                    "type": "string",
-                    "description": "Only search files of this type, e.g. `rust`, `py`, `js`, `ts`, `go`"
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<Args>).clone()
     }
 
     fn is_read_only(&self) -> bool {
         true
+    }
+
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
     }
 
     fn execute<'a>(
@@ -182,7 +155,7 @@ impl Plan {
             Some(p) if !p.is_empty() => ctx.resolve(p),
             _ => ctx.resolve("."),
         };
-        if let Some(refused) = ctx.refusal("Grep", &root) {
+        if let Some(refused) = ctx.refusal(&GrepTool, &root) {
             return Err(refused);
         }
         let meta = match std::fs::metadata(&root) {
@@ -459,6 +432,7 @@ impl Sink for CountSink {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
     use std::time::Duration;
 
     use super::super::util::test_support;

@@ -3,12 +3,14 @@
 //! is decided elsewhere (permissions); this module only runs it.
 
 mod bash;
+mod delegation;
 mod edit;
 mod exact;
 mod file_state;
 mod glob;
 mod grep;
 mod read;
+pub(crate) mod schema;
 mod task_tools;
 mod todo;
 mod util;
@@ -24,17 +26,22 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::ToolSpec;
+use crate::permissions::ToolEffect;
 use crate::sandbox::SandboxPolicy;
 
 pub use bash::BashTool;
+pub use delegation::{Caller, Delegation, SpawnCall};
 pub use edit::EditTool;
 pub use file_state::FileStateCache;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use read::ReadTool;
+pub use schema::{input_schema, with_description};
 pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
 pub use todo::{TodoItem, TodoList, TodoWriteTool};
 pub use write::WriteTool;
+
+pub use crate::tool_names::canonical_tool_name;
 
 /// Default cap on tool output sent to the model: 64 KiB keeps one noisy call
 /// from eating a large share of a context window.
@@ -98,6 +105,11 @@ pub struct ToolContext {
     /// if the tool resolves its path elsewhere when it runs (a symlink
     /// swapped in while a question waited), it refuses.
     pub decided_path: Option<PathBuf>,
+    /// This agent's place in the subagent runtime (`Agent`, `SendMessage`);
+    /// `None` where it may neither start nor message children.
+    pub delegation: Option<Arc<dyn Delegation>>,
+    /// The calling agent, set by the agent loop for a batch of calls.
+    pub caller: Option<Arc<Caller>>,
 }
 
 impl ToolContext {
@@ -114,6 +126,8 @@ impl ToolContext {
             background: None,
             policy: None,
             decided_path: None,
+            delegation: None,
+            caller: None,
         }
     }
 
@@ -140,7 +154,7 @@ impl ToolContext {
 
     /// Why `tool` must not touch the resolved `path` (a deny rule, or a write
     /// to the data directory), checked again as the tool runs.
-    pub(crate) fn refusal(&self, tool: &str, path: &Path) -> Option<ToolOutput> {
+    pub(crate) fn refusal(&self, tool: &dyn Tool, path: &Path) -> Option<ToolOutput> {
         if let Some(decided) = &self.decided_path
             && decided != path
         {
@@ -153,7 +167,7 @@ impl ToolContext {
         }
         self.policy
             .as_ref()
-            .and_then(|p| p.refusal(tool, path))
+            .and_then(|p| p.refusal(tool.name(), tool.effect(), path))
             .map(ToolOutput::error)
     }
 }
@@ -168,6 +182,8 @@ pub trait Tool: Send + Sync {
     fn input_schema(&self) -> serde_json::Value;
     /// True when the tool never changes anything; such calls may run concurrently.
     fn is_read_only(&self) -> bool;
+    /// What its calls do; the permission policy decides by this.
+    fn effect(&self) -> ToolEffect;
     /// Runs the call with exactly the arguments the permission policy decided
     /// on; the tool reads its typed input from them with [`parse_args`].
     fn execute<'a>(
@@ -175,6 +191,47 @@ pub trait Tool: Send + Sync {
         ctx: &'a ToolContext,
         input: &'a ToolInput,
     ) -> BoxFuture<'a, ToolOutput>;
+
+    /// How a reply's calls to this tool may run beside its other calls.
+    fn scheduling(&self) -> Scheduling {
+        if self.is_read_only() {
+            Scheduling::Shared
+        } else {
+            Scheduling::Exclusive
+        }
+    }
+
+    /// For a [`Scheduling::Batch`] tool, before its calls are decided on:
+    /// completes each call's arguments, and refuses the calls it will not run.
+    fn admit_batch(&self, _ctx: &ToolContext, inputs: &mut [ToolInput]) -> Vec<Option<Refusal>> {
+        vec![None; inputs.len()]
+    }
+
+    /// Runs a batch of calls that passed the permission policy, results in
+    /// the order of `inputs`. `Err`: the turn must stop (a log failed).
+    fn execute_batch<'a>(
+        &'a self,
+        ctx: &'a ToolContext,
+        _position: BatchPosition,
+        inputs: &'a [ToolInput],
+    ) -> BoxFuture<'a, Result<Vec<ToolOutput>, String>> {
+        Box::pin(async move {
+            Ok(futures::future::join_all(inputs.iter().map(|i| self.execute(ctx, i))).await)
+        })
+    }
+
+    /// Text that goes into an agent's conversation once, before its first
+    /// message, when the agent has this tool.
+    fn first_reminder(&self, _ctx: &ToolContext) -> Option<String> {
+        None
+    }
+
+    /// This tool as offered beside `tools` (canonical names): a version that
+    /// does not point to a tool missing from them, or `None` when this one
+    /// points to none.
+    fn among(&self, _tools: &[&str]) -> Option<Arc<dyn Tool>> {
+        None
+    }
 
     /// The spec sent to the model.
     fn spec(&self) -> ToolSpec {
@@ -187,6 +244,35 @@ pub trait Tool: Send + Sync {
 }
 
 pub use crate::model::ToolInput;
+
+/// How a reply's calls to a tool may be run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheduling {
+    /// Beside the reply's other shared and batch calls (it changes nothing).
+    Shared,
+    /// Alone, after the calls before it and before the calls after it.
+    Exclusive,
+    /// Beside shared calls; neighbouring calls to it are handed over together.
+    Batch,
+}
+
+/// Where a batch stands among a reply's calls to its tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPosition {
+    /// 1-based position of the batch's first call among them.
+    pub first_index: usize,
+    /// How many calls to the tool the reply holds.
+    pub total: usize,
+}
+
+/// Why a batch tool will not run a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// The call is malformed or cannot run here: this result, as an error.
+    Invalid(ToolOutput),
+    /// The call is denied: this reason, as a denial.
+    Denied(String),
+}
 
 /// Parses the model's argument text once, strictly: it must be one JSON
 /// object, with no key twice at any depth (a plain `Value` would silently
@@ -333,16 +419,26 @@ impl ToolRegistry {
                 Arc::new(EditTool),
                 Arc::new(GlobTool),
                 Arc::new(GrepTool),
-                Arc::new(BashTool),
+                Arc::new(BashTool::default()),
                 Arc::new(TodoWriteTool),
             ],
         }
+    }
+
+    /// A registry of exactly `tools`, in that order.
+    pub fn from_tools(tools: Vec<Arc<dyn Tool>>) -> Self {
+        ToolRegistry { tools }
     }
 
     /// Adds a tool (replacing one of the same name).
     pub fn insert(&mut self, tool: Arc<dyn Tool>) {
         self.tools.retain(|t| t.name() != tool.name());
         self.tools.push(tool);
+    }
+
+    /// The tools, in order.
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
     }
 
     /// Keeps only the tools for which `keep` holds.
@@ -367,18 +463,6 @@ impl ToolRegistry {
     }
 }
 
-/// Maps accepted aliases to canonical tool names; other names pass through.
-pub fn canonical_tool_name(name: &str) -> &str {
-    match name {
-        "read_file" => "Read",
-        "write_file" => "Write",
-        "edit_file" => "Edit",
-        "bash" => "Bash",
-        "Task" => "Agent",
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +473,25 @@ mod tests {
         let out = cap_output(text, 5);
         assert!(out.starts_with("éé\n"));
         assert!(out.ends_with("[truncated 16 bytes]"));
+    }
+
+    #[test]
+    fn every_alias_names_a_tool_and_the_registry_finds_it() {
+        let registry = ToolRegistry::builtin();
+        let task_tools: [&dyn Tool; 3] = [&TaskOutputTool, &TaskStopTool, &TaskListTool];
+        for (alias, target) in crate::tool_names::TOOL_ALIASES {
+            // `Agent` is the subagents' tool, not a built-in here.
+            let known = *target == "Agent"
+                || registry.names().contains(target)
+                || task_tools.iter().any(|t| t.name() == *target);
+            assert!(known, "{alias} → {target}: no such tool");
+            if let Some(tool) = registry.get(alias) {
+                assert_eq!(tool.name(), *target, "{alias}");
+            }
+        }
+        assert_eq!(registry.get("LS").map(|t| t.name()), Some("Glob"));
+        assert_eq!(registry.get("MultiEdit").map(|t| t.name()), Some("Edit"));
+        assert_eq!(registry.get("bash").map(|t| t.name()), Some("Bash"));
     }
 
     #[test]

@@ -6,12 +6,12 @@ use std::io::{self, BufRead, BufReader, Read as _};
 use std::path::Path;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::exact;
 use super::util::{self, cut_line, find_newline};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: u64 = 2000;
@@ -29,11 +29,16 @@ const NOTE_ROOM: usize = 128;
 /// Reads a text file.
 pub struct ReadTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(super) struct Args {
+    /// Path of the file to read (absolute, or relative to the project directory)
     file_path: String,
+    /// Line number to start reading from (1-based). Only for files too long to read at once
+    #[schemars(range(min = 1))]
     offset: Option<u64>,
+    /// Number of lines to read (default 2000)
+    #[schemars(range(min = 1))]
     limit: Option<u64>,
 }
 
@@ -52,31 +57,16 @@ impl Tool for ReadTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "Path of the file to read (absolute, or relative to the project directory)"
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Line number to start reading from (1-based). Only for files too long to read at once"
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Number of lines to read (default 2000)"
-                }
-            },
-            "required": ["file_path"],
-            "additionalProperties": false
-        })
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<Args>).clone()
     }
 
     fn is_read_only(&self) -> bool {
         true
+    }
+
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
     }
 
     fn execute<'a>(
@@ -95,7 +85,7 @@ impl Tool for ReadTool {
             }
             let offset = args.offset.unwrap_or(1).max(1);
             let path = ctx.resolve(&args.file_path);
-            if let Some(refused) = ctx.refusal("Read", &path) {
+            if let Some(refused) = ctx.refusal(self, &path) {
                 return refused;
             }
             let cap = ctx.output_cap;
@@ -265,6 +255,7 @@ fn next_line<R: BufRead>(
 mod tests {
     use super::super::util::test_support;
     use super::*;
+    use serde_json::json;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
         ReadTool.execute(ctx, &crate::tools::object(input)).await

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 use crate::background::BackgroundWork;
 use crate::tasks::{TaskFilter, TaskRow, TaskStatus};
 
@@ -52,11 +52,24 @@ fn unknown_task(ctx: &ToolContext, w: &BackgroundWork, id: &str) -> ToolOutput {
 /// Lists this agent's tasks with their progress.
 pub struct TaskListTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ListArgs {
+pub(super) struct ListArgs {
+    // Parsed by `TaskStatus::parse`; a test holds the two together.
+    #[schemars(extend("enum" = LIST_STATUSES))]
     status: Option<String>,
 }
+
+/// The statuses `TaskList` filters on.
+const LIST_STATUSES: [&str; 7] = [
+    "queued",
+    "running",
+    "stopping",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "lost",
+];
 
 impl Tool for TaskListTool {
     fn name(&self) -> &'static str {
@@ -66,10 +79,14 @@ impl Tool for TaskListTool {
         "List the background tasks you started (subagents and shell commands): id, status, description, tool calls, tokens and last activity. Optional `status` filter: queued, running, stopping, succeeded, failed, cancelled, lost."
     }
     fn input_schema(&self) -> serde_json::Value {
-        json!({"type": "object", "properties": {"status": {"type": "string", "enum": ["queued", "running", "stopping", "succeeded", "failed", "cancelled", "lost"]}}, "additionalProperties": false})
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<ListArgs>).clone()
     }
     fn is_read_only(&self) -> bool {
         true
+    }
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
     }
     fn execute<'a>(
         &'a self,
@@ -123,11 +140,12 @@ impl Tool for TaskListTool {
 /// Reads a task's output log.
 pub struct TaskOutputTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct OutputArgs {
+pub(super) struct OutputArgs {
     task_id: String,
     offset: Option<u64>,
+    #[schemars(range(max = TASK_OUTPUT_MAX_WAIT_MS))]
     wait_ms: Option<u64>,
 }
 
@@ -139,14 +157,14 @@ impl Tool for TaskOutputTool {
         "Read the output of a background task you started, 64 KiB at a time. Without `offset` it continues where you last read; `offset` is a byte offset. `wait_ms` (at most 30000) waits for new output or for the task to end. Don't read a running fork's output unless the user asks: its notice will bring the result."
     }
     fn input_schema(&self) -> serde_json::Value {
-        json!({"type": "object", "properties": {
-            "task_id": {"type": "string"},
-            "offset": {"type": "integer", "minimum": 0},
-            "wait_ms": {"type": "integer", "minimum": 0, "maximum": TASK_OUTPUT_MAX_WAIT_MS}
-        }, "required": ["task_id"], "additionalProperties": false})
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<OutputArgs>).clone()
     }
     fn is_read_only(&self) -> bool {
         true
+    }
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
     }
     fn execute<'a>(
         &'a self,
@@ -227,9 +245,9 @@ impl Tool for TaskOutputTool {
 /// Stops a task this agent started.
 pub struct TaskStopTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct StopArgs {
+pub(super) struct StopArgs {
     task_id: String,
 }
 
@@ -241,10 +259,14 @@ impl Tool for TaskStopTool {
         "Stop a background task you started (a subagent or a shell command). It ends as cancelled."
     }
     fn input_schema(&self) -> serde_json::Value {
-        json!({"type": "object", "properties": {"task_id": {"type": "string"}}, "required": ["task_id"], "additionalProperties": false})
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<StopArgs>).clone()
     }
     fn is_read_only(&self) -> bool {
         false
+    }
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
     }
     fn execute<'a>(
         &'a self,

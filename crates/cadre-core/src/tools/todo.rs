@@ -4,13 +4,13 @@ use std::fmt;
 use std::sync::Mutex;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 
 /// Where a todo stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
     /// Not started.
@@ -38,11 +38,12 @@ impl fmt::Display for TodoStatus {
     }
 }
 
-/// One entry of an agent's todo list, as the model sends it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One entry of the todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TodoItem {
     /// What to do, imperative ("Run the tests").
+    #[schemars(length(min = 1))]
     pub content: String,
     /// Where it stands.
     pub status: TodoStatus,
@@ -82,9 +83,10 @@ impl TodoList {
 /// Replaces the agent's todo list.
 pub struct TodoWriteTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(super) struct Args {
+    /// The complete, updated todo list
     todos: Vec<TodoItem>,
 }
 
@@ -102,35 +104,16 @@ impl Tool for TodoWriteTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "description": "The complete, updated todo list",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {"type": "string", "minLength": 1},
-                            "status": {
-                                "type": "string",
-                                "enum": ["pending", "in_progress", "completed"]
-                            },
-                            "activeForm": {"type": "string"},
-                            "id": {"type": "string"}
-                        },
-                        "required": ["content", "status"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["todos"],
-            "additionalProperties": false
-        })
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<Args>).clone()
     }
 
     fn is_read_only(&self) -> bool {
         false
+    }
+
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::ReadOnly
     }
 
     fn execute<'a>(
@@ -179,6 +162,7 @@ fn render(items: &[TodoItem]) -> String {
 mod tests {
     use super::super::util::test_support;
     use super::*;
+    use serde_json::json;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
         TodoWriteTool

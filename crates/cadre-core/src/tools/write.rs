@@ -1,20 +1,22 @@
 //! `Write`: creates or overwrites a file (overwriting only what the agent has read).
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::exact;
 use super::util::{self, write_creating_dirs};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 
 /// Writes a whole file.
 pub struct WriteTool;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(super) struct Args {
+    /// Path of the file to write (absolute, or relative to the project directory)
     file_path: String,
+    /// The complete new content of the file
     content: String,
 }
 
@@ -31,25 +33,16 @@ impl Tool for WriteTool {
     }
 
     fn input_schema(&self) -> serde_json::Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "Path of the file to write (absolute, or relative to the project directory)"
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The complete new content of the file"
-                }
-            },
-            "required": ["file_path", "content"],
-            "additionalProperties": false
-        })
+        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+        SCHEMA.get_or_init(input_schema::<Args>).clone()
     }
 
     fn is_read_only(&self) -> bool {
         false
+    }
+
+    fn effect(&self) -> super::ToolEffect {
+        super::ToolEffect::Edit
     }
 
     fn execute<'a>(
@@ -65,7 +58,7 @@ impl Tool for WriteTool {
             // The resolved path, as the permission decision saw it; the
             // write follows no symlink from here on.
             let path = ctx.resolve(&args.file_path);
-            if let Some(refused) = ctx.refusal("Write", &path) {
+            if let Some(refused) = ctx.refusal(self, &path) {
                 return refused;
             }
             let existed = match exact::kind(&path) {
@@ -110,6 +103,7 @@ mod tests {
     use super::super::ReadTool;
     use super::super::util::test_support;
     use super::*;
+    use serde_json::json;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
         WriteTool.execute(ctx, &crate::tools::object(input)).await

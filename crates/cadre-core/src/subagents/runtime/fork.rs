@@ -2,10 +2,9 @@
 //! so the provider's prompt cache hits, and that never forks in turn.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 
-use super::{ChildTag, Parent, Prepared, Spawner, SubagentRuntime, first_chars, new_agent_id};
-use crate::agent::{Agent, AgentSetup, Event, FORK_TAG, QuerySource, TurnLimits};
+use super::{ChildTag, Parent, Prepared, SubagentRuntime, first_chars, new_agent_id};
+use crate::agent::{Agent, AgentSetup, FORK_TAG, QuerySource, TurnLimits};
 use crate::subagents::AgentArgs;
 use crate::tools::ToolOutput;
 
@@ -20,7 +19,8 @@ impl SubagentRuntime {
         index: usize,
         total: usize,
     ) -> Result<Prepared, ToolOutput> {
-        let Some(req) = parent.last_request else {
+        let caller = parent.caller;
+        let Some(req) = caller.last_request.as_deref() else {
             return Err(ToolOutput::error("there is no conversation to fork yet"));
         };
         if self.base_ctx.background.is_none() {
@@ -50,8 +50,8 @@ impl SubagentRuntime {
                 "Subagent: {index}/{total} fork: \"{}\"",
                 first_chars(&args.prompt, 60)
             )),
-            client: parent.client.clone(),
-            tools: parent.registry.clone(),
+            client: caller.client.clone(),
+            tools: caller.tools.clone(),
             ctx: ctx.clone(),
             system: req.system.clone(),
             limits: TurnLimits {
@@ -61,37 +61,25 @@ impl SubagentRuntime {
             events: self.events.for_child(tag.clone()),
             policy: Arc::new({
                 let mut p = (*self.policy).clone();
-                p.mode = parent.mode;
+                p.mode = caller.mode;
                 p
             }),
             gate: self.gate.clone(),
             log: None,
         };
+        let spawner = Some((parent.spawner.depth + 1, None));
         let mut agent = Agent::new(setup.clone())
             .with_source(QuerySource::Fork)
             .with_cache_after(inherited.checked_sub(1))
-            .with_spawner(Some(Spawner {
-                runtime: self.clone(),
-                depth: parent.spawner.depth + 1,
-                allowed_types: None,
-                started_this_turn: AtomicUsize::new(0),
-            }));
+            .with_delegation(self.delegation_for(&spawner));
         agent.restore(messages);
-        self.events.emit(Event::SubagentStarted {
-            index,
-            total,
-            agent_id: tag.agent_id.clone(),
-            agent_type: "fork".into(),
-            description: args.description.clone(),
-            model: agent.model().to_string(),
-            mode: parent.mode,
-        });
         Ok(Prepared {
             index,
             tag,
             agent,
             prompt: String::new(),
             verification: false,
+            mode: caller.mode,
             ctx,
             description: args.description.clone(),
             name: args.name.clone(),
@@ -99,7 +87,7 @@ impl SubagentRuntime {
             task_id: None,
             task_cancel: None,
             setup,
-            spawner: Some((parent.spawner.depth + 1, None)),
+            spawner,
             resumable: true,
         })
     }

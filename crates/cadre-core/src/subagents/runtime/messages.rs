@@ -2,13 +2,11 @@
 //! while it runs, or by resuming it from its log once it has ended.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::sync::atomic::Ordering;
 
-use super::{ChildRecord, Spawner, SubagentRuntime};
-use crate::agent::{Agent, AgentSetup, QuerySource, TurnStatus};
+use super::{ChildRecord, ChildTag, Prepared, SubagentRuntime};
+use crate::agent::{Agent, AgentSetup, QuerySource};
 use crate::session::SessionLog;
-use crate::subagents::report::{ChildReport, ChildStatus, render_batch};
 use crate::tasks::TaskKind;
 use crate::tools::{ToolInput, ToolOutput, ToolRegistry};
 
@@ -17,16 +15,11 @@ impl SubagentRuntime {
     /// the child's next request; a finished or stopped one is resumed with its
     /// full history, in the background.
     pub async fn send_message(self: &Arc<Self>, owner: &str, input: &ToolInput) -> ToolOutput {
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Args {
-            to: String,
-            message: String,
-        }
-        let args: Args = match crate::tools::parse_args(input) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
+        let args: crate::subagents::agent_tool::SendMessageArgs =
+            match crate::tools::parse_args(input) {
+                Ok(a) => a,
+                Err(e) => return e,
+            };
         let Some(work) = self.base_ctx.background.clone() else {
             return ToolOutput::error("messages to subagents are not available in this session");
         };
@@ -76,7 +69,7 @@ impl SubagentRuntime {
                 }
             }
         };
-        let (agent_id, agent_type, task_id, resumable, spawner, name) = {
+        let (agent_id, agent_type, task_id, resumable, spawner, name, verdict) = {
             let Ok(children) = self.children.lock() else {
                 return ToolOutput::error("internal error: child registry unavailable");
             };
@@ -88,6 +81,7 @@ impl SubagentRuntime {
                 c.resumable,
                 c.spawner.clone(),
                 c.name.clone(),
+                c.verdict,
             )
         };
         // Running: deliver to its inbox.
@@ -108,28 +102,35 @@ impl SubagentRuntime {
             record_index,
             record,
             owner,
-            &agent_id,
-            &agent_type,
-            spawner,
-            name,
+            Resumed {
+                agent_id,
+                agent_type,
+                spawner,
+                name,
+                verdict,
+            },
             args.message,
         )
     }
 
-    /// Resumes a finished child from its log, in the background.
-    #[allow(clippy::too_many_arguments)]
+    /// Resumes a finished child from its log, in the background: it runs
+    /// and reports the way a first run in the background does.
     fn resume(
         self: &Arc<Self>,
         work: &Arc<crate::background::BackgroundWork>,
         record_index: usize,
         setup: AgentSetup,
         owner: &str,
-        agent_id: &str,
-        agent_type: &str,
-        spawner: Option<(u32, Option<Vec<String>>)>,
-        name: Option<String>,
+        child: Resumed,
         message: String,
     ) -> ToolOutput {
+        let Resumed {
+            agent_id,
+            agent_type,
+            spawner,
+            name,
+            verdict,
+        } = child;
         let Some(dir) = &self.agents_dir else {
             return ToolOutput::error(
                 "this session keeps no subagent logs, so none can be resumed",
@@ -146,16 +147,22 @@ impl SubagentRuntime {
                 "cannot resume {agent_id}: its log holds no readable record"
             ));
         }
+        // A resumed child runs like any other: it takes a slot of the
+        // session's running cap, and past the cap it is not started.
+        let Some(slot) = self.reserve_slots(1).pop() else {
+            return ToolOutput::error(self.running_cap_reached());
+        };
         let rebuilt = crate::session::rebuild(&loaded.records);
         let log = match SessionLog::reopen(&path) {
             Ok(l) => Arc::new(l),
             Err(e) => return ToolOutput::error(format!("cannot resume {agent_id}: {e}")),
         };
+        let description = format!("resumed {agent_type} {agent_id}");
         let spec = crate::background::TaskSpec {
             owner,
             kind: TaskKind::Subagent,
-            description: &format!("resumed {agent_type} {agent_id}"),
-            agent_type: Some(agent_type),
+            description: &description,
+            agent_type: Some(&agent_type),
             name: name.as_deref(),
             background: true,
         };
@@ -171,58 +178,59 @@ impl SubagentRuntime {
         {
             c.task_id = Some(row.id.clone());
         }
+        // The resumed run is a batch of one: its events say 1/1 throughout.
+        let tag = ChildTag {
+            index: 1,
+            total: 1,
+            agent_type: agent_type.clone(),
+            agent_id: agent_id.clone(),
+        };
+        let mut setup = setup;
+        setup.events = self.events.for_child(tag.clone());
         // Its query source is not carried over: a resumed fork is still
         // recognised as one by the directive in its history.
-        let mut agent = Agent::new(setup)
+        let mut agent = Agent::new(setup.clone())
             .with_source(QuerySource::Subagent)
-            .with_spawner(spawner.map(|(depth, allowed)| Spawner {
-                runtime: self.clone(),
-                depth,
-                allowed_types: allowed,
-                started_this_turn: AtomicUsize::new(0),
-            }));
+            .with_delegation(self.delegation_for(&spawner));
         agent.restore(rebuilt.messages);
         agent.set_log(log);
         agent.set_inbox(rx);
-        let task_id = row.id.clone();
-        let rt = self.clone();
-        let started = Instant::now();
-        let tag_type = agent_type.to_string();
-        let tag_id = agent_id.to_string();
-        tokio::spawn(async move {
-            let outcome = agent.run_turn(message, cancel).await;
-            let status = match outcome.status {
-                TurnStatus::Completed => ChildStatus::Completed,
-                TurnStatus::Interrupted => ChildStatus::Cancelled,
-                _ => ChildStatus::Failed,
-            };
-            let report = ChildReport {
-                index: 1,
-                total: 1,
-                status,
-                agent_type: tag_type,
-                agent_id: tag_id,
-                requests: outcome.requests,
-                tool_calls: outcome.tool_calls,
-                tokens: outcome.usage.total(),
-                duration: started.elapsed(),
-                final_text: outcome.final_text,
-                error: outcome.error,
-                changed_files: Vec::new(),
-                verdict: None,
-                worktree: None,
-            };
-            let text = render_batch(std::slice::from_ref(&report))
-                .into_iter()
-                .next()
-                .unwrap_or_default();
-            rt.close_task(&task_id, &report, &text, true);
-        });
+        let prepared = Prepared {
+            index: 1,
+            tag,
+            agent,
+            prompt: message,
+            verification: verdict,
+            mode: setup.policy.mode,
+            ctx: setup.ctx.clone(),
+            description,
+            name,
+            background: true,
+            task_id: Some(row.id.clone()),
+            task_cancel: Some(cancel),
+            setup,
+            spawner,
+            resumable: true,
+        };
+        self.emit_started(&prepared);
+        let launched = self.launch_background(prepared, Some(slot));
+        if launched.is_error {
+            return launched;
+        }
         ToolOutput::ok(format!(
             "resumed agent {agent_id} ({agent_type}) with its history, in the background as task {}; you will get a <task-notification> when it answers",
             row.id
         ))
     }
+}
+
+/// The child a `SendMessage` resumes, as its record knows it.
+struct Resumed {
+    agent_id: String,
+    agent_type: String,
+    spawner: Option<(u32, Option<Vec<String>>)>,
+    name: Option<String>,
+    verdict: bool,
 }
 
 /// What is kept on disk of a child, beside its task's output, so `SendMessage`
@@ -244,6 +252,9 @@ struct SavedChild {
     mode: crate::permissions::PermissionMode,
     read_only: bool,
     spawner: Option<(u32, Option<Vec<String>>)>,
+    /// Its report carries a parsed verdict (absent in files of older cadres).
+    #[serde(default)]
+    verdict: bool,
 }
 
 /// The file a child's `SavedChild` is kept in, in its task's folder.
@@ -254,28 +265,18 @@ fn saved_child_path(output_path: &std::path::Path) -> std::path::PathBuf {
 /// A saved child file is small; a bigger one is not ours and is not read.
 const SAVED_CHILD_MAX: u64 = 4 * 1024 * 1024;
 
-/// The tools named `names`, as a registry (a child's tools are always a
-/// subset of the built-ins, `Agent`, the task tools and `SendMessage`).
+/// The tools named `names`, as a registry: the session's own tool objects,
+/// each fitted to the tools beside it (a child of an earlier process has no
+/// parent here to filter from).
 fn registry_of(names: &[String]) -> ToolRegistry {
-    let has = |n: &str| names.iter().any(|t| t == n);
-    let mut registry = ToolRegistry::builtin();
-    registry.retain(|t| has(t.name()));
-    if has("Agent") {
-        registry.insert(Arc::new(crate::subagents::AgentTool));
-    }
-    if has("TaskList") {
-        registry.insert(Arc::new(crate::tools::TaskListTool));
-    }
-    if has("TaskOutput") {
-        registry.insert(Arc::new(crate::tools::TaskOutputTool));
-    }
-    if has("TaskStop") {
-        registry.insert(Arc::new(crate::tools::TaskStopTool));
-    }
-    if has("SendMessage") {
-        registry.insert(Arc::new(crate::subagents::SendMessageTool));
-    }
-    registry
+    let kept: Vec<&str> = names.iter().map(String::as_str).collect();
+    let tools = crate::subagents::spec::session_tools()
+        .tools()
+        .iter()
+        .filter(|t| kept.contains(&t.name()))
+        .map(|t| t.among(&kept).unwrap_or_else(|| t.clone()))
+        .collect();
+    ToolRegistry::from_tools(tools)
 }
 
 impl SubagentRuntime {
@@ -303,6 +304,7 @@ impl SubagentRuntime {
                 .as_ref()
                 .is_some_and(|s| s.read_only_project),
             spawner: record.spawner.clone(),
+            verdict: record.verdict,
         };
         let Ok(text) = serde_json::to_vec(&saved) else {
             return;
@@ -413,6 +415,7 @@ impl SubagentRuntime {
             spawner: saved.spawner,
             task_id: None,
             resumable: saved.resumable,
+            verdict: saved.verdict,
         }
     }
 }

@@ -1,31 +1,18 @@
 //! The event half of the protocol between the core and its front ends. Every
 //! behaviour a user can see is one of these; `exec --json` prints them as JSONL.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::{
+    ApprovalAnswer, ApprovalQuestion, ChildStatus, ChildTag, PermissionMode, TaskKind, TaskStatus,
+    TurnStatus,
+};
 use crate::model::Usage;
-use crate::permissions::{ApprovalAnswer, ApprovalQuestion, PermissionMode};
-use crate::subagents::{ChildStatus, ChildTag};
-use crate::tasks::{TaskKind, TaskStatus};
-
-/// How a turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TurnStatus {
-    /// The model gave its final answer.
-    Completed,
-    /// The user interrupted it.
-    Interrupted,
-    /// A per-turn limit stopped it.
-    LimitReached,
-    /// A model or I/O error stopped it.
-    Failed,
-}
 
 /// Something the core tells front ends.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// A session began.
@@ -141,6 +128,9 @@ pub enum Event {
     ApprovalRequested {
         /// The question.
         question: ApprovalQuestion,
+        /// Its id in this session (from 1), for `Op::ApprovalAnswer`; 0 when unknown.
+        #[serde(default)]
+        id: u64,
     },
     /// A question was answered.
     ApprovalAnswered {
@@ -348,5 +338,51 @@ impl EventSink {
             (Some(_), _) => return,
         };
         let _ = tx.send(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// `exec --json` lines read back as the same events (`cadre eval` relies on it).
+    #[test]
+    fn events_read_back_as_written() {
+        let events = vec![
+            Event::Usage {
+                agent: "main".into(),
+                usage: Usage {
+                    input_tokens: 3,
+                    output_tokens: 4,
+                    ..Usage::default()
+                },
+            },
+            Event::SubagentStarted {
+                index: 1,
+                total: 2,
+                agent_id: "a1".into(),
+                agent_type: "Explore".into(),
+                description: "look".into(),
+                model: "m".into(),
+                mode: PermissionMode::Plan,
+            },
+            Event::TaskEnded {
+                task_id: "t1".into(),
+                status: TaskStatus::Lost,
+                description: "d".into(),
+            },
+            Event::ApprovalAnswered {
+                agent: "main".into(),
+                tool: "Bash".into(),
+                answer: ApprovalAnswer::Session,
+            },
+        ];
+        for e in events {
+            let line = serde_json::to_string(&e).unwrap();
+            let back: Event = serde_json::from_str(&line).unwrap();
+            assert_eq!(serde_json::to_string(&back).unwrap(), line);
+        }
     }
 }

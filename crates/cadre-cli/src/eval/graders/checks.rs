@@ -2,259 +2,14 @@
 //! saw, so a failure says why without re-running anything.
 
 use grep_matcher::Matcher;
-use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use serde::{Deserialize, Serialize};
+use grep_regex::RegexMatcher;
+use serde::Serialize;
 
-use super::evidence::{Evidence, Who};
-
-/// Which agents a check looks at.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum By {
-    /// The parent or any child.
-    #[default]
-    Any,
-    /// The top-level agent.
-    Parent,
-    /// Any child (or, with `agent_type`, children of that type).
-    Child,
-}
-
-/// Which requests `requests` counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RequestScope {
-    /// Every model request of the run.
-    #[default]
-    Total,
-    /// The parent's.
-    Parent,
-    /// The children's.
-    Children,
-}
-
-/// A numeric bound: `min` and/or `max`, both inclusive.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Bound {
-    /// At least.
-    #[serde(default)]
-    pub min: Option<u64>,
-    /// At most.
-    #[serde(default)]
-    pub max: Option<u64>,
-}
-
-/// `tool_called` / `tool_not_called`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CallCheck {
-    /// Canonical tool name.
-    pub tool: String,
-    /// Whose calls.
-    #[serde(default)]
-    pub by: By,
-    /// Only children of this type (implies `by: child`).
-    #[serde(default)]
-    pub agent_type: Option<String>,
-    /// Only calls that ended so: `completed`, `failed` or `denied`.
-    #[serde(default)]
-    pub outcome: Option<String>,
-    /// At least this many (default 1 for `tool_called`).
-    #[serde(default)]
-    pub min: Option<u64>,
-    /// At most this many.
-    #[serde(default)]
-    pub max: Option<u64>,
-}
-
-/// `requests`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RequestCheck {
-    /// Whose requests (default: all).
-    #[serde(default)]
-    pub by: RequestScope,
-    /// Offline only: count the mock requests answered by this rule instead.
-    #[serde(default)]
-    pub rule: Option<String>,
-    /// At least.
-    #[serde(default)]
-    pub min: Option<u64>,
-    /// At most.
-    #[serde(default)]
-    pub max: Option<u64>,
-}
-
-/// `file_contains` / `file_not_contains`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileText {
-    /// Path in the project.
-    pub path: String,
-    /// A substring.
-    #[serde(default)]
-    pub text: Option<String>,
-    /// A regular expression (`^`/`$` match at line ends).
-    #[serde(default)]
-    pub regex: Option<String>,
-}
-
-/// `subagent_status`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StatusCheck {
-    /// `completed`, `failed` or `cancelled`.
-    pub status: String,
-    /// Only children of this type.
-    #[serde(default)]
-    pub agent_type: Option<String>,
-    /// Every such child must have it (not just `min` of them).
-    #[serde(default)]
-    pub all: bool,
-    /// At least this many children with the status (default 1).
-    #[serde(default)]
-    pub min: Option<u64>,
-}
-
-/// `approval_asked`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AskCheck {
-    /// Only questions about this tool.
-    #[serde(default)]
-    pub tool: Option<String>,
-    /// Whose questions.
-    #[serde(default)]
-    pub by: By,
-    /// Only children of this type.
-    #[serde(default)]
-    pub agent_type: Option<String>,
-    /// At least (default 1).
-    #[serde(default)]
-    pub min: Option<u64>,
-    /// At most.
-    #[serde(default)]
-    pub max: Option<u64>,
-}
-
-/// `tool_denied`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DenyCheck {
-    /// Only calls of this tool.
-    #[serde(default)]
-    pub tool: Option<String>,
-    /// Whose calls.
-    #[serde(default)]
-    pub by: By,
-    /// Only children of this type.
-    #[serde(default)]
-    pub agent_type: Option<String>,
-    /// Only denials whose text (as the model saw it) contains this.
-    #[serde(default)]
-    pub reason_contains: Option<String>,
-    /// At least (default 1).
-    #[serde(default)]
-    pub min: Option<u64>,
-    /// At most.
-    #[serde(default)]
-    pub max: Option<u64>,
-}
-
-/// `task_status`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TaskCheck {
-    /// `queued`, `running`, `stopping`, `succeeded`, `failed`, `cancelled` or `lost`.
-    pub status: String,
-    /// `subagent` or `bash`.
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// Only subagent tasks of this type.
-    #[serde(default)]
-    pub agent_type: Option<String>,
-    /// Only tasks whose description contains this.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// Every such task must have the status (not just `min` of them).
-    #[serde(default)]
-    pub all: bool,
-    /// At least this many tasks with the status (default 1).
-    #[serde(default)]
-    pub min: Option<u64>,
-}
-
-/// `mock_request` (offline only).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MockRequestCheck {
-    /// The mock rule that answered it.
-    pub rule: String,
-    /// Its step (assistant turns already in it; default 0, the first request).
-    #[serde(default)]
-    pub step: usize,
-    /// Tools that must be offered.
-    #[serde(default)]
-    pub tools_include: Vec<String>,
-    /// Tools that must not be offered.
-    #[serde(default)]
-    pub tools_exclude: Vec<String>,
-    /// The exact tool list, in order.
-    #[serde(default)]
-    pub tools_exact: Option<Vec<String>>,
-    /// A substring of the request body (JSON text; the system prompt and messages).
-    #[serde(default)]
-    pub contains: Option<String>,
-}
-
-/// One check. In `case.yaml` each is a one-key mapping, e.g.
-/// `- tool_not_called: { tool: Read, by: parent }`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Grader {
-    /// cadre's exit status.
-    ExitCode(i32),
-    /// A tool was called (at least `min`, default 1, at most `max`).
-    ToolCalled(CallCheck),
-    /// A tool was not called.
-    ToolNotCalled(CallCheck),
-    /// Model requests within bounds.
-    Requests(RequestCheck),
-    /// A file exists in the project after the run.
-    FileExists(String),
-    /// A file does not exist after the run.
-    FileMissing(String),
-    /// A file contains a text or matches a regex.
-    FileContains(FileText),
-    /// A file contains neither the text nor the regex.
-    FileNotContains(FileText),
-    /// A file is byte-for-byte as in the fixture (or still absent).
-    FileUnchanged(String),
-    /// The parent's final text matches a regex.
-    FinalTextMatches(String),
-    /// Children ended with a status.
-    SubagentStatus(StatusCheck),
-    /// Approval questions were put to the user.
-    ApprovalAsked(AskCheck),
-    /// Calls were denied.
-    #[serde(alias = "approval_denied")]
-    ToolDenied(DenyCheck),
-    /// The task table (`$CADRE_HOME/tasks.db`) holds rows with a status.
-    TaskStatus(TaskCheck),
-    /// The parent's session log contains a text.
-    ParentLogContains(String),
-    /// The parent's session log does not contain a text.
-    ParentLogNotContains(String),
-    /// A report (result of an `Agent` call, in the parent's log) contains a text.
-    ReportContains(String),
-    /// Bytes of the children's final texts in the reports (headers excluded).
-    ReportBytes(Bound),
-    /// Tokens used, children included.
-    Tokens(Bound),
-    /// What the mock received in one request (offline only).
-    MockRequest(MockRequestCheck),
-}
+use super::spec::{
+    By, CallCheck, DenyCheck, FileText, Grader, MockRequestCheck, RequestCheck, RequestScope,
+    StatusCheck, TaskCheck, regex,
+};
+use crate::eval::evidence::{Evidence, Who};
 
 /// How one check went.
 #[derive(Debug, Clone, Serialize)]
@@ -327,14 +82,6 @@ fn scope_text(by: By, agent_type: Option<&str>) -> String {
         (By::Child, None) => " by a child".into(),
         (By::Any, None) => String::new(),
     }
-}
-
-/// A regex matcher where `^`/`$` match at line ends.
-pub fn regex(pattern: &str) -> Result<RegexMatcher, String> {
-    RegexMatcherBuilder::new()
-        .multi_line(true)
-        .build(pattern)
-        .map_err(|e| format!("bad regex {pattern:?}: {e}"))
 }
 
 fn is_match(m: &RegexMatcher, text: &str) -> bool {
@@ -413,12 +160,9 @@ impl Grader {
                     Ok(m) => m,
                     Err(e) => return GradeResult::new(name, false, e),
                 };
-                match ev.final_turn() {
+                match ev.final_text() {
                     None => GradeResult::new(name, false, "no turn_ended event of main".into()),
-                    Some(t) => {
-                        let text = t.get("final_text").and_then(|v| v.as_str()).unwrap_or("");
-                        GradeResult::new(name, is_match(&m, text), excerpt(text, 200))
-                    }
+                    Some(text) => GradeResult::new(name, is_match(&m, text), excerpt(text, 200)),
                 }
             }
             Grader::SubagentStatus(c) => grade_status(ev, c),
@@ -556,12 +300,7 @@ fn grade_calls(ev: &Evidence, c: &CallCheck, negate: bool) -> GradeResult {
         .collect();
     let n = in_scope
         .iter()
-        .filter(|k| {
-            k.tool == c.tool
-                && c.outcome
-                    .as_ref()
-                    .is_none_or(|o| k.outcome.as_ref() == Some(o))
-        })
+        .filter(|k| k.tool == c.tool && c.outcome.as_ref().is_none_or(|o| k.outcome == Some(*o)))
         .count() as u64;
     let saw = format!(
         "{n} matching; calls{}: {}",
@@ -656,7 +395,7 @@ fn grade_status(ev: &Evidence, c: &StatusCheck) -> GradeResult {
     let name = format!(
         "subagent_status {}{}{} {}",
         if c.all { "all " } else { "" },
-        c.status,
+        c.status.as_str(),
         c.agent_type
             .as_ref()
             .map(|t| format!(" ({t})"))
@@ -677,7 +416,7 @@ fn grade_status(ev: &Evidence, c: &StatusCheck) -> GradeResult {
             .iter()
             .map(|ch| {
                 let id: String = ch.agent_id.chars().take(8).collect();
-                let mut s = format!("{} {id} {}", ch.agent_type, ch.status);
+                let mut s = format!("{} {id} {}", ch.agent_type, ch.status.as_str());
                 if let Some(e) = &ch.error {
                     s.push_str(&format!(" ({})", excerpt(e, 80)));
                 }
@@ -732,7 +471,7 @@ fn grade_denied(ev: &Evidence, c: &DenyCheck) -> GradeResult {
 fn grade_tasks(ev: &Evidence, c: &TaskCheck) -> GradeResult {
     let min = c.min.unwrap_or(1);
     let filters = [
-        c.kind.clone(),
+        c.kind.map(|k| k.to_string()),
         c.agent_type.clone(),
         c.description.as_ref().map(|d| format!("{d:?}")),
     ]
@@ -757,7 +496,7 @@ fn grade_tasks(ev: &Evidence, c: &TaskCheck) -> GradeResult {
     let rows: Vec<_> = ev
         .tasks
         .iter()
-        .filter(|t| c.kind.as_ref().is_none_or(|k| t.kind.as_str() == k))
+        .filter(|t| c.kind.is_none_or(|k| t.kind == k))
         .filter(|t| {
             c.agent_type
                 .as_ref()
@@ -769,10 +508,7 @@ fn grade_tasks(ev: &Evidence, c: &TaskCheck) -> GradeResult {
                 .is_none_or(|d| t.description.contains(d.as_str()))
         })
         .collect();
-    let with = rows
-        .iter()
-        .filter(|t| t.status.as_str() == c.status)
-        .count() as u64;
+    let with = rows.iter().filter(|t| t.status == c.status).count() as u64;
     let passed = with >= min && (!c.all || with == rows.len() as u64);
     let saw = if ev.tasks.is_empty() {
         "no rows in the task table".to_string()
@@ -852,25 +588,6 @@ fn grade_mock_request(ev: &Evidence, c: &MockRequestCheck) -> GradeResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn graders(yaml: &str) -> Vec<Grader> {
-        serde_saphyr::from_str(yaml).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    #[test]
-    fn graders_parse_from_one_key_mappings() {
-        let g = graders(
-            "- exit_code: 0\n- tool_not_called: { tool: Read, by: parent }\n- requests: { by: parent, max: 2 }\n- file_unchanged: a.txt\n- approval_denied: { tool: Bash }\n- tokens: { max: 100 }\n",
-        );
-        assert_eq!(g.len(), 6);
-        assert!(matches!(
-            g[1],
-            Grader::ToolNotCalled(CallCheck { by: By::Parent, .. })
-        ));
-        assert!(matches!(g[4], Grader::ToolDenied(_)));
-        let bad: Result<Vec<Grader>, _> = serde_saphyr::from_str("- tool_called: { tol: Read }\n");
-        assert!(bad.is_err());
-    }
 
     #[test]
     fn report_bytes_count_the_kept_text_only() {

@@ -1,0 +1,66 @@
+//! Permission checks: the policy's decision for a call, and the question
+//! through the approval gate when it says to ask.
+
+use super::Agent;
+use crate::permissions::{
+    ApprovalAnswer, ApprovalQuestion, Decision, HEADLESS_DENIAL, PermissionPolicy,
+};
+use crate::tools::ToolInput;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+impl Agent {
+    /// Applies the permission policy, asking through the gate when it says so.
+    /// `Err` holds the denial text the model sees.
+    pub(super) async fn permit(
+        &self,
+        tool: &str,
+        effect: crate::permissions::ToolEffect,
+        input: &ToolInput,
+        path: Option<&std::path::Path>,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        let (reason, session_rule) =
+            match self
+                .policy
+                .decide_at(&self.tracker, tool, effect, input, path)
+            {
+                Decision::Allow => return Ok(()),
+                Decision::Deny(reason) => return Err(format!("denied: {reason}")),
+                Decision::Ask {
+                    reason,
+                    session_rule,
+                } => (reason, session_rule),
+            };
+        if !self.gate.can_ask() {
+            return Err(HEADLESS_DENIAL.to_string());
+        }
+        let shown = match (tool, input.get("command").and_then(Value::as_str)) {
+            ("Bash", Some(cmd)) => cmd.to_string(),
+            _ => serde_json::to_string_pretty(input).unwrap_or_default(),
+        };
+        let sandbox = (tool == "Bash").then(|| self.ctx.sandbox_line(input));
+        let question = ApprovalQuestion {
+            agent: self.id.clone(),
+            label: self.label.clone(),
+            tool: tool.to_string(),
+            input: shown,
+            reason,
+            sandbox,
+            session_rule: session_rule.clone(),
+        };
+        match self.gate.ask(question, cancel).await {
+            ApprovalAnswer::Once => Ok(()),
+            ApprovalAnswer::Session => {
+                if let Some(rule) = PermissionPolicy::parse_session_rule(&session_rule) {
+                    self.tracker.allow(rule);
+                }
+                Ok(())
+            }
+            ApprovalAnswer::No if cancel.is_cancelled() => {
+                Err("not run: interrupted by the user".to_string())
+            }
+            ApprovalAnswer::No => Err("denied: the user declined this call".to_string()),
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! The turn: notices and messages joined to the next request, the request
+//! streamed, the reply recorded, its tool calls run, until the model answers
+//! without tools or a limit stops it.
+
+use super::{Agent, LogFailure, TurnOutcome, UNREAD_REMINDER_EVERY};
+use crate::model::{ContentBlock, Message, ModelError, ModelRequest, Role, StreamDelta, Usage};
+use crate::protocol::{Event, TurnStatus};
+use crate::session::RecordBody;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+impl Agent {
+    /// Joins finished background tasks' notice to the next request.
+    pub(super) fn deliver_notices(&mut self) -> Result<(), LogFailure> {
+        let mut messages = Vec::new();
+        if let Some(inbox) = &mut self.inbox {
+            while let Ok(m) = inbox.try_recv() {
+                messages.push(m);
+            }
+        }
+        for m in messages {
+            let text = format!("<message from=\"parent\">\n{m}\n</message>");
+            self.write_log(RecordBody::User { text: text.clone() })?;
+            self.push_user_text(text);
+        }
+        let Some(work) = self.ctx.background.clone() else {
+            return Ok(());
+        };
+        // Every so many replies, tasks whose long output was never read are
+        // pointed out again, so a finished result is not silently forgotten.
+        self.replies_since_reminder += 1;
+        if self.replies_since_reminder >= UNREAD_REMINDER_EVERY {
+            self.replies_since_reminder = 0;
+            let unread = work.unread_of(&self.id);
+            // Only an agent that can read them is pointed to them.
+            if !unread.is_empty() && self.tools.get("TaskOutput").is_some() {
+                let text = format!(
+                    "<system-reminder>Finished background tasks whose output you have not read yet: {}. Read them with TaskOutput if they matter to the task.</system-reminder>",
+                    unread.join(", ")
+                );
+                self.write_log(RecordBody::User { text: text.clone() })?;
+                self.push_user_text(text);
+            }
+        }
+        let items = work.take_unmarked(&self.id);
+        if items.is_empty() {
+            return Ok(());
+        }
+        let text = crate::background::notification_text(&items);
+        self.events.emit(Event::TasksNotified {
+            agent: self.id.clone(),
+            task_ids: items.iter().map(|f| f.task_id.clone()).collect(),
+        });
+        self.write_log(RecordBody::User { text: text.clone() })?;
+        // Only once the notice is logged: a crash before this re-announces
+        // after a resume instead of losing the notice.
+        work.mark_announced(&items.iter().map(|f| f.task_id.clone()).collect::<Vec<_>>());
+        self.push_user_text(text);
+        Ok(())
+    }
+
+    /// Adds user text: a new message, or joined to a pending user message (after
+    /// an interrupted request) so roles keep alternating.
+    pub(super) fn push_user_text(&mut self, text: String) {
+        if let Some(last) = self.conversation.last_mut()
+            && last.role == Role::User
+        {
+            last.content.push(ContentBlock::Text { text });
+            return;
+        }
+        self.conversation.push(Message::user_text(text));
+    }
+
+    /// Runs one turn for `user_text` until the model answers without tools, a
+    /// limit or error stops it, or `cancel` fires. An empty `user_text` runs a
+    /// turn on the waiting task notices alone.
+    pub async fn run_turn(&mut self, user_text: String, cancel: CancellationToken) -> TurnOutcome {
+        let mut logged = Ok(());
+        if let Some(delegation) = &self.ctx.delegation {
+            delegation.turn_started();
+        }
+        // Tools' reminders (the roster of agent types) go in once, before the
+        // first message, so the tool list stays the same whatever exists.
+        if self.conversation.is_empty() {
+            let reminders: Vec<String> = self
+                .tools
+                .tools()
+                .iter()
+                .filter_map(|t| t.first_reminder(&self.ctx))
+                .collect();
+            for text in reminders {
+                if logged.is_ok() {
+                    logged = self.write_log(RecordBody::User { text: text.clone() });
+                }
+                self.push_user_text(text);
+            }
+        }
+        // An empty text continues the conversation with whatever notices wait.
+        if !user_text.is_empty() {
+            if logged.is_ok() {
+                logged = self.write_log(RecordBody::User {
+                    text: user_text.clone(),
+                });
+            }
+            self.push_user_text(user_text);
+        }
+        self.events.emit(Event::TurnStarted {
+            agent: self.id.clone(),
+        });
+        let mut outcome = match logged {
+            Ok(()) => self.turn_loop(&cancel).await,
+            Err(LogFailure(e)) => TurnOutcome {
+                status: TurnStatus::Failed,
+                final_text: String::new(),
+                error: Some(e.clone()),
+                model_error: None,
+                log_error: Some(e),
+                requests: 0,
+                tool_calls: 0,
+                usage: Usage::default(),
+            },
+        };
+        let status = serde_json::to_value(outcome.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        if let Err(LogFailure(e)) = self.write_log(RecordBody::TurnEnd { status })
+            && outcome.error.is_none()
+        {
+            outcome.status = TurnStatus::Failed;
+            outcome.error = Some(e.clone());
+            outcome.log_error = Some(e);
+        }
+        self.events.emit(Event::TurnEnded {
+            agent: self.id.clone(),
+            status: outcome.status,
+            final_text: outcome.final_text.clone(),
+            error: outcome.error.clone(),
+            requests: outcome.requests,
+            tool_calls: outcome.tool_calls,
+            usage: outcome.usage,
+        });
+        outcome
+    }
+
+    pub(super) async fn turn_loop(&mut self, cancel: &CancellationToken) -> TurnOutcome {
+        let mut out = TurnOutcome {
+            status: TurnStatus::Completed,
+            final_text: String::new(),
+            error: None,
+            model_error: None,
+            log_error: None,
+            requests: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+        };
+        loop {
+            if out.requests >= self.limits.max_requests {
+                out.status = TurnStatus::LimitReached;
+                out.error = Some(format!(
+                    "the turn reached its limit of {} model requests; stopped to avoid a runaway loop",
+                    self.limits.max_requests
+                ));
+                return out;
+            }
+            if let Err(LogFailure(e)) = self.deliver_notices() {
+                out.status = TurnStatus::Failed;
+                out.error = Some(e.clone());
+                out.log_error = Some(e);
+                return out;
+            }
+            out.requests += 1;
+            self.events.emit(Event::RequestStarted {
+                agent: self.id.clone(),
+                request: out.requests,
+            });
+            let req = ModelRequest {
+                model: self.client.config().model.clone(),
+                system: self.system.clone(),
+                messages: self.conversation.clone(),
+                tools: self.tools.specs(),
+                max_tokens: self.client.config().max_tokens,
+                cache_after: self.cache_after,
+            };
+            let events = self.events.clone();
+            let agent = self.id.clone();
+            let log = self.log.clone();
+            let mut on_delta = move |d: StreamDelta| match d {
+                StreamDelta::Text(text) => events.emit(Event::TextDelta {
+                    agent: agent.clone(),
+                    text,
+                }),
+                StreamDelta::Retrying {
+                    attempt,
+                    status,
+                    wait_ms,
+                    reason,
+                    discarded_text,
+                } => {
+                    // A diagnostic record: failing to write it must not fail the request.
+                    if let Some(log) = &log {
+                        let _ = log.append(RecordBody::Retry {
+                            attempt,
+                            reason: reason.clone(),
+                            discarded_text,
+                        });
+                    }
+                    events.emit(Event::Retrying {
+                        agent: agent.clone(),
+                        attempt,
+                        status,
+                        wait_ms,
+                        reason,
+                        discarded_text,
+                    })
+                }
+                StreamDelta::ToolCallStarted { .. } => {}
+            };
+            let mut resp = match self.client.stream(&req, &mut on_delta, cancel).await {
+                Ok(r) => r,
+                Err(ModelError::Cancelled) => {
+                    out.status = TurnStatus::Interrupted;
+                    out.error = Some("interrupted by the user".into());
+                    return out;
+                }
+                Err(e) => {
+                    out.status = TurnStatus::Failed;
+                    out.error = Some(e.to_string());
+                    out.model_error = Some(e);
+                    return out;
+                }
+            };
+            drop(on_delta);
+            crate::model::unique_call_ids(&mut resp.message, &self.conversation);
+            self.last_request = Some(Arc::new(req));
+            out.usage.add(&resp.usage);
+            self.usage.add(&resp.usage);
+            self.events.emit(Event::Usage {
+                agent: self.id.clone(),
+                usage: resp.usage,
+            });
+            let calls = resp.message.tool_calls();
+            let text = resp.message.text();
+            self.events.emit(Event::AssistantMessage {
+                agent: self.id.clone(),
+                text: text.clone(),
+                tool_calls: calls.len(),
+            });
+            if !text.is_empty() {
+                out.final_text = text;
+            }
+            let logged = self.write_log(RecordBody::Assistant {
+                message: resp.message.clone(),
+            });
+            self.conversation.push(resp.message);
+            if let Err(LogFailure(e)) = logged {
+                out.status = TurnStatus::Failed;
+                out.error = Some(e.clone());
+                out.log_error = Some(e);
+                return out;
+            }
+            if calls.is_empty() {
+                return out;
+            }
+
+            let budget = self.limits.max_tool_calls.saturating_sub(out.tool_calls) as usize;
+            let (run, refused) = calls.split_at(calls.len().min(budget));
+            out.tool_calls += run.len() as u32;
+            let (mut results, log_failure) = self.run_tools(run, cancel).await;
+            for call in refused {
+                results.push(ContentBlock::ToolResult {
+                    tool_use_id: call.id.clone(),
+                    content: "not run: the turn reached its tool-call limit".into(),
+                    is_error: true,
+                });
+            }
+            self.conversation.push(Message {
+                role: Role::User,
+                content: results.into(),
+            });
+            if let Some(LogFailure(e)) = log_failure {
+                out.status = TurnStatus::Failed;
+                out.error = Some(e.clone());
+                out.log_error = Some(e);
+                return out;
+            }
+            if cancel.is_cancelled() {
+                out.status = TurnStatus::Interrupted;
+                out.error = Some("interrupted by the user".into());
+                return out;
+            }
+            if !refused.is_empty() {
+                out.status = TurnStatus::LimitReached;
+                out.error = Some(format!(
+                    "the turn reached its limit of {} tool calls; stopped to avoid a runaway loop",
+                    self.limits.max_tool_calls
+                ));
+                return out;
+            }
+        }
+    }
+}

@@ -1,0 +1,647 @@
+//! The session every front end drives. A [`Session`] owns the main agent and
+//! everything around its turns: the user's messages, notices of finished
+//! background tasks (settled, throttled, and retried when the model service
+//! fails), approval questions, interrupts, stopping tasks, resuming and
+//! shutting down. A front end opens one, runs it, and from then on only
+//! submits [`Op`]s through a [`SessionHandle`] and renders the [`Event`]s
+//! of the sink it gave the session; it needs no other access to the core.
+//!
+//! ```text
+//! front end ──Op──▶ SessionHandle ──▶ Session::run ──Event──▶ EventSink ──▶ front end
+//! ```
+//!
+//! A front end: opens the log ([`create_log`], or [`PendingResume`] after
+//! asking the user about calls that may have run), makes an event channel
+//! ([`EventSink::channel`]), calls [`Session::open`] with a closure that
+//! builds the main agent from the session's [`AgentParts`], spawns
+//! [`Session::run`], and then loops: render each event; on
+//! `approval_requested` show the question (whatever else is on screen) and
+//! submit [`Op::ApprovalAnswer`] with its id; turn keys and signals into
+//! [`Op::Interrupt`], [`Op::BackgroundBatch`], [`Op::StopTask`],
+//! [`Op::Shutdown`]; submit [`Op::UserMessage`] at any time (during a turn
+//! it waits for the next); read [`SessionHandle::status`] and
+//! [`SessionHandle::tasks`] for what to show. The event receiver ends when
+//! the session has ended and its work has wound down.
+
+mod approvals;
+mod resume;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+pub use approvals::SessionApprovals;
+pub use resume::{OpenError, OpenedLog, PendingResume, create_log};
+
+use crate::agent::{Agent, TurnOutcome};
+use crate::background::{BackgroundWork, NOTICE_SETTLE, NOTICE_SETTLE_MAX, NoticeThrottle};
+use crate::model::Message;
+use crate::permissions::ApprovalSource;
+use crate::protocol::{ApprovalQuestion, Event, EventSink, Op, TurnStatus};
+use crate::tasks::{TaskError, TaskFilter, TaskRow, TaskTable};
+
+/// The main agent's id: the owner of the tasks the session stops and announces.
+const MAIN: &str = "main";
+
+/// Waits between tries to deliver task notices when the model service fails:
+/// quick retries, then a cool-down from 60 s doubling to 300 s.
+pub const NOTICE_RETRY: [Duration; 7] = [
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(5),
+    Duration::from_secs(60),
+    Duration::from_secs(120),
+    Duration::from_secs(240),
+    Duration::from_secs(300),
+];
+
+/// How long stopped background work gets to wind down when the session ends.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// How often stops requested by `cadre tasks stop` from another process are picked up.
+const EXTERNAL_STOP_POLL: Duration = Duration::from_millis(500);
+
+/// When a session ends by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifetime {
+    /// Only on [`Op::Shutdown`], or once every [`SessionHandle`] is gone
+    /// (an interactive front end).
+    UntilShutdown,
+    /// Once idle after its first turn (`cadre exec`). With
+    /// `wait_for_background`, idle also means no task of the main agent runs
+    /// and no notice waits: each batch of notices gets a turn of its own, and
+    /// a turn that does not complete ends the session. Without it, what still
+    /// runs is stopped.
+    AfterTask {
+        /// Wait for the background work the task started.
+        wait_for_background: bool,
+    },
+}
+
+/// When notices of finished background tasks go out.
+#[derive(Debug, Clone)]
+pub struct NoticeTiming {
+    /// Quiet time after a task ends before its notice goes out.
+    pub settle: Duration,
+    /// Longest a notice is held back waiting for a burst to settle.
+    pub settle_max: Duration,
+    /// Waits before each new try of a delivery the model service failed.
+    pub retry: Vec<Duration>,
+}
+
+impl Default for NoticeTiming {
+    fn default() -> Self {
+        NoticeTiming {
+            settle: NOTICE_SETTLE,
+            settle_max: NOTICE_SETTLE_MAX,
+            retry: NOTICE_RETRY.to_vec(),
+        }
+    }
+}
+
+/// Everything a session is opened from. Its log comes first, from
+/// [`create_log`] or, for a resume, [`PendingResume`] (the user may have to
+/// agree to go on before the log is written).
+pub struct SessionSetup {
+    /// Session id.
+    pub session_id: String,
+    /// Provider name, for `session_started`.
+    pub provider: String,
+    /// Model id, for `session_started`.
+    pub model: String,
+    /// Working directory, for `session_started`.
+    pub cwd: PathBuf,
+    /// Warnings to report once, after `session_started`.
+    pub warnings: Vec<String>,
+    /// Where every event of the session goes. The session and its agents
+    /// hold the only senders: the front end's receiver ends with the session.
+    pub events: EventSink,
+    /// The task table, for background work; none runs without one.
+    pub tasks: Option<TaskTable>,
+    /// The conversation to continue (a resume), or nothing.
+    pub messages: Vec<Message>,
+    /// True when a person can answer approval questions; otherwise calls
+    /// that need one are denied without asking.
+    pub answers_questions: bool,
+    /// When the session ends by itself.
+    pub lifetime: Lifetime,
+    /// When notices go out.
+    pub notices: NoticeTiming,
+}
+
+/// What the main agent is built with; see [`Session::open`].
+pub struct AgentParts {
+    /// The session's events.
+    pub events: EventSink,
+    /// The session's approval source (answered by [`Op::ApprovalAnswer`]).
+    pub approvals: Arc<dyn ApprovalSource>,
+    /// The session's background work, when it has a task table.
+    pub background: Option<Arc<BackgroundWork>>,
+}
+
+/// What a session is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Phase {
+    /// Waiting for a message (or for background work to end).
+    #[default]
+    Idle,
+    /// A turn of the main agent runs.
+    Turn,
+    /// Finished tasks are about to be announced (letting a burst settle,
+    /// or held back by the throttle).
+    Notices,
+    /// A delivery of notices failed; the next try waits.
+    RetryWait,
+    /// Stopping what still runs.
+    Ending,
+    /// Over: nothing more happens.
+    Ended,
+}
+
+/// A question waiting for its answer.
+#[derive(Debug, Clone)]
+pub struct OpenQuestion {
+    /// The id an [`Op::ApprovalAnswer`] names.
+    pub id: u64,
+    /// The question.
+    pub question: ApprovalQuestion,
+}
+
+/// A session's state as front ends read it (see [`SessionHandle::status`]).
+#[derive(Debug, Clone, Default)]
+pub struct SessionStatus {
+    /// What it is doing.
+    pub phase: Phase,
+    /// Messages submitted while a turn ran, waiting for their own turn.
+    pub queued_messages: usize,
+    /// The question waiting for an answer, if one does.
+    pub question: Option<OpenQuestion>,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone)]
+pub struct SessionOutcome {
+    /// The last turn of the main agent, if there was one.
+    pub last_turn: Option<TurnOutcome>,
+    /// True when it ended by [`Op::Shutdown`] rather than by itself.
+    pub shut_down: bool,
+}
+
+/// A front end's hold on a session: submit operations, read its state.
+/// Cheap to clone; it keeps nothing of the session alive.
+#[derive(Clone)]
+pub struct SessionHandle {
+    session_id: String,
+    ops: mpsc::UnboundedSender<Op>,
+    status: watch::Receiver<SessionStatus>,
+    work: Option<Weak<BackgroundWork>>,
+}
+
+impl SessionHandle {
+    /// Submits an operation; false once the session has ended.
+    pub fn submit(&self, op: Op) -> bool {
+        self.ops.send(op).is_ok()
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The session's state now.
+    pub fn status(&self) -> SessionStatus {
+        self.status.borrow().clone()
+    }
+
+    /// Waits until the state changes; false once the session is gone.
+    pub async fn status_changed(&mut self) -> bool {
+        self.status.changed().await.is_ok()
+    }
+
+    /// True while a turn of the main agent runs (an interrupt has something to stop).
+    pub fn turn_running(&self) -> bool {
+        self.status.borrow().phase == Phase::Turn
+    }
+
+    /// Every task of this session, newest first (empty without background work).
+    pub fn tasks(&self) -> Result<Vec<TaskRow>, TaskError> {
+        let Some(work) = self.work.as_ref().and_then(Weak::upgrade) else {
+            return Ok(Vec::new());
+        };
+        work.table().list(&TaskFilter {
+            session_id: Some(self.session_id.clone()),
+            ..Default::default()
+        })
+    }
+}
+
+/// One session: the main agent and the loop that drives it. Open it with
+/// [`Session::open`], run it with [`Session::run`] (usually in a task of
+/// its own), and drive it through the [`SessionHandle`].
+pub struct Session {
+    agent: Agent,
+    ctl: Control,
+}
+
+/// Everything of the session but the agent, so ops can be applied while a
+/// turn holds the agent.
+struct Control {
+    ops: mpsc::UnboundedReceiver<Op>,
+    ops_open: bool,
+    status: Arc<watch::Sender<SessionStatus>>,
+    approvals: Arc<SessionApprovals>,
+    work: Option<Arc<BackgroundWork>>,
+    subagents: Option<Arc<dyn crate::tools::Delegation>>,
+    events: EventSink,
+    lifetime: Lifetime,
+    timing: NoticeTiming,
+    throttle: NoticeThrottle,
+    queue: VecDeque<String>,
+    /// Cancels what runs now: a turn, or the wait before a retry.
+    current: Option<CancellationToken>,
+    shutdown: CancellationToken,
+    last_turn: Option<TurnOutcome>,
+}
+
+impl Session {
+    /// Opens a session: reports `session_started` and the warnings, opens
+    /// the background work (tasks of dead processes are marked lost),
+    /// builds the main agent with `build_agent` from the session's parts,
+    /// and restores a resumed conversation, queueing the notices of tasks
+    /// that ended unannounced so each is announced exactly once.
+    pub fn open<E: From<TaskError>>(
+        setup: SessionSetup,
+        build_agent: impl FnOnce(AgentParts) -> Result<Agent, E>,
+    ) -> Result<(Session, SessionHandle), E> {
+        let SessionSetup {
+            session_id,
+            provider,
+            model,
+            cwd,
+            warnings,
+            events,
+            tasks,
+            messages,
+            answers_questions,
+            lifetime,
+            notices,
+        } = setup;
+        events.emit(Event::SessionStarted {
+            session_id: session_id.clone(),
+            provider,
+            model,
+            cwd: cwd.display().to_string(),
+        });
+        for message in warnings {
+            events.emit(Event::Warning { message });
+        }
+        let work = match tasks {
+            Some(table) => {
+                for id in table.mark_lost_on_startup()? {
+                    events.emit(Event::Warning {
+                        message: format!(
+                            "task {id} was lost: its cadre process ended while it was active"
+                        ),
+                    });
+                }
+                let work = BackgroundWork::new(table, session_id.clone(), events.clone());
+                // After a resume, tasks that ended unannounced are announced now, once.
+                work.note_logged_notices(&messages);
+                work.requeue_unannounced(MAIN);
+                Some(work)
+            }
+            None => None,
+        };
+        let status = Arc::new(watch::channel(SessionStatus::default()).0);
+        let approvals = Arc::new(SessionApprovals::new(answers_questions, status.clone()));
+        let mut agent = build_agent(AgentParts {
+            events: events.clone(),
+            approvals: approvals.clone(),
+            background: work.clone(),
+        })?;
+        agent.restore(messages);
+        let (ops_tx, ops) = mpsc::unbounded_channel();
+        let handle = SessionHandle {
+            session_id,
+            ops: ops_tx,
+            status: status.subscribe(),
+            work: work.as_ref().map(Arc::downgrade),
+        };
+        let ctl = Control {
+            ops,
+            ops_open: true,
+            status,
+            approvals,
+            subagents: agent.delegation(),
+            work,
+            events,
+            lifetime,
+            timing: notices,
+            throttle: NoticeThrottle::default(),
+            queue: VecDeque::new(),
+            current: None,
+            shutdown: CancellationToken::new(),
+            last_turn: None,
+        };
+        Ok((Session { agent, ctl }, handle))
+    }
+
+    /// Runs the session until it ends (see [`Lifetime`]): a turn for each
+    /// message, a turn for each batch of finished tasks' notices while idle,
+    /// operations applied whenever they arrive. On the way out whatever the
+    /// main agent still runs is stopped (recorded `cancelled`) and given
+    /// [`STOP_GRACE`] to wind down.
+    pub async fn run(self) -> SessionOutcome {
+        let Session { mut agent, mut ctl } = self;
+        if let Some(work) = &ctl.work {
+            watch_external_stops(work);
+        }
+        loop {
+            // Operations already waiting come first: a message submitted
+            // before the session started runs before any notice turn (and
+            // carries the notices itself).
+            ctl.apply_waiting();
+            if ctl.shutdown.is_cancelled() {
+                break;
+            }
+            if let Some(text) = ctl.queue.pop_front() {
+                ctl.publish_queue();
+                run_turn(&mut agent, &mut ctl, text).await;
+                continue;
+            }
+            if ctl.ends_now(&agent) {
+                break;
+            }
+            if agent.has_notices() {
+                deliver_notices(&mut agent, &mut ctl).await;
+                continue;
+            }
+            ctl.set_phase(Phase::Idle);
+            let work = ctl.work.clone();
+            tokio::select! {
+                op = ctl.next_op() => ctl.apply(op),
+                // A task ended: a notice may wait, or exec may be done.
+                _ = async {
+                    match &work {
+                        Some(w) => w.changed().await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
+            }
+        }
+        ctl.set_phase(Phase::Ending);
+        if agent.active_tasks() > 0
+            && let Some(work) = &ctl.work
+        {
+            work.stop_all();
+            work.wait_idle(STOP_GRACE).await;
+        }
+        ctl.set_phase(Phase::Ended);
+        SessionOutcome {
+            last_turn: ctl.last_turn,
+            shut_down: ctl.shutdown.is_cancelled(),
+        }
+    }
+}
+
+/// Runs one turn of the main agent, applying operations while it runs.
+async fn run_turn(agent: &mut Agent, ctl: &mut Control, text: String) -> TurnOutcome {
+    let cancel = ctl.shutdown.child_token();
+    ctl.current = Some(cancel.clone());
+    ctl.set_phase(Phase::Turn);
+    let turn = agent.run_turn(text, cancel);
+    tokio::pin!(turn);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut turn => break outcome,
+            op = ctl.next_op() => ctl.apply(op),
+        }
+    };
+    ctl.current = None;
+    ctl.last_turn = Some(outcome.clone());
+    outcome
+}
+
+/// Announces finished tasks in a turn of their own: once a burst settled
+/// and the throttle allows, retrying a delivery the model service failed.
+/// A message from the user (or a shutdown) comes first: its turn carries the
+/// notices anyway.
+async fn deliver_notices(agent: &mut Agent, ctl: &mut Control) {
+    let Some(work) = ctl.work.clone() else { return };
+    ctl.set_phase(Phase::Notices);
+    let mut throttle = std::mem::take(&mut ctl.throttle);
+    let (settle, settle_max) = (ctl.timing.settle, ctl.timing.settle_max);
+    let ready = {
+        let wait = async {
+            work.settle(MAIN, settle, settle_max).await;
+            throttle.wait().await;
+        };
+        tokio::pin!(wait);
+        loop {
+            tokio::select! {
+                _ = &mut wait => break true,
+                op = ctl.next_op() => {
+                    ctl.apply(op);
+                    if ctl.preempted() {
+                        break false;
+                    }
+                }
+            }
+        }
+    };
+    ctl.throttle = throttle;
+    ctl.apply_waiting();
+    if !ready || ctl.preempted() {
+        return;
+    }
+    let mut retries = ctl.timing.retry.clone().into_iter();
+    loop {
+        // The notices themselves join the turn's first request.
+        let outcome = run_turn(agent, ctl, String::new()).await;
+        let failed = outcome.status == TurnStatus::Failed && outcome.model_error.is_some();
+        if !failed || ctl.preempted() {
+            return;
+        }
+        let Some(wait) = retries.next() else { return };
+        ctl.events.emit(Event::Warning {
+            message: format!(
+                "delivering task notices failed ({}); retrying in {}",
+                outcome.error.unwrap_or_default(),
+                seconds(wait)
+            ),
+        });
+        ctl.set_phase(Phase::RetryWait);
+        let cancel = ctl.shutdown.child_token();
+        ctl.current = Some(cancel.clone());
+        let sleep = tokio::time::sleep(wait);
+        tokio::pin!(sleep);
+        let go_on = loop {
+            tokio::select! {
+                _ = &mut sleep => break true,
+                // An interrupt gives up on this delivery; the notices are in
+                // the conversation and go with the next turn.
+                _ = cancel.cancelled() => break false,
+                op = ctl.next_op() => {
+                    ctl.apply(op);
+                    if ctl.preempted() {
+                        break false;
+                    }
+                }
+            }
+        };
+        ctl.current = None;
+        if !go_on {
+            return;
+        }
+    }
+}
+
+/// `1 s`, or `250 ms` for a wait under a second.
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+impl Control {
+    fn set_phase(&self, phase: Phase) {
+        self.status.send_if_modified(|s| {
+            let changed = s.phase != phase;
+            s.phase = phase;
+            changed
+        });
+    }
+
+    fn publish_queue(&self) {
+        let n = self.queue.len();
+        self.status.send_if_modified(|s| {
+            let changed = s.queued_messages != n;
+            s.queued_messages = n;
+            changed
+        });
+    }
+
+    /// True when what the session waits on should give way: a shutdown, or
+    /// a message from the user.
+    fn preempted(&self) -> bool {
+        self.shutdown.is_cancelled() || !self.queue.is_empty()
+    }
+
+    /// True when the session is done by its lifetime.
+    fn ends_now(&self, agent: &Agent) -> bool {
+        match self.lifetime {
+            Lifetime::UntilShutdown => false,
+            Lifetime::AfterTask {
+                wait_for_background,
+            } => match &self.last_turn {
+                None => false,
+                Some(last) if !wait_for_background || last.status != TurnStatus::Completed => true,
+                Some(_) => agent.active_tasks() == 0 && !agent.has_notices(),
+            },
+        }
+    }
+
+    /// The next operation. Once every handle is gone it is a shutdown when
+    /// nothing else could end the session; otherwise none comes again.
+    async fn next_op(&mut self) -> Op {
+        if self.ops_open {
+            if let Some(op) = self.ops.recv().await {
+                return op;
+            }
+            self.ops_open = false;
+            if self.lifetime == Lifetime::UntilShutdown || self.last_turn.is_none() {
+                return Op::Shutdown;
+            }
+        }
+        std::future::pending().await
+    }
+
+    /// Applies the operations already submitted, without waiting.
+    fn apply_waiting(&mut self) {
+        if !self.ops_open {
+            return;
+        }
+        while let Ok(op) = self.ops.try_recv() {
+            self.apply(op);
+        }
+    }
+
+    fn apply(&mut self, op: Op) {
+        match op {
+            Op::UserMessage { text } => {
+                self.queue.push_back(text);
+                self.publish_queue();
+            }
+            Op::ApprovalAnswer { id, answer } => {
+                self.approvals.answer(id, answer);
+            }
+            Op::Interrupt => {
+                if let Some(current) = &self.current {
+                    current.cancel();
+                }
+            }
+            Op::BackgroundBatch => {
+                if let Some(runtime) = &self.subagents {
+                    runtime.background_now();
+                }
+            }
+            Op::StopTask { task_id } => self.stop_task(&task_id),
+            Op::StopAll => {
+                if let Some(work) = &self.work {
+                    // A child's own tasks end with it.
+                    for id in work.running_of(MAIN) {
+                        let _ = work.stop(MAIN, &id);
+                    }
+                }
+            }
+            Op::Shutdown => self.shutdown.cancel(),
+        }
+    }
+
+    /// Stops one task of this session, whichever agent started it.
+    fn stop_task(&self, task_id: &str) {
+        let Some(work) = &self.work else {
+            self.events.emit(Event::Warning {
+                message: format!("no task {task_id}: this session runs no background work"),
+            });
+            return;
+        };
+        let owner = match work.table().get(task_id) {
+            Ok(row) if row.session_id == work.session_id() => row.parent_agent,
+            Ok(_) => {
+                self.events.emit(Event::Warning {
+                    message: format!("task {task_id} belongs to another session"),
+                });
+                return;
+            }
+            Err(_) => MAIN.to_string(),
+        };
+        if let Err(message) = work.stop(&owner, task_id) {
+            self.events.emit(Event::Warning { message });
+        }
+    }
+}
+
+/// Applies `cadre tasks stop` requests from other processes to this
+/// session's work, for as long as the work exists.
+fn watch_external_stops(work: &Arc<BackgroundWork>) {
+    let weak = Arc::downgrade(work);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(EXTERNAL_STOP_POLL);
+        loop {
+            tick.tick().await;
+            match weak.upgrade() {
+                Some(w) => w.apply_external_stops(),
+                None => break,
+            }
+        }
+    });
+}

@@ -1,0 +1,17 @@
+//! The protocol between the core and its front ends: the [`Event`]s the core
+//! reports, the [`Op`]s a front end submits, approval questions and the
+//! statuses of turns, children and tasks. It sits at the bottom of the core:
+//! it depends on nothing in cadre but the model's usage counts, so every other
+//! module can speak it without importing each other.
+
+mod approval;
+mod event;
+mod mode;
+mod op;
+mod status;
+
+pub use approval::{ApprovalAnswer, ApprovalQuestion, PendingApproval};
+pub use event::{Event, EventSink};
+pub use mode::PermissionMode;
+pub use op::Op;
+pub use status::{ChildStatus, ChildTag, TaskKind, TaskStatus, TurnStatus};

@@ -1,0 +1,41 @@
+//! The operation half of the protocol: what a front end asks of a session.
+
+use serde::{Deserialize, Serialize};
+
+use super::ApprovalAnswer;
+
+/// Something a front end asks the session to do. A front end only submits
+/// these and renders [`super::Event`]s; everything else is the core's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// The user's next message: starts a turn; sent while a turn runs, it
+    /// waits and starts the next one (it never interrupts).
+    UserMessage {
+        /// The text.
+        text: String,
+    },
+    /// The answer to a question (questions come one at a time).
+    ApprovalAnswer {
+        /// The question's id (from its `approval_requested` event): an answer
+        /// that arrives after its question was withdrawn is then dropped
+        /// instead of answering the next one. None answers the question now shown.
+        #[serde(default)]
+        id: Option<u64>,
+        /// The answer.
+        answer: ApprovalAnswer,
+    },
+    /// Stop the running turn and everything in its foreground; background work goes on.
+    Interrupt,
+    /// Move the running batch of foreground children to the background.
+    BackgroundBatch,
+    /// Stop one task.
+    StopTask {
+        /// Its id.
+        task_id: String,
+    },
+    /// Stop every running task of this session.
+    StopAll,
+    /// Stop everything and end the session.
+    Shutdown,
+}

@@ -1,0 +1,161 @@
+//! Statuses of turns, children and tasks, as the core reports them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// The model gave its final answer.
+    Completed,
+    /// The user interrupted it.
+    Interrupted,
+    /// A per-turn limit stopped it.
+    LimitReached,
+    /// A model or I/O error stopped it.
+    Failed,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChildStatus {
+    /// Ended with a final answer.
+    Completed,
+    /// Ended by an error or a limit.
+    Failed,
+    /// Cancelled by an interrupt.
+    Cancelled,
+}
+
+impl ChildStatus {
+    /// The lower-case name shown in reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ChildStatus::Completed => "completed",
+            ChildStatus::Failed => "failed",
+            ChildStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Subagent events' payloads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChildTag {
+    /// 1-based position in the batch.
+    pub index: usize,
+    /// Batch size.
+    pub total: usize,
+    /// Definition name.
+    pub agent_type: String,
+    /// Child agent id.
+    pub agent_id: String,
+}
+
+/// Where a task is in its life. `queued`, `running` and `stopping` are active;
+/// `succeeded`, `failed`, `cancelled` and `lost` are final, and final is final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    /// Created, not started yet.
+    Queued,
+    /// Doing its work.
+    Running,
+    /// Asked to stop; the owning process stops the work and records `cancelled`.
+    Stopping,
+    /// Finished with a result.
+    Succeeded,
+    /// Finished with an error.
+    Failed,
+    /// Stopped before it finished.
+    Cancelled,
+    /// Its cadre process ended while it was active.
+    Lost,
+}
+
+impl TaskStatus {
+    /// Every status, active ones first.
+    pub const ALL: [TaskStatus; 7] = [
+        TaskStatus::Queued,
+        TaskStatus::Running,
+        TaskStatus::Stopping,
+        TaskStatus::Succeeded,
+        TaskStatus::Failed,
+        TaskStatus::Cancelled,
+        TaskStatus::Lost,
+    ];
+
+    /// The lowercase name stored in the table.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TaskStatus::Queued => "queued",
+            TaskStatus::Running => "running",
+            TaskStatus::Stopping => "stopping",
+            TaskStatus::Succeeded => "succeeded",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+            TaskStatus::Lost => "lost",
+        }
+    }
+
+    /// The status named `s` (lowercase, as stored), if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Succeeded, failed, cancelled or lost: it never changes again.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Succeeded | TaskStatus::Failed | TaskStatus::Cancelled | TaskStatus::Lost
+        )
+    }
+
+    /// Queued, running or stopping.
+    pub fn is_active(&self) -> bool {
+        !self.is_final()
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a task runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskKind {
+    /// A subagent.
+    Subagent,
+    /// A shell command of the `Bash` tool.
+    Bash,
+}
+
+impl TaskKind {
+    /// The lowercase name stored in the table.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TaskKind::Subagent => "subagent",
+            TaskKind::Bash => "bash",
+        }
+    }
+
+    /// The kind named `s`, if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "subagent" => Some(TaskKind::Subagent),
+            "bash" => Some(TaskKind::Bash),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for TaskKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

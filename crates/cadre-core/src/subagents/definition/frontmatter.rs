@@ -1,0 +1,399 @@
+//! Parsing a Markdown file's YAML frontmatter and the `--agents` JSON into a
+//! definition.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::fields::{FieldReader, blank_definition, name_problem, scalar_string};
+use super::{DefinitionIssue, IssueLevel, ParseOutcome};
+use crate::subagents::{AgentDefinition, DefinitionSource};
+
+/// The frontmatter split off a file.
+enum Split {
+    /// The file does not start with a `---` line.
+    None,
+    /// A `---` first line but no closing `---` line.
+    Unclosed,
+    /// The YAML between the `---` lines, and the body after them.
+    Found { frontmatter: String, body: String },
+}
+
+fn split_frontmatter(text: &str) -> Split {
+    let mut lines = text.split('\n');
+    match lines.next() {
+        Some(first) if first.trim_end() == "---" => {}
+        _ => return Split::None,
+    }
+    let mut frontmatter = Vec::new();
+    for line in lines.by_ref() {
+        if line.trim_end() == "---" {
+            let body = lines.collect::<Vec<_>>().join("\n");
+            return Split::Found {
+                frontmatter: frontmatter.join("\n"),
+                body: body.trim().to_string(),
+            };
+        }
+        frontmatter.push(line);
+    }
+    Split::Unclosed
+}
+
+/// Bounds for the frontmatter YAML: generous for real files, small enough
+/// that a hostile file cannot exhaust memory or time.
+fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_documents: 1,
+            max_depth: 32,
+            max_nodes: 20_000,
+            max_events: 100_000,
+            max_aliases: 1_000,
+            max_anchors: 1_000,
+            max_total_scalar_bytes: 4 << 20,
+        },
+        // YAML 1.2 booleans only (`yes`/`no` stay strings), as Claude Code reads them.
+        strict_booleans: true,
+    }
+}
+
+fn parse_yaml(frontmatter: &str) -> Result<Value, serde_saphyr::Error> {
+    if frontmatter.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_saphyr::from_str_with_options::<Value>(frontmatter, yaml_options())
+}
+
+/// The file line of a YAML error (the frontmatter starts on file line 2) and
+/// its message without the location suffix.
+fn yaml_error(err: &serde_saphyr::Error) -> (Option<usize>, String) {
+    let line = err
+        .location()
+        .map(|loc| loc.line())
+        .filter(|line| *line > 0)
+        .and_then(|line| usize::try_from(line).ok())
+        .map(|line| line + 1);
+    let rendered = err.render_with_options(serde_saphyr::render_options! {
+        formatter: &serde_saphyr::UserMessageFormatter,
+        snippets: serde_saphyr::SnippetMode::Off,
+        line_offset: 1,
+    });
+    let message = match rendered.rfind(" at line ") {
+        Some(i) if line.is_some() => rendered[..i].to_string(),
+        _ => rendered,
+    };
+    (line, format!("invalid YAML in frontmatter: {message}"))
+}
+
+/// Why a line was quoted by [`quote_colon_values`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum QuoteReason {
+    /// The value contains `: ` (or ends with `:`).
+    Colon,
+    /// The value starts with a character YAML reserves (`` ` ``, `@`, `%`).
+    Reserved(char),
+}
+
+/// Quotes every one-line `key: value` whose plain value contains `: ` or
+/// ends with `:` (which YAML refuses but Claude Code tolerates), or starts
+/// with a reserved indicator (`` ` ``, `@`, `%`), as a single-quoted scalar.
+/// Returns the rewritten frontmatter and the 0-based indices of rewritten
+/// lines with the reason. Lines inside block scalars (`key: |` / `key: >`)
+/// are left alone.
+pub(super) fn quote_colon_values(frontmatter: &str) -> (String, Vec<(usize, QuoteReason)>) {
+    let mut out = Vec::new();
+    let mut rewritten = Vec::new();
+    let mut block_indent: Option<usize> = None;
+    for (index, line) in frontmatter.split('\n').enumerate() {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if let Some(parent) = block_indent {
+            if line.trim().is_empty() || indent > parent {
+                out.push(line.to_string());
+                continue;
+            }
+            block_indent = None;
+        }
+        let rest = &line[indent..];
+        let Some((key, value)) = rest.split_once(':') else {
+            out.push(line.to_string());
+            continue;
+        };
+        let key_ok = !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !key_ok || !(value.is_empty() || value.starts_with([' ', '\t'])) {
+            out.push(line.to_string());
+            continue;
+        }
+        let value = value.trim();
+        if value.starts_with(['|', '>']) {
+            block_indent = Some(indent);
+            out.push(line.to_string());
+            continue;
+        }
+        let reason = match value.chars().next() {
+            Some(c @ ('`' | '@' | '%')) => Some(QuoteReason::Reserved(c)),
+            Some('\'' | '"' | '[' | '{' | '#' | '&' | '*' | '!') | None => None,
+            Some(_) if value.contains(": ") || value.ends_with(':') => Some(QuoteReason::Colon),
+            Some(_) => None,
+        };
+        match reason {
+            Some(reason) => {
+                out.push(format!(
+                    "{}{key}: '{}'",
+                    &line[..indent],
+                    value.replace('\'', "''")
+                ));
+                rewritten.push((index, reason));
+            }
+            None => out.push(line.to_string()),
+        }
+    }
+    (out.join("\n"), rewritten)
+}
+
+/// The file line (1-based) of a top-level `key:` in the frontmatter.
+fn key_line(frontmatter: &str, key: &str) -> Option<usize> {
+    frontmatter
+        .split('\n')
+        .position(|line| {
+            line.strip_prefix(key)
+                .and_then(|rest| rest.trim_start().strip_prefix(':'))
+                .is_some()
+                || line
+                    .strip_prefix(['"', '\''])
+                    .and_then(|rest| rest.strip_prefix(key))
+                    .is_some_and(|rest| rest.starts_with(['"', '\'']))
+        })
+        .map(|index| index + 2)
+}
+
+/// Collects issues for one file.
+struct Issues<'a> {
+    path: &'a Path,
+    list: Vec<DefinitionIssue>,
+}
+
+impl Issues<'_> {
+    fn push(&mut self, level: IssueLevel, line: Option<usize>, message: impl Into<String>) {
+        self.list.push(DefinitionIssue {
+            path: Some(self.path.to_path_buf()),
+            level,
+            line,
+            message: message.into(),
+        });
+    }
+}
+
+/// Parses one definition file's text. `path` is recorded in the definition
+/// and its issues; `source` is where it was found.
+pub fn parse_definition(text: &str, path: &Path, source: DefinitionSource) -> ParseOutcome {
+    let mut issues = Issues {
+        path,
+        list: Vec::new(),
+    };
+    let definition = parse_into(text, path, source, &mut issues);
+    ParseOutcome {
+        definition,
+        issues: issues.list,
+    }
+}
+
+fn parse_into(
+    text: &str,
+    path: &Path,
+    source: DefinitionSource,
+    issues: &mut Issues<'_>,
+) -> Option<AgentDefinition> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let text = text.replace("\r\n", "\n");
+    let (frontmatter, body) = match split_frontmatter(&text) {
+        Split::None => {
+            issues.push(
+                IssueLevel::Info,
+                None,
+                "no frontmatter; treated as documentation",
+            );
+            return None;
+        }
+        Split::Unclosed => {
+            issues.push(
+                IssueLevel::Error,
+                Some(1),
+                "frontmatter is not closed: no second `---` line",
+            );
+            return None;
+        }
+        Split::Found { frontmatter, body } => (frontmatter, body),
+    };
+
+    let value = match parse_yaml(&frontmatter) {
+        Ok(value) => value,
+        Err(first) => {
+            let (quoted, lines) = quote_colon_values(&frontmatter);
+            match (lines.is_empty(), parse_yaml(&quoted)) {
+                (false, Ok(value)) => {
+                    for (index, reason) in lines {
+                        let line = index + 2;
+                        let message = match reason {
+                            QuoteReason::Colon => {
+                                "a value with ': ' was quoted to parse (as Claude Code does)"
+                                    .to_string()
+                            }
+                            QuoteReason::Reserved(c) => {
+                                format!("a value starting with '{c}' was quoted to parse")
+                            }
+                        };
+                        issues.push(IssueLevel::Warning, Some(line), message);
+                    }
+                    value
+                }
+                _ => {
+                    let (line, message) = yaml_error(&first);
+                    issues.push(IssueLevel::Error, line, message);
+                    return None;
+                }
+            }
+        }
+    };
+    let mut map = match value {
+        Value::Object(map) => map,
+        Value::Null => Map::new(),
+        _ => {
+            issues.push(
+                IssueLevel::Error,
+                Some(2),
+                "frontmatter is not a mapping of `field: value` lines",
+            );
+            return None;
+        }
+    };
+
+    let name = match map.remove("name") {
+        None | Some(Value::Null) => None,
+        Some(value) => match scalar_string(&value) {
+            Some(s) => Some(s.trim().to_string()).filter(|s| !s.is_empty()),
+            None => {
+                issues.push(
+                    IssueLevel::Error,
+                    key_line(&frontmatter, "name"),
+                    "`name` must be a string",
+                );
+                return None;
+            }
+        },
+    };
+    let Some(name) = name else {
+        issues.push(IssueLevel::Info, None, "no name: treated as documentation");
+        return None;
+    };
+    if let Some(problem) = name_problem(&name) {
+        issues.push(IssueLevel::Error, key_line(&frontmatter, "name"), problem);
+        return None;
+    }
+    let description = match map.remove("description") {
+        Some(value) => scalar_string(&value).map(|s| s.trim().to_string()),
+        None => None,
+    }
+    .unwrap_or_default();
+    if description.is_empty() {
+        issues.push(
+            IssueLevel::Error,
+            key_line(&frontmatter, "description").or(key_line(&frontmatter, "name")),
+            format!("agent `{name}` has no `description` (required with `name`)"),
+        );
+        return None;
+    }
+
+    let mut def = blank_definition(&name, &description, &body, source, Some(path.to_path_buf()));
+    let mut reader = FieldReader::default();
+    reader.fill(&mut def, &mut map);
+    for problem in reader.problems {
+        let field = &problem.field;
+        issues.push(
+            IssueLevel::Warning,
+            key_line(&frontmatter, field),
+            format!("`{field}`: {}", problem.message),
+        );
+    }
+    for key in def.unknown_fields.keys() {
+        issues.push(
+            IssueLevel::Warning,
+            key_line(&frontmatter, key),
+            format!("unknown field `{key}` (kept, ignored)"),
+        );
+    }
+    if def.prompt.is_empty() {
+        issues.push(
+            IssueLevel::Warning,
+            None,
+            "empty body: the agent has no system prompt",
+        );
+    }
+    Some(def)
+}
+
+/// Parses the `--agents` flag: a JSON object mapping names to definitions,
+/// `{"name": {"description": "...", "prompt": "...", "tools": [...], ...}}`
+/// with the same (Claude Code) field names as the files. Any problem is an
+/// error naming the agent and the field; unknown fields are kept silently.
+pub fn definitions_from_json(json: &str) -> Result<Vec<AgentDefinition>, String> {
+    let value: Value =
+        serde_json::from_str(json).map_err(|e| format!("--agents: invalid JSON: {e}"))?;
+    let Value::Object(agents) = value else {
+        return Err(
+            "--agents: expected a JSON object mapping agent names to definitions".to_string(),
+        );
+    };
+    let mut out = Vec::new();
+    for (name, spec) in agents {
+        let name = name.trim().to_string();
+        if name.is_empty() {
+            return Err("--agents: an agent has an empty name".to_string());
+        }
+        if let Some(problem) = name_problem(&name) {
+            return Err(format!("--agents: {problem}"));
+        }
+        let Value::Object(mut map) = spec else {
+            return Err(format!("--agents: agent `{name}`: expected an object"));
+        };
+        if let Some(inner) = map.remove("name")
+            && scalar_string(&inner).is_none_or(|inner| inner.trim() != name)
+        {
+            return Err(format!(
+                "--agents: agent `{name}`: field `name`: differs from the key `{name}`"
+            ));
+        }
+        let required = |map: &mut Map<String, Value>, field: &str| -> Result<String, String> {
+            match map.remove(field) {
+                Some(Value::String(s)) if !s.trim().is_empty() => Ok(s),
+                Some(Value::String(_)) | None | Some(Value::Null) => Err(format!(
+                    "--agents: agent `{name}`: field `{field}` is required"
+                )),
+                Some(_) => Err(format!(
+                    "--agents: agent `{name}`: field `{field}`: expected a string"
+                )),
+            }
+        };
+        let description = required(&mut map, "description")?;
+        let prompt = required(&mut map, "prompt")?;
+        let mut def = blank_definition(
+            &name,
+            description.trim(),
+            prompt.trim(),
+            DefinitionSource::Flag,
+            None,
+        );
+        let mut reader = FieldReader::default();
+        reader.fill(&mut def, &mut map);
+        if let Some(problem) = reader.problems.first() {
+            return Err(format!(
+                "--agents: agent `{name}`: field `{}`: {}",
+                problem.field, problem.message
+            ));
+        }
+        out.push(def);
+    }
+    Ok(out)
+}

@@ -1,0 +1,199 @@
+//! Preparation: one `Agent` call resolved into a child ready to run (its
+//! definition through the child builder), its log opened, its start announced.
+
+use super::{
+    BatchCall, ChildTag, Parent, Prepared, Spawner, SubagentRuntime, first_chars, new_agent_id,
+};
+use crate::agent::{Agent, AgentSetup, TurnLimits};
+use crate::protocol::Event;
+use crate::session::{RecordBody, SessionLog};
+use crate::subagents::catalog::DefinitionCatalog;
+use crate::subagents::spec::{ChildCall, ChildSpec, ParentView};
+use crate::tools::{Delegation, ToolOutput};
+use std::sync::Arc;
+
+impl SubagentRuntime {
+    /// Resolves one call into a ready child, or the error the model sees.
+    pub(super) fn prepare(
+        self: &Arc<Self>,
+        parent: &Parent<'_>,
+        catalog: &DefinitionCatalog,
+        call: BatchCall,
+        total: usize,
+    ) -> Result<Prepared, ToolOutput> {
+        let spawner = parent.spawner;
+        let args = call.args;
+        if args.prompt.trim().is_empty() {
+            return Err(ToolOutput::invalid_arguments("prompt is empty"));
+        }
+        let wanted = args
+            .subagent_type
+            .clone()
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or_else(|| self.settings.default_type.clone());
+        if wanted == "fork" {
+            return self.prepare_fork(parent, &args, call.index, total);
+        }
+        let background_requested = args.run_in_background == Some(true);
+        if let Some(iso) = &args.isolation {
+            return Err(ToolOutput::error(format!(
+                "isolation \"{iso}\" is not available yet; call Agent without isolation"
+            )));
+        }
+        let Some(def) = catalog.get(&wanted).cloned() else {
+            return Err(ToolOutput::error(format!(
+                "unknown subagent_type '{wanted}'; nothing was started. Known types: {}",
+                catalog.names().join(", ")
+            )));
+        };
+        if let Some(allowed) = &spawner.allowed_types
+            && !allowed.iter().any(|t| t == &def.name)
+        {
+            return Err(ToolOutput::error(format!(
+                "this agent may only start these agent types: {}",
+                allowed.join(", ")
+            )));
+        }
+
+        // Tools (DESIGN 7.5), nesting (7.6), mode (the ratchet), model,
+        // prompt and sandbox: one builder, shared with `--agent` and
+        // `cadre agents show`.
+        let caller = parent.caller;
+        let spec = ChildSpec::resolve(
+            &def,
+            &ChildCall {
+                background: background_requested,
+                model: args.model.as_deref(),
+                as_main: false,
+            },
+            &ParentView {
+                tools: &caller.tools,
+                mode: caller.mode,
+                depth: spawner.depth,
+                provider: caller.client.config().provider,
+                sandbox: self.base_ctx.sandbox.as_ref(),
+                cwd: &self.base_ctx.cwd,
+                settings: &self.settings,
+                models: &self.model_settings,
+            },
+        )
+        .map_err(|e| ToolOutput::error(format!("{} was not started: {e}", def.name)))?;
+        for warning in spec.warnings(&def.name) {
+            self.warn_once(warning);
+        }
+        let mut policy = (*self.policy).clone();
+        policy.mode = spec.mode.mode;
+
+        let client = match &spec.model {
+            Some(id) if *id != caller.client.config().model => caller.client.with_model(id),
+            _ => caller.client.clone(),
+        };
+        let agent_id = new_agent_id();
+        let tag = ChildTag {
+            index: call.index,
+            total,
+            agent_type: def.name.clone(),
+            agent_id: agent_id.clone(),
+        };
+        let background = spec.background;
+        if background && self.base_ctx.background.is_none() {
+            return Err(ToolOutput::error(
+                "background subagents are not available in this session; call Agent without run_in_background",
+            ));
+        }
+        let mut ctx = self.base_ctx.clone();
+        ctx.agent_id = agent_id.clone();
+        ctx.file_state = Arc::new(Default::default());
+        ctx.todos = Arc::new(Default::default());
+        ctx.sandbox = spec.sandbox.clone();
+        let limits = TurnLimits {
+            max_requests: def.max_turns.unwrap_or(self.settings.default_max_turns),
+            max_tool_calls: self.settings.max_tool_calls_per_child,
+        };
+        let spawner_info = spec
+            .delegates()
+            .then(|| (spec.depth, spec.agent_types.clone()));
+        let prompt = args.prompt.clone();
+        let setup = AgentSetup {
+            id: agent_id,
+            label: Some(format!(
+                "Subagent: {}/{} {}: \"{}\"",
+                call.index,
+                total,
+                def.name,
+                first_chars(&args.prompt, 60)
+            )),
+            client,
+            tools: spec.tools,
+            ctx: ctx.clone(),
+            system: spec.system,
+            limits,
+            events: self.events.for_child(tag.clone()),
+            policy: Arc::new(policy),
+            gate: self.gate.clone(),
+            log: None,
+        };
+        let agent = Agent::new(setup.clone()).with_delegation(self.delegation_for(&spawner_info));
+        Ok(Prepared {
+            index: call.index,
+            tag,
+            agent,
+            prompt,
+            verification: def.reports_verdict,
+            mode: spec.mode.mode,
+            ctx,
+            description: args.description.clone(),
+            name: args.name.clone(),
+            background,
+            task_id: None,
+            task_cancel: None,
+            setup,
+            spawner: spawner_info,
+            resumable: !def.one_shot,
+        })
+    }
+
+    /// A child's place in the runtime from its (depth, allowed types); none
+    /// for a child that may neither start nor message children.
+    pub(super) fn delegation_for(
+        self: &Arc<Self>,
+        spawner: &Option<(u32, Option<Vec<String>>)>,
+    ) -> Option<Arc<dyn Delegation>> {
+        spawner.as_ref().map(|(depth, allowed)| {
+            Arc::new(Spawner::child(self.clone(), *depth, allowed.clone())) as Arc<dyn Delegation>
+        })
+    }
+
+    /// Announces a child whose log (and task row) exists.
+    pub(super) fn emit_started(&self, p: &Prepared) {
+        self.events.emit(Event::SubagentStarted {
+            index: p.tag.index,
+            total: p.tag.total,
+            agent_id: p.tag.agent_id.clone(),
+            agent_type: p.tag.agent_type.clone(),
+            description: p.description.clone(),
+            model: p.agent.model().to_string(),
+            mode: p.mode,
+        });
+    }
+
+    pub(super) fn open_child_log(&self, p: &mut Prepared) -> Result<(), String> {
+        let Some(dir) = &self.agents_dir else {
+            return Ok(());
+        };
+        crate::config::ensure_private_dir(dir).map_err(|e| e.to_string())?;
+        let log = SessionLog::create(&dir.join(format!("{}.jsonl", p.tag.agent_id)))
+            .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
+        log.append(RecordBody::SessionStart {
+            session_id: p.tag.agent_id.clone(),
+            cwd: p.ctx.cwd.display().to_string(),
+            provider: self.client.config().provider.to_string(),
+            model: p.agent.model().to_string(),
+        })
+        .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
+        log.append_messages(p.agent.conversation())
+            .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
+        p.agent.set_log(Arc::new(log));
+        Ok(())
+    }
+}
