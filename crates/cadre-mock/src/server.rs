@@ -43,6 +43,12 @@ pub struct Record {
     pub t_start_ms: u64,
     /// End of the response (including the whole streamed body), ms since the Unix epoch.
     pub t_end_ms: u64,
+    /// Arrival time, µs since the Unix epoch (for latencies under a millisecond).
+    #[serde(default)]
+    pub t_start_us: u64,
+    /// End of the response, µs since the Unix epoch.
+    #[serde(default)]
+    pub t_end_us: u64,
     /// Name of the matched rule, if any.
     pub rule: Option<String>,
     /// Number of assistant turns in the request.
@@ -58,18 +64,37 @@ pub struct Record {
     pub user_agent: Option<String>,
 }
 
-fn now_ms() -> u64 {
+fn now_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+        .map_or(0, |d| d.as_micros() as u64)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A served request as kept in memory: when the body parsed as JSON, it is
+/// kept as received and `rec.body` is null until `records()` parses it again,
+/// so a long conversation does not grow the heap by a tree per request.
+struct Kept {
+    rec: Record,
+    raw: Option<Bytes>,
+}
+
+impl Kept {
+    fn record(&self) -> Record {
+        let mut rec = self.rec.clone();
+        if let Some(raw) = &self.raw {
+            rec.body = serde_json::from_slice(raw)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(raw).into_owned()));
+        }
+        rec
+    }
+}
+
 struct RecorderInner {
-    records: Vec<Record>,
+    records: Vec<Kept>,
     file: Option<File>,
 }
 
@@ -81,34 +106,74 @@ struct Shared {
 }
 
 impl Shared {
-    fn push(&self, rec: Record) {
+    /// Keeps `rec` and appends it to the record file. `raw` is the body as
+    /// received when it parsed as JSON: written as it came, it spares
+    /// re-serialising a whole conversation on every request.
+    fn push(&self, mut rec: Record, raw: Option<Bytes>) {
         let mut inner = lock(&self.recorder);
         if let Some(file) = inner.file.as_mut() {
-            match serde_json::to_string(&rec) {
-                Ok(mut line) => {
-                    line.push('\n');
-                    if let Err(e) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
+            match record_line(&mut rec, raw.as_deref()) {
+                Ok(line) => {
+                    if let Err(e) = file.write_all(&line).and_then(|()| file.flush()) {
                         eprintln!("cadre-mock: cannot write record: {e}");
                     }
                 }
                 Err(e) => eprintln!("cadre-mock: cannot serialize record: {e}"),
             }
         }
-        inner.records.push(rec);
+        if raw.is_some() {
+            rec.body = Value::Null;
+        }
+        inner.records.push(Kept { rec, raw });
     }
+}
+
+/// One line of the record file, newline included. With `raw` (JSON on one
+/// line), the body is those bytes, spliced where the serialised `body` is.
+fn record_line(rec: &mut Record, raw: Option<&[u8]>) -> Result<Vec<u8>, serde_json::Error> {
+    const BODY: &[u8] = b",\"body\":null,\"user_agent\":";
+    let one_line = raw.filter(|r| !r.iter().any(|b| matches!(b, b'\n' | b'\r')));
+    let mut line = match one_line {
+        Some(raw) => {
+            let body = std::mem::take(&mut rec.body);
+            let text = serde_json::to_vec(&*rec);
+            rec.body = body;
+            let text = text?;
+            // Quotes inside `rule` and `user_agent` are escaped, so the
+            // unescaped key sequence occurs exactly once.
+            match text.windows(BODY.len()).position(|w| w == BODY) {
+                Some(at) => {
+                    let mut out = Vec::with_capacity(text.len() + raw.len());
+                    out.extend_from_slice(&text[..at]);
+                    out.extend_from_slice(b",\"body\":");
+                    out.extend_from_slice(raw);
+                    out.extend_from_slice(b",\"user_agent\":");
+                    out.extend_from_slice(&text[at + BODY.len()..]);
+                    out
+                }
+                None => serde_json::to_vec(&*rec)?,
+            }
+        }
+        None => serde_json::to_vec(&*rec)?,
+    };
+    line.push(b'\n');
+    Ok(line)
 }
 
 /// Writes its record when finished or dropped (e.g. when the client goes away mid-stream).
 struct RecordGuard {
     shared: Arc<Shared>,
     rec: Option<Record>,
+    /// The body as received, once it parsed as JSON.
+    raw: Option<Bytes>,
 }
 
 impl RecordGuard {
     fn finish(&mut self) {
         if let Some(mut rec) = self.rec.take() {
-            rec.t_end_ms = now_ms();
-            self.shared.push(rec);
+            rec.t_end_us = now_us();
+            rec.t_end_ms = rec.t_end_us / 1000;
+            self.shared.push(rec, self.raw.take());
         }
     }
 }
@@ -215,7 +280,11 @@ impl MockServer {
 
     /// All records so far, in completion order.
     pub fn records(&self) -> Vec<Record> {
-        lock(&self.shared.recorder).records.clone()
+        lock(&self.shared.recorder)
+            .records
+            .iter()
+            .map(Kept::record)
+            .collect()
     }
 }
 
@@ -273,13 +342,16 @@ async fn handle(
     user_agent: Option<String>,
     raw: Bytes,
 ) -> Response {
-    let t_start_ms = now_ms();
+    let t_start_us = now_us();
+    let t_start_ms = t_start_us / 1000;
     let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
     let mut guard = RecordGuard {
         shared: shared.clone(),
         rec: Some(Record {
             t_start_ms,
             t_end_ms: t_start_ms,
+            t_start_us,
+            t_end_us: t_start_us,
             rule: None,
             step: 0,
             wire,
@@ -287,6 +359,7 @@ async fn handle(
             body: Value::Null,
             user_agent,
         }),
+        raw: None,
     };
     let set_rec = |guard: &mut RecordGuard, f: &dyn Fn(&mut Record)| {
         if let Some(r) = guard.rec.as_mut() {
@@ -308,6 +381,7 @@ async fn handle(
             );
         }
     };
+    guard.raw = Some(raw.clone());
     let info = request_info(wire, &body);
     // The body moves into the record once it is no longer read: cloning a
     // large conversation on every request would make the mock the bottleneck.
@@ -617,10 +691,44 @@ mod tests {
     }
 
     #[test]
+    fn a_record_line_with_the_raw_body_reads_as_the_record() {
+        let raw = br#"{"model":"m","messages":[{"role":"user","content":"a \"b\""}],"n":1.5}"#;
+        let mut rec = Record {
+            t_start_ms: 1,
+            t_end_ms: 2,
+            t_start_us: 1000,
+            t_end_us: 2000,
+            // The spliced key sequence inside a value does not confuse the splice.
+            rule: Some(r#","body":null,"user_agent":"#.into()),
+            step: 3,
+            wire: Wire::Anthropic,
+            status: 200,
+            body: serde_json::from_slice(raw).unwrap(),
+            user_agent: Some("ua".into()),
+        };
+        let want = serde_json::to_value(&rec).unwrap();
+        // A raw body on several lines is serialised from the value instead.
+        for raw in [Some(&raw[..]), None, Some(&b"{\n}"[..])] {
+            let line = record_line(&mut rec, raw).unwrap();
+            assert_eq!(line.last(), Some(&b'\n'));
+            assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+            let got: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(got, want);
+        }
+        let line = record_line(&mut rec, Some(raw)).unwrap();
+        assert!(
+            line.windows(raw.len()).any(|w| w == raw),
+            "the raw body is spliced in"
+        );
+    }
+
+    #[test]
     fn record_keys() {
         let r = Record {
             t_start_ms: 1,
             t_end_ms: 2,
+            t_start_us: 1000,
+            t_end_us: 2000,
             rule: None,
             step: 0,
             wire: Wire::Openai,
@@ -635,6 +743,8 @@ mod tests {
             [
                 "t_start_ms",
                 "t_end_ms",
+                "t_start_us",
+                "t_end_us",
                 "rule",
                 "step",
                 "wire",

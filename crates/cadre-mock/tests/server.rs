@@ -612,6 +612,8 @@ rules:
     let expected: BTreeSet<&str> = [
         "t_start_ms",
         "t_end_ms",
+        "t_start_us",
+        "t_end_us",
         "rule",
         "step",
         "wire",
@@ -625,6 +627,11 @@ rules:
         assert_eq!(keys, expected);
         assert!(l["t_start_ms"].is_u64());
         assert!(l["t_end_ms"].as_u64() >= l["t_start_ms"].as_u64());
+        assert!(l["t_end_us"].as_u64() >= l["t_start_us"].as_u64());
+        assert_eq!(
+            l["t_start_us"].as_u64().unwrap() / 1000,
+            l["t_start_ms"].as_u64().unwrap()
+        );
         assert!(l["step"].is_u64());
         assert!(l["status"].is_u64());
         assert!(l["body"].is_object());

@@ -276,7 +276,7 @@ impl Agent {
             }
             self.conversation.push(Message {
                 role: Role::User,
-                content: results,
+                content: results.into(),
             });
             if let Some(LogFailure(e)) = log_failure {
                 out.status = TurnStatus::Failed;

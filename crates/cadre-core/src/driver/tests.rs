@@ -537,7 +537,8 @@ async fn a_resumed_session_continues_with_calls_that_may_have_run_recorded_unkno
                     id: "toolu_earlier".into(),
                     name: "Bash".into(),
                     input: r#"{"command":"touch x"}"#.into(),
-                }],
+                }]
+                .into(),
             },
         },
         RecordBody::ToolStart {

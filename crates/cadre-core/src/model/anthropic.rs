@@ -5,7 +5,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::reply::ReplyBuilder;
-use super::{ContentBlock, ModelError, ModelRequest, Role, StopReason, StreamDelta};
+use super::types::Encodings;
+use super::{ContentBlock, Message, ModelError, ModelRequest, Role, StopReason, StreamDelta};
 
 /// The API version header value the client sends.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -86,6 +87,7 @@ struct ToolOut<'a> {
     cache_control: Option<CacheMark>,
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct BodyOut<'a> {
     model: &'a str,
@@ -102,61 +104,54 @@ struct BodyOut<'a> {
 /// An empty message still needs one block on this wire.
 const EMPTY_TEXT: &str = "(empty)";
 
-fn body_out(req: &ModelRequest, stream: bool) -> BodyOut<'_> {
-    let mut messages: Vec<MessageOut<'_>> = Vec::with_capacity(req.messages.len());
-    for m in &req.messages {
-        let mut blocks: Vec<BlockOut<'_>> = Vec::with_capacity(m.content.len());
-        for b in &m.content {
-            match b {
-                ContentBlock::Text { text } if text.is_empty() => {}
-                ContentBlock::Text { text } => blocks.push(BlockOut::Text {
-                    text,
-                    cache_control: None,
-                }),
-                ContentBlock::ToolUse { id, name, input } => blocks.push(BlockOut::ToolUse {
-                    id,
-                    name,
-                    input: input_object(input),
-                    cache_control: None,
-                }),
-                ContentBlock::ToolResult {
-                    tool_use_id,
-                    content,
-                    is_error,
-                } => blocks.push(BlockOut::ToolResult {
-                    tool_use_id,
-                    content,
-                    is_error: *is_error,
-                    cache_control: None,
-                }),
-            }
-        }
-        if blocks.is_empty() {
-            blocks.push(BlockOut::Text {
-                text: EMPTY_TEXT,
+/// A message as sent, without cache breakpoints.
+fn message_out(m: &Message) -> MessageOut<'_> {
+    let mut blocks: Vec<BlockOut<'_>> = Vec::with_capacity(m.content.len());
+    for b in &m.content {
+        match b {
+            ContentBlock::Text { text } if text.is_empty() => {}
+            ContentBlock::Text { text } => blocks.push(BlockOut::Text {
+                text,
                 cache_control: None,
-            });
+            }),
+            ContentBlock::ToolUse { id, name, input } => blocks.push(BlockOut::ToolUse {
+                id,
+                name,
+                input: input_object(input),
+                cache_control: None,
+            }),
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => blocks.push(BlockOut::ToolResult {
+                tool_use_id,
+                content,
+                is_error: *is_error,
+                cache_control: None,
+            }),
         }
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        messages.push(MessageOut {
-            role,
-            content: blocks,
+    }
+    if blocks.is_empty() {
+        blocks.push(BlockOut::Text {
+            text: EMPTY_TEXT,
+            cache_control: None,
         });
     }
-    // Breakpoints: the conversation tail, and (for a fork) the end of what it
-    // inherited; the system prompt and the tool list get theirs below.
-    let tail = messages.len().checked_sub(1);
-    for index in [req.cache_after, tail].into_iter().flatten() {
-        if let Some(last) = messages.get_mut(index).and_then(|m| m.content.last_mut()) {
-            last.mark();
-        }
+    let role = match m.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    MessageOut {
+        role,
+        content: blocks,
     }
+}
+
+/// The tool list as sent, with a breakpoint after the last tool.
+fn tools_out(req: &ModelRequest) -> Vec<ToolOut<'_>> {
     let n_tools = req.tools.len();
-    let tools = req
-        .tools
+    req.tools
         .iter()
         .enumerate()
         .map(|(i, t)| ToolOut {
@@ -165,19 +160,42 @@ fn body_out(req: &ModelRequest, stream: bool) -> BodyOut<'_> {
             input_schema: &t.input_schema,
             cache_control: if i + 1 == n_tools { EPHEMERAL } else { None },
         })
-        .collect();
+        .collect()
+}
+
+/// The system prompt as sent, with its breakpoint; none when it is empty.
+fn system_out(req: &ModelRequest) -> Option<[SystemOut<'_>; 1]> {
+    (!req.system.is_empty()).then(|| {
+        [SystemOut {
+            kind: "text",
+            text: &req.system,
+            cache_control: EPHEMERAL,
+        }]
+    })
+}
+
+/// The indexes of the messages whose last block carries a breakpoint: the
+/// conversation tail, and (for a fork) the end of what it inherited.
+fn marked(req: &ModelRequest) -> [Option<usize>; 2] {
+    [req.cache_after, req.messages.len().checked_sub(1)]
+}
+
+/// The whole body built as one tree, re-serialising every message: the
+/// reference the cached encoding must match byte for byte.
+#[cfg(test)]
+fn body_out(req: &ModelRequest, stream: bool) -> BodyOut<'_> {
+    let mut messages: Vec<MessageOut<'_>> = req.messages.iter().map(message_out).collect();
+    for index in marked(req).into_iter().flatten() {
+        if let Some(last) = messages.get_mut(index).and_then(|m| m.content.last_mut()) {
+            last.mark();
+        }
+    }
     BodyOut {
         model: &req.model,
         max_tokens: req.max_tokens,
         messages,
-        system: (!req.system.is_empty()).then(|| {
-            [SystemOut {
-                kind: "text",
-                text: &req.system,
-                cache_control: EPHEMERAL,
-            }]
-        }),
-        tools,
+        system: system_out(req),
+        tools: tools_out(req),
         stream,
     }
 }
@@ -186,16 +204,58 @@ fn body_out(req: &ModelRequest, stream: bool) -> BodyOut<'_> {
 /// prompt, the tool list and the conversation tail.
 #[cfg(test)]
 pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
-    serde_json::to_value(body_out(req, stream)).unwrap_or(Value::Null)
+    request_bytes(req, stream)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
 }
 
-/// The encoded body of a Messages request, serialised straight from the
-/// conversation without building an intermediate tree.
+/// The encoded body of a Messages request. Each message's encoding is made
+/// once and kept with it (see `ContentBlocks`), so a request copies the
+/// conversation's bytes; only the one or two messages with a breakpoint are
+/// encoded afresh. Fields in `BodyOut`'s order, so the bytes are the same.
 pub(crate) fn request_bytes(
     req: &ModelRequest,
     stream: bool,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    serde_json::to_vec(&body_out(req, stream))
+    let marked = marked(req);
+    let mut out: Vec<u8> = Vec::with_capacity(4096);
+    out.extend_from_slice(b"{\"model\":");
+    serde_json::to_writer(&mut out, &req.model)?;
+    out.extend_from_slice(b",\"max_tokens\":");
+    serde_json::to_writer(&mut out, &req.max_tokens)?;
+    out.extend_from_slice(b",\"messages\":[");
+    for (i, m) in req.messages.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        if marked.contains(&Some(i)) {
+            let mut message = message_out(m);
+            if let Some(last) = message.content.last_mut() {
+                last.mark();
+            }
+            serde_json::to_writer(&mut out, &message)?;
+        } else {
+            let cell = &m.content.encodings().anthropic;
+            let bytes =
+                Encodings::get_or_encode(cell, m.role, || serde_json::to_vec(&message_out(m)))?;
+            out.extend_from_slice(&bytes);
+        }
+    }
+    out.push(b']');
+    if let Some(system) = system_out(req) {
+        out.extend_from_slice(b",\"system\":");
+        serde_json::to_writer(&mut out, &system)?;
+    }
+    if !req.tools.is_empty() {
+        out.extend_from_slice(b",\"tools\":");
+        serde_json::to_writer(&mut out, &tools_out(req))?;
+    }
+    if stream {
+        out.extend_from_slice(b",\"stream\":true");
+    }
+    out.push(b'}');
+    Ok(out)
 }
 
 fn stop_reason(s: &str) -> StopReason {
@@ -418,6 +478,133 @@ mod tests {
             body.pointer("/messages/0/content/0/cache_control")
                 .is_some()
         );
+    }
+
+    fn tool_use(id: &str, input: &str) -> ContentBlock {
+        ContentBlock::ToolUse {
+            id: id.into(),
+            name: "Read".into(),
+            input: input.into(),
+        }
+    }
+
+    fn tool_result(id: &str, content: &str, is_error: bool) -> ContentBlock {
+        ContentBlock::ToolResult {
+            tool_use_id: id.into(),
+            content: content.into(),
+            is_error,
+        }
+    }
+
+    /// A conversation with every kind of block, an empty message and a
+    /// malformed tool input.
+    fn conversation() -> Vec<Message> {
+        vec![
+            Message::user_text("fix \"it\" é \u{1F600}"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Text { text: "ok".into() },
+                    tool_use("c1", r#"{"file_path": "a.rs", "n": 1}"#),
+                    tool_use("c2", "{not json"),
+                ]
+                .into(),
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    tool_result("c1", "line\n", false),
+                    tool_result("c2", "bad", true),
+                ]
+                .into(),
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::Text {
+                    text: String::new(),
+                }]
+                .into(),
+            },
+            Message::user_text("go on"),
+        ]
+    }
+
+    fn request(messages: Vec<Message>, cache_after: Option<usize>) -> ModelRequest {
+        ModelRequest {
+            model: "m".into(),
+            system: "sys".into(),
+            messages,
+            tools: vec![
+                ToolSpec {
+                    name: "Read".into(),
+                    description: "d".into(),
+                    input_schema: json!({"type": "object", "properties": {"b": {}, "a": {}}}),
+                },
+                ToolSpec {
+                    name: "Bash".into(),
+                    description: "e".into(),
+                    input_schema: json!({"type": "object"}),
+                },
+            ],
+            max_tokens: 100,
+            cache_after,
+        }
+    }
+
+    fn fresh(req: &ModelRequest, stream: bool) -> Vec<u8> {
+        serde_json::to_vec(&body_out(req, stream)).unwrap()
+    }
+
+    #[test]
+    fn kept_encodings_give_the_same_bytes_as_a_fresh_encoding() {
+        let all = conversation();
+        // The conversation grows a message at a time, as turns do; each
+        // request is sent twice (the second from kept encodings).
+        for cache_after in [None, Some(1)] {
+            let mut messages: Vec<Message> = Vec::new();
+            for m in &all {
+                messages.push(m.clone());
+                let req = request(messages.clone(), cache_after);
+                for stream in [true, false] {
+                    assert_eq!(request_bytes(&req, stream).unwrap(), fresh(&req, stream));
+                    assert_eq!(request_bytes(&req, stream).unwrap(), fresh(&req, stream));
+                }
+            }
+        }
+        let bare = ModelRequest {
+            system: String::new(),
+            tools: Vec::new(),
+            ..request(Vec::new(), None)
+        };
+        assert_eq!(request_bytes(&bare, true).unwrap(), fresh(&bare, true));
+    }
+
+    #[test]
+    fn a_changed_message_is_encoded_again() {
+        let mut messages = conversation();
+        let req = request(messages.clone(), None);
+        let before = request_bytes(&req, true).unwrap();
+        // The request's clones share their encodings with the conversation.
+        assert!(messages[0].content.encodings().anthropic.get().is_some());
+        messages[0].content.push(ContentBlock::Text {
+            text: "joined".into(),
+        });
+        messages[2].role = Role::Assistant;
+        if let Some(ContentBlock::ToolResult { content, .. }) =
+            messages[2].content.blocks_mut().first_mut()
+        {
+            *content = "changed".into();
+        }
+        let req2 = request(messages, None);
+        let after = request_bytes(&req2, true).unwrap();
+        assert_eq!(after, fresh(&req2, true));
+        let text = String::from_utf8(after).unwrap();
+        assert!(
+            text.contains("joined") && text.contains("changed"),
+            "{text}"
+        );
+        // The first request's messages kept their own encodings.
+        assert_eq!(request_bytes(&req, true).unwrap(), before);
     }
 
     #[test]

@@ -255,7 +255,7 @@ impl ModelClient {
     ) -> Result<ModelResponse, ModelError> {
         let body = match self.config.provider {
             Provider::Anthropic => anthropic::request_bytes(req, true),
-            Provider::OpenAI => serde_json::to_vec(&openai::request_body(req, true)),
+            Provider::OpenAI => openai::request_bytes(req, true),
         }
         .map_err(|e| ModelError::Protocol(format!("cannot encode request: {e}")))?;
         let headers = self.headers()?;
@@ -613,3 +613,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     }
     s
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;

@@ -4,78 +4,107 @@
 use serde_json::{Value, json};
 
 use super::reply::ReplyBuilder;
-use super::{ContentBlock, ModelError, ModelRequest, Role, StopReason, StreamDelta};
+use super::types::Encodings;
+use super::{ContentBlock, Message, ModelError, ModelRequest, Role, StopReason, StreamDelta};
 
-/// The JSON body of a Chat Completions request.
-pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
-    let mut messages: Vec<Value> = Vec::with_capacity(req.messages.len() + 1);
-    if !req.system.is_empty() {
-        messages.push(json!({"role": "system", "content": req.system}));
-    }
-    for m in &req.messages {
-        match m.role {
-            Role::Assistant => {
-                let text = m.text();
-                let calls: Vec<Value> = m
-                    .tool_calls()
-                    .into_iter()
-                    .map(|c| {
-                        json!({"id": c.id, "type": "function",
-                               "function": {"name": c.name, "arguments": c.input}})
-                    })
-                    .collect();
-                let mut msg = json!({
-                    "role": "assistant",
-                    "content": if text.is_empty() { Value::Null } else { Value::String(text) },
-                });
-                if !calls.is_empty()
-                    && let Some(obj) = msg.as_object_mut()
-                {
-                    obj.insert("tool_calls".into(), Value::Array(calls));
-                }
-                messages.push(msg);
+/// The wire messages one message becomes (none, one, or several).
+fn message_values(m: &Message, messages: &mut Vec<Value>) {
+    match m.role {
+        Role::Assistant => {
+            let text = m.text();
+            let calls: Vec<Value> = m
+                .tool_calls()
+                .into_iter()
+                .map(|c| {
+                    json!({"id": c.id, "type": "function",
+                           "function": {"name": c.name, "arguments": c.input}})
+                })
+                .collect();
+            let mut msg = json!({
+                "role": "assistant",
+                "content": if text.is_empty() { Value::Null } else { Value::String(text) },
+            });
+            if !calls.is_empty()
+                && let Some(obj) = msg.as_object_mut()
+            {
+                obj.insert("tool_calls".into(), Value::Array(calls));
             }
-            Role::User => {
-                // Tool results become `tool` messages, which must directly follow
-                // the assistant message; any text goes in a user message after them.
-                let mut text = String::new();
-                for b in &m.content {
-                    match b {
-                        ContentBlock::ToolResult {
-                            tool_use_id,
-                            content,
-                            is_error,
-                        } => {
-                            let content = if *is_error {
-                                format!("Error: {content}")
-                            } else {
-                                content.clone()
-                            };
-                            messages.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}));
-                        }
-                        ContentBlock::Text { text: t } => {
-                            if !text.is_empty() {
-                                text.push('\n');
-                            }
-                            text.push_str(t);
-                        }
-                        ContentBlock::ToolUse { .. } => {}
+            messages.push(msg);
+        }
+        Role::User => {
+            // Tool results become `tool` messages, which must directly follow
+            // the assistant message; any text goes in a user message after them.
+            let mut text = String::new();
+            for b in &m.content {
+                match b {
+                    ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                    } => {
+                        let content = if *is_error {
+                            format!("Error: {content}")
+                        } else {
+                            content.clone()
+                        };
+                        messages.push(
+                            json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}),
+                        );
                     }
+                    ContentBlock::Text { text: t } => {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(t);
+                    }
+                    ContentBlock::ToolUse { .. } => {}
                 }
-                if !text.is_empty() {
-                    messages.push(json!({"role": "user", "content": text}));
-                }
+            }
+            if !text.is_empty() {
+                messages.push(json!({"role": "user", "content": text}));
             }
         }
     }
-    let tools: Vec<Value> = req
-        .tools
+}
+
+/// One message's wire messages, comma-separated (empty when it becomes none).
+fn encode_message(m: &Message) -> Result<Vec<u8>, serde_json::Error> {
+    let mut values = Vec::new();
+    message_values(m, &mut values);
+    let mut out = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, v)?;
+    }
+    Ok(out)
+}
+
+fn system_value(req: &ModelRequest) -> Option<Value> {
+    (!req.system.is_empty()).then(|| json!({"role": "system", "content": req.system}))
+}
+
+fn tool_values(req: &ModelRequest) -> Vec<Value> {
+    req.tools
         .iter()
         .map(|t| {
             json!({"type": "function", "function": {
                 "name": t.name, "description": t.description, "parameters": t.input_schema}})
         })
-        .collect();
+        .collect()
+}
+
+/// The whole body built as one tree, re-serialising every message: the
+/// reference the cached encoding must match byte for byte.
+#[cfg(test)]
+fn body_tree(req: &ModelRequest, stream: bool) -> Value {
+    let mut messages: Vec<Value> = Vec::with_capacity(req.messages.len() + 1);
+    messages.extend(system_value(req));
+    for m in &req.messages {
+        message_values(m, &mut messages);
+    }
+    let tools = tool_values(req);
     let mut body = json!({"model": req.model, "messages": messages});
     if let Some(obj) = body.as_object_mut() {
         if !tools.is_empty() {
@@ -87,6 +116,56 @@ pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
         }
     }
     body
+}
+
+/// The JSON body of a Chat Completions request.
+#[cfg(test)]
+pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
+    request_bytes(req, stream)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The encoded body of a Chat Completions request. Each message's encoding is
+/// made once and kept with it (see `ContentBlocks`), so a request copies the
+/// conversation's bytes. Keys in the order `body_tree` inserts them.
+pub(crate) fn request_bytes(
+    req: &ModelRequest,
+    stream: bool,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out: Vec<u8> = Vec::with_capacity(4096);
+    out.extend_from_slice(b"{\"model\":");
+    serde_json::to_writer(&mut out, &req.model)?;
+    out.extend_from_slice(b",\"messages\":[");
+    let mut first = true;
+    if let Some(system) = system_value(req) {
+        serde_json::to_writer(&mut out, &system)?;
+        first = false;
+    }
+    for m in &req.messages {
+        let cell = &m.content.encodings().openai;
+        let bytes = Encodings::get_or_encode(cell, m.role, || encode_message(m))?;
+        if bytes.is_empty() {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        out.extend_from_slice(&bytes);
+        first = false;
+    }
+    out.push(b']');
+    let tools = tool_values(req);
+    if !tools.is_empty() {
+        out.extend_from_slice(b",\"tools\":");
+        serde_json::to_writer(&mut out, &tools)?;
+    }
+    if stream {
+        out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
+    }
+    out.push(b'}');
+    Ok(out)
 }
 
 fn stop_reason(s: &str) -> StopReason {
@@ -264,7 +343,7 @@ pub(crate) fn error_message(body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Message, ToolCall};
+    use crate::model::ToolCall;
 
     #[test]
     fn tool_results_become_tool_messages_before_text() {
@@ -279,7 +358,8 @@ mod tests {
                         id: "c1".into(),
                         name: "Read".into(),
                         input: "{}".into(),
-                    }],
+                    }]
+                    .into(),
                 },
                 Message {
                     role: Role::User,
@@ -292,7 +372,8 @@ mod tests {
                         ContentBlock::Text {
                             text: "note".into(),
                         },
-                    ],
+                    ]
+                    .into(),
                 },
             ],
             tools: vec![],
@@ -308,6 +389,89 @@ mod tests {
             .collect();
         assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
         assert!(body.get("stream").is_none());
+    }
+
+    #[test]
+    fn kept_encodings_give_the_same_bytes_as_a_fresh_encoding() {
+        let all = vec![
+            Message::user_text("fix \"it\" é"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Text { text: "ok".into() },
+                    ContentBlock::ToolUse {
+                        id: "c1".into(),
+                        name: "Read".into(),
+                        input: r#"{"file_path": "a.rs"}"#.into(),
+                    },
+                ]
+                .into(),
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "c1".into(),
+                    content: "bad".into(),
+                    is_error: true,
+                }]
+                .into(),
+            },
+            // Becomes no wire message at all.
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::Text {
+                    text: String::new(),
+                }]
+                .into(),
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::Text {
+                    text: "done".into(),
+                }]
+                .into(),
+            },
+        ];
+        for system in ["", "sys"] {
+            let mut messages: Vec<Message> = Vec::new();
+            for m in &all {
+                messages.push(m.clone());
+                let req = ModelRequest {
+                    model: "m".into(),
+                    system: system.into(),
+                    messages: messages.clone(),
+                    tools: vec![crate::model::ToolSpec {
+                        name: "Read".into(),
+                        description: "d".into(),
+                        input_schema: json!({"type": "object"}),
+                    }],
+                    max_tokens: 10,
+                    cache_after: None,
+                };
+                for stream in [true, false] {
+                    let want = serde_json::to_vec(&body_tree(&req, stream)).unwrap();
+                    assert_eq!(request_bytes(&req, stream).unwrap(), want);
+                    assert_eq!(request_bytes(&req, stream).unwrap(), want);
+                }
+            }
+        }
+        // A role changed after encoding is not sent with the old encoding.
+        let mut m = all[4].clone();
+        let req = |m: &Message| ModelRequest {
+            model: "m".into(),
+            system: String::new(),
+            messages: vec![m.clone()],
+            tools: vec![],
+            max_tokens: 10,
+            cache_after: None,
+        };
+        request_bytes(&req(&m), true).unwrap();
+        m.role = Role::User;
+        let r = req(&m);
+        assert_eq!(
+            request_bytes(&r, true).unwrap(),
+            serde_json::to_vec(&body_tree(&r, true)).unwrap()
+        );
     }
 
     #[test]

@@ -14,17 +14,18 @@ fn fresh_call_id() -> String {
 /// earlier in `message`, so results and resume match calls one to one. Ids the
 /// server chose are kept when they are unique; the id recorded is the one sent back.
 pub fn unique_call_ids(message: &mut Message, history: &[Message]) {
-    let mut seen: HashSet<String> = history
+    let earlier: HashSet<&str> = history
         .iter()
         .flat_map(|m| &m.content)
         .filter_map(|b| match b {
-            ContentBlock::ToolUse { id, .. } => Some(id.clone()),
+            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
             _ => None,
         })
         .collect();
-    for block in &mut message.content {
+    let mut seen: HashSet<String> = HashSet::new();
+    for block in message.content.blocks_mut() {
         if let ContentBlock::ToolUse { id, .. } = block {
-            if id.is_empty() || seen.contains(id.as_str()) {
+            if id.is_empty() || earlier.contains(id.as_str()) || seen.contains(id.as_str()) {
                 *id = fresh_call_id();
             }
             seen.insert(id.clone());
@@ -135,7 +136,7 @@ impl ReplyBuilder {
         ModelResponse {
             message: Message {
                 role: Role::Assistant,
-                content,
+                content: content.into(),
             },
             stop_reason,
             usage: self.usage,
@@ -163,11 +164,11 @@ mod tests {
     fn missing_and_repeated_ids_are_replaced() {
         let earlier = Message {
             role: Role::Assistant,
-            content: vec![call("a")],
+            content: vec![call("a")].into(),
         };
         let mut m = Message {
             role: Role::Assistant,
-            content: vec![call("a"), call("b"), call("b"), call("")],
+            content: vec![call("a"), call("b"), call("b"), call("")].into(),
         };
         unique_call_ids(&mut m, std::slice::from_ref(&earlier));
         let got = ids(&m);

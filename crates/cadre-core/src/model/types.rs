@@ -1,7 +1,10 @@
 //! Provider-neutral conversation types. The wire modules translate these to and
 //! from each provider's JSON; nothing here knows about HTTP.
 
-use serde::{Deserialize, Serialize};
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,7 +53,144 @@ pub struct Message {
     /// Speaker.
     pub role: Role,
     /// Content blocks, in order.
-    pub content: Vec<ContentBlock>,
+    pub content: ContentBlocks,
+}
+
+/// A message's content blocks, with the wire encodings of them kept once made,
+/// so a request re-sends a conversation by copying bytes. Read as a slice
+/// (`Deref`); every change goes through a method that drops the encodings
+/// first, so a stale encoding can never be sent. Clones share the blocks and
+/// the encodings until one of them changes.
+#[derive(Clone, Default)]
+pub struct ContentBlocks {
+    blocks: Arc<Vec<ContentBlock>>,
+    encoded: Arc<Encodings>,
+}
+
+/// The encodings of one message, made on first use, per wire format. Each is
+/// kept with the role it was made for: `Message::role` is a public field, so
+/// one made for another role is not used.
+#[derive(Debug, Default)]
+pub(crate) struct Encodings {
+    /// Anthropic: the whole message object, without cache breakpoints.
+    pub(crate) anthropic: OnceLock<(Role, Box<[u8]>)>,
+    /// OpenAI: the wire messages it becomes, comma-separated (possibly none).
+    pub(crate) openai: OnceLock<(Role, Box<[u8]>)>,
+}
+
+impl Encodings {
+    /// The encoding in `cell` when it was made for `role`; else `encode`'s,
+    /// kept in `cell` if it is still empty.
+    pub(crate) fn get_or_encode<'a, E>(
+        cell: &'a OnceLock<(Role, Box<[u8]>)>,
+        role: Role,
+        encode: impl FnOnce() -> Result<Vec<u8>, E>,
+    ) -> Result<std::borrow::Cow<'a, [u8]>, E> {
+        use std::borrow::Cow;
+        if let Some((made_for, bytes)) = cell.get() {
+            if *made_for == role {
+                return Ok(Cow::Borrowed(bytes));
+            }
+            return encode().map(Cow::Owned);
+        }
+        let mut fresh = Some(encode()?);
+        let (made_for, kept) =
+            cell.get_or_init(|| (role, fresh.take().unwrap_or_default().into_boxed_slice()));
+        // Kept for another role by a clone on another thread: use ours, unkept.
+        match fresh {
+            Some(bytes) if *made_for != role => Ok(Cow::Owned(bytes)),
+            _ => Ok(Cow::Borrowed(kept)),
+        }
+    }
+}
+
+impl ContentBlocks {
+    /// Blocks with no encodings yet.
+    pub fn new(blocks: Vec<ContentBlock>) -> Self {
+        ContentBlocks {
+            blocks: Arc::new(blocks),
+            encoded: Arc::default(),
+        }
+    }
+
+    /// Appends a block.
+    pub fn push(&mut self, block: ContentBlock) {
+        self.blocks_mut().push(block);
+    }
+
+    /// The blocks, to change: the encodings are dropped first (and cannot be
+    /// made again while the borrow lives).
+    pub fn blocks_mut(&mut self) -> &mut Vec<ContentBlock> {
+        self.encoded = Arc::default();
+        Arc::make_mut(&mut self.blocks)
+    }
+
+    /// The blocks, owned.
+    pub fn into_vec(self) -> Vec<ContentBlock> {
+        Arc::unwrap_or_clone(self.blocks)
+    }
+
+    /// The encodings made so far.
+    pub(crate) fn encodings(&self) -> &Encodings {
+        &self.encoded
+    }
+}
+
+impl Deref for ContentBlocks {
+    type Target = [ContentBlock];
+    fn deref(&self) -> &[ContentBlock] {
+        &self.blocks
+    }
+}
+
+impl std::fmt::Debug for ContentBlocks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.blocks.iter()).finish()
+    }
+}
+
+impl PartialEq for ContentBlocks {
+    fn eq(&self, other: &Self) -> bool {
+        self.blocks == other.blocks
+    }
+}
+
+impl PartialEq<Vec<ContentBlock>> for ContentBlocks {
+    fn eq(&self, other: &Vec<ContentBlock>) -> bool {
+        *self.blocks == *other
+    }
+}
+
+impl From<Vec<ContentBlock>> for ContentBlocks {
+    fn from(blocks: Vec<ContentBlock>) -> Self {
+        ContentBlocks::new(blocks)
+    }
+}
+
+impl FromIterator<ContentBlock> for ContentBlocks {
+    fn from_iter<I: IntoIterator<Item = ContentBlock>>(iter: I) -> Self {
+        ContentBlocks::new(iter.into_iter().collect())
+    }
+}
+
+impl<'a> IntoIterator for &'a ContentBlocks {
+    type Item = &'a ContentBlock;
+    type IntoIter = std::slice::Iter<'a, ContentBlock>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.blocks.iter()
+    }
+}
+
+impl Serialize for ContentBlocks {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.blocks.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlocks {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<ContentBlock>::deserialize(deserializer).map(ContentBlocks::new)
+    }
 }
 
 impl Message {
@@ -58,7 +198,7 @@ impl Message {
     pub fn user_text(text: impl Into<String>) -> Self {
         Message {
             role: Role::User,
-            content: vec![ContentBlock::Text { text: text.into() }],
+            content: vec![ContentBlock::Text { text: text.into() }].into(),
         }
     }
 

@@ -390,7 +390,7 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                 }
                 out.messages.push(Message {
                     role: Role::User,
-                    content: blocks,
+                    content: blocks.into(),
                 });
             }
             _ => {}
@@ -413,7 +413,8 @@ mod tests {
                     name: "Bash".into(),
                     input: r#"{"command":"sleep 9"}"#.into(),
                 },
-            ],
+            ]
+            .into(),
         }
     }
 

@@ -36,7 +36,8 @@ pub struct SubagentSettings {
     /// multiply cost and make reports second-hand.
     pub max_depth: u32,
     /// Children of one batch running at once (1–32): bounded so a provider's
-    /// rate limit is not hit by one reply.
+    /// rate limit is not hit by one reply; the default equals `max_per_turn`,
+    /// so one reply's whole batch runs at once.
     pub max_concurrent: usize,
     /// Children per parent turn: a runaway model cannot fan out without bound.
     pub max_per_turn: usize,
@@ -61,7 +62,7 @@ impl Default for SubagentSettings {
     fn default() -> Self {
         SubagentSettings {
             max_depth: 1,
-            max_concurrent: 4,
+            max_concurrent: 16,
             max_per_turn: 16,
             max_running: 20,
             default_type: "general-purpose".into(),
