@@ -415,7 +415,7 @@ impl Runtime {
         let mut ctx = ToolContext::new(self.cwd.clone());
         ctx.output_cap = self.output_cap;
         ctx.sandbox = self.sandbox.clone();
-        ctx.background = background;
+        ctx.background = background.map(|w| w as Arc<dyn cadre_core::tools::BackgroundTasks>);
         ctx.policy = Some(self.policy.clone());
         let gate = Arc::new(ApprovalGate::new(approvals, events.clone()));
         let mut tools = session_tools();

@@ -18,7 +18,9 @@ pub use notice::{
 
 use crate::protocol::{Event, EventSink};
 use crate::secrets::redact;
-use crate::tasks::{TaskError, TaskKind, TaskRow, TaskStatus, TaskTable};
+pub use crate::tasks::{Finished, TaskSpec};
+use crate::tasks::{TaskError, TaskRow, TaskStatus, TaskTable};
+use crate::tools::BackgroundTasks;
 
 /// Waits before each new try to record a task's end that the task table
 /// refused; each try may itself wait the table's busy timeout.
@@ -35,38 +37,6 @@ struct Ending {
     report: String,
     error: Option<String>,
     announce: bool,
-}
-
-/// A task that ended and has not been announced to its owner yet.
-#[derive(Debug, Clone)]
-pub struct Finished {
-    /// Task id.
-    pub task_id: String,
-    /// Final status.
-    pub status: TaskStatus,
-    /// What it was for.
-    pub description: String,
-    /// `bash` or the agent type.
-    pub kind_label: String,
-    /// Its report (a child's final text, a shell's exit and output tail).
-    pub report: String,
-}
-
-/// What a new task is.
-#[derive(Debug, Clone, Copy)]
-pub struct TaskSpec<'a> {
-    /// The agent starting it (it alone sees and stops it, and is notified).
-    pub owner: &'a str,
-    /// Subagent or shell.
-    pub kind: TaskKind,
-    /// What it is for.
-    pub description: &'a str,
-    /// The agent type, for subagents.
-    pub agent_type: Option<&'a str>,
-    /// The name it can be addressed by.
-    pub name: Option<&'a str>,
-    /// Whether it runs in the background.
-    pub background: bool,
 }
 
 /// An in-process handle on a running task.
@@ -135,19 +105,10 @@ impl BackgroundWork {
             owner,
             kind,
             description,
-            agent_type,
-            name,
             background,
+            ..
         } = spec;
-        let row = self.table.create(crate::tasks::NewTask {
-            kind,
-            session_id: self.session_id.clone(),
-            parent_agent: owner.to_string(),
-            description: description.to_string(),
-            agent_type: agent_type.map(str::to_string),
-            name: name.map(str::to_string),
-            background,
-        })?;
+        let row = self.table.create(spec.new_task(&self.session_id))?;
         let row = self
             .table
             .set_status(&row.id, TaskStatus::Running, None, None)?;
@@ -626,6 +587,79 @@ impl BackgroundWork {
     }
 }
 
+impl BackgroundTasks for BackgroundWork {
+    fn session_id(&self) -> &str {
+        BackgroundWork::session_id(self)
+    }
+
+    fn table(&self) -> &TaskTable {
+        BackgroundWork::table(self)
+    }
+
+    fn start(
+        &self,
+        spec: TaskSpec<'_>,
+        inbox: Option<mpsc::UnboundedSender<String>>,
+    ) -> Result<(TaskRow, CancellationToken), TaskError> {
+        BackgroundWork::start(self, spec, inbox)
+    }
+
+    fn finish(
+        &self,
+        task_id: &str,
+        status: TaskStatus,
+        report: &str,
+        error: Option<&str>,
+        announce: bool,
+    ) {
+        BackgroundWork::finish(self, task_id, status, report, error, announce)
+    }
+
+    fn stop(&self, owner: &str, task_id: &str) -> Result<TaskRow, String> {
+        BackgroundWork::stop(self, owner, task_id)
+    }
+
+    fn stop_owned_by(&self, owner: &str) {
+        BackgroundWork::stop_owned_by(self, owner)
+    }
+
+    fn changed(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(BackgroundWork::changed(self))
+    }
+
+    fn cursor(&self, agent: &str, task_id: &str) -> u64 {
+        BackgroundWork::cursor(self, agent, task_id)
+    }
+
+    fn set_cursor(&self, agent: &str, task_id: &str, offset: u64, at_end: bool) {
+        BackgroundWork::set_cursor(self, agent, task_id, offset, at_end)
+    }
+
+    fn send_to_running(&self, task_id: &str, message: String) -> bool {
+        BackgroundWork::send_to_running(self, task_id, message)
+    }
+
+    fn active_for(&self, owner: &str) -> usize {
+        BackgroundWork::active_for(self, owner)
+    }
+
+    fn has_finished(&self, owner: &str) -> bool {
+        BackgroundWork::has_finished(self, owner)
+    }
+
+    fn take_unmarked(&self, owner: &str) -> Vec<Finished> {
+        BackgroundWork::take_unmarked(self, owner)
+    }
+
+    fn mark_announced(&self, ids: &[String]) {
+        BackgroundWork::mark_announced(self, ids)
+    }
+
+    fn unread_of(&self, owner: &str) -> Vec<String> {
+        BackgroundWork::unread_of(self, owner)
+    }
+}
+
 /// Characters of a report kept in the task table's summary.
 const SUMMARY_CHARS: usize = 500;
 
@@ -673,6 +707,7 @@ fn read_report(output_path: &std::path::Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tasks::TaskKind;
 
     fn work_with_task(dir: &std::path::Path) -> (Arc<BackgroundWork>, TaskRow) {
         let table = TaskTable::open(dir).unwrap();

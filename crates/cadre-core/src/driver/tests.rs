@@ -105,7 +105,9 @@ async fn start_in(
     let cwd = project.path().to_path_buf();
     let (session, handle) = Session::open(setup, |parts: AgentParts| {
         let mut ctx = ToolContext::new(cwd);
-        ctx.background = parts.background;
+        ctx.background = parts
+            .background
+            .map(|w| w as Arc<dyn crate::tools::BackgroundTasks>);
         ctx.policy = Some(policy.clone());
         let gate = Arc::new(ApprovalGate::new(parts.approvals, parts.events.clone()));
         Ok::<_, TaskError>(Agent::new(AgentSetup {

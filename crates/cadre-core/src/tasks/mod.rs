@@ -11,7 +11,10 @@ mod status;
 mod table;
 
 pub use proc_id::ProcessId;
-pub use status::{NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition};
+pub use status::{
+    Finished, NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskSpec, TaskStatus,
+    check_transition,
+};
 pub use table::{SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable, process_alive};
 
 #[cfg(test)]

@@ -177,6 +177,53 @@ pub struct NewTask {
     pub background: bool,
 }
 
+/// What a new task of a session is, as the agent starting it describes it.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskSpec<'a> {
+    /// The agent starting it (it alone sees and stops it, and is notified).
+    pub owner: &'a str,
+    /// Subagent or shell.
+    pub kind: TaskKind,
+    /// What it is for.
+    pub description: &'a str,
+    /// The agent type, for subagents.
+    pub agent_type: Option<&'a str>,
+    /// The name it can be addressed by.
+    pub name: Option<&'a str>,
+    /// Whether it runs in the background.
+    pub background: bool,
+}
+
+impl TaskSpec<'_> {
+    /// The row to add for it in session `session_id`.
+    pub fn new_task(&self, session_id: &str) -> NewTask {
+        NewTask {
+            kind: self.kind,
+            session_id: session_id.to_string(),
+            parent_agent: self.owner.to_string(),
+            description: self.description.to_string(),
+            agent_type: self.agent_type.map(str::to_string),
+            name: self.name.map(str::to_string),
+            background: self.background,
+        }
+    }
+}
+
+/// A task that ended and has not been announced to its owner yet.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// Task id.
+    pub task_id: String,
+    /// Final status.
+    pub status: TaskStatus,
+    /// What it was for.
+    pub description: String,
+    /// `bash` or the agent type.
+    pub kind_label: String,
+    /// Its report (a child's final text, a shell's exit and output tail).
+    pub report: String,
+}
+
 /// Which rows [`TaskTable::list`](super::TaskTable::list) returns; the default is all.
 #[derive(Debug, Clone, Default)]
 pub struct TaskFilter {

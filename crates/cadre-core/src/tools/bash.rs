@@ -373,7 +373,7 @@ fn start_background(
     let description = description
         .filter(|d| !d.trim().is_empty())
         .unwrap_or_else(|| command.chars().take(80).collect());
-    let spec = crate::background::TaskSpec {
+    let spec = crate::tasks::TaskSpec {
         owner: &ctx.agent_id,
         kind: crate::tasks::TaskKind::Bash,
         description: &description,
@@ -430,7 +430,7 @@ fn start_background(
             ),
         };
         let tail = tail_chars(&report, BACKGROUND_TAIL);
-        let report = crate::subagents::report::sanitize_report(&format!("$ {command}\n{tail}"));
+        let report = crate::tools::untrusted_text::sanitize_report(&format!("$ {command}\n{tail}"));
         work.finish(&id, status, &report, None, true);
     });
     if !task_output {

@@ -7,8 +7,8 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::BackgroundTasks;
 use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
-use crate::background::BackgroundWork;
 use crate::tasks::{TaskFilter, TaskRow, TaskStatus};
 
 /// Bytes per `TaskOutput` read: the tool-output cap, so one read always fits.
@@ -16,13 +16,17 @@ pub const TASK_OUTPUT_READ: usize = 64 * 1024;
 /// Longest `TaskOutput` waits for new output or completion.
 pub const TASK_OUTPUT_MAX_WAIT_MS: u64 = 30_000;
 
-fn work(ctx: &ToolContext) -> Result<&std::sync::Arc<BackgroundWork>, ToolOutput> {
+fn work(ctx: &ToolContext) -> Result<&std::sync::Arc<dyn BackgroundTasks>, ToolOutput> {
     ctx.background
         .as_ref()
         .ok_or_else(|| ToolOutput::error("background tasks are not available to this agent"))
 }
 
-fn own_tasks(ctx: &ToolContext, w: &BackgroundWork, status: Option<TaskStatus>) -> Vec<TaskRow> {
+fn own_tasks(
+    ctx: &ToolContext,
+    w: &dyn BackgroundTasks,
+    status: Option<TaskStatus>,
+) -> Vec<TaskRow> {
     w.table()
         .list(&TaskFilter {
             session_id: Some(w.session_id().to_string()),
@@ -33,7 +37,7 @@ fn own_tasks(ctx: &ToolContext, w: &BackgroundWork, status: Option<TaskStatus>) 
         .unwrap_or_default()
 }
 
-fn unknown_task(ctx: &ToolContext, w: &BackgroundWork, id: &str) -> ToolOutput {
+fn unknown_task(ctx: &ToolContext, w: &dyn BackgroundTasks, id: &str) -> ToolOutput {
     let running: Vec<String> = own_tasks(ctx, w, None)
         .into_iter()
         .filter(|r| r.status.is_active())
@@ -109,7 +113,7 @@ impl Tool for TaskListTool {
                     None => return ToolOutput::invalid_arguments(format!("unknown status '{s}'")),
                 },
             };
-            let rows = own_tasks(ctx, w, status);
+            let rows = own_tasks(ctx, w.as_ref(), status);
             if rows.is_empty() {
                 return ToolOutput::ok("No tasks.");
             }
@@ -185,7 +189,7 @@ impl Tool for TaskOutputTool {
             };
             let row = match w.table().get(&args.task_id) {
                 Ok(r) if own(&r) => r,
-                _ => return unknown_task(ctx, w, &args.task_id),
+                _ => return unknown_task(ctx, w.as_ref(), &args.task_id),
             };
             let offset = args
                 .offset
@@ -287,7 +291,7 @@ impl Tool for TaskStopTool {
                     "stopping task {} ({}); it ends as cancelled",
                     row.id, row.description
                 )),
-                Err(e) if e.starts_with("no task") => unknown_task(ctx, w, &args.task_id),
+                Err(e) if e.starts_with("no task") => unknown_task(ctx, w.as_ref(), &args.task_id),
                 Err(e) => ToolOutput::error(e),
             }
         })

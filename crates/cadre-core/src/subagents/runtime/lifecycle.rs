@@ -12,7 +12,7 @@ impl SubagentRuntime {
         let Some(work) = &self.base_ctx.background else {
             return;
         };
-        let spec = crate::background::TaskSpec {
+        let spec = crate::tasks::TaskSpec {
             owner: parent.agent_id,
             kind: TaskKind::Subagent,
             description: &p.description,
