@@ -365,7 +365,7 @@ impl Runtime {
     /// background work and the main agent, continuing from `messages`.
     /// `warnings` are reported as the session's first events.
     #[allow(clippy::too_many_arguments)]
-    pub fn open_session(
+    pub async fn open_session(
         &self,
         session_id: &str,
         log: Arc<SessionLog>,
@@ -375,7 +375,7 @@ impl Runtime {
         answers_questions: bool,
         lifetime: Lifetime,
     ) -> Result<(Session, SessionHandle)> {
-        let tasks = TaskTable::open(&self.home)?;
+        let tasks = TaskTable::open(&self.home).await?;
         Session::open(
             SessionSetup {
                 session_id: session_id.to_string(),
@@ -400,6 +400,7 @@ impl Runtime {
                 )
             },
         )
+        .await
     }
 
     /// The top-level agent, sending its events to `events` and asking through

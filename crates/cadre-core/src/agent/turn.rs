@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 impl Agent {
     /// Joins finished background tasks' notice to the next request.
-    pub(super) fn deliver_notices(&mut self) -> Result<(), LogFailure> {
+    pub(super) async fn deliver_notices(&mut self) -> Result<(), LogFailure> {
         let mut messages = Vec::new();
         if let Some(inbox) = &mut self.inbox {
             while let Ok(m) = inbox.try_recv() {
@@ -54,7 +54,8 @@ impl Agent {
         self.write_log(RecordBody::User { text: text.clone() })?;
         // Only once the notice is logged: a crash before this re-announces
         // after a resume instead of losing the notice.
-        work.mark_announced(&items.iter().map(|f| f.task_id.clone()).collect::<Vec<_>>());
+        let ids: Vec<String> = items.iter().map(|f| f.task_id.clone()).collect();
+        work.mark_announced(&ids).await;
         self.push_user_text(text);
         Ok(())
     }
@@ -163,7 +164,7 @@ impl Agent {
                 ));
                 return out;
             }
-            if let Err(LogFailure(e)) = self.deliver_notices() {
+            if let Err(LogFailure(e)) = self.deliver_notices().await {
                 out.status = TurnStatus::Failed;
                 out.error = Some(e.clone());
                 out.log_error = Some(e);

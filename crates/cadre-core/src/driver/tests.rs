@@ -92,7 +92,7 @@ async fn start_in(
         cwd: project.path().to_path_buf(),
         warnings: vec!["a warning".into()],
         events: sink,
-        tasks: Some(TaskTable::open(home.path()).unwrap()),
+        tasks: Some(TaskTable::open(home.path()).await.unwrap()),
         messages,
         answers_questions: options.answers_questions,
         lifetime: options.lifetime,
@@ -124,6 +124,7 @@ async fn start_in(
             log,
         }))
     })
+    .await
     .unwrap();
     Fixture {
         mock,
@@ -346,7 +347,10 @@ async fn stop_all_stops_the_tasks_the_main_agent_started() {
         unreachable!()
     };
     f.until("turn_ended", main_turn_ended).await;
-    assert_eq!(f.handle.tasks().unwrap()[0].status, TaskStatus::Running);
+    assert_eq!(
+        f.handle.tasks().await.unwrap()[0].status,
+        TaskStatus::Running
+    );
     f.handle.submit(Op::StopAll);
     let ended = f
         .until("task_ended", |e| matches!(e, Event::TaskEnded { .. }))
@@ -360,7 +364,7 @@ async fn stop_all_stops_the_tasks_the_main_agent_started() {
         matches!(e, Event::TurnEnded { final_text, .. } if final_text == "the sleeper was stopped")
     })
     .await;
-    let rows = f.handle.tasks().unwrap();
+    let rows = f.handle.tasks().await.unwrap();
     assert_eq!(rows[0].status, TaskStatus::Cancelled);
     // The session goes on after stopping its work.
     assert_ne!(f.handle.status().phase, Phase::Ended);
@@ -678,7 +682,7 @@ rules:
     let mut f = start(script, Options::default()).await;
     f.handle.submit(Op::UserMessage { text: "go".into() });
     f.until("turn_ended", main_turn_ended).await;
-    let rows = f.handle.tasks().unwrap();
+    let rows = f.handle.tasks().await.unwrap();
     let one = rows
         .iter()
         .find(|r| r.description == "one")
@@ -696,7 +700,7 @@ rules:
         "{ended:?}"
     );
     f.until("turn_ended", main_turn_ended).await;
-    let rows = f.handle.tasks().unwrap();
+    let rows = f.handle.tasks().await.unwrap();
     let two = rows.iter().find(|r| r.description == "two").unwrap();
     assert_eq!(two.status, TaskStatus::Running);
     // A task nobody has is reported, not a failure of the session.
@@ -726,7 +730,7 @@ async fn message_and_notice_waiting_at_the_start() {
 
     let (project, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     // A task of this session ended unannounced in an earlier run.
-    let table = TaskTable::open(home.path()).unwrap();
+    let table = TaskTable::open(home.path()).await.unwrap();
     let row = table
         .create(NewTask {
             kind: TaskKind::Bash,
@@ -737,12 +741,15 @@ async fn message_and_notice_waiting_at_the_start() {
             name: None,
             background: true,
         })
+        .await
         .unwrap();
     table
         .set_status(&row.id, TaskStatus::Running, None, None)
+        .await
         .unwrap();
     table
         .set_status(&row.id, TaskStatus::Succeeded, None, Some("EARLIER-REPORT"))
+        .await
         .unwrap();
     drop(table);
     let script = r#"

@@ -12,10 +12,12 @@ mod table;
 
 pub use proc_id::ProcessId;
 pub use status::{
-    Finished, NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskSpec, TaskStatus,
+    Finished, NewTask, TaskEnd, TaskError, TaskFilter, TaskKind, TaskRow, TaskSpec, TaskStatus,
     check_transition,
 };
-pub use table::{SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable, process_alive};
+pub use table::{
+    BlockingTaskTable, SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable, process_alive,
+};
 
 #[cfg(test)]
 mod tests;

@@ -141,6 +141,9 @@ pub enum TaskError {
     /// The database is from a newer cadre, or holds something unreadable.
     #[error("task table: {0}")]
     Schema(String),
+    /// The table's thread is gone (it could not open the database, or panicked).
+    #[error("task table: its thread has stopped")]
+    Stopped,
 }
 
 fn final_status_message(id: &str, from: TaskStatus, to: TaskStatus) -> String {
@@ -207,6 +210,21 @@ impl TaskSpec<'_> {
             background: self.background,
         }
     }
+}
+
+/// How a task ended, as [`TaskTable::record_end`](super::TaskTable::record_end) records it.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskEnd<'a> {
+    /// The status it ended with.
+    pub status: TaskStatus,
+    /// Why it failed, if it did.
+    pub error: Option<&'a str>,
+    /// The start of its report, kept in the row.
+    pub summary: &'a str,
+    /// Its whole report (goes to its log if it arrives after the task ended).
+    pub report: &'a str,
+    /// Its notice counts as delivered (its report went back directly).
+    pub notified: bool,
 }
 
 /// A task that ended and has not been announced to its owner yet.

@@ -20,28 +20,39 @@ pub trait BackgroundTasks: Send + Sync {
     /// Files a task for `spec.owner` (created running) and registers its
     /// handle; the token is cancelled by a stop, never by the owner's turn
     /// ending. `inbox` receives messages sent to it while it runs.
-    fn start(
-        &self,
-        spec: TaskSpec<'_>,
+    fn start<'a>(
+        &'a self,
+        spec: TaskSpec<'a>,
         inbox: Option<UnboundedSender<String>>,
-    ) -> Result<(TaskRow, CancellationToken), TaskError>;
+    ) -> BoxFuture<'a, Result<(TaskRow, CancellationToken), TaskError>>;
+
+    /// [`Self::start`] for a batch, all rows in one transaction: every task
+    /// is filed, or none is. Results come in the order of `specs`.
+    fn start_many<'a>(
+        &'a self,
+        specs: Vec<(TaskSpec<'a>, Option<UnboundedSender<String>>)>,
+    ) -> BoxFuture<'a, Result<Vec<(TaskRow, CancellationToken)>, TaskError>>;
 
     /// Records how a task ended; with `announce` it is queued for its
     /// owner's next notice. A task stopped meanwhile stays `cancelled`.
-    fn finish(
-        &self,
-        task_id: &str,
+    fn finish<'a>(
+        &'a self,
+        task_id: &'a str,
         status: TaskStatus,
-        report: &str,
-        error: Option<&str>,
+        report: &'a str,
+        error: Option<&'a str>,
         announce: bool,
-    );
+    ) -> BoxFuture<'a, ()>;
 
     /// Stops a task `owner` started; the error says why it cannot.
-    fn stop(&self, owner: &str, task_id: &str) -> Result<TaskRow, String>;
+    fn stop<'a>(
+        &'a self,
+        owner: &'a str,
+        task_id: &'a str,
+    ) -> BoxFuture<'a, Result<TaskRow, String>>;
 
     /// Stops every task `owner` started.
-    fn stop_owned_by(&self, owner: &str);
+    fn stop_owned_by<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, ()>;
 
     /// Resolves when some task ends or is stopped.
     fn changed(&self) -> BoxFuture<'_, ()>;
@@ -67,7 +78,7 @@ pub trait BackgroundTasks: Send + Sync {
     fn take_unmarked(&self, owner: &str) -> Vec<Finished>;
 
     /// Records tasks as announced.
-    fn mark_announced(&self, ids: &[String]);
+    fn mark_announced<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, ()>;
 
     /// Announced tasks of `owner` whose long output it has not read yet.
     fn unread_of(&self, owner: &str) -> Vec<String>;

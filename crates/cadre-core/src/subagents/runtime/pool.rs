@@ -61,7 +61,10 @@ impl SubagentRuntime {
             if let Err(e) = self.open_child_log(p) {
                 return Err(BatchFailure(e));
             }
-            self.open_task(parent, p);
+        }
+        // The batch's rows are filed in one transaction.
+        self.open_tasks(parent, &mut prepared).await;
+        for (_, p) in &prepared {
             self.emit_started(p);
         }
         parent
@@ -117,7 +120,7 @@ impl SubagentRuntime {
                 if let Some(task) = &task {
                     // Attached, the report goes back as the call's result;
                     // moved to the background, it is announced by notice.
-                    rt.file_result(task, &result, !attached);
+                    rt.file_result(task, &result, !attached).await;
                 }
                 if attached {
                     let _ = tx.send(result);
@@ -262,7 +265,7 @@ impl SubagentRuntime {
         tokio::spawn(async move {
             let _slot = slot;
             let result = rt.run_guarded(p, &cancel).await;
-            rt.file_result(&task_id, &result, true);
+            rt.file_result(&task_id, &result, true).await;
         });
         ToolOutput::ok(text)
     }
@@ -337,7 +340,7 @@ impl SubagentRuntime {
         // Clean-up, whichever way it ended: its background shells stop, and
         // dropping the child drops its caches and closes its log.
         if let Some(work) = &self.base_ctx.background {
-            work.stop_owned_by(&p.tag.agent_id);
+            work.stop_owned_by(&p.tag.agent_id).await;
         }
         drop(p);
         Ok(report)
