@@ -207,7 +207,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
                     depth: 0,
                     provider,
                     sandbox: sandbox.as_ref(),
-                    cwd: &cwd,
+                    project: &cadre_core::agent::ProjectContext::read_now(&cwd),
                     settings: &subagents,
                     models: &settings,
                 },

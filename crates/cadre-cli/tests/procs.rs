@@ -239,7 +239,9 @@ async fn a_session_in_use_cannot_be_resumed_by_a_second_process() {
     let log = h.data_dir().join("sessions").join(format!("{id}.jsonl"));
 
     let mut first = h.spawn_json(&["exec", "--json", "--resume", &id, "again"]);
-    first.wait_for("session_resumed", 1).await;
+    // Its turn has started, so its message is logged; it now waits on the
+    // model and writes nothing more.
+    first.wait_for("turn_started", 1).await;
     let requests = h.records().len();
     let before = std::fs::read(&log).unwrap();
     let second = h

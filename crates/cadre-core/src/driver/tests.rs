@@ -552,7 +552,7 @@ async fn a_resumed_session_continues_with_calls_that_may_have_run_recorded_unkno
             input: r#"{"command":"touch x"}"#.into(),
         },
     ] {
-        earlier.log.append(body).unwrap();
+        earlier.log.append(body).await.unwrap();
     }
     // While it is held, nobody else resumes it.
     let (sink, mut events) = EventSink::channel();

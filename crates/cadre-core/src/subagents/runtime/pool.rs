@@ -39,9 +39,11 @@ impl SubagentRuntime {
                 return Ok(vec![out; n]);
             }
         };
+        // The project's instructions and facts, read once for the batch.
+        let project = crate::agent::ProjectContext::read(&self.base_ctx.cwd).await;
         let mut prepared: Vec<(usize, Prepared)> = Vec::new();
         for (slot, call) in calls.into_iter().enumerate() {
-            match self.prepare(parent, &catalog, call, total) {
+            match self.prepare(parent, &catalog, &project, call, total) {
                 Ok(p) => prepared.push((slot, p)),
                 Err(out) => outputs[slot] = Some(out),
             }
@@ -57,10 +59,12 @@ impl SubagentRuntime {
 
         // Every child's log (and task row) exists before any child runs, and
         // before it is announced, so a front end can open it on the event.
-        for (_, p) in &mut prepared {
-            if let Err(e) = self.open_child_log(p) {
-                return Err(BatchFailure(e));
-            }
+        // The logs are written at once: one hand-over to the log writer each.
+        let opened =
+            futures::future::join_all(prepared.iter_mut().map(|(_, p)| self.open_child_log(p)))
+                .await;
+        if let Some(e) = opened.into_iter().find_map(Result::err) {
+            return Err(BatchFailure(e));
         }
         // The batch's rows are filed in one transaction.
         self.open_tasks(parent, &mut prepared).await;
