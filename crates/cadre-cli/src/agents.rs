@@ -194,7 +194,7 @@ fn show(
             // definition's own words.
             provider: Provider::Anthropic,
             sandbox: None,
-            cwd: &cwd,
+            project: &cadre_core::agent::ProjectContext::read_now(&cwd),
             settings: &subagents,
             models: settings,
         },

@@ -91,17 +91,19 @@ pub async fn run(
             return Err(e);
         }
     };
-    let opened = runtime.open_session(
-        &open.id,
-        open.log.clone(),
-        std::mem::take(&mut open.messages),
-        runtime.warnings.clone(),
-        sink,
-        lines.is_some(),
-        Lifetime::AfterTask {
-            wait_for_background: !args.no_wait,
-        },
-    );
+    let opened = runtime
+        .open_session(
+            &open.id,
+            open.log.clone(),
+            std::mem::take(&mut open.messages),
+            runtime.warnings.clone(),
+            sink,
+            lines.is_some(),
+            Lifetime::AfterTask {
+                wait_for_background: !args.no_wait,
+            },
+        )
+        .await;
     let (session, handle) = match opened {
         Ok(s) => s,
         Err(e) => {

@@ -98,15 +98,17 @@ pub async fn run(
         runtime.cwd.display(),
         open.id,
     );
-    let (session, handle) = runtime.open_session(
-        &open.id,
-        open.log.clone(),
-        std::mem::take(&mut open.messages),
-        Vec::new(),
-        sink,
-        stdin_is_terminal(),
-        Lifetime::UntilShutdown,
-    )?;
+    let (session, handle) = runtime
+        .open_session(
+            &open.id,
+            open.log.clone(),
+            std::mem::take(&mut open.messages),
+            Vec::new(),
+            sink,
+            stdin_is_terminal(),
+            Lifetime::UntilShutdown,
+        )
+        .await?;
     interrupt_on_ctrl_c(handle.clone());
     // SIGTERM and SIGHUP end the session: the turn is interrupted and the
     // background work stopped as on leaving; a second one leaves at once.

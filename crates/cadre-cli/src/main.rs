@@ -137,7 +137,7 @@ fn main() -> ExitCode {
             Some(Command::Sessions(args)) => sessions::run(args),
             Some(Command::Agents(args)) => agents::run(&cli.permissions, &cli.agent, args),
             Some(Command::Eval(args)) => eval::run(args).await,
-            Some(Command::Tasks(args)) => tasks::run(args),
+            Some(Command::Tasks(args)) => tasks::run(args).await,
             None => interactive::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await,
         }
     });

@@ -207,7 +207,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
                     depth: 0,
                     provider,
                     sandbox: sandbox.as_ref(),
-                    cwd: &cwd,
+                    project: &cadre_core::agent::ProjectContext::read_now(&cwd),
                     settings: &subagents,
                     models: &settings,
                 },
@@ -365,7 +365,7 @@ impl Runtime {
     /// background work and the main agent, continuing from `messages`.
     /// `warnings` are reported as the session's first events.
     #[allow(clippy::too_many_arguments)]
-    pub fn open_session(
+    pub async fn open_session(
         &self,
         session_id: &str,
         log: Arc<SessionLog>,
@@ -375,7 +375,7 @@ impl Runtime {
         answers_questions: bool,
         lifetime: Lifetime,
     ) -> Result<(Session, SessionHandle)> {
-        let tasks = TaskTable::open(&self.home)?;
+        let tasks = TaskTable::open(&self.home).await?;
         Session::open(
             SessionSetup {
                 session_id: session_id.to_string(),
@@ -400,6 +400,7 @@ impl Runtime {
                 )
             },
         )
+        .await
     }
 
     /// The top-level agent, sending its events to `events` and asking through
@@ -415,7 +416,7 @@ impl Runtime {
         let mut ctx = ToolContext::new(self.cwd.clone());
         ctx.output_cap = self.output_cap;
         ctx.sandbox = self.sandbox.clone();
-        ctx.background = background;
+        ctx.background = background.map(|w| w as Arc<dyn cadre_core::tools::BackgroundTasks>);
         ctx.policy = Some(self.policy.clone());
         let gate = Arc::new(ApprovalGate::new(approvals, events.clone()));
         let mut tools = session_tools();

@@ -76,27 +76,27 @@ fn parse_status(s: &str) -> Result<TaskStatus, String> {
 }
 
 /// Runs `cadre tasks …`.
-pub fn run(args: TasksArgs) -> Result<ExitCode> {
+pub async fn run(args: TasksArgs) -> Result<ExitCode> {
     let home = data_dir()?;
-    let table = TaskTable::open(&home)?;
+    let table = TaskTable::open(&home).await?;
     match args.command {
         None => {
-            sweep(&table)?;
-            list(&table, &args.list)?;
+            sweep(&table).await?;
+            list(&table, &args.list).await?;
         }
         Some(TasksCommand::List(list_args)) => {
-            sweep(&table)?;
-            list(&table, &list_args)?;
+            sweep(&table).await?;
+            list(&table, &list_args).await?;
         }
         Some(TasksCommand::Show { id }) => {
-            sweep(&table)?;
-            show(&table, &id)?;
+            sweep(&table).await?;
+            show(&table, &id).await?;
         }
         Some(TasksCommand::Stop { id }) => {
             // The target first: a row of a dead process is cancelled (the
             // user asked to stop it), not swept to lost.
-            stop(&table, &id)?;
-            sweep(&table)?;
+            stop(&table, &id).await?;
+            sweep(&table).await?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -110,8 +110,8 @@ fn usage(e: TaskError) -> anyhow::Error {
 }
 
 /// Start-up: active rows of cadre processes that are gone become `lost`.
-fn sweep(table: &TaskTable) -> Result<()> {
-    let lost = table.mark_lost_on_startup()?;
+async fn sweep(table: &TaskTable) -> Result<()> {
+    let lost = table.mark_lost_on_startup().await?;
     if !lost.is_empty() {
         eprintln!(
             "marked {} task(s) lost, their cadre process having ended: {}",
@@ -151,14 +151,16 @@ fn one_line(s: &str, max: usize) -> String {
     }
 }
 
-fn list(table: &TaskTable, args: &ListArgs) -> Result<()> {
-    let rows = table.list(&TaskFilter {
-        session_id: args.session.clone(),
-        parent_agent: None,
-        status: args.status,
-        active_only: args.active,
-        limit: args.limit,
-    })?;
+async fn list(table: &TaskTable, args: &ListArgs) -> Result<()> {
+    let rows = table
+        .list(&TaskFilter {
+            session_id: args.session.clone(),
+            parent_agent: None,
+            status: args.status,
+            active_only: args.active,
+            limit: args.limit,
+        })
+        .await?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
@@ -196,8 +198,8 @@ fn when(ms: Option<u64>, now: u64) -> String {
     }
 }
 
-fn show(table: &TaskTable, id: &str) -> Result<()> {
-    let r: TaskRow = table.get(id).map_err(usage)?;
+async fn show(table: &TaskTable, id: &str) -> Result<()> {
+    let r: TaskRow = table.get(id).await.map_err(usage)?;
     let now = now_ms();
     let mut out = std::io::stdout().lock();
     let field = |out: &mut std::io::StdoutLock<'_>, name: &str, value: &str| {
@@ -245,10 +247,14 @@ fn show(table: &TaskTable, id: &str) -> Result<()> {
     )?;
     field(&mut out, "output", &r.output_path.display().to_string())?;
     writeln!(out, "--- output ---")?;
+    // Not held while the table reads: no lock is held across an await.
+    drop(out);
     let mut offset = 0;
     let mut ends_with_newline = true;
     loop {
-        let (text, next, total) = match table.read_output(&r.id, offset, CHUNK) {
+        let read = table.read_output(&r.id, offset, CHUNK).await;
+        let mut out = std::io::stdout().lock();
+        let (text, next, total) = match read {
             Ok(read) => read,
             Err(TaskError::Io { path, source }) if offset == 0 => {
                 writeln!(out, "(no output log: {}: {source})", path.display())?;
@@ -265,6 +271,7 @@ fn show(table: &TaskTable, id: &str) -> Result<()> {
         }
         offset = next;
     }
+    let mut out = std::io::stdout().lock();
     if !ends_with_newline {
         writeln!(out)?;
     }
@@ -272,8 +279,8 @@ fn show(table: &TaskTable, id: &str) -> Result<()> {
     Ok(())
 }
 
-fn stop(table: &TaskTable, id: &str) -> Result<()> {
-    let r = table.get(id).map_err(usage)?;
+async fn stop(table: &TaskTable, id: &str) -> Result<()> {
+    let r = table.get(id).await.map_err(usage)?;
     if r.status.is_final() {
         println!(
             "task {} already ended as {}; nothing to stop",
@@ -293,6 +300,7 @@ fn stop(table: &TaskTable, id: &str) -> Result<()> {
         }
         table
             .set_status(&r.id, TaskStatus::Stopping, None, None)
+            .await
             .map(|_| {
                 println!(
                     "task {} is now stopping; cadre process {} stops its work and records it as cancelled",
@@ -307,6 +315,7 @@ fn stop(table: &TaskTable, id: &str) -> Result<()> {
                 Some(TASK_STOPPED_ORPHAN),
                 None,
             )
+            .await
             .map(|_| {
                 println!(
                     "task {} cancelled: its cadre process {} had already ended",

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use cadre_core::tasks::{TaskStatus, TaskTable};
+use cadre_core::tasks::{BlockingTaskTable, TaskStatus};
 use common::{Harness, Wire, events, stderr, tasks};
 use serde_json::Value;
 
@@ -239,7 +239,9 @@ async fn a_session_in_use_cannot_be_resumed_by_a_second_process() {
     let log = h.data_dir().join("sessions").join(format!("{id}.jsonl"));
 
     let mut first = h.spawn_json(&["exec", "--json", "--resume", &id, "again"]);
-    first.wait_for("session_resumed", 1).await;
+    // Its turn has started, so its message is logged; it now waits on the
+    // model and writes nothing more.
+    first.wait_for("turn_started", 1).await;
     let requests = h.records().len();
     let before = std::fs::read(&log).unwrap();
     let second = h
@@ -328,7 +330,7 @@ async fn a_later_cadre_stops_the_group_of_a_lost_task_only_if_it_is_still_that_g
     let mut dead = std::process::Command::new("true").spawn().unwrap();
     let dead_pid = dead.id();
     dead.wait().unwrap();
-    let table = TaskTable::open(&h.data_dir()).unwrap();
+    let table = BlockingTaskTable::open(&h.data_dir()).unwrap();
     let start_of = |pid: u32| cadre_core::tasks::ProcessId::of(pid).start.unwrap();
     for (leader, start) in [
         (orphan.id(), start_of(orphan.id())),

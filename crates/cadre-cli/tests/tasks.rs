@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use cadre_core::tasks::{NewTask, TASK_LOST_ON_STARTUP, TaskKind, TaskStatus, TaskTable};
+use cadre_core::tasks::{BlockingTaskTable, NewTask, TASK_LOST_ON_STARTUP, TaskKind, TaskStatus};
 
 fn cadre(home: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cadre"))
@@ -48,7 +48,7 @@ fn task(kind: TaskKind, desc: &str, agent_type: Option<&str>) -> NewTask {
 #[test]
 fn lists_newest_first_with_id_kind_status_description_agent_type_and_age() {
     let home = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(&home.path().join("cadre")).unwrap();
+    let t = BlockingTaskTable::open(&home.path().join("cadre")).unwrap();
     let first = t
         .create(task(
             TaskKind::Subagent,
@@ -124,7 +124,7 @@ fn lists_newest_first_with_id_kind_status_description_agent_type_and_age() {
 #[test]
 fn show_prints_status_times_result_and_the_log() {
     let home = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(&home.path().join("cadre")).unwrap();
+    let t = BlockingTaskTable::open(&home.path().join("cadre")).unwrap();
     let row = t
         .create(task(
             TaskKind::Subagent,
@@ -164,7 +164,7 @@ fn show_prints_status_times_result_and_the_log() {
 #[test]
 fn stop_of_a_running_task_whose_process_is_gone_cancels_it() {
     let home = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(&home.path().join("cadre")).unwrap();
+    let t = BlockingTaskTable::open(&home.path().join("cadre")).unwrap();
     let row = t.create(task(TaskKind::Bash, "sleep 100", None)).unwrap();
     t.set_status(&row.id, TaskStatus::Running, None, None)
         .unwrap();
@@ -190,7 +190,7 @@ fn stop_of_a_running_task_whose_process_is_gone_cancels_it() {
 #[test]
 fn stop_of_a_task_whose_process_lives_marks_it_stopping() {
     let home = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(&home.path().join("cadre")).unwrap();
+    let t = BlockingTaskTable::open(&home.path().join("cadre")).unwrap();
     // This test process owns the row and stays alive.
     let row = t
         .create(task(TaskKind::Subagent, "long review", Some("reviewer")))
@@ -224,7 +224,7 @@ fn unknown_id_is_a_usage_error() {
 #[test]
 fn rows_of_dead_owners_become_lost_at_start_up() {
     let home = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(&home.path().join("cadre")).unwrap();
+    let t = BlockingTaskTable::open(&home.path().join("cadre")).unwrap();
     let orphan = t
         .create(task(TaskKind::Subagent, "orphaned work", Some("Explore")))
         .unwrap();

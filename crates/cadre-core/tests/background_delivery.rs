@@ -22,16 +22,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// The background work of a session whose task table lives in `data`.
-fn work(data: &std::path::Path) -> Arc<BackgroundWork> {
+async fn work(data: &std::path::Path) -> Arc<BackgroundWork> {
     BackgroundWork::new(
-        TaskTable::open(data).unwrap(),
+        TaskTable::open(data).await.unwrap(),
         "session-1".into(),
         EventSink::discard(),
     )
 }
 
 /// Starts a background shell task for `owner`; returns its id.
-fn start(work: &BackgroundWork, owner: &str, description: &str) -> String {
+async fn start(work: &BackgroundWork, owner: &str, description: &str) -> String {
     let (row, _cancel) = work
         .start(
             TaskSpec {
@@ -44,12 +44,25 @@ fn start(work: &BackgroundWork, owner: &str, description: &str) -> String {
             },
             None,
         )
+        .await
         .unwrap();
     row.id
 }
 
-fn finish(work: &BackgroundWork, id: &str, report: &str) {
-    work.finish(id, TaskStatus::Succeeded, report, None, true);
+async fn finish(work: &BackgroundWork, id: &str, report: &str) {
+    work.finish(id, TaskStatus::Succeeded, report, None, true)
+        .await;
+}
+
+/// [`finish`] under a paused clock: the task table answers from its own
+/// thread, and a paused clock would jump to the next timer while it waits
+/// (the runtime looks idle); a blocking task holds the clock still meanwhile.
+async fn finish_at_this_instant(work: &Arc<BackgroundWork>, id: &str, report: &str) {
+    let (work, id, report) = (work.clone(), id.to_string(), report.to_string());
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(finish(&work, &id, &report)))
+        .await
+        .unwrap();
 }
 
 /// How many notices a request carries, and the text of them all.
@@ -63,22 +76,23 @@ async fn finished_tasks_join_the_next_request_as_one_notice_announced_once() {
     let script = "rules:\n  - replies:\n      - text: \"started them\"\n      - text: \"read the notice\"\n      - text: \"next\"\n";
     for wire in [Provider::Anthropic, Provider::OpenAI] {
         let w = World::new(script, wire).await;
-        let work = work(w.data.path());
+        let work = work(w.data.path()).await;
         let (mut agent, mut rx) = w.agent(10, Some(work.clone()));
         let outcome = agent
             .run_turn("start".into(), CancellationToken::new())
             .await;
         assert_eq!(outcome.status, TurnStatus::Completed);
 
-        let mine: Vec<String> = (0..3)
-            .map(|i| start(&work, "main", &format!("job {i}")))
-            .collect();
-        let other = start(&work, "someone-else", "not yours");
+        let mut mine: Vec<String> = Vec::new();
+        for i in 0..3 {
+            mine.push(start(&work, "main", &format!("job {i}")).await);
+        }
+        let other = start(&work, "someone-else", "not yours").await;
         assert_eq!(agent.active_tasks(), 3);
         for (i, id) in mine.iter().enumerate() {
-            finish(&work, id, &format!("REPORT-{i}"));
+            finish(&work, id, &format!("REPORT-{i}")).await;
         }
-        finish(&work, &other, "OTHER-REPORT");
+        finish(&work, &other, "OTHER-REPORT").await;
         assert!(agent.has_notices() && agent.active_tasks() == 0);
 
         // An empty text: a turn on the notices alone.
@@ -124,13 +138,13 @@ rules:
 "#;
     for wire in [Provider::Anthropic, Provider::OpenAI] {
         let w = World::new(script, wire).await;
-        let work = work(w.data.path());
+        let work = work(w.data.path()).await;
         let (mut agent, _rx) = w.agent(10, Some(work.clone()));
         agent
             .run_turn("start".into(), CancellationToken::new())
             .await;
-        let id = start(&work, "main", "the job");
-        finish(&work, &id, "JOB-REPORT");
+        let id = start(&work, "main", "the job").await;
+        finish(&work, &id, "JOB-REPORT").await;
 
         // What a front end does: deliver, and on a model failure try again.
         let failed = agent
@@ -157,7 +171,7 @@ rules:
 #[tokio::test(start_paused = true)]
 async fn settle_waits_out_a_burst_of_endings_but_no_longer_than_its_limit() {
     let data = tempfile::tempdir().unwrap();
-    let work = work(data.path());
+    let work = work(data.path()).await;
     // The values the front ends use: 25 ms of quiet, 1 s at most.
     let (quiet, limit) = (NOTICE_SETTLE, NOTICE_SETTLE_MAX);
     assert_eq!(
@@ -172,18 +186,19 @@ async fn settle_waits_out_a_burst_of_endings_but_no_longer_than_its_limit() {
 
     // Two endings 20 ms apart while a third task runs on: settle returns
     // one quiet period after the last ending, with both waiting.
-    let ids: Vec<String> = (0..3)
-        .map(|i| start(&work, "main", &format!("t{i}")))
-        .collect();
+    let mut ids: Vec<String> = Vec::new();
+    for i in 0..3 {
+        ids.push(start(&work, "main", &format!("t{i}")).await);
+    }
     let t0 = Instant::now();
     let ender = {
         let work = work.clone();
         let ids = ids.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(10)).await;
-            finish(&work, &ids[0], "first");
+            finish_at_this_instant(&work, &ids[0], "first").await;
             tokio::time::sleep(Duration::from_millis(20)).await;
-            finish(&work, &ids[1], "second");
+            finish_at_this_instant(&work, &ids[1], "second").await;
         })
     };
     work.settle("main", quiet, limit).await;
@@ -191,19 +206,20 @@ async fn settle_waits_out_a_burst_of_endings_but_no_longer_than_its_limit() {
     let waited = t0.elapsed();
     assert!(waited >= Duration::from_millis(30) + quiet, "{waited:?}");
     assert!(waited < limit, "{waited:?}");
-    assert_eq!(work.take_finished("main").len(), 2);
+    assert_eq!(work.take_finished("main").await.len(), 2);
 
     // Endings that never pause: settle gives up at its limit.
-    let more: Vec<String> = (0..60)
-        .map(|i| start(&work, "main", &format!("b{i}")))
-        .collect();
+    let mut more: Vec<String> = Vec::new();
+    for i in 0..60 {
+        more.push(start(&work, "main", &format!("b{i}")).await);
+    }
     let t0 = Instant::now();
     let ender = {
         let work = work.clone();
         tokio::spawn(async move {
             for id in more {
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                finish(&work, &id, "burst");
+                finish_at_this_instant(&work, &id, "burst").await;
             }
         })
     };

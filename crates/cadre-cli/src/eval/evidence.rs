@@ -291,11 +291,15 @@ impl Evidence {
     }
 
     /// Reads the task table, if the run made one.
-    pub fn read_tasks(&mut self) {
+    pub async fn read_tasks(&mut self) {
         if !self.data_dir.join("tasks.db").exists() {
             return;
         }
-        match TaskTable::open(&self.data_dir).and_then(|t| t.list(&TaskFilter::default())) {
+        let rows = match TaskTable::open(&self.data_dir).await {
+            Ok(t) => t.list(&TaskFilter::default()).await,
+            Err(e) => Err(e),
+        };
+        match rows {
             Ok(rows) => self.tasks = rows,
             Err(e) => self.tasks_error = Some(e.to_string()),
         }

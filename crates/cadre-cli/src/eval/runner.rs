@@ -169,7 +169,7 @@ pub async fn run_case(case: &Case, file: &CaseFile, cfg: &RunConfig) -> RunOutco
         out.error = Some(e);
     }
     out.evidence.read_logs();
-    out.evidence.read_tasks();
+    out.evidence.read_tasks().await;
     if cfg.keep {
         out.workdir = Some(tmp.keep());
     } else {

@@ -511,7 +511,7 @@ pub fn user_texts(body: &Value) -> String {
 
 /// Every row of the harness's task table.
 pub fn tasks(h: &Harness) -> Vec<cadre_core::tasks::TaskRow> {
-    cadre_core::tasks::TaskTable::open(&h.data_dir())
+    cadre_core::tasks::BlockingTaskTable::open(&h.data_dir())
         .unwrap()
         .list(&cadre_core::tasks::TaskFilter::default())
         .unwrap()

@@ -167,7 +167,7 @@ impl Agent {
     }
 
     /// Caps, logs and announces a call's result.
-    pub(super) fn finish_call(
+    pub(super) async fn finish_call(
         &self,
         call: &ToolCall,
         tool: String,
@@ -188,7 +188,8 @@ impl Agent {
             content: output.content.clone(),
             is_error: output.is_error,
             status,
-        })?;
+        })
+        .await?;
         self.events.emit(Event::ToolCallEnded {
             agent: self.id.clone(),
             call_id: call.id.clone(),
@@ -253,7 +254,8 @@ impl Agent {
                             call_id: call.id.clone(),
                             tool: tool_name.clone(),
                             input: call.input.clone(),
-                        })?;
+                        })
+                        .await?;
                         let mut ctx = self.ctx.clone();
                         ctx.cancel = cancel.child_token();
                         ctx.decided_path = decided;
@@ -263,6 +265,7 @@ impl Agent {
             }
         };
         self.finish_call(call, tool_name, output, status, started)
+            .await
     }
 
     /// The calling agent as a batch tool sees it.
@@ -339,11 +342,14 @@ impl Agent {
             {
                 Err(reason) => outcome[k] = Some(self.denied(calls[k], tool.name(), reason)),
                 Ok(()) => {
-                    if let Err(e) = self.write_log(RecordBody::ToolStart {
-                        call_id: calls[k].id.clone(),
-                        tool: tool.name().to_string(),
-                        input: calls[k].input.clone(),
-                    }) {
+                    if let Err(e) = self
+                        .write_log(RecordBody::ToolStart {
+                            call_id: calls[k].id.clone(),
+                            tool: tool.name().to_string(),
+                            input: calls[k].input.clone(),
+                        })
+                        .await
+                    {
                         return calls.iter().map(|_| Err(LogFailure(e.0.clone()))).collect();
                     }
                     ready.push((k, input));
@@ -368,7 +374,7 @@ impl Agent {
                                 CallStatus::Error,
                             )
                         });
-                        if let Err(f) = self.finish_call(call, name, out, status, started) {
+                        if let Err(f) = self.finish_call(call, name, out, status, started).await {
                             return calls.iter().map(|_| Err(LogFailure(f.0.clone()))).collect();
                         }
                     }
@@ -376,15 +382,12 @@ impl Agent {
                 }
             }
         }
-        calls
-            .iter()
-            .zip(begun)
-            .zip(outcome)
-            .map(|((call, (name, _)), out)| {
-                let (output, status) =
-                    out.unwrap_or_else(|| (ToolOutput::error("not run"), CallStatus::NotRun));
-                self.finish_call(call, name, output, status, started)
-            })
-            .collect()
+        let mut results = Vec::with_capacity(calls.len());
+        for ((call, (name, _)), out) in calls.iter().zip(begun).zip(outcome) {
+            let (output, status) =
+                out.unwrap_or_else(|| (ToolOutput::error("not run"), CallStatus::NotRun));
+            results.push(self.finish_call(call, name, output, status, started).await);
+        }
+        results
     }
 }

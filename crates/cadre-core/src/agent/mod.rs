@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 pub use crate::protocol::{Event, EventSink, TurnStatus};
 pub use prompt::{
-    SystemPromptParts, build_system_prompt, environment_facts, project_instructions,
-    read_project_instructions,
+    ProjectContext, SystemPromptParts, build_system_prompt, environment_facts,
+    project_instructions, read_project_instructions,
 };
 
 use crate::model::{ContentBlock, Message, ModelClient, ModelError, ModelRequest, Role, Usage};
@@ -241,9 +241,14 @@ impl Agent {
         self.conversation = messages;
     }
 
-    fn write_log(&self, body: RecordBody) -> Result<(), LogFailure> {
+    /// Appends a record to this agent's log and waits until the OS has it
+    /// (the write itself is made off the runtime's thread).
+    async fn write_log(&self, body: RecordBody) -> Result<(), LogFailure> {
         match &self.log {
-            Some(log) => log.append(body).map_err(|e| LogFailure(e.to_string())),
+            Some(log) => log
+                .append(body)
+                .await
+                .map_err(|e| LogFailure(e.to_string())),
             None => Ok(()),
         }
     }

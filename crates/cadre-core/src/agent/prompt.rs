@@ -64,6 +64,38 @@ pub fn environment_facts(cwd: &Path) -> String {
     s
 }
 
+/// What a prompt says about where it works: the environment facts and the
+/// project's instructions, read from the disk together.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectContext {
+    /// The environment facts block ([`environment_facts`]).
+    pub environment: String,
+    /// The project's instructions ([`project_instructions`]), if any.
+    pub instructions: Option<String>,
+}
+
+impl ProjectContext {
+    /// Reads it in place, blocking: at start-up, or outside the runtime.
+    pub fn read_now(cwd: &Path) -> ProjectContext {
+        ProjectContext {
+            environment: environment_facts(cwd),
+            instructions: project_instructions(cwd),
+        }
+    }
+
+    /// Reads it on the runtime's blocking pool, so the runtime's thread never
+    /// waits on the disk (a one-off read per batch of children: nothing to
+    /// order, so a pool thread rather than a thread of its own).
+    pub async fn read(cwd: &Path) -> ProjectContext {
+        let dir = cwd.to_path_buf();
+        match tokio::task::spawn_blocking(move || ProjectContext::read_now(&dir)).await {
+            Ok(context) => context,
+            // The read panicked on its thread: try once more here.
+            Err(_) => ProjectContext::read_now(cwd),
+        }
+    }
+}
+
 /// Largest instruction file read: it goes into every request's system prompt,
 /// and 256 KiB (~64k tokens) is already more than a prompt should carry.
 pub const MAX_INSTRUCTIONS_BYTES: u64 = 256 << 10;

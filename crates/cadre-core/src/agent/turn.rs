@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 impl Agent {
     /// Joins finished background tasks' notice to the next request.
-    pub(super) fn deliver_notices(&mut self) -> Result<(), LogFailure> {
+    pub(super) async fn deliver_notices(&mut self) -> Result<(), LogFailure> {
         let mut messages = Vec::new();
         if let Some(inbox) = &mut self.inbox {
             while let Ok(m) = inbox.try_recv() {
@@ -20,7 +20,8 @@ impl Agent {
         }
         for m in messages {
             let text = format!("<message from=\"parent\">\n{m}\n</message>");
-            self.write_log(RecordBody::User { text: text.clone() })?;
+            self.write_log(RecordBody::User { text: text.clone() })
+                .await?;
             self.push_user_text(text);
         }
         let Some(work) = self.ctx.background.clone() else {
@@ -38,7 +39,8 @@ impl Agent {
                     "<system-reminder>Finished background tasks whose output you have not read yet: {}. Read them with TaskOutput if they matter to the task.</system-reminder>",
                     unread.join(", ")
                 );
-                self.write_log(RecordBody::User { text: text.clone() })?;
+                self.write_log(RecordBody::User { text: text.clone() })
+                    .await?;
                 self.push_user_text(text);
             }
         }
@@ -51,10 +53,12 @@ impl Agent {
             agent: self.id.clone(),
             task_ids: items.iter().map(|f| f.task_id.clone()).collect(),
         });
-        self.write_log(RecordBody::User { text: text.clone() })?;
+        self.write_log(RecordBody::User { text: text.clone() })
+            .await?;
         // Only once the notice is logged: a crash before this re-announces
         // after a resume instead of losing the notice.
-        work.mark_announced(&items.iter().map(|f| f.task_id.clone()).collect::<Vec<_>>());
+        let ids: Vec<String> = items.iter().map(|f| f.task_id.clone()).collect();
+        work.mark_announced(&ids).await;
         self.push_user_text(text);
         Ok(())
     }
@@ -90,7 +94,9 @@ impl Agent {
                 .collect();
             for text in reminders {
                 if logged.is_ok() {
-                    logged = self.write_log(RecordBody::User { text: text.clone() });
+                    logged = self
+                        .write_log(RecordBody::User { text: text.clone() })
+                        .await;
                 }
                 self.push_user_text(text);
             }
@@ -98,9 +104,11 @@ impl Agent {
         // An empty text continues the conversation with whatever notices wait.
         if !user_text.is_empty() {
             if logged.is_ok() {
-                logged = self.write_log(RecordBody::User {
-                    text: user_text.clone(),
-                });
+                logged = self
+                    .write_log(RecordBody::User {
+                        text: user_text.clone(),
+                    })
+                    .await;
             }
             self.push_user_text(user_text);
         }
@@ -124,7 +132,7 @@ impl Agent {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        if let Err(LogFailure(e)) = self.write_log(RecordBody::TurnEnd { status })
+        if let Err(LogFailure(e)) = self.write_log(RecordBody::TurnEnd { status }).await
             && outcome.error.is_none()
         {
             outcome.status = TurnStatus::Failed;
@@ -163,7 +171,7 @@ impl Agent {
                 ));
                 return out;
             }
-            if let Err(LogFailure(e)) = self.deliver_notices() {
+            if let Err(LogFailure(e)) = self.deliver_notices().await {
                 out.status = TurnStatus::Failed;
                 out.error = Some(e.clone());
                 out.log_error = Some(e);
@@ -199,7 +207,7 @@ impl Agent {
                 } => {
                     // A diagnostic record: failing to write it must not fail the request.
                     if let Some(log) = &log {
-                        let _ = log.append(RecordBody::Retry {
+                        log.queue(RecordBody::Retry {
                             attempt,
                             reason: reason.clone(),
                             discarded_text,
@@ -249,9 +257,11 @@ impl Agent {
             if !text.is_empty() {
                 out.final_text = text;
             }
-            let logged = self.write_log(RecordBody::Assistant {
-                message: resp.message.clone(),
-            });
+            let logged = self
+                .write_log(RecordBody::Assistant {
+                    message: resp.message.clone(),
+                })
+                .await;
             self.conversation.push(resp.message);
             if let Err(LogFailure(e)) = logged {
                 out.status = TurnStatus::Failed;

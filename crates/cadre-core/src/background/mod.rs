@@ -16,9 +16,13 @@ pub use notice::{
     notification_text,
 };
 
+use futures::future::BoxFuture;
+
 use crate::protocol::{Event, EventSink};
 use crate::secrets::redact;
-use crate::tasks::{TaskError, TaskKind, TaskRow, TaskStatus, TaskTable};
+pub use crate::tasks::{Finished, TaskSpec};
+use crate::tasks::{TaskError, TaskRow, TaskStatus, TaskTable};
+use crate::tools::BackgroundTasks;
 
 /// Waits before each new try to record a task's end that the task table
 /// refused; each try may itself wait the table's busy timeout.
@@ -35,38 +39,6 @@ struct Ending {
     report: String,
     error: Option<String>,
     announce: bool,
-}
-
-/// A task that ended and has not been announced to its owner yet.
-#[derive(Debug, Clone)]
-pub struct Finished {
-    /// Task id.
-    pub task_id: String,
-    /// Final status.
-    pub status: TaskStatus,
-    /// What it was for.
-    pub description: String,
-    /// `bash` or the agent type.
-    pub kind_label: String,
-    /// Its report (a child's final text, a shell's exit and output tail).
-    pub report: String,
-}
-
-/// What a new task is.
-#[derive(Debug, Clone, Copy)]
-pub struct TaskSpec<'a> {
-    /// The agent starting it (it alone sees and stops it, and is notified).
-    pub owner: &'a str,
-    /// Subagent or shell.
-    pub kind: TaskKind,
-    /// What it is for.
-    pub description: &'a str,
-    /// The agent type, for subagents.
-    pub agent_type: Option<&'a str>,
-    /// The name it can be addressed by.
-    pub name: Option<&'a str>,
-    /// Whether it runs in the background.
-    pub background: bool,
 }
 
 /// An in-process handle on a running task.
@@ -124,58 +96,60 @@ impl BackgroundWork {
         &self.session_id
     }
 
-    /// Creates a task row for `owner` and registers its handle; the returned
-    /// token is cancelled by `stop`/`stop_all`, never by the owner's turn ending.
-    pub fn start(
+    /// Files a task (its row created running) and registers its handle;
+    /// the returned token is cancelled by `stop`/`stop_all`, never by the
+    /// owner's turn ending.
+    pub async fn start(
         &self,
         spec: TaskSpec<'_>,
         inbox: Option<mpsc::UnboundedSender<String>>,
     ) -> Result<(TaskRow, CancellationToken), TaskError> {
-        let TaskSpec {
-            owner,
-            kind,
-            description,
-            agent_type,
-            name,
-            background,
-        } = spec;
-        let row = self.table.create(crate::tasks::NewTask {
-            kind,
-            session_id: self.session_id.clone(),
-            parent_agent: owner.to_string(),
-            description: description.to_string(),
-            agent_type: agent_type.map(str::to_string),
-            name: name.map(str::to_string),
-            background,
-        })?;
-        let row = self
-            .table
-            .set_status(&row.id, TaskStatus::Running, None, None)?;
-        self.events.emit(Event::TaskStarted {
-            task_id: row.id.clone(),
-            owner: owner.to_string(),
-            kind,
-            description: description.to_string(),
-            background,
-        });
-        let cancel = self.root.child_token();
-        if let Ok(mut inner) = self.inner.lock() {
-            inner.running.insert(
-                row.id.clone(),
-                Running {
-                    owner: owner.to_string(),
-                    cancel: cancel.clone(),
-                    inbox,
-                },
-            );
+        let mut started = self.start_many(vec![(spec, inbox)]).await?;
+        started
+            .pop()
+            .ok_or_else(|| TaskError::Sqlite("no task was filed".into()))
+    }
+
+    /// Files a batch of tasks in one transaction of the task table (all or
+    /// none) and registers their handles, in the order of `specs`.
+    pub async fn start_many(
+        &self,
+        specs: Vec<(TaskSpec<'_>, Option<mpsc::UnboundedSender<String>>)>,
+    ) -> Result<Vec<(TaskRow, CancellationToken)>, TaskError> {
+        let news = specs
+            .iter()
+            .map(|(spec, _)| spec.new_task(&self.session_id))
+            .collect();
+        let rows = self.table.start_many(news).await?;
+        let mut started = Vec::with_capacity(rows.len());
+        for (row, (spec, inbox)) in rows.into_iter().zip(specs) {
+            self.events.emit(Event::TaskStarted {
+                task_id: row.id.clone(),
+                owner: spec.owner.to_string(),
+                kind: spec.kind,
+                description: spec.description.to_string(),
+                background: spec.background,
+            });
+            let cancel = self.root.child_token();
+            if let Ok(mut inner) = self.inner.lock() {
+                inner.running.insert(
+                    row.id.clone(),
+                    Running {
+                        owner: spec.owner.to_string(),
+                        cancel: cancel.clone(),
+                        inbox,
+                    },
+                );
+            }
+            started.push((row, cancel));
         }
-        Ok((row, cancel))
+        Ok(started)
     }
 
     /// Records how a task ended. A task stopped meanwhile stays `cancelled`
     /// and its late result goes to its log. Background tasks are queued for
     /// their owner's next notice.
-    pub fn finish(
+    pub async fn finish(
         &self,
         task_id: &str,
         status: TaskStatus,
@@ -187,8 +161,8 @@ impl BackgroundWork {
         let (report, error) = (report.as_ref(), error.as_deref());
         // The whole report is kept beside the task's output, so a notice
         // rebuilt after a crash reads exactly like the live one.
-        if announce && let Ok(row) = self.table.get(task_id) {
-            write_report(&row.output_path, report);
+        if announce && let Ok(row) = self.table.get(task_id).await {
+            write_report(row.output_path, report.to_string()).await;
         }
         let ending = Ending {
             task_id: task_id.to_string(),
@@ -197,10 +171,16 @@ impl BackgroundWork {
             error: error.map(str::to_string),
             announce,
         };
-        self.finish_try(ending, 0);
+        self.finish_try(ending, 0).await;
     }
 
-    fn finish_try(&self, ending: Ending, attempt: usize) {
+    /// One try at recording a task's end. Boxed: a refused try schedules the
+    /// next from inside it.
+    fn finish_try(&self, ending: Ending, attempt: usize) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.finish_try_inner(ending, attempt).await })
+    }
+
+    async fn finish_try_inner(&self, ending: Ending, attempt: usize) {
         let Ending {
             task_id,
             status,
@@ -216,36 +196,23 @@ impl BackgroundWork {
             *announce,
         );
         let summary: String = report.chars().take(SUMMARY_CHARS).collect();
-        let row = match self.table.get(task_id) {
-            Ok(row) if row.status == TaskStatus::Stopping || row.status.is_final() => {
-                let final_row = if row.status == TaskStatus::Stopping {
-                    self.table
-                        .set_status(task_id, TaskStatus::Cancelled, Some("stopped"), None)
-                        .ok()
-                } else {
-                    Some(row.clone())
-                };
-                if status != TaskStatus::Cancelled {
-                    let _ = self.table.record_late_result(task_id, report);
-                }
-                final_row.unwrap_or(row)
-            }
-            _ => match self
-                .table
-                .set_status(task_id, status, error, Some(&summary))
-            {
-                Ok(r) => r,
-                Err(e) => {
-                    self.retry_finish(ending, attempt, e);
-                    return;
-                }
-            },
+        // Without `announce` the report went back to its owner directly (a
+        // foreground child's tool result): nothing is left to announce, now
+        // or after a resume.
+        let end = crate::tasks::TaskEnd {
+            status,
+            error,
+            summary: &summary,
+            report,
+            notified: !announce,
         };
-        if !announce {
-            // The report went back to its owner directly (a foreground
-            // child's tool result): nothing is left to announce, now or after a resume.
-            let _ = self.table.mark_notified(&[task_id.to_string()]);
-        }
+        let row = match self.table.record_end(task_id, end).await {
+            Ok(row) => row,
+            Err(e) => {
+                self.retry_finish(ending, attempt, e).await;
+                return;
+            }
+        };
         let item = Finished {
             task_id: task_id.to_string(),
             status: row.status,
@@ -260,14 +227,13 @@ impl BackgroundWork {
     /// process holding `tasks.db` locked, a failing disk); after the last try
     /// the task ends `failed` in this process with a warning, so nothing
     /// waits for it forever.
-    fn retry_finish(&self, ending: Ending, attempt: usize, cause: TaskError) {
+    async fn retry_finish(&self, ending: Ending, attempt: usize, cause: TaskError) {
         let me = self.me.upgrade();
-        let runtime = tokio::runtime::Handle::try_current();
-        if let (Some(delay), Some(me), Ok(runtime)) = (FINISH_RETRY.get(attempt), me, runtime) {
+        if let (Some(delay), Some(me)) = (FINISH_RETRY.get(attempt), me) {
             let delay = *delay;
-            runtime.spawn(async move {
+            tokio::spawn(async move {
                 tokio::time::sleep(delay).await;
-                me.finish_try(ending, attempt + 1);
+                me.finish_try(ending, attempt + 1).await;
             });
             return;
         }
@@ -287,6 +253,7 @@ impl BackgroundWork {
         let (description, kind_label) = self
             .table
             .get(&task_id)
+            .await
             .map(|r| (r.description, r.agent_type.unwrap_or_else(|| "bash".into())))
             .unwrap_or_else(|_| (format!("task {task_id}"), "task".into()));
         let item = Finished {
@@ -342,25 +309,25 @@ impl BackgroundWork {
 
     /// Takes up to `NOTICE_MAX_TASKS` finished tasks of `owner` and records
     /// them as announced, so none is announced twice.
-    pub fn take_finished(&self, owner: &str) -> Vec<Finished> {
+    pub async fn take_finished(&self, owner: &str) -> Vec<Finished> {
         let items = self.take_unmarked(owner);
         let ids: Vec<String> = items.iter().map(|f| f.task_id.clone()).collect();
-        self.mark_announced(&ids);
+        self.mark_announced(&ids).await;
         items
     }
 
     /// Records tasks as announced once their notice is in the session log
     /// (marking them before would lose the notice to a crash in between).
-    pub fn mark_announced(&self, ids: &[String]) {
+    pub async fn mark_announced(&self, ids: &[String]) {
         if !ids.is_empty() {
-            let _ = self.table.mark_notified(ids);
+            let _ = self.table.mark_notified(ids).await;
         }
     }
 
     /// After a resume: marks as announced the tasks whose notice the
     /// restored conversation already holds (a crash came after the log write
     /// but before the mark), so they are not announced again.
-    pub fn note_logged_notices(&self, messages: &[crate::model::Message]) {
+    pub async fn note_logged_notices(&self, messages: &[crate::model::Message]) {
         let ids: Vec<String> = messages
             .iter()
             .filter(|m| m.role == crate::model::Role::User)
@@ -372,7 +339,7 @@ impl BackgroundWork {
             .filter(|t| t.contains("<task-notification>"))
             .flat_map(|t| notice::announced_ids(t))
             .collect();
-        self.mark_announced(&ids);
+        self.mark_announced(&ids).await;
     }
 
     /// Takes up to `NOTICE_MAX_TASKS` finished tasks of `owner` without
@@ -443,26 +410,28 @@ impl BackgroundWork {
 
     /// Stops a task `owner` started: marks it `stopping` and cancels it; it
     /// records `cancelled` when its work has wound down.
-    pub fn stop(&self, owner: &str, task_id: &str) -> Result<TaskRow, String> {
+    pub async fn stop(&self, owner: &str, task_id: &str) -> Result<TaskRow, String> {
         let token = {
             let inner = self.inner.lock().map_err(|_| "lock poisoned".to_string())?;
             match inner.running.get(task_id) {
-                Some(r) if r.owner == owner => r.cancel.clone(),
+                Some(r) if r.owner == owner => Some(r.cancel.clone()),
                 Some(_) => return Err(format!("task {task_id} was not started by this agent")),
-                None => {
-                    return match self.table.get(task_id) {
-                        Ok(row) => Err(format!(
-                            "task {task_id} is not running (status {})",
-                            row.status.as_str()
-                        )),
-                        Err(_) => Err(format!("no task {task_id}")),
-                    };
-                }
+                None => None,
             }
+        };
+        let Some(token) = token else {
+            return match self.table.get(task_id).await {
+                Ok(row) => Err(format!(
+                    "task {task_id} is not running (status {})",
+                    row.status.as_str()
+                )),
+                Err(_) => Err(format!("no task {task_id}")),
+            };
         };
         let row = self
             .table
             .set_status(task_id, TaskStatus::Stopping, Some("stopped"), None)
+            .await
             .map_err(|e| e.to_string())?;
         token.cancel();
         self.changed.notify_waiters();
@@ -470,33 +439,36 @@ impl BackgroundWork {
     }
 
     /// Stops everything (Ctrl+C in `exec`, or leaving with `--no-wait`).
-    pub fn stop_all(&self) {
+    pub async fn stop_all(&self) {
         let ids: Vec<String> = self
             .inner
             .lock()
             .map(|i| i.running.keys().cloned().collect())
             .unwrap_or_default();
         for id in ids {
-            let _ = self.table.set_status(
-                &id,
-                TaskStatus::Stopping,
-                Some("stopped with the whole run"),
-                None,
-            );
+            let _ = self
+                .table
+                .set_status(
+                    &id,
+                    TaskStatus::Stopping,
+                    Some("stopped with the whole run"),
+                    None,
+                )
+                .await;
         }
         self.root.cancel();
     }
 
     /// Stops every task `owner` started (a child's shells when the child ends).
-    pub fn stop_owned_by(&self, owner: &str) {
+    pub async fn stop_owned_by(&self, owner: &str) {
         for id in self.running_of(owner) {
-            let _ = self.stop(owner, &id);
+            let _ = self.stop(owner, &id).await;
         }
     }
 
     /// Applies stops requested from outside this process (`cadre tasks stop`
     /// marks the row `stopping`; the owner notices here and winds the work down).
-    pub fn apply_external_stops(&self) {
+    pub async fn apply_external_stops(&self) {
         let running: Vec<(String, CancellationToken)> = self
             .inner
             .lock()
@@ -512,6 +484,7 @@ impl BackgroundWork {
                 && self
                     .table
                     .get(&id)
+                    .await
                     .is_ok_and(|r| r.status == TaskStatus::Stopping)
             {
                 token.cancel();
@@ -521,7 +494,7 @@ impl BackgroundWork {
 
     /// Queues the finished, never-announced tasks `owner` started in this
     /// session (after `--resume`), so each is announced exactly once.
-    pub fn requeue_unannounced(&self, owner: &str) {
+    pub async fn requeue_unannounced(&self, owner: &str) {
         let rows = self
             .table
             .list(&crate::tasks::TaskFilter {
@@ -529,18 +502,25 @@ impl BackgroundWork {
                 parent_agent: Some(owner.to_string()),
                 ..Default::default()
             })
+            .await
             .unwrap_or_default();
-        let items: Vec<Finished> = rows
+        let mut items: Vec<Finished> = Vec::new();
+        for r in rows
             .into_iter()
             .filter(|r| r.status.is_final() && !r.notified)
-            .map(|r| Finished {
+        {
+            let report = match read_report(r.output_path.clone()).await {
+                Some(report) => report,
+                None => summary_report(&r),
+            };
+            items.push(Finished {
                 task_id: r.id.clone(),
                 status: r.status,
                 description: r.description.clone(),
                 kind_label: r.agent_type.clone().unwrap_or_else(|| "bash".into()),
-                report: read_report(&r.output_path).unwrap_or_else(|| summary_report(&r)),
-            })
-            .collect();
+                report,
+            });
+        }
         if items.is_empty() {
             return;
         }
@@ -621,8 +601,94 @@ impl BackgroundWork {
     }
 
     /// Updates a task's progress (tool calls, tokens, last activity).
-    pub fn progress(&self, task_id: &str, tool_calls: u64, tokens: u64) {
-        let _ = self.table.progress(task_id, tool_calls, tokens);
+    pub async fn progress(&self, task_id: &str, tool_calls: u64, tokens: u64) {
+        let _ = self.table.progress(task_id, tool_calls, tokens).await;
+    }
+}
+
+impl BackgroundTasks for BackgroundWork {
+    fn session_id(&self) -> &str {
+        BackgroundWork::session_id(self)
+    }
+
+    fn table(&self) -> &TaskTable {
+        BackgroundWork::table(self)
+    }
+
+    fn start<'a>(
+        &'a self,
+        spec: TaskSpec<'a>,
+        inbox: Option<mpsc::UnboundedSender<String>>,
+    ) -> BoxFuture<'a, Result<(TaskRow, CancellationToken), TaskError>> {
+        Box::pin(BackgroundWork::start(self, spec, inbox))
+    }
+
+    fn start_many<'a>(
+        &'a self,
+        specs: Vec<(TaskSpec<'a>, Option<mpsc::UnboundedSender<String>>)>,
+    ) -> BoxFuture<'a, Result<Vec<(TaskRow, CancellationToken)>, TaskError>> {
+        Box::pin(BackgroundWork::start_many(self, specs))
+    }
+
+    fn finish<'a>(
+        &'a self,
+        task_id: &'a str,
+        status: TaskStatus,
+        report: &'a str,
+        error: Option<&'a str>,
+        announce: bool,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(BackgroundWork::finish(
+            self, task_id, status, report, error, announce,
+        ))
+    }
+
+    fn stop<'a>(
+        &'a self,
+        owner: &'a str,
+        task_id: &'a str,
+    ) -> BoxFuture<'a, Result<TaskRow, String>> {
+        Box::pin(BackgroundWork::stop(self, owner, task_id))
+    }
+
+    fn stop_owned_by<'a>(&'a self, owner: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(BackgroundWork::stop_owned_by(self, owner))
+    }
+
+    fn changed(&self) -> BoxFuture<'_, ()> {
+        Box::pin(BackgroundWork::changed(self))
+    }
+
+    fn cursor(&self, agent: &str, task_id: &str) -> u64 {
+        BackgroundWork::cursor(self, agent, task_id)
+    }
+
+    fn set_cursor(&self, agent: &str, task_id: &str, offset: u64, at_end: bool) {
+        BackgroundWork::set_cursor(self, agent, task_id, offset, at_end)
+    }
+
+    fn send_to_running(&self, task_id: &str, message: String) -> bool {
+        BackgroundWork::send_to_running(self, task_id, message)
+    }
+
+    fn active_for(&self, owner: &str) -> usize {
+        BackgroundWork::active_for(self, owner)
+    }
+
+    fn has_finished(&self, owner: &str) -> bool {
+        BackgroundWork::has_finished(self, owner)
+    }
+
+    fn take_unmarked(&self, owner: &str) -> Vec<Finished> {
+        BackgroundWork::take_unmarked(self, owner)
+    }
+
+    fn mark_announced<'a>(&'a self, ids: &'a [String]) -> BoxFuture<'a, ()> {
+        Box::pin(BackgroundWork::mark_announced(self, ids))
+    }
+
+    fn unread_of(&self, owner: &str) -> Vec<String> {
+        BackgroundWork::unread_of(self, owner)
     }
 }
 
@@ -648,9 +714,13 @@ fn report_path(output_path: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// Keeps `report` for a notice that may have to be rebuilt after a crash
-/// (0600, like the output log). Best effort: without it the notice falls back
-/// to the stored summary.
-fn write_report(output_path: &std::path::Path, report: &str) {
+/// (0600, like the output log), off the runtime's thread. Best effort:
+/// without it the notice falls back to the stored summary.
+async fn write_report(output_path: std::path::PathBuf, report: String) {
+    let _ = tokio::task::spawn_blocking(move || write_report_now(&output_path, &report)).await;
+}
+
+fn write_report_now(output_path: &std::path::Path, report: &str) {
     use std::io::Write;
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create(true).truncate(true);
@@ -664,8 +734,16 @@ fn write_report(output_path: &std::path::Path, report: &str) {
     }
 }
 
-/// The whole report kept by `write_report`, if there is one.
-fn read_report(output_path: &std::path::Path) -> Option<String> {
+/// The whole report kept by `write_report`, if there is one, read off the
+/// runtime's thread.
+async fn read_report(output_path: std::path::PathBuf) -> Option<String> {
+    tokio::task::spawn_blocking(move || read_report_now(&output_path))
+        .await
+        .ok()
+        .flatten()
+}
+
+fn read_report_now(output_path: &std::path::Path) -> Option<String> {
     let bytes = std::fs::read(report_path(output_path)).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
@@ -673,9 +751,10 @@ fn read_report(output_path: &std::path::Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tasks::TaskKind;
 
-    fn work_with_task(dir: &std::path::Path) -> (Arc<BackgroundWork>, TaskRow) {
-        let table = TaskTable::open(dir).unwrap();
+    async fn work_with_task(dir: &std::path::Path) -> (Arc<BackgroundWork>, TaskRow) {
+        let table = TaskTable::open(dir).await.unwrap();
         let work = BackgroundWork::new(table, "s1".into(), EventSink::discard());
         let spec = TaskSpec {
             owner: "main",
@@ -685,42 +764,44 @@ mod tests {
             name: None,
             background: true,
         };
-        let (row, _) = work.start(spec, None).unwrap();
+        let (row, _) = work.start(spec, None).await.unwrap();
         (work, row)
     }
 
-    #[test]
-    fn a_requeued_notice_has_the_whole_report() {
+    #[tokio::test]
+    async fn a_requeued_notice_has_the_whole_report() {
         let dir = tempfile::tempdir().unwrap();
-        let (work, row) = work_with_task(dir.path());
+        let (work, row) = work_with_task(dir.path()).await;
         let report = format!("START {} END", "x".repeat(3000));
-        work.finish(&row.id, TaskStatus::Succeeded, &report, None, true);
+        work.finish(&row.id, TaskStatus::Succeeded, &report, None, true)
+            .await;
         // A new process of the same session: nothing in memory.
         let again = BackgroundWork::new(
-            TaskTable::open(dir.path()).unwrap(),
+            TaskTable::open(dir.path()).await.unwrap(),
             "s1".into(),
             EventSink::discard(),
         );
-        again.requeue_unannounced("main");
-        let items = again.take_finished("main");
+        again.requeue_unannounced("main").await;
+        let items = again.take_finished("main").await;
         assert_eq!(items.len(), 1);
         assert_eq!(items[0].report, report);
     }
 
-    #[test]
-    fn without_a_kept_report_the_cut_summary_is_marked() {
+    #[tokio::test]
+    async fn without_a_kept_report_the_cut_summary_is_marked() {
         let dir = tempfile::tempdir().unwrap();
-        let (work, row) = work_with_task(dir.path());
+        let (work, row) = work_with_task(dir.path()).await;
         let report = "y".repeat(3000);
-        work.finish(&row.id, TaskStatus::Succeeded, &report, None, true);
+        work.finish(&row.id, TaskStatus::Succeeded, &report, None, true)
+            .await;
         std::fs::remove_file(report_path(&row.output_path)).unwrap();
         let again = BackgroundWork::new(
-            TaskTable::open(dir.path()).unwrap(),
+            TaskTable::open(dir.path()).await.unwrap(),
             "s1".into(),
             EventSink::discard(),
         );
-        again.requeue_unannounced("main");
-        let items = again.take_finished("main");
+        again.requeue_unannounced("main").await;
+        let items = again.take_finished("main").await;
         assert!(items[0].report.starts_with(&"y".repeat(500)));
         assert!(
             items[0]
@@ -731,13 +812,14 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_report_returned_directly_is_never_announced_later() {
+    #[tokio::test]
+    async fn a_report_returned_directly_is_never_announced_later() {
         let dir = tempfile::tempdir().unwrap();
-        let (work, row) = work_with_task(dir.path());
-        work.finish(&row.id, TaskStatus::Succeeded, "done", None, false);
-        assert!(work.table().get(&row.id).unwrap().notified);
-        work.requeue_unannounced("main");
+        let (work, row) = work_with_task(dir.path()).await;
+        work.finish(&row.id, TaskStatus::Succeeded, "done", None, false)
+            .await;
+        assert!(work.table().get(&row.id).await.unwrap().notified);
+        work.requeue_unannounced("main").await;
         assert!(!work.has_finished("main"));
     }
 }

@@ -230,14 +230,16 @@ impl SessionHandle {
     }
 
     /// Every task of this session, newest first (empty without background work).
-    pub fn tasks(&self) -> Result<Vec<TaskRow>, TaskError> {
+    pub async fn tasks(&self) -> Result<Vec<TaskRow>, TaskError> {
         let Some(work) = self.work.as_ref().and_then(Weak::upgrade) else {
             return Ok(Vec::new());
         };
-        work.table().list(&TaskFilter {
-            session_id: Some(self.session_id.clone()),
-            ..Default::default()
-        })
+        work.table()
+            .list(&TaskFilter {
+                session_id: Some(self.session_id.clone()),
+                ..Default::default()
+            })
+            .await
     }
 }
 
@@ -275,7 +277,7 @@ impl Session {
     /// builds the main agent with `build_agent` from the session's parts,
     /// and restores a resumed conversation, queueing the notices of tasks
     /// that ended unannounced so each is announced exactly once.
-    pub fn open<E: From<TaskError>>(
+    pub async fn open<E: From<TaskError>>(
         setup: SessionSetup,
         build_agent: impl FnOnce(AgentParts) -> Result<Agent, E>,
     ) -> Result<(Session, SessionHandle), E> {
@@ -303,7 +305,7 @@ impl Session {
         }
         let work = match tasks {
             Some(table) => {
-                for id in table.mark_lost_on_startup()? {
+                for id in table.mark_lost_on_startup().await? {
                     events.emit(Event::Warning {
                         message: format!(
                             "task {id} was lost: its cadre process ended while it was active"
@@ -312,8 +314,8 @@ impl Session {
                 }
                 let work = BackgroundWork::new(table, session_id.clone(), events.clone());
                 // After a resume, tasks that ended unannounced are announced now, once.
-                work.note_logged_notices(&messages);
-                work.requeue_unannounced(MAIN);
+                work.note_logged_notices(&messages).await;
+                work.requeue_unannounced(MAIN).await;
                 Some(work)
             }
             None => None,
@@ -366,7 +368,7 @@ impl Session {
             // Operations already waiting come first: a message submitted
             // before the session started runs before any notice turn (and
             // carries the notices itself).
-            ctl.apply_waiting();
+            ctl.apply_waiting().await;
             if ctl.shutdown.is_cancelled() {
                 break;
             }
@@ -385,7 +387,7 @@ impl Session {
             ctl.set_phase(Phase::Idle);
             let work = ctl.work.clone();
             tokio::select! {
-                op = ctl.next_op() => ctl.apply(op),
+                op = ctl.next_op() => ctl.apply(op).await,
                 // A task ended: a notice may wait, or exec may be done.
                 _ = async {
                     match &work {
@@ -399,7 +401,7 @@ impl Session {
         if agent.active_tasks() > 0
             && let Some(work) = &ctl.work
         {
-            work.stop_all();
+            work.stop_all().await;
             work.wait_idle(STOP_GRACE).await;
         }
         ctl.set_phase(Phase::Ended);
@@ -420,7 +422,7 @@ async fn run_turn(agent: &mut Agent, ctl: &mut Control, text: String) -> TurnOut
     let outcome = loop {
         tokio::select! {
             outcome = &mut turn => break outcome,
-            op = ctl.next_op() => ctl.apply(op),
+            op = ctl.next_op() => ctl.apply(op).await,
         }
     };
     ctl.current = None;
@@ -447,7 +449,7 @@ async fn deliver_notices(agent: &mut Agent, ctl: &mut Control) {
             tokio::select! {
                 _ = &mut wait => break true,
                 op = ctl.next_op() => {
-                    ctl.apply(op);
+                    ctl.apply(op).await;
                     if ctl.preempted() {
                         break false;
                     }
@@ -456,7 +458,7 @@ async fn deliver_notices(agent: &mut Agent, ctl: &mut Control) {
         }
     };
     ctl.throttle = throttle;
-    ctl.apply_waiting();
+    ctl.apply_waiting().await;
     if !ready || ctl.preempted() {
         return;
     }
@@ -488,7 +490,7 @@ async fn deliver_notices(agent: &mut Agent, ctl: &mut Control) {
                 // the conversation and go with the next turn.
                 _ = cancel.cancelled() => break false,
                 op = ctl.next_op() => {
-                    ctl.apply(op);
+                    ctl.apply(op).await;
                     if ctl.preempted() {
                         break false;
                     }
@@ -565,16 +567,16 @@ impl Control {
     }
 
     /// Applies the operations already submitted, without waiting.
-    fn apply_waiting(&mut self) {
+    async fn apply_waiting(&mut self) {
         if !self.ops_open {
             return;
         }
         while let Ok(op) = self.ops.try_recv() {
-            self.apply(op);
+            self.apply(op).await;
         }
     }
 
-    fn apply(&mut self, op: Op) {
+    async fn apply(&mut self, op: Op) {
         match op {
             Op::UserMessage { text } => {
                 self.queue.push_back(text);
@@ -593,12 +595,12 @@ impl Control {
                     runtime.background_now();
                 }
             }
-            Op::StopTask { task_id } => self.stop_task(&task_id),
+            Op::StopTask { task_id } => self.stop_task(&task_id).await,
             Op::StopAll => {
                 if let Some(work) = &self.work {
                     // A child's own tasks end with it.
                     for id in work.running_of(MAIN) {
-                        let _ = work.stop(MAIN, &id);
+                        let _ = work.stop(MAIN, &id).await;
                     }
                 }
             }
@@ -607,14 +609,14 @@ impl Control {
     }
 
     /// Stops one task of this session, whichever agent started it.
-    fn stop_task(&self, task_id: &str) {
+    async fn stop_task(&self, task_id: &str) {
         let Some(work) = &self.work else {
             self.events.emit(Event::Warning {
                 message: format!("no task {task_id}: this session runs no background work"),
             });
             return;
         };
-        let owner = match work.table().get(task_id) {
+        let owner = match work.table().get(task_id).await {
             Ok(row) if row.session_id == work.session_id() => row.parent_agent,
             Ok(_) => {
                 self.events.emit(Event::Warning {
@@ -624,7 +626,7 @@ impl Control {
             }
             Err(_) => MAIN.to_string(),
         };
-        if let Err(message) = work.stop(&owner, task_id) {
+        if let Err(message) = work.stop(&owner, task_id).await {
             self.events.emit(Event::Warning { message });
         }
     }
@@ -639,7 +641,7 @@ fn watch_external_stops(work: &Arc<BackgroundWork>) {
         loop {
             tick.tick().await;
             match weak.upgrade() {
-                Some(w) => w.apply_external_stops(),
+                Some(w) => w.apply_external_stops().await,
                 None => break,
             }
         }

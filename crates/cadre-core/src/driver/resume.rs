@@ -61,7 +61,7 @@ pub fn create_log(
     let id = new_session_id();
     let lock = SessionLock::acquire(&locks, &id)?;
     let log = SessionLog::create(&dir.join(format!("{id}.jsonl")))?;
-    log.append(RecordBody::SessionStart {
+    log.append_now(RecordBody::SessionStart {
         session_id: id.clone(),
         cwd: cwd.display().to_string(),
         provider: provider.to_string(),
@@ -137,7 +137,7 @@ impl PendingResume {
             } else {
                 (NOT_RUN_RESULT, crate::session::CallStatus::NotRun)
             };
-            log.append(RecordBody::ToolResult {
+            log.append_now(RecordBody::ToolResult {
                 call_id: c.call_id.clone(),
                 content: content.to_string(),
                 is_error: true,
@@ -149,7 +149,7 @@ impl PendingResume {
             .iter()
             .map(|c| c.call_id.clone())
             .collect();
-        log.append(RecordBody::Resumed {
+        log.append_now(RecordBody::Resumed {
             unknown_calls: unknown_calls.clone(),
         })?;
         events.emit(Event::SessionResumed {

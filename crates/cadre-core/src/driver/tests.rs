@@ -92,7 +92,7 @@ async fn start_in(
         cwd: project.path().to_path_buf(),
         warnings: vec!["a warning".into()],
         events: sink,
-        tasks: Some(TaskTable::open(home.path()).unwrap()),
+        tasks: Some(TaskTable::open(home.path()).await.unwrap()),
         messages,
         answers_questions: options.answers_questions,
         lifetime: options.lifetime,
@@ -105,7 +105,9 @@ async fn start_in(
     let cwd = project.path().to_path_buf();
     let (session, handle) = Session::open(setup, |parts: AgentParts| {
         let mut ctx = ToolContext::new(cwd);
-        ctx.background = parts.background;
+        ctx.background = parts
+            .background
+            .map(|w| w as Arc<dyn crate::tools::BackgroundTasks>);
         ctx.policy = Some(policy.clone());
         let gate = Arc::new(ApprovalGate::new(parts.approvals, parts.events.clone()));
         Ok::<_, TaskError>(Agent::new(AgentSetup {
@@ -122,6 +124,7 @@ async fn start_in(
             log,
         }))
     })
+    .await
     .unwrap();
     Fixture {
         mock,
@@ -344,7 +347,10 @@ async fn stop_all_stops_the_tasks_the_main_agent_started() {
         unreachable!()
     };
     f.until("turn_ended", main_turn_ended).await;
-    assert_eq!(f.handle.tasks().unwrap()[0].status, TaskStatus::Running);
+    assert_eq!(
+        f.handle.tasks().await.unwrap()[0].status,
+        TaskStatus::Running
+    );
     f.handle.submit(Op::StopAll);
     let ended = f
         .until("task_ended", |e| matches!(e, Event::TaskEnded { .. }))
@@ -358,7 +364,7 @@ async fn stop_all_stops_the_tasks_the_main_agent_started() {
         matches!(e, Event::TurnEnded { final_text, .. } if final_text == "the sleeper was stopped")
     })
     .await;
-    let rows = f.handle.tasks().unwrap();
+    let rows = f.handle.tasks().await.unwrap();
     assert_eq!(rows[0].status, TaskStatus::Cancelled);
     // The session goes on after stopping its work.
     assert_ne!(f.handle.status().phase, Phase::Ended);
@@ -547,7 +553,7 @@ async fn a_resumed_session_continues_with_calls_that_may_have_run_recorded_unkno
             input: r#"{"command":"touch x"}"#.into(),
         },
     ] {
-        earlier.log.append(body).unwrap();
+        earlier.log.append(body).await.unwrap();
     }
     // While it is held, nobody else resumes it.
     let (sink, mut events) = EventSink::channel();
@@ -677,7 +683,7 @@ rules:
     let mut f = start(script, Options::default()).await;
     f.handle.submit(Op::UserMessage { text: "go".into() });
     f.until("turn_ended", main_turn_ended).await;
-    let rows = f.handle.tasks().unwrap();
+    let rows = f.handle.tasks().await.unwrap();
     let one = rows
         .iter()
         .find(|r| r.description == "one")
@@ -695,7 +701,7 @@ rules:
         "{ended:?}"
     );
     f.until("turn_ended", main_turn_ended).await;
-    let rows = f.handle.tasks().unwrap();
+    let rows = f.handle.tasks().await.unwrap();
     let two = rows.iter().find(|r| r.description == "two").unwrap();
     assert_eq!(two.status, TaskStatus::Running);
     // A task nobody has is reported, not a failure of the session.
@@ -725,7 +731,7 @@ async fn message_and_notice_waiting_at_the_start() {
 
     let (project, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     // A task of this session ended unannounced in an earlier run.
-    let table = TaskTable::open(home.path()).unwrap();
+    let table = TaskTable::open(home.path()).await.unwrap();
     let row = table
         .create(NewTask {
             kind: TaskKind::Bash,
@@ -736,12 +742,15 @@ async fn message_and_notice_waiting_at_the_start() {
             name: None,
             background: true,
         })
+        .await
         .unwrap();
     table
         .set_status(&row.id, TaskStatus::Running, None, None)
+        .await
         .unwrap();
     table
         .set_status(&row.id, TaskStatus::Succeeded, None, Some("EARLIER-REPORT"))
+        .await
         .unwrap();
     drop(table);
     let script = r#"

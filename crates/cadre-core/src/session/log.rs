@@ -1,12 +1,19 @@
 //! One session's log file: versioned records, appended and flushed one line at
 //! a time, and read back tolerantly (a line torn by a crash is skipped with a
 //! warning, never a panic).
+//!
+//! The lines of every log of the process are written by one thread, in the
+//! order they were asked for, so a slow disk stalls only the agent waiting for
+//! its own record, never the runtime's thread. An agent still waits for its
+//! record before it goes on ([`SessionLog::append`]): a tool call is in the
+//! log before it runs, exactly as when the write was made in place.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -112,7 +119,46 @@ pub fn now_ms() -> u64 {
 #[derive(Debug)]
 pub struct SessionLog {
     path: PathBuf,
-    file: Mutex<File>,
+    file: Arc<File>,
+}
+
+/// Lines for the log writer: the file, the lines in order, and who waits
+/// for them to be written (no one, for diagnostics).
+struct LineWrite {
+    file: Arc<File>,
+    lines: Vec<Vec<u8>>,
+    done: Option<tokio::sync::oneshot::Sender<std::io::Result<()>>>,
+}
+
+/// The thread that writes the lines of every log of this process, started on
+/// first use; `None` if it could not be started (lines are then written in place).
+fn log_writer() -> Option<&'static Sender<LineWrite>> {
+    static WRITER: OnceLock<Option<Sender<LineWrite>>> = OnceLock::new();
+    WRITER
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<LineWrite>();
+            std::thread::Builder::new()
+                .name("cadre-log-writer".into())
+                .spawn(move || {
+                    for job in rx {
+                        let written = write_lines(&job.file, &job.lines);
+                        if let Some(done) = job.done {
+                            let _ = done.send(written);
+                        }
+                    }
+                })
+                .ok()
+                .map(|_| tx)
+        })
+        .as_ref()
+}
+
+/// Writes each line in one `write` (`O_APPEND`: it lands whole at the end).
+fn write_lines(mut file: &File, lines: &[Vec<u8>]) -> std::io::Result<()> {
+    for line in lines {
+        file.write_all(line)?;
+    }
+    file.flush()
 }
 
 impl SessionLog {
@@ -121,7 +167,7 @@ impl SessionLog {
         let file = open_private(path, true)?;
         Ok(SessionLog {
             path: path.to_path_buf(),
-            file: Mutex::new(file),
+            file: Arc::new(file),
         })
     }
 
@@ -148,7 +194,7 @@ impl SessionLog {
         }
         Ok(SessionLog {
             path: path.to_path_buf(),
-            file: Mutex::new(file),
+            file: Arc::new(file),
         })
     }
 
@@ -158,63 +204,148 @@ impl SessionLog {
     }
 
     /// Appends the records that rebuild `messages` (a child that starts from
-    /// an inherited conversation logs it first, so it can be resumed).
-    pub fn append_messages(&self, messages: &[Message]) -> Result<(), SessionError> {
-        for m in messages {
-            match m.role {
-                Role::Assistant => self.append(RecordBody::Assistant { message: m.clone() })?,
-                Role::User => {
-                    for b in &m.content {
-                        match b {
-                            ContentBlock::Text { text } => {
-                                self.append(RecordBody::User { text: text.clone() })?
-                            }
-                            ContentBlock::ToolResult {
-                                tool_use_id,
-                                content,
-                                is_error,
-                            } => self.append(RecordBody::ToolResult {
-                                call_id: tool_use_id.clone(),
-                                content: content.clone(),
-                                is_error: *is_error,
-                                status: if *is_error {
-                                    CallStatus::Error
-                                } else {
-                                    CallStatus::Ok
-                                },
-                            })?,
-                            ContentBlock::ToolUse { .. } => {}
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
+    /// an inherited conversation logs it first, so it can be resumed), and
+    /// returns once the OS has them all.
+    pub async fn append_messages(&self, messages: &[Message]) -> Result<(), SessionError> {
+        self.append_all(message_records(messages)).await
     }
 
-    /// Appends one record as one line, in one write, and returns once the OS has it.
-    pub fn append(&self, body: RecordBody) -> Result<(), SessionError> {
+    /// Appends `first` and then the records that rebuild `messages`, in one
+    /// hand-over to the log writer (a new child's whole start), and returns
+    /// once the OS has them all.
+    pub async fn append_with_messages(
+        &self,
+        first: RecordBody,
+        messages: &[Message],
+    ) -> Result<(), SessionError> {
+        let mut records = vec![first];
+        records.extend(message_records(messages));
+        self.append_all(records).await
+    }
+
+    async fn append_all(&self, records: Vec<RecordBody>) -> Result<(), SessionError> {
+        let mut lines = Vec::with_capacity(records.len());
+        for body in records {
+            lines.push(self.line(body)?);
+        }
+        self.write(lines).await
+    }
+
+    /// Appends one record as one line, in one write, and returns once the OS
+    /// has it. The write is made by the log writer's thread; this waits for it.
+    pub async fn append(&self, body: RecordBody) -> Result<(), SessionError> {
+        let line = self.line(body)?;
+        self.write(vec![line]).await
+    }
+
+    /// [`Self::append`] made in place, blocking the calling thread: for code
+    /// outside the async runtime (`cadre sessions`). Not to be mixed with
+    /// [`Self::queue`] on one log, whose lines could still be waiting.
+    pub fn append_now(&self, body: RecordBody) -> Result<(), SessionError> {
+        let line = self.line(body)?;
+        write_lines(&self.file, &[line]).map_err(|e| self.write_error(e))
+    }
+
+    /// Hands a record to the log writer without waiting for it (a diagnostic
+    /// from code that cannot await); it lands before any record appended
+    /// after it. A failure to write it is not reported.
+    pub fn queue(&self, body: RecordBody) {
+        let Ok(line) = self.line(body) else {
+            return;
+        };
+        let job = LineWrite {
+            file: self.file.clone(),
+            lines: vec![line],
+            done: None,
+        };
+        match log_writer() {
+            Some(writer) => {
+                if let Err(unsent) = writer.send(job) {
+                    let _ = write_lines(&self.file, &unsent.0.lines);
+                }
+            }
+            None => {
+                let _ = write_lines(&self.file, &job.lines);
+            }
+        }
+    }
+
+    /// The record as one line of JSON, newline included.
+    fn line(&self, body: RecordBody) -> Result<Vec<u8>, SessionError> {
         let record = LogRecord {
             v: LOG_VERSION,
             time_ms: now_ms(),
             body,
         };
-        let mut line = serde_json::to_vec(&record).map_err(|e| SessionError::Write {
-            path: self.path.clone(),
-            source: std::io::Error::other(e),
-        })?;
+        let mut line =
+            serde_json::to_vec(&record).map_err(|e| self.write_error(std::io::Error::other(e)))?;
         line.push(b'\n');
-        let err = |source| SessionError::Write {
+        Ok(line)
+    }
+
+    /// Has the log writer write `lines`, in order, and waits until it has.
+    async fn write(&self, lines: Vec<Vec<u8>>) -> Result<(), SessionError> {
+        let (done, written) = tokio::sync::oneshot::channel();
+        let job = LineWrite {
+            file: self.file.clone(),
+            lines,
+            done: Some(done),
+        };
+        let Some(writer) = log_writer() else {
+            return write_lines(&self.file, &job.lines).map_err(|e| self.write_error(e));
+        };
+        if let Err(unsent) = writer.send(job) {
+            return write_lines(&self.file, &unsent.0.lines).map_err(|e| self.write_error(e));
+        }
+        match written.await {
+            Ok(result) => result.map_err(|e| self.write_error(e)),
+            Err(_) => Err(self.write_error(std::io::Error::other(
+                "the log writer stopped before writing the record",
+            ))),
+        }
+    }
+
+    fn write_error(&self, source: std::io::Error) -> SessionError {
+        SessionError::Write {
             path: self.path.clone(),
             source,
-        };
-        let mut file = self
-            .file
-            .lock()
-            .map_err(|_| err(std::io::Error::other("log lock poisoned")))?;
-        file.write_all(&line).map_err(err)?;
-        file.flush().map_err(err)
+        }
     }
+}
+
+/// The records that rebuild `messages`, in order.
+fn message_records(messages: &[Message]) -> Vec<RecordBody> {
+    let mut records = Vec::new();
+    for m in messages {
+        match m.role {
+            Role::Assistant => records.push(RecordBody::Assistant { message: m.clone() }),
+            Role::User => {
+                for b in &m.content {
+                    match b {
+                        ContentBlock::Text { text } => {
+                            records.push(RecordBody::User { text: text.clone() })
+                        }
+                        ContentBlock::ToolResult {
+                            tool_use_id,
+                            content,
+                            is_error,
+                        } => records.push(RecordBody::ToolResult {
+                            call_id: tool_use_id.clone(),
+                            content: content.clone(),
+                            is_error: *is_error,
+                            status: if *is_error {
+                                CallStatus::Error
+                            } else {
+                                CallStatus::Ok
+                            },
+                        }),
+                        ContentBlock::ToolUse { .. } => {}
+                    }
+                }
+            }
+        }
+    }
+    records
 }
 
 fn open_private(path: &Path, create_new: bool) -> Result<File, SessionError> {
@@ -423,7 +554,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let log = SessionLog::create(&path).unwrap();
-        log.append(RecordBody::User { text: "hi".into() }).unwrap();
+        log.append_now(RecordBody::User { text: "hi".into() })
+            .unwrap();
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -441,7 +573,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let log = SessionLog::create(&path).unwrap();
-        log.append(RecordBody::User { text: "hi".into() }).unwrap();
+        log.append_now(RecordBody::User { text: "hi".into() })
+            .unwrap();
         drop(log);
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(br#"{"v":1,"time_ms":1,"type":"user","te"#)
@@ -451,13 +584,77 @@ mod tests {
         assert_eq!(loaded.warnings.len(), 1);
         assert!(loaded.warnings[0].contains("cut off"));
         let log = SessionLog::reopen(&path).unwrap();
-        log.append(RecordBody::User {
+        log.append_now(RecordBody::User {
             text: "again".into(),
         })
         .unwrap();
         let loaded = read_log(&path).unwrap();
         assert_eq!(loaded.records.len(), 2);
         assert!(loaded.warnings[0].contains("not a valid record"));
+    }
+
+    #[tokio::test]
+    async fn an_awaited_append_is_in_the_file_and_each_logs_order_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let logs: Vec<SessionLog> = (0..8)
+            .map(|i| SessionLog::create(&dir.path().join(format!("{i}.jsonl"))).unwrap())
+            .collect();
+        // Every log's agent appends at once on this one thread; each waits
+        // for its own record, which is then in its file.
+        let agents = logs.iter().map(|log| async move {
+            for n in 0..20 {
+                log.append(RecordBody::User {
+                    text: format!("{n}"),
+                })
+                .await
+                .unwrap();
+                let records = read_log(log.path()).unwrap().records;
+                assert_eq!(
+                    records.len(),
+                    n + 1,
+                    "record {n} is in the file once awaited"
+                );
+            }
+        });
+        futures::future::join_all(agents).await;
+        for log in &logs {
+            let texts: Vec<String> = read_log(log.path())
+                .unwrap()
+                .records
+                .into_iter()
+                .map(|r| match r.body {
+                    RecordBody::User { text } => text,
+                    other => panic!("unexpected {other:?}"),
+                })
+                .collect();
+            let want: Vec<String> = (0..20).map(|n| n.to_string()).collect();
+            assert_eq!(texts, want);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_queued_record_lands_before_a_later_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SessionLog::create(&dir.path().join("s.jsonl")).unwrap();
+        log.queue(RecordBody::Retry {
+            attempt: 2,
+            reason: "overloaded".into(),
+            discarded_text: false,
+        });
+        log.append_messages(&[Message::user_text("after".to_string())])
+            .await
+            .unwrap();
+        let records = read_log(log.path()).unwrap().records;
+        assert!(matches!(
+            records[0].body,
+            RecordBody::Retry { attempt: 2, .. }
+        ));
+        assert_eq!(
+            records[1].body,
+            RecordBody::User {
+                text: "after".into()
+            }
+        );
     }
 
     #[test]

@@ -182,14 +182,14 @@ mod tests {
         let dir = sessions_dir(home);
         std::fs::create_dir_all(&dir).unwrap();
         let log = SessionLog::create(&dir.join(format!("{id}.jsonl"))).unwrap();
-        log.append(RecordBody::SessionStart {
+        log.append_now(RecordBody::SessionStart {
             session_id: id.into(),
             cwd: "/p".into(),
             provider: "anthropic".into(),
             model: "m".into(),
         })
         .unwrap();
-        log.append(RecordBody::User {
+        log.append_now(RecordBody::User {
             text: prompt.into(),
         })
         .unwrap();

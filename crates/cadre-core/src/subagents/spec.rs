@@ -4,13 +4,12 @@
 //! runtime, `--agent` and `cadre agents show` all go through
 //! [`ChildSpec::resolve`], so what they show is what a child gets.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use super::filter::{FilterError, FilterInput, resolve_tools};
 use super::ratchet::{ChildMode, child_mode};
 use super::{AgentDefinition, DefinitionSource, SubagentSettings};
-use crate::agent::{environment_facts, project_instructions};
+use crate::agent::ProjectContext;
 use crate::config::Settings;
 use crate::model::Provider;
 use crate::protocol::PermissionMode;
@@ -44,8 +43,9 @@ pub struct ParentView<'a> {
     pub provider: Provider,
     /// The parent's sandbox for `Bash`, if any.
     pub sandbox: Option<&'a Arc<SandboxPolicy>>,
-    /// The project directory (environment facts and instructions).
-    pub cwd: &'a Path,
+    /// The project's environment facts and instructions, read once (per
+    /// batch, off the runtime's thread).
+    pub project: &'a ProjectContext,
     /// `[subagents]` settings (depth limit, extra deny list).
     pub settings: &'a SubagentSettings,
     /// Model aliases.
@@ -124,7 +124,7 @@ impl ChildSpec {
             depth,
             mode: child_mode(parent.mode, def.permission_mode, def.source),
             model,
-            system: child_system_prompt(def, parent.cwd),
+            system: child_system_prompt(def, parent.project),
             sandbox,
             background,
             unresolved: filtered.unresolved,
@@ -174,16 +174,17 @@ pub fn session_tools() -> ToolRegistry {
 }
 
 /// A child's system prompt: its definition body, then environment facts, then
-/// (unless the definition omits them) the project's instructions.
-pub fn child_system_prompt(def: &AgentDefinition, cwd: &Path) -> String {
+/// (unless the definition omits them) the project's instructions, as
+/// `context` read them.
+pub fn child_system_prompt(def: &AgentDefinition, context: &ProjectContext) -> String {
     let mut s = def.prompt.trim().to_string();
     s.push_str("\n\n");
-    s.push_str(&environment_facts(cwd));
+    s.push_str(&context.environment);
     if def.include_project_instructions
-        && let Some(instr) = project_instructions(cwd)
+        && let Some(instr) = &context.instructions
     {
         s.push_str("\n\n# Project instructions\n\n");
-        s.push_str(&instr);
+        s.push_str(instr);
     }
     s
 }
@@ -502,7 +503,7 @@ mod tests {
                     depth: c.parent_depth,
                     provider: Provider::Anthropic,
                     sandbox: None,
-                    cwd: &cwd,
+                    project: &ProjectContext::read_now(&cwd),
                     settings: &settings,
                     models: &models,
                 },
@@ -558,13 +559,14 @@ mod tests {
         let settings = SubagentSettings::default();
         let tools = main_tools();
         let sandbox = Arc::new(SandboxPolicy::new(cwd.clone(), cwd.join("data"), false));
+        let project = ProjectContext::read_now(&cwd);
         let parent = ParentView {
             tools: &tools,
             mode: PermissionMode::AcceptEdits,
             depth: 0,
             provider: Provider::Anthropic,
             sandbox: Some(&sandbox),
-            cwd: &cwd,
+            project: &project,
             settings: &settings,
             models: &models,
         };

@@ -11,8 +11,13 @@ mod status;
 mod table;
 
 pub use proc_id::ProcessId;
-pub use status::{NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition};
-pub use table::{SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable, process_alive};
+pub use status::{
+    Finished, NewTask, TaskEnd, TaskError, TaskFilter, TaskKind, TaskRow, TaskSpec, TaskStatus,
+    check_transition,
+};
+pub use table::{
+    BlockingTaskTable, SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable, process_alive,
+};
 
 #[cfg(test)]
 mod tests;

@@ -141,6 +141,9 @@ pub enum TaskError {
     /// The database is from a newer cadre, or holds something unreadable.
     #[error("task table: {0}")]
     Schema(String),
+    /// The table's thread is gone (it could not open the database, or panicked).
+    #[error("task table: its thread has stopped")]
+    Stopped,
 }
 
 fn final_status_message(id: &str, from: TaskStatus, to: TaskStatus) -> String {
@@ -175,6 +178,68 @@ pub struct NewTask {
     pub name: Option<String>,
     /// Runs in the background.
     pub background: bool,
+}
+
+/// What a new task of a session is, as the agent starting it describes it.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskSpec<'a> {
+    /// The agent starting it (it alone sees and stops it, and is notified).
+    pub owner: &'a str,
+    /// Subagent or shell.
+    pub kind: TaskKind,
+    /// What it is for.
+    pub description: &'a str,
+    /// The agent type, for subagents.
+    pub agent_type: Option<&'a str>,
+    /// The name it can be addressed by.
+    pub name: Option<&'a str>,
+    /// Whether it runs in the background.
+    pub background: bool,
+}
+
+impl TaskSpec<'_> {
+    /// The row to add for it in session `session_id`.
+    pub fn new_task(&self, session_id: &str) -> NewTask {
+        NewTask {
+            kind: self.kind,
+            session_id: session_id.to_string(),
+            parent_agent: self.owner.to_string(),
+            description: self.description.to_string(),
+            agent_type: self.agent_type.map(str::to_string),
+            name: self.name.map(str::to_string),
+            background: self.background,
+        }
+    }
+}
+
+/// How a task ended, as [`TaskTable::record_end`](super::TaskTable::record_end) records it.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskEnd<'a> {
+    /// The status it ended with.
+    pub status: TaskStatus,
+    /// Why it failed, if it did.
+    pub error: Option<&'a str>,
+    /// The start of its report, kept in the row.
+    pub summary: &'a str,
+    /// Its whole report (goes to its log if it arrives after the task ended).
+    pub report: &'a str,
+    /// Its notice counts as delivered (its report went back directly).
+    pub notified: bool,
+}
+
+/// A task that ended and has not been announced to its owner yet.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// Task id.
+    pub task_id: String,
+    /// Final status.
+    pub status: TaskStatus,
+    /// What it was for.
+    pub description: String,
+    /// `bash` or the agent type.
+    pub kind_label: String,
+    /// Its report (a child's final text, a shell's exit and output tail).
+    pub report: String,
 }
 
 /// Which rows [`TaskTable::list`](super::TaskTable::list) returns; the default is all.

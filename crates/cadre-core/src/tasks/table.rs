@@ -2,10 +2,11 @@
 //! directory, and the output logs in `tasks/<task-id>/output.log`.
 
 use std::fs::{DirBuilder, OpenOptions};
+use std::future::Future;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::types::Value;
@@ -13,7 +14,7 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::proc_id::{self, ProcessId};
 use super::status::{
-    NewTask, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition,
+    NewTask, TaskEnd, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition,
 };
 
 /// The schema version this build writes (`PRAGMA user_version`).
@@ -31,19 +32,46 @@ const COLUMNS: &str = "id, kind, session_id, parent_agent, description, agent_ty
      error, owner_pid, tool_calls, tokens, last_activity_ms, notified, owner_start, owner_boot, \
      pgid, pgid_start";
 
-/// A handle on `tasks.db`; cheap to clone, `Send + Sync`. All calls block for
-/// the few milliseconds SQLite takes.
-#[derive(Clone)]
-pub struct TaskTable {
-    conn: Arc<Mutex<Connection>>,
+/// The connection and the directories, owned by the table's thread: every
+/// statement runs there, never on the async runtime's thread.
+struct TaskDb {
+    conn: Connection,
     db_path: PathBuf,
     tasks_dir: PathBuf,
 }
 
+/// Work for the table's thread.
+type Job = Box<dyn FnOnce(&mut TaskDb) + Send>;
+
+/// A handle on `tasks.db` for async code; cheap to clone, `Send + Sync`.
+///
+/// One thread per opened table owns the SQLite connection and runs the calls
+/// of every handle one at a time, in the order they were made; a caller
+/// awaits its reply while the runtime goes on with other work. A dedicated
+/// thread rather than `spawn_blocking`: the runtime is single-threaded but
+/// `spawn_blocking` would still fan calls out over a pool whose threads then
+/// queue on one connection in no set order, whereas here the calls one
+/// caller makes land in the order it made them (even the ones it does not
+/// wait for, [`TaskTable::queue_output`]), the connection's statement cache
+/// stays warm, and the same handle serves code outside any runtime
+/// ([`BlockingTaskTable`]). The thread ends when the last handle is dropped,
+/// after the calls already made.
+#[derive(Clone)]
+pub struct TaskTable {
+    jobs: std::sync::mpsc::Sender<Job>,
+    db_path: Arc<PathBuf>,
+}
+
+/// The task table for code that runs outside the async runtime (`cadre
+/// tasks`, evaluations, tests): the same calls as [`TaskTable`], each waiting
+/// for its reply. Never use it on the runtime's thread.
+#[derive(Clone, Debug)]
+pub struct BlockingTaskTable(TaskTable);
+
 impl std::fmt::Debug for TaskTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TaskTable")
-            .field("path", &self.db_path)
+            .field("path", &*self.db_path)
             .finish_non_exhaustive()
     }
 }
@@ -235,11 +263,11 @@ fn is_continuation(b: u8) -> bool {
     b & 0b1100_0000 == 0b1000_0000
 }
 
-impl TaskTable {
+impl TaskDb {
     /// Opens (creating if needed) `<data_dir>/tasks.db` (0600) and the
     /// `tasks/` directory (0700), in WAL mode with a 5 s busy timeout, and
     /// migrates the schema to the current version.
-    pub fn open(data_dir: &Path) -> Result<TaskTable, TaskError> {
+    fn open(data_dir: &Path) -> Result<TaskDb, TaskError> {
         std::fs::create_dir_all(data_dir).map_err(io_err(data_dir))?;
         let tasks_dir = data_dir.join("tasks");
         private_dir(&tasks_dir)?;
@@ -260,16 +288,11 @@ impl TaskTable {
             }
             other => other,
         })?;
-        Ok(TaskTable {
-            conn: Arc::new(Mutex::new(conn)),
+        Ok(TaskDb {
+            conn,
             db_path,
             tasks_dir,
         })
-    }
-
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.db_path
     }
 
     /// `e` with the database file named, for errors that reach a person.
@@ -280,18 +303,12 @@ impl TaskTable {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves no half-done SQL behind
-        // (transactions roll back on drop), so a poisoned lock is still usable.
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Marks active rows whose owning process is gone as `lost` with
     /// [`TASK_LOST_ON_STARTUP`], stops what is left of their shells' process
     /// groups, and returns their ids. A process is "gone" when no process
     /// with its pid, start time and boot id exists, even if the pid now
     /// names another process. Rows owned by this process are left alone.
-    pub fn mark_lost_on_startup(&self) -> Result<Vec<String>, TaskError> {
+    fn mark_lost_on_startup(&mut self) -> Result<Vec<String>, TaskError> {
         let candidates: Vec<TaskRow> = self.list(&TaskFilter {
             active_only: true,
             ..Default::default()
@@ -320,14 +337,9 @@ impl TaskTable {
 
     /// Records the process group a task's shell runs in (its leader's pid
     /// and start time), so a later sweep can stop it if its owner dies.
-    pub fn set_group(
-        &self,
-        id: &str,
-        pgid: u32,
-        leader_start: Option<u64>,
-    ) -> Result<(), TaskError> {
+    fn set_group(&self, id: &str, pgid: u32, leader_start: Option<u64>) -> Result<(), TaskError> {
         let n = self
-            .lock()
+            .conn
             .execute(
                 "UPDATE tasks SET pgid = ?2, pgid_start = ?3 WHERE id = ?1",
                 params![id, i64::from(pgid), leader_start.map(to_sql)],
@@ -339,16 +351,112 @@ impl TaskTable {
         Ok(())
     }
 
-    /// Adds a `queued` row owned by this process, with its output directory
-    /// (0700) and an empty `output.log` (0600).
-    pub fn create(&self, new: NewTask) -> Result<TaskRow, TaskError> {
+    /// Adds rows owned by this process, all with status `status`, in one
+    /// write transaction: all of them or, on an error, none (the output
+    /// directories made for them are removed again). Each gets its output
+    /// directory (0700) and an empty `output.log` (0600).
+    fn insert_many(
+        &mut self,
+        news: Vec<NewTask>,
+        status: TaskStatus,
+    ) -> Result<Vec<TaskRow>, TaskError> {
+        let mut rows = Vec::with_capacity(news.len());
+        let done = self.try_insert_many(news, status, &mut rows);
+        if let Err(e) = done {
+            for row in &rows {
+                if let Some(dir) = row.output_path.parent() {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
+            return Err(self.named(e));
+        }
+        Ok(rows)
+    }
+
+    fn try_insert_many(
+        &mut self,
+        news: Vec<NewTask>,
+        status: TaskStatus,
+        rows: &mut Vec<TaskRow>,
+    ) -> Result<(), TaskError> {
+        let me = ProcessId::current();
+        let now = now_ms();
+        for new in news {
+            let output_path = self.new_output_log()?;
+            rows.push(TaskRow {
+                id: output_path
+                    .parent()
+                    .and_then(Path::file_name)
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                kind: new.kind,
+                session_id: new.session_id,
+                parent_agent: new.parent_agent,
+                description: new.description,
+                agent_type: new.agent_type,
+                name: new.name,
+                status,
+                background: new.background,
+                created_ms: now,
+                started_ms: (status == TaskStatus::Running).then_some(now),
+                ended_ms: None,
+                output_path,
+                result_summary: None,
+                error: None,
+                owner_pid: me.pid,
+                owner_start: me.start,
+                owner_boot: me.boot.clone(),
+                pgid: None,
+                pgid_start: None,
+                tool_calls: 0,
+                tokens: 0,
+                last_activity_ms: None,
+                notified: false,
+            });
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO tasks (id, kind, session_id, parent_agent, description, agent_type, \
+                 name, status, background, created_ms, started_ms, output_path, owner_pid, \
+                 owner_start, owner_boot) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            )?;
+            for row in rows.iter() {
+                insert.execute(params![
+                    row.id,
+                    row.kind.as_str(),
+                    row.session_id,
+                    row.parent_agent,
+                    row.description,
+                    row.agent_type,
+                    row.name,
+                    row.status.as_str(),
+                    row.background,
+                    to_sql(row.created_ms),
+                    row.started_ms.map(to_sql),
+                    row.output_path.to_string_lossy(),
+                    i64::from(row.owner_pid),
+                    row.owner_start.map(to_sql),
+                    row.owner_boot,
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// A new task's directory `tasks/<id>/` (0700, under a fresh id) with an
+    /// empty `output.log` (0600), whose path is returned.
+    fn new_output_log(&self) -> Result<PathBuf, TaskError> {
         let mut attempts = 0;
-        let (id, dir) = loop {
-            let id = new_task_id();
-            let dir = self.tasks_dir.join(&id);
+        let dir = loop {
+            let dir = self.tasks_dir.join(new_task_id());
             // create_dir (not _all) fails on an existing directory: the id is taken.
             match DirBuilder::new().mode(0o700).create(&dir) {
-                Ok(()) => break (id, dir),
+                Ok(()) => break dir,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 8 => {
                     attempts += 1;
                 }
@@ -364,66 +472,15 @@ impl TaskTable {
             .mode(0o600)
             .open(&output_path)
             .map_err(io_err(&output_path))?;
-        let me = ProcessId::current();
-        let row = TaskRow {
-            id,
-            kind: new.kind,
-            session_id: new.session_id,
-            parent_agent: new.parent_agent,
-            description: new.description,
-            agent_type: new.agent_type,
-            name: new.name,
-            status: TaskStatus::Queued,
-            background: new.background,
-            created_ms: now_ms(),
-            started_ms: None,
-            ended_ms: None,
-            output_path,
-            result_summary: None,
-            error: None,
-            owner_pid: me.pid,
-            owner_start: me.start,
-            owner_boot: me.boot.clone(),
-            pgid: None,
-            pgid_start: None,
-            tool_calls: 0,
-            tokens: 0,
-            last_activity_ms: None,
-            notified: false,
-        };
-        self.lock()
-            .execute(
-                "INSERT INTO tasks (id, kind, session_id, parent_agent, description, agent_type, \
-             name, status, background, created_ms, output_path, owner_pid, owner_start, \
-             owner_boot) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                params![
-                    row.id,
-                    row.kind.as_str(),
-                    row.session_id,
-                    row.parent_agent,
-                    row.description,
-                    row.agent_type,
-                    row.name,
-                    row.status.as_str(),
-                    row.background,
-                    to_sql(row.created_ms),
-                    row.output_path.to_string_lossy(),
-                    i64::from(row.owner_pid),
-                    row.owner_start.map(to_sql),
-                    row.owner_boot,
-                ],
-            )
-            .map_err(|e| self.named(e.into()))?;
-        Ok(row)
+        Ok(output_path)
     }
 
     /// Moves a task to `to` if [`check_transition`] allows it, in one write
     /// transaction (read, check, write) so processes can't race. Sets
     /// `started_ms` on the first move to running and `ended_ms` on a final
     /// status; `error` and `result_summary` replace the stored ones when given.
-    pub fn set_status(
-        &self,
+    fn set_status(
+        &mut self,
         id: &str,
         to: TaskStatus,
         error: Option<&str>,
@@ -434,14 +491,15 @@ impl TaskTable {
     }
 
     fn try_set_status(
-        &self,
+        &mut self,
         id: &str,
         to: TaskStatus,
         error: Option<&str>,
         result_summary: Option<&str>,
     ) -> Result<TaskRow, TaskError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let current = get_row(&tx, id)?;
         check_transition(current.status, to).map_err(|e| match e {
             TaskError::FinalStatus { from, to, .. } => TaskError::FinalStatus {
@@ -476,7 +534,7 @@ impl TaskTable {
 
     /// Appends a result that arrived after the task ended to its log, with a
     /// warning line; the status stays as it is.
-    pub fn record_late_result(&self, id: &str, text: &str) -> Result<(), TaskError> {
+    fn record_late_result(&self, id: &str, text: &str) -> Result<(), TaskError> {
         let row = self.get(id)?;
         let entry = format!(
             "\n[warning: a result arrived after the task ended as {}; recorded here only]\n{text}\n",
@@ -485,15 +543,38 @@ impl TaskTable {
         append_to(&row.output_path, &entry)
     }
 
+    /// See [`TaskTable::record_end`].
+    fn record_end(&mut self, id: &str, end: &TaskEnd<'_>) -> Result<TaskRow, TaskError> {
+        let row = match self.get(id) {
+            Ok(row) if row.status == TaskStatus::Stopping || row.status.is_final() => {
+                let final_row = if row.status == TaskStatus::Stopping {
+                    self.set_status(id, TaskStatus::Cancelled, Some("stopped"), None)
+                        .ok()
+                } else {
+                    Some(row.clone())
+                };
+                if end.status != TaskStatus::Cancelled {
+                    let _ = self.record_late_result(id, end.report);
+                }
+                final_row.unwrap_or(row)
+            }
+            _ => self.set_status(id, end.status, end.error, Some(end.summary))?,
+        };
+        if end.notified {
+            let _ = self.mark_notified(&[id.to_string()]);
+        }
+        Ok(row)
+    }
+
     /// Appends `text` to the task's `output.log`.
-    pub fn append_output(&self, id: &str, text: &str) -> Result<(), TaskError> {
+    fn append_output(&self, id: &str, text: &str) -> Result<(), TaskError> {
         let path = self.output_path(id)?;
         append_to(&path, text)
     }
 
     fn output_path(&self, id: &str) -> Result<PathBuf, TaskError> {
         let path: Option<String> = self
-            .lock()
+            .conn
             .query_row("SELECT output_path FROM tasks WHERE id = ?1", [id], |r| {
                 r.get(0)
             })
@@ -503,8 +584,8 @@ impl TaskTable {
     }
 
     /// Records progress (tool calls, tokens so far) and the time of it.
-    pub fn progress(&self, id: &str, tool_calls: u64, tokens: u64) -> Result<(), TaskError> {
-        let n = self.lock().execute(
+    fn progress(&self, id: &str, tool_calls: u64, tokens: u64) -> Result<(), TaskError> {
+        let n = self.conn.execute(
             "UPDATE tasks SET tool_calls = ?2, tokens = ?3, last_activity_ms = ?4 WHERE id = ?1",
             params![id, to_sql(tool_calls), to_sql(tokens), to_sql(now_ms())],
         )?;
@@ -517,9 +598,9 @@ impl TaskTable {
     /// Hands a task to another process: its owner becomes process `pid` as
     /// it is now (pid, start time, boot). For a process taking over work, and
     /// for tests that need a row of a dead process.
-    pub fn set_owner_pid(&self, id: &str, pid: u32) -> Result<(), TaskError> {
+    fn set_owner_pid(&self, id: &str, pid: u32) -> Result<(), TaskError> {
         let owner = ProcessId::of(pid);
-        let n = self.lock().execute(
+        let n = self.conn.execute(
             "UPDATE tasks SET owner_pid = ?2, owner_start = ?3, owner_boot = ?4 WHERE id = ?1",
             params![id, i64::from(pid), owner.start.map(to_sql), owner.boot],
         )?;
@@ -531,9 +612,10 @@ impl TaskTable {
 
     /// Records that completion notices for these tasks were delivered.
     /// Unknown ids are ignored.
-    pub fn mark_notified(&self, ids: &[String]) -> Result<(), TaskError> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    fn mark_notified(&mut self, ids: &[String]) -> Result<(), TaskError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut stmt = tx.prepare("UPDATE tasks SET notified = 1 WHERE id = ?1")?;
             for id in ids {
@@ -545,12 +627,12 @@ impl TaskTable {
     }
 
     /// One row.
-    pub fn get(&self, id: &str) -> Result<TaskRow, TaskError> {
-        get_row(&self.lock(), id)
+    fn get(&self, id: &str) -> Result<TaskRow, TaskError> {
+        get_row(&self.conn, id)
     }
 
     /// Rows matching `filter`, newest first.
-    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<TaskRow>, TaskError> {
+    fn list(&self, filter: &TaskFilter) -> Result<Vec<TaskRow>, TaskError> {
         let mut sql = format!("SELECT {COLUMNS} FROM tasks WHERE 1 = 1");
         let mut args: Vec<Value> = Vec::new();
         if let Some(s) = &filter.session_id {
@@ -574,8 +656,7 @@ impl TaskTable {
             args.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
             sql.push_str(&format!(" LIMIT ?{}", args.len()));
         }
-        let conn = self.lock();
-        let mut stmt = conn.prepare(&sql)?;
+        let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args), row_to_task)?;
         let mut out = Vec::new();
         for row in rows {
@@ -590,7 +671,7 @@ impl TaskTable {
     /// the character at `offset`, that whole character is returned so readers
     /// always progress. Returns the text (invalid UTF-8 replaced), the offset
     /// to read from next, and the log's size.
-    pub fn read_output(
+    fn read_output(
         &self,
         id: &str,
         offset: u64,
@@ -632,6 +713,351 @@ impl TaskTable {
         let text = String::from_utf8_lossy(&buf[s..e]).into_owned();
         Ok((text, start + e as u64, total))
     }
+}
+
+impl TaskTable {
+    /// Opens (creating if needed) `<data_dir>/tasks.db` (0600) and the
+    /// `tasks/` directory (0700), in WAL mode with a 5 s busy timeout, and
+    /// migrates the schema to the current version — on the table's own
+    /// thread, started here.
+    pub async fn open(data_dir: &Path) -> Result<TaskTable, TaskError> {
+        let (table, opened) = TaskTable::start(data_dir)?;
+        opened.await.map_err(|_| TaskError::Stopped)??;
+        Ok(table)
+    }
+
+    /// Starts the table's thread, which opens the database first; the
+    /// receiver gets how that went.
+    fn start(
+        data_dir: &Path,
+    ) -> Result<
+        (
+            TaskTable,
+            tokio::sync::oneshot::Receiver<Result<(), TaskError>>,
+        ),
+        TaskError,
+    > {
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let (opened_tx, opened) = tokio::sync::oneshot::channel();
+        let dir = data_dir.to_path_buf();
+        std::thread::Builder::new()
+            .name("cadre-tasks-db".into())
+            .spawn(move || match TaskDb::open(&dir) {
+                Ok(mut db) => {
+                    let _ = opened_tx.send(Ok(()));
+                    for job in queue {
+                        // A panicking call loses only its own reply (its
+                        // transaction rolls back); the thread serves the next.
+                        let _ =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut db)));
+                    }
+                }
+                Err(e) => {
+                    let _ = opened_tx.send(Err(e));
+                }
+            })
+            .map_err(io_err(data_dir))?;
+        let table = TaskTable {
+            jobs,
+            db_path: Arc::new(data_dir.join("tasks.db")),
+        };
+        Ok((table, opened))
+    }
+
+    /// Runs `f` on the table's thread and waits for its result.
+    fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut TaskDb) -> Result<R, TaskError> + Send + 'static,
+    ) -> impl Future<Output = Result<R, TaskError>> + Send + 'static {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let sent = self.jobs.send(Box::new(move |db: &mut TaskDb| {
+            let _ = reply.send(f(db));
+        }));
+        async move {
+            sent.map_err(|_| TaskError::Stopped)?;
+            answer.await.map_err(|_| TaskError::Stopped)?
+        }
+    }
+
+    /// Hands `f` to the table's thread without waiting: it runs after every
+    /// call made before it and before every call made after it.
+    fn queue(&self, f: impl FnOnce(&mut TaskDb) + Send + 'static) {
+        let _ = self.jobs.send(Box::new(f));
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.db_path
+    }
+
+    /// Marks active rows whose owning process is gone as `lost` with
+    /// [`TASK_LOST_ON_STARTUP`], stops what is left of their shells' process
+    /// groups, and returns their ids. A process is "gone" when no process
+    /// with its pid, start time and boot id exists, even if the pid now
+    /// names another process. Rows owned by this process are left alone.
+    pub async fn mark_lost_on_startup(&self) -> Result<Vec<String>, TaskError> {
+        self.call(|db| db.mark_lost_on_startup()).await
+    }
+
+    /// Records the process group a task's shell runs in (its leader's pid
+    /// and start time), so a later sweep can stop it if its owner dies.
+    pub async fn set_group(
+        &self,
+        id: &str,
+        pgid: u32,
+        leader_start: Option<u64>,
+    ) -> Result<(), TaskError> {
+        let id = id.to_string();
+        self.call(move |db| db.set_group(&id, pgid, leader_start))
+            .await
+    }
+
+    /// [`Self::set_group`] without waiting for it (from code that cannot
+    /// await, such as a process's spawn hook); a failure is not reported.
+    pub fn queue_group(&self, id: &str, pgid: u32, leader_start: Option<u64>) {
+        let id = id.to_string();
+        self.queue(move |db| {
+            let _ = db.set_group(&id, pgid, leader_start);
+        });
+    }
+
+    /// Adds a `queued` row owned by this process, with its output directory
+    /// (0700) and an empty `output.log` (0600).
+    pub async fn create(&self, new: NewTask) -> Result<TaskRow, TaskError> {
+        let mut rows = self.create_many(vec![new]).await?;
+        rows.pop()
+            .ok_or_else(|| TaskError::Sqlite("no row was created".into()))
+    }
+
+    /// Adds `queued` rows like [`Self::create`], all in one transaction:
+    /// every row is added, or on an error none is. Rows come back in the
+    /// order of `news`.
+    pub async fn create_many(&self, news: Vec<NewTask>) -> Result<Vec<TaskRow>, TaskError> {
+        self.call(move |db| db.insert_many(news, TaskStatus::Queued))
+            .await
+    }
+
+    /// Adds rows that start `running` at once (a batch of children starting
+    /// together), all in one transaction like [`Self::create_many`]: the same
+    /// rows as creating each and moving it to running, in one write.
+    pub async fn start_many(&self, news: Vec<NewTask>) -> Result<Vec<TaskRow>, TaskError> {
+        self.call(move |db| db.insert_many(news, TaskStatus::Running))
+            .await
+    }
+
+    /// Moves a task to `to` if [`check_transition`] allows it, in one write
+    /// transaction (read, check, write) so processes can't race. Sets
+    /// `started_ms` on the first move to running and `ended_ms` on a final
+    /// status; `error` and `result_summary` replace the stored ones when given.
+    pub async fn set_status(
+        &self,
+        id: &str,
+        to: TaskStatus,
+        error: Option<&str>,
+        result_summary: Option<&str>,
+    ) -> Result<TaskRow, TaskError> {
+        let id = id.to_string();
+        let error = error.map(str::to_string);
+        let summary = result_summary.map(str::to_string);
+        self.call(move |db| db.set_status(&id, to, error.as_deref(), summary.as_deref()))
+            .await
+    }
+
+    /// Records how a task ended, in one call: a task stopped meanwhile
+    /// (`stopping`) ends `cancelled`, one already final keeps its status, and
+    /// either way a result (not a cancellation) goes to its log as late;
+    /// otherwise it moves to `end.status`. With `end.notified` its notice
+    /// counts as delivered. Returns the row as it ended.
+    pub async fn record_end(&self, id: &str, end: TaskEnd<'_>) -> Result<TaskRow, TaskError> {
+        let id = id.to_string();
+        let error = end.error.map(str::to_string);
+        let (summary, report) = (end.summary.to_string(), end.report.to_string());
+        let (status, notified) = (end.status, end.notified);
+        self.call(move |db| {
+            let end = TaskEnd {
+                status,
+                error: error.as_deref(),
+                summary: &summary,
+                report: &report,
+                notified,
+            };
+            db.record_end(&id, &end)
+        })
+        .await
+    }
+
+    /// Appends a result that arrived after the task ended to its log, with a
+    /// warning line; the status stays as it is.
+    pub async fn record_late_result(&self, id: &str, text: &str) -> Result<(), TaskError> {
+        let (id, text) = (id.to_string(), text.to_string());
+        self.call(move |db| db.record_late_result(&id, &text)).await
+    }
+
+    /// Appends `text` to the task's `output.log`.
+    pub async fn append_output(&self, id: &str, text: &str) -> Result<(), TaskError> {
+        let (id, text) = (id.to_string(), text.to_string());
+        self.call(move |db| db.append_output(&id, &text)).await
+    }
+
+    /// [`Self::append_output`] without waiting for it (a stream of output
+    /// read by code that cannot await); pieces land in the order given, and
+    /// before anything asked of the table afterwards. A failure is not reported.
+    pub fn queue_output(&self, id: &str, text: String) {
+        let id = id.to_string();
+        self.queue(move |db| {
+            let _ = db.append_output(&id, &text);
+        });
+    }
+
+    /// Records progress (tool calls, tokens so far) and the time of it.
+    pub async fn progress(&self, id: &str, tool_calls: u64, tokens: u64) -> Result<(), TaskError> {
+        let id = id.to_string();
+        self.call(move |db| db.progress(&id, tool_calls, tokens))
+            .await
+    }
+
+    /// Hands a task to another process: its owner becomes process `pid` as
+    /// it is now (pid, start time, boot). For a process taking over work, and
+    /// for tests that need a row of a dead process.
+    pub async fn set_owner_pid(&self, id: &str, pid: u32) -> Result<(), TaskError> {
+        let id = id.to_string();
+        self.call(move |db| db.set_owner_pid(&id, pid)).await
+    }
+
+    /// Records that completion notices for these tasks were delivered.
+    /// Unknown ids are ignored.
+    pub async fn mark_notified(&self, ids: &[String]) -> Result<(), TaskError> {
+        let ids = ids.to_vec();
+        self.call(move |db| db.mark_notified(&ids)).await
+    }
+
+    /// One row.
+    pub async fn get(&self, id: &str) -> Result<TaskRow, TaskError> {
+        let id = id.to_string();
+        self.call(move |db| db.get(&id)).await
+    }
+
+    /// Rows matching `filter`, newest first.
+    pub async fn list(&self, filter: &TaskFilter) -> Result<Vec<TaskRow>, TaskError> {
+        let filter = filter.clone();
+        self.call(move |db| db.list(&filter)).await
+    }
+
+    /// Reads at most `max` bytes of the task's log from byte `offset`, never
+    /// splitting a character (see the rules on the thread's side). Returns
+    /// the text (invalid UTF-8 replaced), the offset to read from next, and
+    /// the log's size.
+    pub async fn read_output(
+        &self,
+        id: &str,
+        offset: u64,
+        max: usize,
+    ) -> Result<(String, u64, u64), TaskError> {
+        let id = id.to_string();
+        self.call(move |db| db.read_output(&id, offset, max)).await
+    }
+}
+
+impl BlockingTaskTable {
+    /// Opens the table like [`TaskTable::open`], waiting for it.
+    pub fn open(data_dir: &Path) -> Result<BlockingTaskTable, TaskError> {
+        let (table, opened) = TaskTable::start(data_dir)?;
+        wait(opened).map_err(|_| TaskError::Stopped)??;
+        Ok(BlockingTaskTable(table))
+    }
+
+    /// The async handle on the same table (and thread).
+    pub fn table(&self) -> &TaskTable {
+        &self.0
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// See [`TaskTable::mark_lost_on_startup`].
+    pub fn mark_lost_on_startup(&self) -> Result<Vec<String>, TaskError> {
+        wait(self.0.mark_lost_on_startup())
+    }
+
+    /// See [`TaskTable::set_group`].
+    pub fn set_group(&self, id: &str, pgid: u32, start: Option<u64>) -> Result<(), TaskError> {
+        wait(self.0.set_group(id, pgid, start))
+    }
+
+    /// See [`TaskTable::create`].
+    pub fn create(&self, new: NewTask) -> Result<TaskRow, TaskError> {
+        wait(self.0.create(new))
+    }
+
+    /// See [`TaskTable::create_many`].
+    pub fn create_many(&self, news: Vec<NewTask>) -> Result<Vec<TaskRow>, TaskError> {
+        wait(self.0.create_many(news))
+    }
+
+    /// See [`TaskTable::set_status`].
+    pub fn set_status(
+        &self,
+        id: &str,
+        to: TaskStatus,
+        error: Option<&str>,
+        result_summary: Option<&str>,
+    ) -> Result<TaskRow, TaskError> {
+        wait(self.0.set_status(id, to, error, result_summary))
+    }
+
+    /// See [`TaskTable::record_late_result`].
+    pub fn record_late_result(&self, id: &str, text: &str) -> Result<(), TaskError> {
+        wait(self.0.record_late_result(id, text))
+    }
+
+    /// See [`TaskTable::append_output`].
+    pub fn append_output(&self, id: &str, text: &str) -> Result<(), TaskError> {
+        wait(self.0.append_output(id, text))
+    }
+
+    /// See [`TaskTable::progress`].
+    pub fn progress(&self, id: &str, tool_calls: u64, tokens: u64) -> Result<(), TaskError> {
+        wait(self.0.progress(id, tool_calls, tokens))
+    }
+
+    /// See [`TaskTable::set_owner_pid`].
+    pub fn set_owner_pid(&self, id: &str, pid: u32) -> Result<(), TaskError> {
+        wait(self.0.set_owner_pid(id, pid))
+    }
+
+    /// See [`TaskTable::mark_notified`].
+    pub fn mark_notified(&self, ids: &[String]) -> Result<(), TaskError> {
+        wait(self.0.mark_notified(ids))
+    }
+
+    /// See [`TaskTable::get`].
+    pub fn get(&self, id: &str) -> Result<TaskRow, TaskError> {
+        wait(self.0.get(id))
+    }
+
+    /// See [`TaskTable::list`].
+    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<TaskRow>, TaskError> {
+        wait(self.0.list(filter))
+    }
+
+    /// See [`TaskTable::read_output`].
+    pub fn read_output(
+        &self,
+        id: &str,
+        offset: u64,
+        max: usize,
+    ) -> Result<(String, u64, u64), TaskError> {
+        wait(self.0.read_output(id, offset, max))
+    }
+}
+
+/// Blocks this thread until `f` is done, for [`BlockingTaskTable`]. It
+/// needs no runtime (the table's thread answers), so it cannot deadlock, but
+/// on the runtime's thread it would stall every task while it waits.
+fn wait<F: Future>(f: F) -> F::Output {
+    futures::executor::block_on(f)
 }
 
 /// Stops what is left of a dead owner's shell group `pgid`, but only if it is

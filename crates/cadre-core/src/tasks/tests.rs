@@ -39,11 +39,11 @@ fn opens_an_empty_v0_database_and_the_current_version() {
             .unwrap();
         assert_eq!(v, 0);
     }
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let row = t.create(new_task("kept")).unwrap();
     drop(t);
     // Current version: opens again without re-running anything, rows intact.
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     assert_eq!(t.get(&row.id).unwrap().description, "kept");
     let conn = rusqlite::Connection::open(t.path()).unwrap();
     let v: i64 = conn
@@ -64,14 +64,14 @@ fn a_newer_schema_is_refused() {
         conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
             .unwrap();
     }
-    let err = TaskTable::open(dir.path()).unwrap_err();
+    let err = BlockingTaskTable::open(dir.path()).unwrap_err();
     assert!(matches!(err, TaskError::Schema(_)), "{err}");
 }
 
 #[test]
 fn files_are_private() {
     let dir = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let row = t.create(new_task("x")).unwrap();
     assert_eq!(mode(t.path()), 0o600);
     assert_eq!(mode(&dir.path().join("tasks")), 0o700);
@@ -87,7 +87,7 @@ fn files_are_private() {
 #[test]
 fn create_get_and_list_newest_first_with_filters() {
     let dir = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let a = t.create(new_task("a")).unwrap();
     let b = t
         .create(NewTask {
@@ -168,7 +168,7 @@ fn create_get_and_list_newest_first_with_filters() {
 #[test]
 fn set_status_sets_times_and_keeps_final_final() {
     let dir = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let row = t.create(new_task("x")).unwrap();
     assert!(row.started_ms.is_none() && row.ended_ms.is_none());
 
@@ -219,7 +219,7 @@ fn set_status_sets_times_and_keeps_final_final() {
 #[test]
 fn a_late_result_goes_to_the_log_and_the_status_stays() {
     let dir = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let row = t.create(new_task("x")).unwrap();
     t.set_status(&row.id, TaskStatus::Running, None, None)
         .unwrap();
@@ -253,7 +253,7 @@ fn a_late_result_goes_to_the_log_and_the_status_stays() {
 #[test]
 fn lost_on_startup_only_for_dead_owners() {
     let dir = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let dead = dead_pid();
     let orphan = t.create(new_task("orphan")).unwrap();
     t.set_status(&orphan.id, TaskStatus::Running, None, None)
@@ -292,7 +292,7 @@ fn lost_on_startup_only_for_dead_owners() {
 #[test]
 fn read_output_by_offset_never_splits_a_char() {
     let dir = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let row = t.create(new_task("x")).unwrap();
     assert_eq!(
         t.read_output(&row.id, 0, 10).unwrap(),
@@ -346,13 +346,13 @@ fn two_processes_racing_to_finish_a_task_one_final_status_wins() {
     let dir = tempfile::tempdir().unwrap();
     for round in 0..10 {
         // Two handles are two connections, as two cadre processes would have.
-        let a = TaskTable::open(dir.path()).unwrap();
-        let b = TaskTable::open(dir.path()).unwrap();
+        let a = BlockingTaskTable::open(dir.path()).unwrap();
+        let b = BlockingTaskTable::open(dir.path()).unwrap();
         let row = a.create(new_task(&format!("race {round}"))).unwrap();
         a.set_status(&row.id, TaskStatus::Running, None, None)
             .unwrap();
         let barrier = Arc::new(Barrier::new(2));
-        let spawn = |t: TaskTable, to: TaskStatus| {
+        let spawn = |t: BlockingTaskTable, to: TaskStatus| {
             let barrier = barrier.clone();
             let id = row.id.clone();
             std::thread::spawn(move || {
@@ -383,6 +383,7 @@ fn two_processes_racing_to_finish_a_task_one_final_status_wins() {
 fn a_handle_is_send_sync_and_clone() {
     fn check<T: Send + Sync + Clone>() {}
     check::<TaskTable>();
+    check::<BlockingTaskTable>();
 }
 
 #[test]
@@ -390,7 +391,7 @@ fn a_row_of_a_reused_pid_is_lost() {
     // The owner pid is alive (this test process) but its start time is not
     // the recorded one: the pid belongs to someone else now.
     let dir = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let reused = t.create(new_task("reused pid")).unwrap();
     t.set_status(&reused.id, TaskStatus::Running, None, None)
         .unwrap();
@@ -451,7 +452,7 @@ fn a_version_1_database_is_migrated_and_its_rows_kept() {
         tx.pragma_update(None, "user_version", 1).unwrap();
         tx.commit().unwrap();
     }
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let old = t.get("t-old").unwrap();
     assert_eq!((old.owner_start, old.pgid), (None, None));
     // A row without a start time falls back to the pid alone.
@@ -467,7 +468,7 @@ fn a_version_1_database_is_migrated_and_its_rows_kept() {
 fn the_sweep_stops_a_dead_owners_group_only_if_it_is_still_its_group() {
     use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let dead = dead_pid();
     let spawn_group = || {
         std::process::Command::new("sleep")
@@ -506,7 +507,7 @@ fn the_sweep_stops_a_dead_owners_group_only_if_it_is_still_its_group() {
 #[test]
 fn a_write_refused_by_a_locked_table_names_the_database_file() {
     let dir = tempfile::tempdir().unwrap();
-    let t = TaskTable::open(dir.path()).unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
     let row = t.create(new_task("x")).unwrap();
     let other = rusqlite::Connection::open(t.path()).unwrap();
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
@@ -517,4 +518,143 @@ fn a_write_refused_by_a_locked_table_names_the_database_file() {
     let text = err.to_string();
     assert!(text.contains(&t.path().display().to_string()), "{text}");
     assert!(text.contains("locked"), "{text}");
+}
+
+#[tokio::test]
+async fn concurrent_callers_each_get_their_own_rows_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).await.unwrap();
+    // Many callers at once on one runtime thread; each makes its calls in
+    // order and must see its own writes.
+    let callers = (0..24).map(|i| {
+        let t = t.clone();
+        async move {
+            let row = t.create(new_task(&format!("caller {i}"))).await.unwrap();
+            t.set_status(&row.id, TaskStatus::Running, None, None)
+                .await
+                .unwrap();
+            t.append_output(&row.id, &format!("out {i}\n"))
+                .await
+                .unwrap();
+            t.progress(&row.id, i, 10 * i).await.unwrap();
+            let done = t
+                .set_status(&row.id, TaskStatus::Succeeded, None, Some("ok"))
+                .await
+                .unwrap();
+            (i, done)
+        }
+    });
+    let batches = (0..4).map(|b| {
+        let t = t.clone();
+        async move {
+            let news = (0..8)
+                .map(|i| new_task(&format!("batch {b} child {i}")))
+                .collect();
+            t.start_many(news).await.unwrap()
+        }
+    });
+    let (singles, batches) = tokio::join!(
+        futures::future::join_all(callers),
+        futures::future::join_all(batches)
+    );
+    for (i, row) in &singles {
+        assert_eq!(row.status, TaskStatus::Succeeded);
+        assert_eq!((row.tool_calls, row.tokens), (*i, 10 * i));
+        let (text, _, _) = t.read_output(&row.id, 0, 100).await.unwrap();
+        assert_eq!(text, format!("out {i}\n"));
+    }
+    for (b, rows) in batches.iter().enumerate() {
+        let names: Vec<String> = rows.iter().map(|r| r.description.clone()).collect();
+        let want: Vec<String> = (0..8).map(|i| format!("batch {b} child {i}")).collect();
+        assert_eq!(names, want, "a batch comes back in the order asked");
+        for r in rows {
+            let stored = t.get(&r.id).await.unwrap();
+            assert_eq!(stored.status, TaskStatus::Running);
+            assert_eq!(stored.started_ms, Some(stored.created_ms));
+        }
+    }
+    let all = t.list(&TaskFilter::default()).await.unwrap();
+    let mut ids: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 24 + 4 * 8);
+}
+
+#[tokio::test]
+async fn a_batch_is_filed_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).await.unwrap();
+    let kept = t.create(new_task("before")).await.unwrap();
+    // The database refuses one row of the batch, after others were inserted.
+    let conn = rusqlite::Connection::open(t.path()).unwrap();
+    conn.execute_batch(
+        "CREATE TRIGGER refuse_poison BEFORE INSERT ON tasks WHEN NEW.description = 'poison' \
+         BEGIN SELECT RAISE(ABORT, 'poison refused'); END;",
+    )
+    .unwrap();
+    let news = vec![
+        new_task("first"),
+        new_task("second"),
+        new_task("poison"),
+        new_task("fourth"),
+    ];
+    let err = t.start_many(news).await.unwrap_err();
+    assert!(err.to_string().contains("poison refused"), "{err}");
+    let rows = t.list(&TaskFilter::default()).await.unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        vec![kept.id.as_str()],
+        "no row of the refused batch is left"
+    );
+    // Nor any of the output directories made for it.
+    let dirs: Vec<String> = std::fs::read_dir(dir.path().join("tasks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(dirs, vec![kept.id.clone()]);
+    // The table still works, and a batch without the poison is filed whole.
+    let filed = t
+        .create_many(vec![new_task("a"), new_task("b")])
+        .await
+        .unwrap();
+    assert_eq!(filed.len(), 2);
+    assert!(filed.iter().all(|r| r.status == TaskStatus::Queued));
+    assert_eq!(t.list(&TaskFilter::default()).await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_call_waiting_on_the_database_leaves_the_runtime_free() {
+    // Another process holds the write lock; only a task on this same
+    // (single) runtime thread releases it. Were the call blocking this
+    // thread, the release could not run and the write would time out locked.
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).await.unwrap();
+    let row = t.create(new_task("x")).await.unwrap();
+    let other = rusqlite::Connection::open(t.path()).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let (written, ()) = tokio::join!(
+        t.set_status(&row.id, TaskStatus::Running, None, None),
+        async {
+            tokio::task::yield_now().await;
+            other.execute_batch("ROLLBACK").unwrap();
+        }
+    );
+    assert_eq!(written.unwrap().status, TaskStatus::Running);
+}
+
+#[tokio::test]
+async fn queued_output_lands_in_order_before_later_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).await.unwrap();
+    let row = t.create(new_task("x")).await.unwrap();
+    for i in 0..50 {
+        t.queue_output(&row.id, format!("{i},"));
+    }
+    t.queue_group(&row.id, 4242, Some(7));
+    // Not waited for, but a call made after them sees them all.
+    let (text, _, _) = t.read_output(&row.id, 0, 4096).await.unwrap();
+    let want: String = (0..50).map(|i| format!("{i},")).collect();
+    assert_eq!(text, want);
+    let stored = t.get(&row.id).await.unwrap();
+    assert_eq!((stored.pgid, stored.pgid_start), (Some(4242), Some(7)));
 }

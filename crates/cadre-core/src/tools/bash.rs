@@ -143,7 +143,8 @@ impl Tool for BashTool {
                     timeout_ms,
                     sandbox,
                     self.task_output,
-                );
+                )
+                .await;
             }
             match run(
                 ctx,
@@ -357,7 +358,7 @@ const BACKGROUND_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 const BACKGROUND_TAIL: usize = 2048;
 
 /// Starts `command` as a background task of this agent and returns at once.
-fn start_background(
+async fn start_background(
     ctx: &ToolContext,
     command: String,
     description: Option<String>,
@@ -373,7 +374,7 @@ fn start_background(
     let description = description
         .filter(|d| !d.trim().is_empty())
         .unwrap_or_else(|| command.chars().take(80).collect());
-    let spec = crate::background::TaskSpec {
+    let spec = crate::tasks::TaskSpec {
         owner: &ctx.agent_id,
         kind: crate::tasks::TaskKind::Bash,
         description: &description,
@@ -381,7 +382,7 @@ fn start_background(
         name: None,
         background: true,
     };
-    let (row, cancel) = match work.start(spec, None) {
+    let (row, cancel) = match work.start(spec, None).await {
         Ok(r) => r,
         Err(e) => return ToolOutput::error(format!("cannot start a background task: {e}")),
     };
@@ -392,21 +393,25 @@ fn start_background(
     tokio::spawn(async move {
         let log_work = work.clone();
         let log_id = id.clone();
-        // Pieces are redacted as a stream: a key split between two reads is caught.
+        // Pieces are redacted as a stream: a key split between two reads is
+        // caught. They are written by the table's thread, in order, and
+        // before the task's end is recorded.
         let redactor = std::sync::Mutex::new(crate::secrets::StreamRedactor::default());
         let tee = |bytes: &[u8]| {
             let text = redactor
                 .lock()
                 .map(|mut r| r.push(bytes))
                 .unwrap_or_default();
-            let _ = log_work.table().append_output(&log_id, &text);
+            if !text.is_empty() {
+                log_work.table().queue_output(&log_id, text);
+            }
         };
         // The group is recorded so a later cadre can stop it if this one dies.
         let group_work = work.clone();
         let group_id = id.clone();
         let on_spawn = move |pid: u32| {
             let start = crate::tasks::proc_id::start_time(pid);
-            let _ = group_work.table().set_group(&group_id, pid, start);
+            group_work.table().queue_group(&group_id, pid, start);
         };
         let result = run(
             &bg_ctx,
@@ -419,7 +424,7 @@ fn start_background(
         )
         .await;
         let rest = redactor.lock().map(|mut r| r.finish()).unwrap_or_default();
-        let _ = work.table().append_output(&id, &rest);
+        let _ = work.table().append_output(&id, &rest).await;
         let (status, report) = match result {
             Ok(out) if cancel.is_cancelled() => (crate::tasks::TaskStatus::Cancelled, out.content),
             Ok(out) if out.is_error => (crate::tasks::TaskStatus::Failed, out.content),
@@ -430,8 +435,8 @@ fn start_background(
             ),
         };
         let tail = tail_chars(&report, BACKGROUND_TAIL);
-        let report = crate::subagents::report::sanitize_report(&format!("$ {command}\n{tail}"));
-        work.finish(&id, status, &report, None, true);
+        let report = super::untrusted_text::sanitize_report(&format!("$ {command}\n{tail}"));
+        work.finish(&id, status, &report, None, true).await;
     });
     if !task_output {
         return ToolOutput::ok(format!(

@@ -2,6 +2,7 @@
 //! cap, and the registry that resolves names and aliases. Whether a call may run
 //! is decided elsewhere (permissions); this module only runs it.
 
+mod background_tasks;
 mod bash;
 mod delegation;
 mod edit;
@@ -13,6 +14,7 @@ mod read;
 pub(crate) mod schema;
 mod task_tools;
 mod todo;
+pub mod untrusted_text;
 mod util;
 mod write;
 
@@ -29,6 +31,7 @@ use crate::model::ToolSpec;
 use crate::permissions::ToolEffect;
 use crate::sandbox::SandboxPolicy;
 
+pub use background_tasks::BackgroundTasks;
 pub use bash::BashTool;
 pub use delegation::{Caller, Delegation, SpawnCall};
 pub use edit::EditTool;
@@ -97,7 +100,7 @@ pub struct ToolContext {
     /// The agent these calls belong to (tasks are filed under it).
     pub agent_id: String,
     /// The session's background work; `None` where background tasks are not offered.
-    pub background: Option<Arc<crate::background::BackgroundWork>>,
+    pub background: Option<Arc<dyn BackgroundTasks>>,
     /// The session's permission policy, which file tools consult again as
     /// they open a path and searches consult for every file; `None` in tests.
     pub policy: Option<Arc<crate::permissions::PermissionPolicy>>,

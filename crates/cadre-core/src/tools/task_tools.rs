@@ -7,8 +7,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
-use crate::background::BackgroundWork;
+use super::{BackgroundTasks, Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 use crate::tasks::{TaskFilter, TaskRow, TaskStatus};
 
 /// Bytes per `TaskOutput` read: the tool-output cap, so one read always fits.
@@ -16,13 +15,17 @@ pub const TASK_OUTPUT_READ: usize = 64 * 1024;
 /// Longest `TaskOutput` waits for new output or completion.
 pub const TASK_OUTPUT_MAX_WAIT_MS: u64 = 30_000;
 
-fn work(ctx: &ToolContext) -> Result<&std::sync::Arc<BackgroundWork>, ToolOutput> {
+fn work(ctx: &ToolContext) -> Result<&std::sync::Arc<dyn BackgroundTasks>, ToolOutput> {
     ctx.background
         .as_ref()
         .ok_or_else(|| ToolOutput::error("background tasks are not available to this agent"))
 }
 
-fn own_tasks(ctx: &ToolContext, w: &BackgroundWork, status: Option<TaskStatus>) -> Vec<TaskRow> {
+async fn own_tasks(
+    ctx: &ToolContext,
+    w: &dyn BackgroundTasks,
+    status: Option<TaskStatus>,
+) -> Vec<TaskRow> {
     w.table()
         .list(&TaskFilter {
             session_id: Some(w.session_id().to_string()),
@@ -30,11 +33,13 @@ fn own_tasks(ctx: &ToolContext, w: &BackgroundWork, status: Option<TaskStatus>) 
             status,
             ..Default::default()
         })
+        .await
         .unwrap_or_default()
 }
 
-fn unknown_task(ctx: &ToolContext, w: &BackgroundWork, id: &str) -> ToolOutput {
+async fn unknown_task(ctx: &ToolContext, w: &dyn BackgroundTasks, id: &str) -> ToolOutput {
     let running: Vec<String> = own_tasks(ctx, w, None)
+        .await
         .into_iter()
         .filter(|r| r.status.is_active())
         .map(|r| format!("{} ({})", r.id, r.description))
@@ -109,7 +114,7 @@ impl Tool for TaskListTool {
                     None => return ToolOutput::invalid_arguments(format!("unknown status '{s}'")),
                 },
             };
-            let rows = own_tasks(ctx, w, status);
+            let rows = own_tasks(ctx, w.as_ref(), status).await;
             if rows.is_empty() {
                 return ToolOutput::ok("No tasks.");
             }
@@ -183,9 +188,9 @@ impl Tool for TaskOutputTool {
             let own = |row: &TaskRow| {
                 row.parent_agent == ctx.agent_id && row.session_id == w.session_id()
             };
-            let row = match w.table().get(&args.task_id) {
+            let row = match w.table().get(&args.task_id).await {
                 Ok(r) if own(&r) => r,
-                _ => return unknown_task(ctx, w, &args.task_id),
+                _ => return unknown_task(ctx, w.as_ref(), &args.task_id).await,
             };
             let offset = args
                 .offset
@@ -194,16 +199,20 @@ impl Tool for TaskOutputTool {
                 Duration::from_millis(args.wait_ms.unwrap_or(0).min(TASK_OUTPUT_MAX_WAIT_MS));
             let deadline = tokio::time::Instant::now() + wait;
             loop {
-                let (text, next, total) =
-                    match w.table().read_output(&row.id, offset, TASK_OUTPUT_READ) {
-                        Ok(r) => r,
-                        Err(e) => {
-                            return ToolOutput::error(format!("cannot read task output: {e}"));
-                        }
-                    };
+                let (text, next, total) = match w
+                    .table()
+                    .read_output(&row.id, offset, TASK_OUTPUT_READ)
+                    .await
+                {
+                    Ok(r) => r,
+                    Err(e) => {
+                        return ToolOutput::error(format!("cannot read task output: {e}"));
+                    }
+                };
                 let status = w
                     .table()
                     .get(&row.id)
+                    .await
                     .map(|r| r.status)
                     .unwrap_or(row.status);
                 let waiting =
@@ -282,12 +291,14 @@ impl Tool for TaskStopTool {
                 Ok(w) => w,
                 Err(e) => return e,
             };
-            match w.stop(&ctx.agent_id, &args.task_id) {
+            match w.stop(&ctx.agent_id, &args.task_id).await {
                 Ok(row) => ToolOutput::ok(format!(
                     "stopping task {} ({}); it ends as cancelled",
                     row.id, row.description
                 )),
-                Err(e) if e.starts_with("no task") => unknown_task(ctx, w, &args.task_id),
+                Err(e) if e.starts_with("no task") => {
+                    unknown_task(ctx, w.as_ref(), &args.task_id).await
+                }
                 Err(e) => ToolOutput::error(e),
             }
         })

@@ -66,7 +66,7 @@ impl World {
         })
         .expect("client");
         let mut ctx = ToolContext::new(self.project.path().to_path_buf());
-        ctx.background = background;
+        ctx.background = background.map(|w| w as Arc<dyn cadre_core::tools::BackgroundTasks>);
         let policy = Arc::new(PermissionPolicy::new(
             PermissionMode::Default,
             RuleSet::new(),

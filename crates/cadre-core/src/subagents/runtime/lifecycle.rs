@@ -6,51 +6,63 @@ use crate::subagents::report::{ChildReport, ChildStatus, render_batch};
 use crate::tasks::{TaskKind, TaskStatus};
 
 impl SubagentRuntime {
-    /// Files the child in the task table (foreground children too, so every
-    /// child has an id and a log there).
-    pub(super) fn open_task(&self, parent: &Parent<'_>, p: &mut Prepared) {
-        let Some(work) = &self.base_ctx.background else {
-            return;
-        };
-        let spec = crate::background::TaskSpec {
-            owner: parent.agent_id,
-            kind: TaskKind::Subagent,
-            description: &p.description,
-            agent_type: Some(&p.tag.agent_type),
-            name: p.name.as_deref(),
-            background: p.background,
-        };
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut output_path = None;
-        if let Ok((row, cancel)) = work.start(spec, Some(tx)) {
-            p.agent.set_inbox(rx);
-            p.task_id = Some(row.id);
-            p.task_cancel = Some(cancel);
-            output_path = Some(row.output_path);
+    /// Files the batch's children in the task table, all rows in one
+    /// transaction (foreground children too, so every child has an id and a
+    /// log there). If the table refuses, no child has a task.
+    pub(super) async fn open_tasks(&self, parent: &Parent<'_>, prepared: &mut [(usize, Prepared)]) {
+        let mut inboxes = Vec::with_capacity(prepared.len());
+        let mut filed = Vec::new();
+        if let Some(work) = &self.base_ctx.background {
+            let mut specs = Vec::with_capacity(prepared.len());
+            for (_, p) in prepared.iter() {
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                inboxes.push(rx);
+                let spec = crate::tasks::TaskSpec {
+                    owner: parent.agent_id,
+                    kind: TaskKind::Subagent,
+                    description: &p.description,
+                    agent_type: Some(&p.tag.agent_type),
+                    name: p.name.as_deref(),
+                    background: p.background,
+                };
+                specs.push((spec, Some(tx)));
+            }
+            filed = work.start_many(specs).await.unwrap_or_default();
         }
-        let record = ChildRecord {
-            agent_id: p.tag.agent_id.clone(),
-            owner: parent.agent_id.to_string(),
-            name: p.name.clone(),
-            agent_type: p.tag.agent_type.clone(),
-            setup: p.setup.clone(),
-            spawner: p.spawner.clone(),
-            task_id: p.task_id.clone(),
-            resumable: p.resumable,
-            verdict: p.verification,
-        };
-        if let Some(path) = &output_path {
-            self.save_child(path, &record);
-        }
-        if let Ok(mut children) = self.children.lock() {
-            children.push(record);
+        let mut filed = filed.into_iter();
+        let mut inboxes = inboxes.into_iter();
+        for (_, p) in prepared.iter_mut() {
+            let mut output_path = None;
+            if let (Some((row, cancel)), Some(rx)) = (filed.next(), inboxes.next()) {
+                p.agent.set_inbox(rx);
+                p.task_id = Some(row.id);
+                p.task_cancel = Some(cancel);
+                output_path = Some(row.output_path);
+            }
+            let record = ChildRecord {
+                agent_id: p.tag.agent_id.clone(),
+                owner: parent.agent_id.to_string(),
+                name: p.name.clone(),
+                agent_type: p.tag.agent_type.clone(),
+                setup: p.setup.clone(),
+                spawner: p.spawner.clone(),
+                task_id: p.task_id.clone(),
+                resumable: p.resumable,
+                verdict: p.verification,
+            };
+            if let Some(path) = &output_path {
+                self.save_child(path, &record);
+            }
+            if let Ok(mut children) = self.children.lock() {
+                children.push(record);
+            }
         }
     }
 
     /// Files a child's end in its task: its report, or why there is none.
     /// `announce`: it ended in the background, and its parent gets a notice
     /// with the rendered report (a failure without report too).
-    pub(super) fn file_result(
+    pub(super) async fn file_result(
         &self,
         task_id: &str,
         result: &Result<ChildReport, BatchFailure>,
@@ -66,11 +78,12 @@ impl SubagentRuntime {
                 } else {
                     r.final_text.clone()
                 };
-                self.close_task(task_id, r, &text, announce);
+                self.close_task(task_id, r, &text, announce).await;
             }
             Err(BatchFailure(e)) if announce => {
                 if let Some(work) = &self.base_ctx.background {
-                    work.finish(task_id, TaskStatus::Failed, e, Some(e), true);
+                    work.finish(task_id, TaskStatus::Failed, e, Some(e), true)
+                        .await;
                 }
             }
             Err(_) => {}
@@ -78,7 +91,13 @@ impl SubagentRuntime {
     }
 
     /// Records a child's end in the task table; background ones are announced.
-    pub(super) fn close_task(&self, task_id: &str, r: &ChildReport, report: &str, announce: bool) {
+    pub(super) async fn close_task(
+        &self,
+        task_id: &str,
+        r: &ChildReport,
+        report: &str,
+        announce: bool,
+    ) {
         let Some(work) = &self.base_ctx.background else {
             return;
         };
@@ -89,8 +108,10 @@ impl SubagentRuntime {
         };
         let _ = work
             .table()
-            .progress(task_id, u64::from(r.tool_calls), r.tokens);
-        let _ = work.table().append_output(task_id, report);
-        work.finish(task_id, status, report, r.error.as_deref(), announce);
+            .progress(task_id, u64::from(r.tool_calls), r.tokens)
+            .await;
+        let _ = work.table().append_output(task_id, report).await;
+        work.finish(task_id, status, report, r.error.as_deref(), announce)
+            .await;
     }
 }

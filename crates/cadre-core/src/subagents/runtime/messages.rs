@@ -23,7 +23,7 @@ impl SubagentRuntime {
         let Some(work) = self.base_ctx.background.clone() else {
             return ToolOutput::error("messages to subagents are not available in this session");
         };
-        self.load_earlier_children(&work);
+        self.load_earlier_children(work.as_ref()).await;
         let (record_index, record) = {
             let Ok(children) = self.children.lock() else {
                 return ToolOutput::error("internal error: child registry unavailable");
@@ -111,13 +111,14 @@ impl SubagentRuntime {
             },
             args.message,
         )
+        .await
     }
 
     /// Resumes a finished child from its log, in the background: it runs
     /// and reports the way a first run in the background does.
-    fn resume(
+    async fn resume(
         self: &Arc<Self>,
-        work: &Arc<crate::background::BackgroundWork>,
+        work: &Arc<dyn crate::tools::BackgroundTasks>,
         record_index: usize,
         setup: AgentSetup,
         owner: &str,
@@ -158,7 +159,7 @@ impl SubagentRuntime {
             Err(e) => return ToolOutput::error(format!("cannot resume {agent_id}: {e}")),
         };
         let description = format!("resumed {agent_type} {agent_id}");
-        let spec = crate::background::TaskSpec {
+        let spec = crate::tasks::TaskSpec {
             owner,
             kind: TaskKind::Subagent,
             description: &description,
@@ -167,7 +168,7 @@ impl SubagentRuntime {
             background: true,
         };
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let (row, cancel) = match work.start(spec, Some(tx)) {
+        let (row, cancel) = match work.start(spec, Some(tx)).await {
             Ok(r) => r,
             Err(e) => {
                 return ToolOutput::error(format!("cannot file a task for the resumed agent: {e}"));
@@ -324,7 +325,7 @@ impl SubagentRuntime {
 
     /// After a resume, the children of earlier runs of this session become
     /// known again (once per process), older than any started since.
-    fn load_earlier_children(self: &Arc<Self>, work: &crate::background::BackgroundWork) {
+    async fn load_earlier_children(self: &Arc<Self>, work: &dyn crate::tools::BackgroundTasks) {
         if self.earlier_loaded.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -334,6 +335,7 @@ impl SubagentRuntime {
                 session_id: Some(work.session_id().to_string()),
                 ..Default::default()
             })
+            .await
             .unwrap_or_default();
         rows.reverse();
         let mut earlier: Vec<ChildRecord> = Vec::new();

@@ -39,9 +39,11 @@ impl SubagentRuntime {
                 return Ok(vec![out; n]);
             }
         };
+        // The project's instructions and facts, read once for the batch.
+        let project = crate::agent::ProjectContext::read(&self.base_ctx.cwd).await;
         let mut prepared: Vec<(usize, Prepared)> = Vec::new();
         for (slot, call) in calls.into_iter().enumerate() {
-            match self.prepare(parent, &catalog, call, total) {
+            match self.prepare(parent, &catalog, &project, call, total) {
                 Ok(p) => prepared.push((slot, p)),
                 Err(out) => outputs[slot] = Some(out),
             }
@@ -57,11 +59,16 @@ impl SubagentRuntime {
 
         // Every child's log (and task row) exists before any child runs, and
         // before it is announced, so a front end can open it on the event.
-        for (_, p) in &mut prepared {
-            if let Err(e) = self.open_child_log(p) {
-                return Err(BatchFailure(e));
-            }
-            self.open_task(parent, p);
+        // The logs are written at once: one hand-over to the log writer each.
+        let opened =
+            futures::future::join_all(prepared.iter_mut().map(|(_, p)| self.open_child_log(p)))
+                .await;
+        if let Some(e) = opened.into_iter().find_map(Result::err) {
+            return Err(BatchFailure(e));
+        }
+        // The batch's rows are filed in one transaction.
+        self.open_tasks(parent, &mut prepared).await;
+        for (_, p) in &prepared {
             self.emit_started(p);
         }
         parent
@@ -117,7 +124,7 @@ impl SubagentRuntime {
                 if let Some(task) = &task {
                     // Attached, the report goes back as the call's result;
                     // moved to the background, it is announced by notice.
-                    rt.file_result(task, &result, !attached);
+                    rt.file_result(task, &result, !attached).await;
                 }
                 if attached {
                     let _ = tx.send(result);
@@ -262,7 +269,7 @@ impl SubagentRuntime {
         tokio::spawn(async move {
             let _slot = slot;
             let result = rt.run_guarded(p, &cancel).await;
-            rt.file_result(&task_id, &result, true);
+            rt.file_result(&task_id, &result, true).await;
         });
         ToolOutput::ok(text)
     }
@@ -337,7 +344,7 @@ impl SubagentRuntime {
         // Clean-up, whichever way it ended: its background shells stop, and
         // dropping the child drops its caches and closes its log.
         if let Some(work) = &self.base_ctx.background {
-            work.stop_owned_by(&p.tag.agent_id);
+            work.stop_owned_by(&p.tag.agent_id).await;
         }
         drop(p);
         Ok(report)

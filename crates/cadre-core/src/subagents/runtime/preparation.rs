@@ -18,6 +18,7 @@ impl SubagentRuntime {
         self: &Arc<Self>,
         parent: &Parent<'_>,
         catalog: &DefinitionCatalog,
+        project: &crate::agent::ProjectContext,
         call: BatchCall,
         total: usize,
     ) -> Result<Prepared, ToolOutput> {
@@ -72,7 +73,7 @@ impl SubagentRuntime {
                 depth: spawner.depth,
                 provider: caller.client.config().provider,
                 sandbox: self.base_ctx.sandbox.as_ref(),
-                cwd: &self.base_ctx.cwd,
+                project,
                 settings: &self.settings,
                 models: &self.model_settings,
             },
@@ -177,21 +178,22 @@ impl SubagentRuntime {
         });
     }
 
-    pub(super) fn open_child_log(&self, p: &mut Prepared) -> Result<(), String> {
+    pub(super) async fn open_child_log(&self, p: &mut Prepared) -> Result<(), String> {
         let Some(dir) = &self.agents_dir else {
             return Ok(());
         };
         crate::config::ensure_private_dir(dir).map_err(|e| e.to_string())?;
         let log = SessionLog::create(&dir.join(format!("{}.jsonl", p.tag.agent_id)))
             .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
-        log.append(RecordBody::SessionStart {
+        let start = RecordBody::SessionStart {
             session_id: p.tag.agent_id.clone(),
             cwd: p.ctx.cwd.display().to_string(),
             provider: self.client.config().provider.to_string(),
             model: p.agent.model().to_string(),
-        })
-        .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
-        log.append_messages(p.agent.conversation())
+        };
+        // One hand-over to the log writer for the child's whole start.
+        log.append_with_messages(start, p.agent.conversation())
+            .await
             .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
         p.agent.set_log(Arc::new(log));
         Ok(())
