@@ -70,6 +70,18 @@ impl SessionLock {
     }
 }
 
+impl Drop for SessionLock {
+    /// Unlocks explicitly: the lock belongs to the open file, which a process
+    /// forked meanwhile (a command starting, not yet exec'd) shares, so
+    /// closing our descriptor alone could leave the session locked a while.
+    fn drop(&mut self) {
+        // SAFETY: flock on a descriptor we own.
+        unsafe {
+            libc::flock(self._file.as_raw_fd(), libc::LOCK_UN);
+        }
+    }
+}
+
 /// The pid the holder wrote; it may still be writing it, so a few tries.
 fn holder_pid(file: &mut File) -> Option<u32> {
     for _ in 0..20 {
