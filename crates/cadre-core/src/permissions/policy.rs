@@ -224,7 +224,9 @@ impl PermissionPolicy {
         };
 
         // 1. A deny rule always wins.
-        let rule = self.rules.evaluate(&facts, &self.project_dir);
+        let (rule, hidden_name_rule) = self
+            .rules
+            .evaluate_with_hidden_name(&facts, &self.project_dir);
         if let Some((RuleKind::Deny, text)) = &rule {
             return Decision::Deny(format!("denied by the rule {text}"));
         }
@@ -232,7 +234,7 @@ impl PermissionPolicy {
         // rule names: asked, in every mode (a question denies where none can
         // be asked).
         if !matches!(rule, Some((RuleKind::Ask, _)))
-            && let Some(text) = self.rules.hidden_name_rule(&facts, &self.project_dir)
+            && let Some(text) = hidden_name_rule
         {
             return ask(format!(
                 "the command's name is made when it runs, so the rule {text} may cover it"

@@ -176,12 +176,20 @@ impl RuleSet {
         self.deny.iter().chain(&self.ask).chain(&self.allow)
     }
 
-    /// For a `Bash` call no deny or ask rule matched: the first deny or ask
-    /// rule on particular commands, when the command's name is made by
-    /// expansion and so might be one of them (`$(printf r)m -rf x` against
-    /// `Bash(rm:*)`). The caller asks instead of trusting the miss.
-    pub fn hidden_name_rule(&self, facts: &CallFacts<'_>, project_dir: &Path) -> Option<String> {
+    /// [`RuleSet::evaluate`], and from the same reading of the call the first
+    /// deny or ask rule on particular commands when the command's name is
+    /// made by expansion and so might be one of them (`$(printf r)m -rf x`
+    /// against `Bash(rm:*)`): the caller asks instead of trusting a miss.
+    pub fn evaluate_with_hidden_name(
+        &self,
+        facts: &CallFacts<'_>,
+        project_dir: &Path,
+    ) -> (Option<(RuleKind, String)>, Option<String>) {
         let call = Call::new(facts, project_dir);
+        (self.evaluate_call(&call), self.hidden_name_rule(&call))
+    }
+
+    fn hidden_name_rule(&self, call: &Call<'_>) -> Option<String> {
         if !call.shell.as_ref().is_some_and(|s| s.name_hidden) {
             return None;
         }
@@ -200,18 +208,19 @@ impl RuleSet {
         facts: &CallFacts<'_>,
         project_dir: &Path,
     ) -> Option<(RuleKind, String)> {
-        let call = Call::new(facts, project_dir);
+        self.evaluate_call(&Call::new(facts, project_dir))
+    }
+
+    fn evaluate_call(&self, call: &Call<'_>) -> Option<(RuleKind, String)> {
         for (kind, rules) in [(RuleKind::Deny, &self.deny), (RuleKind::Ask, &self.ask)] {
-            if let Some(rule) = rules.iter().find(|r| r.pattern.matches_any_part(&call)) {
+            if let Some(rule) = rules.iter().find(|r| r.pattern.matches_any_part(call)) {
                 return Some((kind, rule.text.clone()));
             }
         }
         let allowed = if call.tool == "Bash" {
-            self.allow_bash(&call)
+            self.allow_bash(call)
         } else {
-            self.allow
-                .iter()
-                .find(|r| r.pattern.matches_any_part(&call))
+            self.allow.iter().find(|r| r.pattern.matches_any_part(call))
         };
         allowed.map(|r| (RuleKind::Allow, r.text.clone()))
     }
