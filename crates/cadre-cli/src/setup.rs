@@ -3,6 +3,7 @@
 //! project config → user config → default; permissions from a project file can
 //! only narrow what the user allowed.
 
+use cadre_core::context::ContextPolicy;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,6 +65,14 @@ pub struct Runtime {
     pub settings: Settings,
     /// The main session as the definition it runs as (`--agent`).
     pub main_spec: Option<ChildSpec>,
+    /// The main model's window and prices, and when to compact.
+    pub context: ContextPolicy,
+}
+
+/// The context policy of the session's model: the built-in tables under the
+/// configuration's `[models.<provider>.<id>]` entries and `[context]` settings.
+fn context_policy(_settings: &Settings, client: &ModelClient) -> ContextPolicy {
+    ContextPolicy::builtin(client.config().provider, &client.config().model)
 }
 
 fn env_nonempty(name: &str) -> Option<String> {
@@ -239,10 +248,11 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         &home,
         sandbox.is_some(),
     ));
+    let context = context_policy(&settings, &client);
     Ok(Runtime {
+        context,
         cwd,
         home,
-
         client,
         limits,
         output_cap,
@@ -438,6 +448,7 @@ impl Runtime {
             events.clone(),
             session_id.map(|id| sessions_dir(&self.home).join(format!("{id}.agents"))),
             ctx.clone(),
+            self.context.clone(),
         ));
         Ok(Agent::new(AgentSetup {
             id: "main".into(),
@@ -451,6 +462,7 @@ impl Runtime {
             events,
             policy: self.policy.clone(),
             log,
+            context: self.context.clone(),
         })
         .with_delegation(Some(Arc::new(Spawner::main(runtime, allowed_types)))))
     }

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod background;
 pub mod config;
+pub mod context;
 pub mod driver;
 pub mod model;
 pub mod permissions;

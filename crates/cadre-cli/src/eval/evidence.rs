@@ -617,7 +617,7 @@ impl Evidence {
         self.events
             .iter()
             .map(|e| match e {
-                Event::Usage { agent, usage } if agent == "main" => usage.total(),
+                Event::Usage { agent, usage, .. } if agent == "main" => usage.total(),
                 Event::SubagentEnded { usage, .. } => usage.total(),
                 _ => 0,
             })
@@ -798,14 +798,18 @@ mod tests {
                 usage: usage(10, 5),
                 duration_ms: 3,
                 error: Some("limit".into()),
+                cost_usd: None,
+                compactions: 0,
             },
             Event::Usage {
                 agent: "main".into(),
                 usage: usage(100, 20),
+                cost_usd: None,
             },
             Event::Usage {
                 agent: "a1".into(),
                 usage: usage(1000, 1000),
+                cost_usd: None,
             },
             Event::TurnEnded {
                 agent: "main".into(),
@@ -815,6 +819,7 @@ mod tests {
                 requests: 3,
                 tool_calls: 3,
                 usage: usage(100, 20),
+                cost_usd: None,
             },
         ]
     }

@@ -177,10 +177,15 @@ impl Agent {
     ) -> Result<ToolOutput, LogFailure> {
         let output = ToolOutput {
             // Redacted before the cap, so a key cut in two cannot slip through.
-            content: cap_output(
-                crate::secrets::redact(&output.content).into_owned(),
-                self.ctx.output_cap,
-            ),
+            // A result too long for the model's window alone is cut too.
+            content: crate::context::cut_to_tokens(
+                &cap_output(
+                    crate::secrets::redact(&output.content).into_owned(),
+                    self.ctx.output_cap,
+                ),
+                self.context.single_input_tokens(),
+            )
+            .into_owned(),
             is_error: output.is_error,
         };
         self.write_log(RecordBody::ToolResult {

@@ -4,8 +4,10 @@
 //!
 //! Here: what an agent is made of. `turn`: one turn, request by request;
 //! `dispatch`: a reply's tool calls scheduled and run; `permission`: the
-//! policy's decision and the question it may ask.
+//! policy's decision and the question it may ask; `compact`: the context in
+//! use and its compaction.
 
+mod compact;
 mod dispatch;
 mod permission;
 mod prompt;
@@ -20,6 +22,9 @@ pub use prompt::{
     project_instructions, read_project_instructions,
 };
 
+pub use compact::CompactError;
+
+use crate::context::{ContextPolicy, Cost};
 use crate::model::{ContentBlock, Message, ModelClient, ModelError, ModelRequest, Role, Usage};
 use crate::permissions::{ApprovalGate, PermissionPolicy, PermissionTracker};
 use crate::session::{RecordBody, SessionLog};
@@ -63,6 +68,28 @@ pub struct TurnOutcome {
     pub tool_calls: u32,
     /// Tokens used in the turn.
     pub usage: Usage,
+    /// What the turn cost, when the model's prices are known.
+    pub cost: Option<Cost>,
+    /// Times the conversation was compacted during the turn.
+    pub compactions: u32,
+}
+
+impl TurnOutcome {
+    /// An outcome with nothing done yet.
+    pub(crate) fn empty(status: TurnStatus) -> TurnOutcome {
+        TurnOutcome {
+            status,
+            final_text: String::new(),
+            error: None,
+            model_error: None,
+            log_error: None,
+            requests: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+            cost: None,
+            compactions: 0,
+        }
+    }
 }
 
 /// Everything an agent is made of; shared parts are `Arc`s. Kept by the
@@ -91,6 +118,8 @@ pub struct AgentSetup {
     pub gate: Arc<ApprovalGate>,
     /// The log this agent appends to, if any.
     pub log: Option<Arc<SessionLog>>,
+    /// The model's window and prices, and when to compact.
+    pub context: ContextPolicy,
 }
 
 /// One agent: a conversation with a model, its tools, and its own state.
@@ -114,6 +143,14 @@ pub struct Agent {
     last_request: Option<Arc<ModelRequest>>,
     inbox: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
     replies_since_reminder: u32,
+    context: ContextPolicy,
+    /// Tokens in use as of the last reply (the provider's count) or the last
+    /// compaction (an estimate), and how many messages that count covers.
+    counted: Option<(u64, usize)>,
+    /// Estimated tokens of the system prompt and the tool list.
+    fixed_tokens: Option<u64>,
+    compactions: u32,
+    cost: Cost,
 }
 
 /// Assistant replies between reminders of unread finished tasks.
@@ -161,6 +198,11 @@ impl Agent {
             last_request: None,
             inbox: None,
             replies_since_reminder: 0,
+            context: setup.context,
+            counted: None,
+            fixed_tokens: None,
+            compactions: 0,
+            cost: Cost::default(),
         }
     }
 
@@ -239,6 +281,7 @@ impl Agent {
     /// Replaces the conversation (used when resuming from a log).
     pub fn restore(&mut self, messages: Vec<Message>) {
         self.conversation = messages;
+        self.counted = None;
     }
 
     /// Appends a record to this agent's log and waits until the OS has it
@@ -266,6 +309,21 @@ impl Agent {
     /// Tokens used over the agent's life.
     pub fn usage(&self) -> Usage {
         self.usage
+    }
+
+    /// What the agent's requests cost over its life, when its model's prices are known.
+    pub fn cost(&self) -> Option<Cost> {
+        self.context.profile.prices.map(|_| self.cost)
+    }
+
+    /// Times the conversation was compacted over the agent's life.
+    pub fn compactions(&self) -> u32 {
+        self.compactions
+    }
+
+    /// How this agent keeps its conversation inside the window.
+    pub fn context_policy(&self) -> &ContextPolicy {
+        &self.context
     }
 
     /// The system prompt.

@@ -2,9 +2,13 @@
 //! streamed, the reply recorded, its tool calls run, until the model answers
 //! without tools or a limit stops it.
 
+use super::compact::{CompactError, Compacted};
 use super::{Agent, LogFailure, TurnOutcome, UNREAD_REMINDER_EVERY};
-use crate::model::{ContentBlock, Message, ModelError, ModelRequest, Role, StreamDelta, Usage};
-use crate::protocol::{Event, TurnStatus};
+use crate::context::{self, CONTINUE_AFTER_CUT};
+use crate::model::{
+    ContentBlock, Message, ModelError, ModelRequest, Role, StopReason, StreamDelta,
+};
+use crate::protocol::{CompactTrigger, Event, TurnStatus};
 use crate::session::RecordBody;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -102,6 +106,9 @@ impl Agent {
             }
         }
         // An empty text continues the conversation with whatever notices wait.
+        // A message too long for the window alone is cut before it is sent.
+        let user_text =
+            context::cut_to_tokens(&user_text, self.context.single_input_tokens()).into_owned();
         if !user_text.is_empty() {
             if logged.is_ok() {
                 logged = self
@@ -118,14 +125,9 @@ impl Agent {
         let mut outcome = match logged {
             Ok(()) => self.turn_loop(&cancel).await,
             Err(LogFailure(e)) => TurnOutcome {
-                status: TurnStatus::Failed,
-                final_text: String::new(),
                 error: Some(e.clone()),
-                model_error: None,
                 log_error: Some(e),
-                requests: 0,
-                tool_calls: 0,
-                usage: Usage::default(),
+                ..TurnOutcome::empty(TurnStatus::Failed)
             },
         };
         let status = serde_json::to_value(outcome.status)
@@ -147,21 +149,67 @@ impl Agent {
             requests: outcome.requests,
             tool_calls: outcome.tool_calls,
             usage: outcome.usage,
+            cost_usd: outcome.cost.map(|c| c.usd()),
         });
         outcome
     }
 
+    /// Adds a compaction's request to the turn's counts.
+    fn count_compaction(&self, out: &mut TurnOutcome, done: &Compacted) {
+        out.usage.add(&done.usage);
+        out.compactions += 1;
+        if let Some(c) = done.cost {
+            out.cost.get_or_insert_default().add(c);
+        }
+    }
+
+    /// Compacts within a turn. `Err` holds the outcome that ends the turn.
+    async fn compact_in_turn(
+        &mut self,
+        trigger: CompactTrigger,
+        out: &mut TurnOutcome,
+        cancel: &CancellationToken,
+        cause: Option<&ModelError>,
+    ) -> Result<(), ()> {
+        match self.compact_for(trigger, None, cancel).await {
+            Ok(done) => {
+                self.count_compaction(out, &done);
+                Ok(())
+            }
+            // A hook may refuse an automatic compaction: the turn goes on
+            // (a request the provider then refuses ends it with that error).
+            Err(CompactError::Blocked(_)) if trigger == CompactTrigger::Auto => Ok(()),
+            Err(CompactError::Cancelled) => {
+                out.status = TurnStatus::Interrupted;
+                out.error = Some("interrupted by the user".into());
+                Err(())
+            }
+            Err(e) => {
+                out.status = TurnStatus::Failed;
+                out.error = Some(match cause {
+                    Some(cause) => format!(
+                        "the model refused the request as too long for its context window ({cause}), and compacting the conversation failed: {e}; the conversation and its log are unchanged"
+                    ),
+                    None => format!(
+                        "the conversation reached {}% of the model's context window and compacting it failed: {e}; the conversation and its log are unchanged",
+                        self.context.auto_compact_percent
+                    ),
+                });
+                if let CompactError::Log(e) = &e {
+                    out.log_error = Some(e.clone());
+                }
+                Err(())
+            }
+        }
+    }
+
     pub(super) async fn turn_loop(&mut self, cancel: &CancellationToken) -> TurnOutcome {
-        let mut out = TurnOutcome {
-            status: TurnStatus::Completed,
-            final_text: String::new(),
-            error: None,
-            model_error: None,
-            log_error: None,
-            requests: 0,
-            tool_calls: 0,
-            usage: Usage::default(),
-        };
+        let mut out = TurnOutcome::empty(TurnStatus::Completed);
+        // At most one automatic compaction, and one retry after a length
+        // error, between two replies: a conversation that still does not fit
+        // fails instead of looping.
+        let mut compacted_since_reply = false;
+        let mut length_retried = false;
         loop {
             if out.requests >= self.limits.max_requests {
                 out.status = TurnStatus::LimitReached;
@@ -176,6 +224,15 @@ impl Agent {
                 out.error = Some(e.clone());
                 out.log_error = Some(e);
                 return out;
+            }
+            if !compacted_since_reply && self.wants_compaction() {
+                if self
+                    .compact_in_turn(CompactTrigger::Auto, &mut out, cancel, None)
+                    .await
+                    .is_err()
+                {
+                    return out;
+                }
             }
             out.requests += 1;
             self.events.emit(Event::RequestStarted {
@@ -231,6 +288,27 @@ impl Agent {
                     out.error = Some("interrupted by the user".into());
                     return out;
                 }
+                Err(e) if context::is_context_length_error(&e) => {
+                    if length_retried {
+                        out.status = TurnStatus::Failed;
+                        out.error = Some(format!(
+                            "the conversation does not fit in the model's context window even after compacting it: {e}"
+                        ));
+                        out.model_error = Some(e);
+                        return out;
+                    }
+                    length_retried = true;
+                    compacted_since_reply = true;
+                    if self
+                        .compact_in_turn(CompactTrigger::LengthError, &mut out, cancel, Some(&e))
+                        .await
+                        .is_err()
+                    {
+                        out.model_error = Some(e);
+                        return out;
+                    }
+                    continue;
+                }
                 Err(e) => {
                     out.status = TurnStatus::Failed;
                     out.error = Some(e.to_string());
@@ -241,11 +319,19 @@ impl Agent {
             drop(on_delta);
             crate::model::unique_call_ids(&mut resp.message, &self.conversation);
             self.last_request = Some(Arc::new(req));
+            compacted_since_reply = false;
+            length_retried = false;
             out.usage.add(&resp.usage);
             self.usage.add(&resp.usage);
+            let cost = self.price(&resp.usage);
+            if let Some(c) = cost {
+                self.cost.add(c);
+                out.cost.get_or_insert_default().add(c);
+            }
             self.events.emit(Event::Usage {
                 agent: self.id.clone(),
                 usage: resp.usage,
+                cost_usd: cost.map(|c| c.usd()),
             });
             let calls = resp.message.tool_calls();
             let text = resp.message.text();
@@ -260,9 +346,12 @@ impl Agent {
             let logged = self
                 .write_log(RecordBody::Assistant {
                     message: resp.message.clone(),
+                    usage: Some(resp.usage),
+                    cost_nanodollars: cost.map(|c| c.0),
                 })
                 .await;
             self.conversation.push(resp.message);
+            self.count_reply(&resp.usage);
             if let Err(LogFailure(e)) = logged {
                 out.status = TurnStatus::Failed;
                 out.error = Some(e.clone());
@@ -270,7 +359,36 @@ impl Agent {
                 return out;
             }
             if calls.is_empty() {
-                return out;
+                // A reply the context limit cut off is continued after a
+                // compaction, not lost.
+                let cut_by_context = match &resp.stop_reason {
+                    StopReason::MaxTokens => self.wants_compaction(),
+                    StopReason::Other(r) => r.contains("context"),
+                    _ => false,
+                };
+                if !cut_by_context {
+                    return out;
+                }
+                compacted_since_reply = true;
+                if self
+                    .compact_in_turn(CompactTrigger::Auto, &mut out, cancel, None)
+                    .await
+                    .is_err()
+                {
+                    return out;
+                }
+                let text = CONTINUE_AFTER_CUT.to_string();
+                if let Err(LogFailure(e)) = self
+                    .write_log(RecordBody::User { text: text.clone() })
+                    .await
+                {
+                    out.status = TurnStatus::Failed;
+                    out.error = Some(e.clone());
+                    out.log_error = Some(e);
+                    return out;
+                }
+                self.push_user_text(text);
+                continue;
             }
 
             let budget = self.limits.max_tool_calls.saturating_sub(out.tool_calls) as usize;

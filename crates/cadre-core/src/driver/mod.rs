@@ -264,7 +264,7 @@ struct Control {
     lifetime: Lifetime,
     timing: NoticeTiming,
     throttle: NoticeThrottle,
-    queue: VecDeque<String>,
+    queue: VecDeque<Queued>,
     /// Cancels what runs now: a turn, or the wait before a retry.
     current: Option<CancellationToken>,
     shutdown: CancellationToken,
@@ -372,9 +372,14 @@ impl Session {
             if ctl.shutdown.is_cancelled() {
                 break;
             }
-            if let Some(text) = ctl.queue.pop_front() {
+            if let Some(next) = ctl.queue.pop_front() {
                 ctl.publish_queue();
-                run_turn(&mut agent, &mut ctl, text).await;
+                match next {
+                    Queued::Message(text) => {
+                        run_turn(&mut agent, &mut ctl, text).await;
+                    }
+                    Queued::Compact(focus) => compact(&mut agent, &mut ctl, focus).await,
+                }
                 continue;
             }
             if ctl.ends_now(&agent) {
@@ -410,6 +415,31 @@ impl Session {
             shut_down: ctl.shutdown.is_cancelled(),
         }
     }
+}
+
+/// What waits for the main agent, in the order it was asked for.
+enum Queued {
+    /// A user message: a turn.
+    Message(String),
+    /// `/compact [focus]`.
+    Compact(Option<String>),
+}
+
+/// Compacts the main agent's conversation, applying operations meanwhile
+/// (an interrupt stops it). Its events say how it went.
+async fn compact(agent: &mut Agent, ctl: &mut Control, focus: Option<String>) {
+    let cancel = ctl.shutdown.child_token();
+    ctl.current = Some(cancel.clone());
+    ctl.set_phase(Phase::Turn);
+    let run = agent.compact(focus, &cancel);
+    tokio::pin!(run);
+    loop {
+        tokio::select! {
+            _ = &mut run => break,
+            op = ctl.next_op() => ctl.apply(op).await,
+        }
+    }
+    ctl.current = None;
 }
 
 /// Runs one turn of the main agent, applying operations while it runs.
@@ -579,7 +609,11 @@ impl Control {
     async fn apply(&mut self, op: Op) {
         match op {
             Op::UserMessage { text } => {
-                self.queue.push_back(text);
+                self.queue.push_back(Queued::Message(text));
+                self.publish_queue();
+            }
+            Op::Compact { focus } => {
+                self.queue.push_back(Queued::Compact(focus));
                 self.publish_queue();
             }
             Op::ApprovalAnswer { id, answer } => {

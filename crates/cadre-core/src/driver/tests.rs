@@ -113,6 +113,10 @@ async fn start_in(
         Ok::<_, TaskError>(Agent::new(AgentSetup {
             id: MAIN.into(),
             label: None,
+            context: crate::context::ContextPolicy::builtin(
+                client.config().provider,
+                &client.config().model,
+            ),
             client,
             tools: ToolRegistry::builtin(),
             ctx,
@@ -537,6 +541,8 @@ async fn a_resumed_session_continues_with_calls_that_may_have_run_recorded_unkno
             text: "first question".into(),
         },
         RecordBody::Assistant {
+            usage: None,
+            cost_nanodollars: None,
             message: Message {
                 role: Role::Assistant,
                 content: vec![ContentBlock::ToolUse {

@@ -6,8 +6,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    ApprovalAnswer, ApprovalQuestion, ChildStatus, ChildTag, PermissionMode, TaskKind, TaskStatus,
-    TurnStatus,
+    ApprovalAnswer, ApprovalQuestion, ChildStatus, ChildTag, CompactTrigger, PermissionMode,
+    TaskKind, TaskStatus, TurnStatus,
 };
 use crate::model::Usage;
 
@@ -106,6 +106,50 @@ pub enum Event {
         /// Counts.
         #[serde(flatten)]
         usage: Usage,
+        /// What the request cost in US dollars, when the model's prices are known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+    },
+    /// How much of the model's context window an agent's conversation uses:
+    /// after each reply (from the provider's counts), and estimated after a
+    /// compaction or before the first reply.
+    ContextUsage {
+        /// Agent id.
+        agent: String,
+        /// Tokens in use (input, cache read and write, and the reply's output).
+        tokens: u64,
+        /// The model's context window.
+        window: u64,
+        /// `tokens` as a whole percentage of `window`.
+        percent: u64,
+        /// True when `tokens` is cadre's estimate rather than the provider's count.
+        estimated: bool,
+    },
+    /// An agent's conversation is being summarised to free its context.
+    CompactionStarted {
+        /// Agent id.
+        agent: String,
+        /// Why.
+        trigger: CompactTrigger,
+        /// Tokens in use before.
+        tokens_before: u64,
+    },
+    /// A compaction ended: the conversation is now the summary and the most
+    /// recent messages, or (with `error`) it was left as it was.
+    CompactionEnded {
+        /// Agent id.
+        agent: String,
+        /// Why it was made.
+        trigger: CompactTrigger,
+        /// Tokens in use before.
+        tokens_before: u64,
+        /// Estimated tokens of the next request (equal to `tokens_before` on failure).
+        tokens_after: u64,
+        /// Messages kept verbatim after the summary.
+        kept_messages: usize,
+        /// Why it failed, when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// An agent's turn ended.
     TurnEnded {
@@ -123,6 +167,9 @@ pub enum Event {
         tool_calls: u32,
         /// Tokens used in the turn.
         usage: Usage,
+        /// What the turn cost in US dollars, when the model's prices are known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// A question is put to the user; the front end's approval source answers it.
     ApprovalRequested {
@@ -226,6 +273,12 @@ pub enum Event {
         duration_ms: u64,
         /// Why it did not complete.
         error: Option<String>,
+        /// What it cost in US dollars, when its model's prices are known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
+        /// Times its conversation was compacted.
+        #[serde(default)]
+        compactions: u32,
     },
     /// A task (subagent or shell) was filed in the task table.
     TaskStarted {
@@ -331,9 +384,13 @@ impl EventSink {
             },
             (
                 Some(_),
+                // A child's compaction is shown too: it is why a child
+                // pauses, and its agent id says whose it is.
                 e @ (Event::Warning { .. }
                 | Event::ApprovalRequested { .. }
-                | Event::ApprovalAnswered { .. }),
+                | Event::ApprovalAnswered { .. }
+                | Event::CompactionStarted { .. }
+                | Event::CompactionEnded { .. }),
             ) => e,
             (Some(_), _) => return,
         };
@@ -358,6 +415,22 @@ mod tests {
                     output_tokens: 4,
                     ..Usage::default()
                 },
+                cost_usd: Some(0.25),
+            },
+            Event::ContextUsage {
+                agent: "main".into(),
+                tokens: 3400,
+                window: 4000,
+                percent: 85,
+                estimated: false,
+            },
+            Event::CompactionEnded {
+                agent: "main".into(),
+                trigger: CompactTrigger::Auto,
+                tokens_before: 3400,
+                tokens_after: 900,
+                kept_messages: 2,
+                error: None,
             },
             Event::SubagentStarted {
                 index: 1,

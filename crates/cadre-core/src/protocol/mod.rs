@@ -14,4 +14,4 @@ pub use approval::{ApprovalAnswer, ApprovalQuestion, PendingApproval};
 pub use event::{Event, EventSink};
 pub use mode::PermissionMode;
 pub use op::Op;
-pub use status::{ChildStatus, ChildTag, TaskKind, TaskStatus, TurnStatus};
+pub use status::{ChildStatus, ChildTag, CompactTrigger, TaskKind, TaskStatus, TurnStatus};

@@ -36,6 +36,13 @@ pub enum Op {
     },
     /// Stop every running task of this session.
     StopAll,
+    /// Compact the main agent's conversation now (queued like a message
+    /// while a turn runs).
+    Compact {
+        /// What the summary should keep above all (`/compact <focus>`).
+        #[serde(default)]
+        focus: Option<String>,
+    },
     /// Stop everything and end the session.
     Shutdown,
 }

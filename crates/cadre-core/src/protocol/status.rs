@@ -18,6 +18,29 @@ pub enum TurnStatus {
     Failed,
 }
 
+/// Why a conversation was compacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactTrigger {
+    /// The context in use reached the threshold.
+    Auto,
+    /// The user asked (`/compact`).
+    Manual,
+    /// The provider refused a request as too long.
+    LengthError,
+}
+
+impl CompactTrigger {
+    /// The snake_case name used in events and logs.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CompactTrigger::Auto => "auto",
+            CompactTrigger::Manual => "manual",
+            CompactTrigger::LengthError => "length_error",
+        }
+    }
+}
+
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -19,7 +19,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::SessionError;
-use crate::model::{ContentBlock, Message, Role};
+use crate::model::{ContentBlock, Message, Role, Usage};
+use crate::protocol::CompactTrigger;
 
 /// Version of the record format written now. Readers accept this and older.
 pub const LOG_VERSION: u32 = 1;
@@ -70,6 +71,13 @@ pub enum RecordBody {
     Assistant {
         /// The message.
         message: Message,
+        /// Tokens its request used (absent in logs from before cadre counted them).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// What its request cost, in billionths of a US dollar, when the
+        /// model's prices were known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_nanodollars: Option<u64>,
     },
     /// A tool call is about to run.
     ToolStart {
@@ -95,6 +103,27 @@ pub enum RecordBody {
     TurnEnd {
         /// How.
         status: String,
+    },
+    /// The conversation was compacted here: from this record on, it is the
+    /// summary followed by `kept` (nothing before is deleted; `--resume`
+    /// rebuilds from the last boundary).
+    CompactBoundary {
+        /// Why.
+        trigger: CompactTrigger,
+        /// The model's summary of everything before.
+        summary: String,
+        /// The most recent messages, kept verbatim after the summary.
+        kept: Vec<Message>,
+        /// Tokens in use before.
+        tokens_before: u64,
+        /// Estimated tokens of the compacted conversation's next request.
+        tokens_after: u64,
+        /// Tokens the summary request used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// What the summary request cost, in billionths of a US dollar.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_nanodollars: Option<u64>,
     },
     /// A model request failed transiently and is retried (diagnostic; resume ignores it).
     Retry {
@@ -318,7 +347,11 @@ fn message_records(messages: &[Message]) -> Vec<RecordBody> {
     let mut records = Vec::new();
     for m in messages {
         match m.role {
-            Role::Assistant => records.push(RecordBody::Assistant { message: m.clone() }),
+            Role::Assistant => records.push(RecordBody::Assistant {
+                message: m.clone(),
+                usage: None,
+                cost_nanodollars: None,
+            }),
             Role::User => {
                 for b in &m.content {
                     match b {
@@ -487,7 +520,14 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                 }
                 _ => out.messages.push(Message::user_text(text.clone())),
             },
-            RecordBody::Assistant { message } => {
+            RecordBody::CompactBoundary { summary, kept, .. } => {
+                // Everything before is replaced by the summary, exactly as the
+                // live session replaced it; calls left open before it are gone
+                // with the messages that held them.
+                out.messages = crate::context::compacted_conversation(summary, kept);
+                out.unfinished.clear();
+            }
+            RecordBody::Assistant { message, .. } => {
                 let calls = message.tool_calls();
                 out.messages.push(message.clone());
                 if calls.is_empty() {
@@ -672,7 +712,11 @@ mod tests {
         });
         let records = vec![
             rec(RecordBody::User { text: "go".into() }),
-            rec(RecordBody::Assistant { message: msg }),
+            rec(RecordBody::Assistant {
+                message: msg,
+                usage: None,
+                cost_nanodollars: None,
+            }),
             rec(RecordBody::ToolStart {
                 call_id: "a".into(),
                 tool: "Bash".into(),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::context::Cost;
 pub use crate::protocol::ChildStatus;
 use crate::tools::untrusted_text::escape_harness_tags;
 pub use crate::tools::untrusted_text::{PERMISSION_MARKER, sanitize_report};
@@ -71,6 +72,10 @@ pub struct ChildReport {
     pub verdict: Option<Verdict>,
     /// The worktree, path and branch, already formatted.
     pub worktree: Option<String>,
+    /// What it cost, when its model's prices are known.
+    pub cost: Option<Cost>,
+    /// Times its conversation was compacted.
+    pub compactions: u32,
 }
 
 /// Bytes the final texts of one batch share, split equally among its
@@ -288,6 +293,8 @@ mod tests {
             changed_files: Vec::new(),
             verdict: None,
             worktree: None,
+            cost: None,
+            compactions: 0,
         }
     }
 

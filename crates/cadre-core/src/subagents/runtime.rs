@@ -10,6 +10,7 @@
 //! into its report; `lifecycle`: a child's task row; `fork` and `messages`:
 //! forks, and `SendMessage` (steering and resuming).
 
+use crate::context::ContextPolicy;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -96,6 +97,8 @@ pub struct SubagentRuntime {
     pub agents_dir: Option<PathBuf>,
     /// Template for children's tool contexts (cwd, cap, sandbox).
     pub base_ctx: ToolContext,
+    /// The parent's context policy; a child's is the same for its own model.
+    pub context: ContextPolicy,
     running: Arc<AtomicUsize>,
     background_now: latch::BackgroundRequests,
     children: std::sync::Mutex<Vec<ChildRecord>>,
@@ -236,6 +239,7 @@ impl SubagentRuntime {
         events: EventSink,
         agents_dir: Option<PathBuf>,
         base_ctx: ToolContext,
+        context: ContextPolicy,
     ) -> Self {
         SubagentRuntime {
             settings,
@@ -247,6 +251,7 @@ impl SubagentRuntime {
             events,
             agents_dir,
             base_ctx,
+            context,
             running: Arc::new(AtomicUsize::new(0)),
             background_now: latch::BackgroundRequests::default(),
             children: std::sync::Mutex::new(Vec::new()),

@@ -79,6 +79,10 @@ impl World {
         let agent = Agent::new(AgentSetup {
             id: "main".into(),
             label: None,
+            context: cadre_core::context::ContextPolicy::builtin(
+                client.config().provider,
+                &client.config().model,
+            ),
             client,
             tools: ToolRegistry::builtin(),
             ctx,

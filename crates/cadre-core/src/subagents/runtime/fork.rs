@@ -66,6 +66,10 @@ impl SubagentRuntime {
             }),
             gate: self.gate.clone(),
             log: None,
+            context: self.context.for_model(
+                caller.client.config().provider,
+                &caller.client.config().model,
+            ),
         };
         let spawner = Some((parent.spawner.depth + 1, None));
         let mut agent = Agent::new(setup.clone())

@@ -395,7 +395,7 @@ impl SubagentRuntime {
         let setup = AgentSetup {
             id: saved.agent_id.clone(),
             label: saved.label,
-            client,
+            client: client.clone(),
             tools: registry_of(&saved.tools),
             ctx,
             system: saved.system,
@@ -407,6 +407,9 @@ impl SubagentRuntime {
             policy: Arc::new(policy),
             gate: self.gate.clone(),
             log: None,
+            context: self
+                .context
+                .for_model(client.config().provider, &client.config().model),
         };
         ChildRecord {
             agent_id: saved.agent_id,

@@ -290,6 +290,8 @@ impl SubagentRuntime {
             changed_files: Vec::new(),
             verdict: None,
             worktree: None,
+            cost: None,
+            compactions: 0,
         };
         self.emit_ended(&p.tag, &report, Usage::default());
         report
@@ -307,6 +309,8 @@ impl SubagentRuntime {
             usage,
             duration_ms: r.duration.as_millis() as u64,
             error: r.error.clone(),
+            cost_usd: r.cost.map(|c| c.usd()),
+            compactions: r.compactions,
         });
     }
 
@@ -421,5 +425,7 @@ fn child_report(
         changed_files,
         verdict,
         worktree: None,
+        cost: p.agent.cost(),
+        compactions: p.agent.compactions(),
     }
 }

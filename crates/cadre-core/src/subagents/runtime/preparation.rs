@@ -124,7 +124,7 @@ impl SubagentRuntime {
                 def.name,
                 first_chars(&args.prompt, 60)
             )),
-            client,
+            client: client.clone(),
             tools: spec.tools,
             ctx: ctx.clone(),
             system: spec.system,
@@ -133,6 +133,9 @@ impl SubagentRuntime {
             policy: Arc::new(policy),
             gate: self.gate.clone(),
             log: None,
+            context: self
+                .context
+                .for_model(client.config().provider, &client.config().model),
         };
         let agent = Agent::new(setup.clone()).with_delegation(self.delegation_for(&spawner_info));
         Ok(Prepared {

@@ -1,0 +1,291 @@
+//! The context an agent's conversation uses, and its compaction: the model is
+//! asked for a summary, the conversation becomes the summary plus the most
+//! recent messages, and the log gets a boundary (nothing before is deleted).
+
+use std::sync::Arc;
+
+use thiserror::Error;
+use tokio_util::sync::CancellationToken;
+
+use super::{Agent, LogFailure};
+use crate::context::{
+    self, Cost, PreCompactInput, compacted_conversation, estimate_messages_tokens,
+    estimate_text_tokens, kept_tail, summary_request_messages,
+};
+use crate::model::{Message, ModelError, ModelRequest, Role, StreamDelta, Usage};
+use crate::protocol::{CompactTrigger, Event};
+use crate::session::RecordBody;
+
+/// Why a compaction did not happen; the conversation and log are as they were.
+#[derive(Debug, Error)]
+pub enum CompactError {
+    /// Nothing to summarise yet.
+    #[error("there is nothing to compact yet")]
+    Empty,
+    /// A `PreCompact` hook refused.
+    #[error("a PreCompact hook stopped the compaction: {0}")]
+    Blocked(String),
+    /// The summary request failed.
+    #[error("the summary request failed: {0}")]
+    Model(ModelError),
+    /// The model answered without a summary.
+    #[error("the model answered the summary request without any text")]
+    NoSummary,
+    /// The user interrupted it.
+    #[error("interrupted by the user")]
+    Cancelled,
+    /// The boundary could not be written to the log.
+    #[error("{0}")]
+    Log(String),
+}
+
+/// A finished compaction, for the turn's counts.
+pub(super) struct Compacted {
+    pub(super) usage: Usage,
+    pub(super) cost: Option<Cost>,
+}
+
+impl Agent {
+    /// Estimated tokens of the system prompt and the tool list (made once).
+    fn fixed_tokens(&mut self) -> u64 {
+        if let Some(t) = self.fixed_tokens {
+            return t;
+        }
+        let tools = serde_json::to_string(&self.tools.specs()).map_or(0, |s| s.len());
+        let t = estimate_text_tokens(&self.system) + (tools as u64).div_ceil(4);
+        self.fixed_tokens = Some(t);
+        t
+    }
+
+    /// Tokens the next request would hold: the provider's count from the last
+    /// reply plus an estimate of the messages added since, or an estimate of
+    /// it all before any reply.
+    pub fn context_in_use(&mut self) -> u64 {
+        match self.counted {
+            Some((tokens, upto)) if upto <= self.conversation.len() => {
+                tokens + estimate_messages_tokens(&self.conversation[upto..])
+            }
+            _ => self.fixed_tokens() + estimate_messages_tokens(&self.conversation),
+        }
+    }
+
+    /// Records the provider's count after a reply and reports it.
+    pub(super) fn count_reply(&mut self, usage: &Usage) {
+        self.counted = Some((usage.total(), self.conversation.len()));
+        self.report_context(usage.total(), false);
+    }
+
+    fn report_context(&self, tokens: u64, estimated: bool) {
+        self.events.emit(Event::ContextUsage {
+            agent: self.id.clone(),
+            tokens,
+            window: self.context.profile.context_window,
+            percent: self.context.percent(tokens),
+            estimated,
+        });
+    }
+
+    /// True when the context in use has reached the automatic threshold.
+    pub(super) fn wants_compaction(&mut self) -> bool {
+        self.context.auto_compact_percent < 100
+            && self.conversation.len() >= 2
+            && self.context_in_use() >= self.context.threshold_tokens()
+    }
+
+    /// The cost of `usage` at this agent's model's prices, when known.
+    pub(super) fn price(&self, usage: &Usage) -> Option<Cost> {
+        self.context.profile.prices.map(|p| p.cost(usage))
+    }
+
+    /// Compacts the conversation now (`/compact [focus]`); see [`CompactError`]
+    /// for why it may not.
+    pub async fn compact(
+        &mut self,
+        focus: Option<String>,
+        cancel: &CancellationToken,
+    ) -> Result<(), CompactError> {
+        self.compact_for(CompactTrigger::Manual, focus, cancel)
+            .await
+            .map(|_| ())
+    }
+
+    /// Summarises the conversation and replaces it with the summary and the
+    /// most recent messages, logging a boundary. On any failure the
+    /// conversation and the log are untouched.
+    pub(super) async fn compact_for(
+        &mut self,
+        trigger: CompactTrigger,
+        focus: Option<String>,
+        cancel: &CancellationToken,
+    ) -> Result<Compacted, CompactError> {
+        let tokens_before = self.context_in_use();
+        self.events.emit(Event::CompactionStarted {
+            agent: self.id.clone(),
+            trigger,
+            tokens_before,
+        });
+        let result = if self.conversation.is_empty() {
+            Err(CompactError::Empty)
+        } else {
+            self.summarise_and_replace(trigger, focus, tokens_before, cancel)
+                .await
+        };
+        match &result {
+            Ok((_, kept)) => {
+                let tokens_after = self.context_in_use();
+                self.events.emit(Event::CompactionEnded {
+                    agent: self.id.clone(),
+                    trigger,
+                    tokens_before,
+                    tokens_after,
+                    kept_messages: *kept,
+                    error: None,
+                });
+                self.report_context(tokens_after, true);
+            }
+            Err(e) => self.events.emit(Event::CompactionEnded {
+                agent: self.id.clone(),
+                trigger,
+                tokens_before,
+                tokens_after: tokens_before,
+                kept_messages: 0,
+                error: Some(e.to_string()),
+            }),
+        }
+        result.map(|(done, _)| done)
+    }
+
+    async fn summarise_and_replace(
+        &mut self,
+        trigger: CompactTrigger,
+        focus: Option<String>,
+        tokens_before: u64,
+        cancel: &CancellationToken,
+    ) -> Result<(Compacted, usize), CompactError> {
+        let mut extra = None;
+        if let Some(hook) = self.context.pre_compact.clone() {
+            let decision = hook
+                .pre_compact(PreCompactInput {
+                    agent_id: self.id.clone(),
+                    trigger,
+                    custom_instructions: focus.clone(),
+                })
+                .await;
+            if let Some(reason) = decision.block {
+                return Err(CompactError::Blocked(reason));
+            }
+            extra = decision.extra_instructions;
+        }
+        // A conversation the provider refused as too long is summarised from
+        // its first message and its most recent part; otherwise it is sent
+        // whole (the request then reads the prompt cache), and trimmed only
+        // if that is refused.
+        let mut trimmed = trigger == CompactTrigger::LengthError;
+        let (response, usage) = loop {
+            let source = if trimmed {
+                self.trimmed_for_summary()
+            } else {
+                self.conversation.clone()
+            };
+            let req = ModelRequest {
+                model: self.client.config().model.clone(),
+                system: self.system.clone(),
+                messages: summary_request_messages(&source, focus.as_deref(), extra.as_deref()),
+                tools: self.tools.specs(),
+                max_tokens: self.client.config().max_tokens,
+                cache_after: if trimmed { None } else { self.cache_after },
+            };
+            let events = self.events.clone();
+            let agent = self.id.clone();
+            let mut on_delta = move |d: StreamDelta| {
+                if let StreamDelta::Retrying {
+                    attempt,
+                    status,
+                    wait_ms,
+                    reason,
+                    discarded_text,
+                } = d
+                {
+                    events.emit(Event::Retrying {
+                        agent: agent.clone(),
+                        attempt,
+                        status,
+                        wait_ms,
+                        reason,
+                        discarded_text,
+                    });
+                }
+            };
+            match self.client.stream(&req, &mut on_delta, cancel).await {
+                Ok(r) => {
+                    let usage = r.usage;
+                    break (r, usage);
+                }
+                Err(ModelError::Cancelled) => return Err(CompactError::Cancelled),
+                Err(e) if !trimmed && context::is_context_length_error(&e) => trimmed = true,
+                Err(e) => return Err(CompactError::Model(e)),
+            }
+        };
+        // The summary request is paid for whether or not a summary came back.
+        self.usage.add(&usage);
+        let cost = self.price(&usage);
+        if let Some(c) = cost {
+            self.cost.add(c);
+        }
+        let summary = response.message.text();
+        if summary.trim().is_empty() {
+            return Err(CompactError::NoSummary);
+        }
+        let start = kept_tail(&self.conversation, self.context.keep_recent_tokens());
+        let kept: Vec<Message> = self.conversation[start..].to_vec();
+        let conversation = compacted_conversation(&summary, &kept);
+        let fixed = self.fixed_tokens();
+        let tokens_after = fixed + estimate_messages_tokens(&conversation);
+        if let Some(log) = &self.log {
+            log.append(RecordBody::CompactBoundary {
+                trigger,
+                summary: summary.clone(),
+                kept: kept.clone(),
+                tokens_before,
+                tokens_after,
+                usage: Some(usage),
+                cost_nanodollars: cost.map(|c| c.0),
+            })
+            .await
+            .map_err(|e| CompactError::Log(LogFailure(e.to_string()).0))?;
+        }
+        self.conversation = conversation;
+        self.counted = Some((tokens_after, self.conversation.len()));
+        // The inherited prefix a fork's breakpoint marked is gone.
+        self.cache_after = None;
+        self.last_request = None::<Arc<ModelRequest>>;
+        self.compactions += 1;
+        Ok((Compacted { usage, cost }, kept.len()))
+    }
+
+    /// The conversation cut for a summary request that must fit: the first
+    /// message (the task), cut to a tenth of the window, then the most recent
+    /// messages that fit half of it.
+    fn trimmed_for_summary(&self) -> Vec<Message> {
+        let window = self.context.profile.context_window;
+        let Some(first) = self.conversation.first() else {
+            return Vec::new();
+        };
+        let task = context::cut_to_tokens(&first.text(), window / 10).into_owned();
+        let mut out = vec![Message::user_text(format!(
+            "{task}\n\n[cadre: messages between this one and the next were dropped from this summary request; they did not fit]"
+        ))];
+        let start = kept_tail(&self.conversation, window / 2).max(1);
+        for m in &self.conversation[start..] {
+            match out.last_mut() {
+                Some(last) if last.role == Role::User && m.role == Role::User => {
+                    for b in &m.content {
+                        last.content.push(b.clone());
+                    }
+                }
+                _ => out.push(m.clone()),
+            }
+        }
+        out
+    }
+}
