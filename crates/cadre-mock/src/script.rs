@@ -28,8 +28,25 @@ pub struct Rule {
     /// Conditions; every given one must hold. Omitted = matches any request.
     #[serde(default)]
     pub when: When,
-    /// Reply k answers a request whose messages already hold k assistant turns.
+    /// Reply k answers a request whose messages already hold k assistant
+    /// turns (or, with `step_by: requests`, the k-th request this rule answered).
     pub replies: Vec<Reply>,
+    /// How the reply is chosen.
+    #[serde(default)]
+    pub step_by: StepBy,
+}
+
+/// How a rule counts its steps.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StepBy {
+    /// By the assistant turns in the request (a conversation's own position).
+    #[default]
+    AssistantTurns,
+    /// By the requests this rule has answered with a reply, failures not
+    /// counted (a retried request gets the same step): for conversations that
+    /// shrink, as a compacted one does.
+    Requests,
 }
 
 /// Matching conditions of a rule (all substring matches, except `tool`).

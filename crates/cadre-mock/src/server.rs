@@ -22,7 +22,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 use crate::extract::request_info;
-use crate::script::{Failure, Script};
+use crate::script::{Failure, Script, StepBy};
 use crate::wire::{self, Ctx};
 use crate::{MockError, parse_script};
 
@@ -101,6 +101,8 @@ struct RecorderInner {
 struct Shared {
     script: Script,
     failed_once: Mutex<HashSet<(usize, usize)>>,
+    /// Replies served per rule (for `step_by: requests`).
+    served: Mutex<std::collections::HashMap<usize, usize>>,
     recorder: Mutex<RecorderInner>,
     counter: AtomicU64,
 }
@@ -237,6 +239,7 @@ impl MockServer {
         let shared = Arc::new(Shared {
             script,
             failed_once: Mutex::new(HashSet::new()),
+            served: Mutex::new(Default::default()),
             recorder: Mutex::new(RecorderInner {
                 records: Vec::new(),
                 file,
@@ -405,24 +408,42 @@ async fn handle(
     };
     let rule = &script.rules[ri];
     set_rec(&mut guard, &|r| r.rule = Some(rule.name.clone()));
-    let Some(reply) = rule.replies.get(info.step) else {
+    // With `step_by: requests` the step is taken and advanced under one
+    // lock, so concurrent requests to one rule get successive replies.
+    let (step, chosen) = {
+        let mut served = lock(&shared.served);
+        let step = match rule.step_by {
+            StepBy::AssistantTurns => step,
+            StepBy::Requests => served.get(&ri).copied().unwrap_or(0),
+        };
+        let chosen = rule.replies.get(step).map(|reply| {
+            let reply = crate::template::with_task_ids(reply, &body);
+            let fails = reply.fail.is_some()
+                || (reply.fail_once.is_some() && lock(&shared.failed_once).insert((ri, step)));
+            if !fails && rule.step_by == StepBy::Requests {
+                *served.entry(ri).or_default() += 1;
+            }
+            (reply, fails)
+        });
+        (step, chosen)
+    };
+    set_rec(&mut guard, &|r| r.step = step);
+    let Some((reply, fails)) = chosen else {
         let msg = format!(
             "rule {:?} has {} replies; this request is at step {}",
             rule.name,
             rule.replies.len(),
-            info.step
+            step
         );
         keep_body(&mut guard, body);
         return error_response(guard, wire, n, 400, &msg);
     };
-
-    let reply = &crate::template::with_task_ids(reply, &body);
-    let failure: Option<&Failure> = reply.fail.as_ref().or_else(|| {
-        reply
-            .fail_once
-            .as_ref()
-            .filter(|_| lock(&shared.failed_once).insert((ri, info.step)))
-    });
+    let reply = &reply;
+    let failure: Option<&Failure> = if fails {
+        reply.fail.as_ref().or(reply.fail_once.as_ref())
+    } else {
+        None
+    };
 
     if reply.latency_ms > 0 {
         tokio::time::sleep(Duration::from_millis(reply.latency_ms)).await;
@@ -446,7 +467,7 @@ async fn handle(
     let streaming = body.get("stream").and_then(Value::as_bool) == Some(true);
     let ctx = Ctx {
         rule: wire::sanitize(&rule.name),
-        step: info.step,
+        step,
         model: body
             .get("model")
             .and_then(Value::as_str)

@@ -750,3 +750,39 @@ rules:
             .is_none()
     );
 }
+
+#[tokio::test]
+async fn step_by_requests_counts_answered_requests_not_turns() {
+    let script = r#"
+rules:
+  - name: shrinking
+    step_by: requests
+    replies:
+      - text: "first"
+      - text: "second"
+        fail_once: { status: 500 }
+      - text: "third"
+"#;
+    let server = MockServer::start(script, None).await.unwrap();
+    // The same request (no assistant turns) three times, plus a retry of
+    // the failed one: the failure does not advance the step.
+    let body = anthropic_req("go", 0, false);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let resp = post(&server, "/v1/messages", &body).await;
+        let status = resp.status().as_u16();
+        let v: Value = resp.json().await.unwrap();
+        seen.push((status, v["content"][0]["text"].as_str().map(str::to_string)));
+    }
+    assert_eq!(
+        seen,
+        vec![
+            (200, Some("first".into())),
+            (500, None),
+            (200, Some("second".into())),
+            (200, Some("third".into())),
+        ]
+    );
+    let steps: Vec<usize> = server.records().iter().map(|r| r.step).collect();
+    assert_eq!(steps, vec![0, 1, 1, 2]);
+}
