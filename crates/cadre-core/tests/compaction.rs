@@ -43,7 +43,10 @@ rules:
 
 fn write_files(w: &World) {
     for name in ["a", "b", "c", "d"] {
-        w.write(&format!("{name}.txt"), &format!("{name}{}\n", "x".repeat(2000)));
+        w.write(
+            &format!("{name}.txt"),
+            &format!("{name}{}\n", "x".repeat(2000)),
+        );
     }
 }
 
@@ -81,7 +84,11 @@ async fn the_session_compacts_at_the_threshold_and_goes_on_with_the_summary_and_
         let outcome = agent
             .run_turn("read the four files".into(), CancellationToken::new())
             .await;
-        assert_eq!(outcome.status, TurnStatus::Completed, "{wire:?}: {outcome:?}");
+        assert_eq!(
+            outcome.status,
+            TurnStatus::Completed,
+            "{wire:?}: {outcome:?}"
+        );
         assert_eq!(outcome.final_text, "All four read.");
         assert_eq!(outcome.compactions, 1, "{wire:?}");
         assert_eq!(agent.compactions(), 1);
@@ -270,7 +277,11 @@ rules:
         let outcome = agent
             .run_turn("read a".into(), CancellationToken::new())
             .await;
-        assert_eq!(outcome.status, TurnStatus::Completed, "{wire:?}: {outcome:?}");
+        assert_eq!(
+            outcome.status,
+            TurnStatus::Completed,
+            "{wire:?}: {outcome:?}"
+        );
         assert_eq!(outcome.final_text, "done after the retry");
         let records = w.records();
         let retried = &records.last().unwrap().body;
@@ -379,7 +390,9 @@ rules:
     for wire in WIRES {
         let w = World::new(script, wire).await;
         // 40 KB of lines: about 10k tokens, against a 4000-token window.
-        let big: String = (0..1000).map(|i| format!("line {i:05} {}\n", "y".repeat(28))).collect();
+        let big: String = (0..1000)
+            .map(|i| format!("line {i:05} {}\n", "y".repeat(28)))
+            .collect();
         w.write("big.txt", &big);
         let (mut agent, _rx) = w.agent_with(20, None, Some(4000), None);
         let outcome = agent
@@ -424,17 +437,29 @@ rules:
         let outcome = agent
             .run_turn("write the report".into(), CancellationToken::new())
             .await;
-        assert_eq!(outcome.status, TurnStatus::Completed, "{wire:?}: {outcome:?}");
+        assert_eq!(
+            outcome.status,
+            TurnStatus::Completed,
+            "{wire:?}: {outcome:?}"
+        );
         assert_eq!(outcome.final_text, "and the second half.");
         assert_eq!(outcome.compactions, 1);
         let records = w.records();
         assert_eq!(records.len(), 3, "{wire:?}");
         let texts = user_texts(&records[2].body);
         assert!(
-            texts.last().unwrap().contains("continue the reply from where it stopped"),
+            texts
+                .last()
+                .unwrap()
+                .contains("continue the reply from where it stopped"),
             "{wire:?}: {texts:?}"
         );
         // The cut reply itself is kept verbatim after the summary.
-        assert!(records[2].body.to_string().contains("The report, first half"));
+        assert!(
+            records[2]
+                .body
+                .to_string()
+                .contains("The report, first half")
+        );
     }
 }
