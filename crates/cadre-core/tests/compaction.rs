@@ -7,8 +7,12 @@
 
 mod support;
 
+use std::sync::Arc;
+
+use cadre_core::context::{PreCompactDecision, PreCompactHook, PreCompactInput};
 use cadre_core::model::Provider;
 use cadre_core::protocol::{CompactTrigger, Event, TurnStatus};
+use futures::future::BoxFuture;
 use serde_json::Value;
 use support::{World, drain, user_texts};
 use tokio_util::sync::CancellationToken;
@@ -80,7 +84,7 @@ async fn the_session_compacts_at_the_threshold_and_goes_on_with_the_summary_and_
     for wire in WIRES {
         let w = World::new(GROWING, wire).await;
         write_files(&w);
-        let (mut agent, mut rx) = w.agent_with(20, None, Some(4000), None);
+        let (mut agent, mut rx) = w.agent_with(20, None, Some(4000), None, None);
         let outcome = agent
             .run_turn("read the four files".into(), CancellationToken::new())
             .await;
@@ -220,7 +224,7 @@ rules:
     for wire in WIRES {
         let w = World::new(script, wire).await;
         write_files(&w);
-        let (mut agent, mut rx) = w.agent_with(20, None, Some(200_000), None);
+        let (mut agent, mut rx) = w.agent_with(20, None, Some(200_000), None, None);
         let outcome = agent
             .run_turn("read a".into(), CancellationToken::new())
             .await;
@@ -273,7 +277,7 @@ rules:
     for wire in WIRES {
         let w = World::new(script, wire).await;
         write_files(&w);
-        let (mut agent, _rx) = w.agent_with(20, None, Some(8192), None);
+        let (mut agent, _rx) = w.agent_with(20, None, Some(8192), None, None);
         let outcome = agent
             .run_turn("read a".into(), CancellationToken::new())
             .await;
@@ -311,7 +315,7 @@ rules:
     for wire in WIRES {
         let w = World::new(script, wire).await;
         write_files(&w);
-        let (mut agent, mut rx) = w.agent_with(20, None, Some(4000), None);
+        let (mut agent, mut rx) = w.agent_with(20, None, Some(4000), None, None);
         let outcome = agent
             .run_turn("read a".into(), CancellationToken::new())
             .await;
@@ -348,7 +352,7 @@ rules:
 "#;
     for wire in WIRES {
         let w = World::new(script, wire).await;
-        let (mut agent, _rx) = w.agent_with(20, None, None, None);
+        let (mut agent, _rx) = w.agent_with(20, None, None, None, None);
         let cancel = CancellationToken::new();
         let empty = agent.compact(None, &cancel).await.unwrap_err();
         assert!(empty.to_string().contains("nothing to compact"), "{empty}");
@@ -394,7 +398,7 @@ rules:
             .map(|i| format!("line {i:05} {}\n", "y".repeat(28)))
             .collect();
         w.write("big.txt", &big);
-        let (mut agent, _rx) = w.agent_with(20, None, Some(4000), None);
+        let (mut agent, _rx) = w.agent_with(20, None, Some(4000), None, None);
         let outcome = agent
             .run_turn("read big".into(), CancellationToken::new())
             .await;
@@ -433,7 +437,7 @@ rules:
 "#;
     for wire in WIRES {
         let w = World::new(script, wire).await;
-        let (mut agent, _rx) = w.agent_with(20, None, Some(4000), None);
+        let (mut agent, _rx) = w.agent_with(20, None, Some(4000), None, None);
         let outcome = agent
             .run_turn("write the report".into(), CancellationToken::new())
             .await;
@@ -461,5 +465,82 @@ rules:
                 .to_string()
                 .contains("The report, first half")
         );
+    }
+}
+
+/// A hook that blocks when told to, and otherwise adds an instruction.
+struct Hook {
+    block: bool,
+    seen: std::sync::Mutex<Vec<PreCompactInput>>,
+}
+
+impl PreCompactHook for Hook {
+    fn pre_compact(&self, input: PreCompactInput) -> BoxFuture<'static, PreCompactDecision> {
+        self.seen.lock().unwrap().push(input);
+        let decision = if self.block {
+            PreCompactDecision {
+                block: Some("not now".into()),
+                extra_instructions: None,
+            }
+        } else {
+            PreCompactDecision {
+                block: None,
+                extra_instructions: Some("mention the HOOK-NOTE".into()),
+            }
+        };
+        Box::pin(async move { decision })
+    }
+}
+
+#[tokio::test]
+async fn the_pre_compact_point_sees_every_compaction_and_may_add_to_it_or_stop_it() {
+    let script = r#"
+rules:
+  - name: summary
+    when: { last_user: "<compaction-request>" }
+    step_by: requests
+    replies:
+      - text: "SUMMARY: hi."
+  - name: main
+    step_by: requests
+    replies:
+      - text: "hello"
+"#;
+    for block in [false, true] {
+        let w = World::new(script, Provider::Anthropic).await;
+        let hook = Arc::new(Hook {
+            block,
+            seen: Default::default(),
+        });
+        let (mut agent, _rx) = w.agent_with(20, None, None, None, Some(hook.clone()));
+        let cancel = CancellationToken::new();
+        agent.run_turn("hi".into(), cancel.clone()).await;
+        let result = agent.compact(Some("focus".into()), &cancel).await;
+        let seen = hook.seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [PreCompactInput {
+                agent_id: "main".into(),
+                trigger: CompactTrigger::Manual,
+                custom_instructions: Some("focus".into()),
+            }]
+        );
+        let records = w.records();
+        if block {
+            let e = result.unwrap_err().to_string();
+            assert!(
+                e.contains("PreCompact hook stopped") && e.contains("not now"),
+                "{e}"
+            );
+            assert_eq!(records.len(), 1, "no summary request");
+            assert_eq!(agent.compactions(), 0);
+        } else {
+            result.unwrap();
+            let last = user_texts(&records[1].body).pop().unwrap();
+            assert!(
+                last.ends_with("Further instructions for the summary: mention the HOOK-NOTE"),
+                "{last}"
+            );
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
-use super::{Agent, LogFailure};
+use super::{Agent, FORK_TAG, LogFailure};
 use crate::context::{
     self, Cost, PreCompactInput, compacted_conversation, estimate_messages_tokens,
     estimate_text_tokens, kept_tail, summary_request_messages,
@@ -232,9 +232,16 @@ impl Agent {
         if let Some(c) = cost {
             self.cost.add(c);
         }
-        let summary = response.message.text();
+        let mut summary = response.message.text();
         if summary.trim().is_empty() {
             return Err(CompactError::NoSummary);
+        }
+        // A fork stays recognisable after its directive is summarised away
+        // (and after a resume, which rebuilds from this summary).
+        if self.is_fork() {
+            summary.push_str(&format!(
+                "\n\n(This agent is a fork {FORK_TAG}: it does its directive itself and cannot start subagents.)"
+            ));
         }
         let start = kept_tail(&self.conversation, self.context.keep_recent_tokens());
         let kept: Vec<Message> = self.conversation[start..].to_vec();

@@ -225,14 +225,14 @@ impl Agent {
                 out.log_error = Some(e);
                 return out;
             }
-            if !compacted_since_reply && self.wants_compaction() {
-                if self
+            if !compacted_since_reply
+                && self.wants_compaction()
+                && self
                     .compact_in_turn(CompactTrigger::Auto, &mut out, cancel, None)
                     .await
                     .is_err()
-                {
-                    return out;
-                }
+            {
+                return out;
             }
             out.requests += 1;
             self.events.emit(Event::RequestStarted {

@@ -48,7 +48,7 @@ impl World {
         max_requests: u32,
         background: Option<Arc<BackgroundWork>>,
     ) -> (Agent, UnboundedReceiver<Event>) {
-        self.agent_with(max_requests, background, None, None)
+        self.agent_with(max_requests, background, None, None, None)
     }
 
     /// [`Self::agent`] with a context window of `window` tokens (the
@@ -59,6 +59,7 @@ impl World {
         background: Option<Arc<BackgroundWork>>,
         window: Option<u64>,
         log: Option<Arc<cadre_core::session::SessionLog>>,
+        pre_compact: Option<Arc<dyn cadre_core::context::PreCompactHook>>,
     ) -> (Agent, UnboundedReceiver<Event>) {
         // The binary installs the TLS provider at start; a test does it here.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -101,11 +102,13 @@ impl World {
                         prices: None,
                     },
                 );
-                cadre_core::context::ContextPolicy::new(
+                let mut policy = cadre_core::context::ContextPolicy::new(
                     Arc::new(table),
                     client.config().provider,
                     &client.config().model,
-                )
+                );
+                policy.pre_compact = pre_compact;
+                policy
             },
             client,
             tools: ToolRegistry::builtin(),
