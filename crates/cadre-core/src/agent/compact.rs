@@ -75,7 +75,7 @@ impl Agent {
         self.report_context(usage.total(), false);
     }
 
-    fn report_context(&self, tokens: u64, estimated: bool) {
+    pub(super) fn report_context(&self, tokens: u64, estimated: bool) {
         self.events.emit(Event::ContextUsage {
             agent: self.id.clone(),
             tokens,
@@ -232,10 +232,14 @@ impl Agent {
         if let Some(c) = cost {
             self.cost.add(c);
         }
-        let mut summary = response.message.text();
+        let summary = response.message.text();
         if summary.trim().is_empty() {
             return Err(CompactError::NoSummary);
         }
+        // A summary longer than a quarter of the window would leave little
+        // room for the work it is meant to make room for.
+        let mut summary =
+            context::cut_to_tokens(&summary, self.context.profile.context_window / 4).into_owned();
         // A fork stays recognisable after its directive is summarised away
         // (and after a resume, which rebuilds from this summary).
         if self.is_fork() {

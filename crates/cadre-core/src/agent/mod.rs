@@ -282,6 +282,9 @@ impl Agent {
     pub fn restore(&mut self, messages: Vec<Message>) {
         self.conversation = messages;
         self.counted = None;
+        // Before the first reply the front end knows the context from an estimate.
+        let estimate = self.context_in_use();
+        self.report_context(estimate, true);
     }
 
     /// Appends a record to this agent's log and waits until the OS has it
