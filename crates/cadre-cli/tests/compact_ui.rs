@@ -250,3 +250,19 @@ async fn an_unknown_command_is_not_sent_to_the_model() {
     );
     assert!(err.contains("/compact [focus]"), "/help lists it: {err}");
 }
+
+#[tokio::test]
+async fn exec_shows_the_context_used_after_the_turn() {
+    let h = Harness::new(SCRIPT, Wire::Anthropic).await;
+    let out = h.cadre(&["exec", "hello"]).await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(common::stdout(&out).trim(), "Answer one.");
+    let err = common::stderr(&out);
+    let status: Vec<&str> = err.lines().filter(|l| l.starts_with("ctx ")).collect();
+    assert_eq!(status.len(), 1, "one line for the one turn: {err}");
+    // The mock model has no prices: no cost is shown.
+    assert!(
+        status[0].ends_with(" tokens)") && status[0].contains("% ("),
+        "{err}"
+    );
+}
