@@ -266,3 +266,50 @@ async fn exec_shows_the_context_used_after_the_turn() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_childs_compaction_is_shown_with_the_childs_prefix() {
+    // The child's second request is refused as too long once: it compacts
+    // and retries; the parent never compacts.
+    let script = r#"
+rules:
+  - name: child-summary
+    when: { system: "general-purpose agent", last_user: "<compaction-request>" }
+    step_by: requests
+    replies:
+      - text: "CHILD-SUMMARY: b.txt was read."
+  - name: child
+    when: { system: "general-purpose agent" }
+    step_by: requests
+    replies:
+      - tool_calls: [{ name: Read, input: { file_path: "b.txt" } }]
+      - text: "CHILD-REPORT: b holds beta."
+        fail_once: { status: 400, message: "prompt is too long: 201000 tokens > 200000 maximum" }
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "read b", prompt: "read b.txt", subagent_type: "general-purpose" } }
+      - text: "parent done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write("b.txt", "beta\n");
+    let out = h.cadre(&["exec", "delegate it"]).await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(
+        rule_records(&h.records(), "child-summary").len(),
+        1,
+        "the child compacted once"
+    );
+    let err = common::stderr(&out);
+    let compaction_lines: Vec<&str> = err.lines().filter(|l| l.contains("compact")).collect();
+    assert_eq!(compaction_lines.len(), 2, "{err}");
+    assert!(
+        compaction_lines[0]
+            .starts_with("  [subagent 1/1 general-purpose] compacting… (after a length error, "),
+        "{err}"
+    );
+    assert!(
+        compaction_lines[1].starts_with("  [subagent 1/1 general-purpose] compacted: "),
+        "{err}"
+    );
+}
