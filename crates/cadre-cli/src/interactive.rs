@@ -343,6 +343,7 @@ mod tests {
             tokens_after: 5,
             kept_messages: 1,
             error: None,
+            cost_usd: None,
         }
     }
 

@@ -249,6 +249,13 @@ impl HumanRenderer {
                 cost_usd: Some(usd),
                 ..
             } => self.add_cost(*usd),
+            // `/compact` runs outside any turn: its request is counted here.
+            Event::CompactionEnded {
+                agent,
+                trigger: CompactTrigger::Manual,
+                cost_usd: Some(usd),
+                ..
+            } if agent == MAIN => self.add_cost(*usd),
             Event::SubagentStarted {
                 index,
                 total,
@@ -455,6 +462,24 @@ mod tests {
             r.status_line().unwrap(),
             "ctx ~22% (900/4k tokens) · $0.0124"
         );
+        // `/compact` is outside any turn: its summary request counts on its
+        // own; an automatic one is already in its turn's cost.
+        let compacted = |trigger, agent: &str| Event::CompactionEnded {
+            agent: agent.into(),
+            trigger,
+            tokens_before: 3400,
+            tokens_after: 900,
+            kept_messages: 2,
+            error: None,
+            cost_usd: Some(0.0100),
+        };
+        r.track(&compacted(CompactTrigger::Auto, "main"));
+        r.track(&compacted(CompactTrigger::Manual, "a1"));
+        r.track(&compacted(CompactTrigger::Manual, "main"));
+        assert_eq!(
+            r.status_line().unwrap(),
+            "ctx ~22% (900/4k tokens) · $0.0224"
+        );
     }
 
     #[test]
@@ -484,6 +509,7 @@ mod tests {
             tokens_after: if error.is_some() { 3400 } else { 900 },
             kept_messages: kept,
             error: error.map(str::to_string),
+            cost_usd: None,
         };
         assert_eq!(
             r.compaction_line(&ended("main", 2, None)).unwrap(),

@@ -131,7 +131,7 @@ impl Agent {
                 .await
         };
         match &result {
-            Ok((_, kept)) => {
+            Ok((done, kept)) => {
                 let tokens_after = self.context_in_use();
                 self.events.emit(Event::CompactionEnded {
                     agent: self.id.clone(),
@@ -140,6 +140,7 @@ impl Agent {
                     tokens_after,
                     kept_messages: *kept,
                     error: None,
+                    cost_usd: done.cost.map(|c| c.usd()),
                 });
                 self.report_context(tokens_after, true);
             }
@@ -150,6 +151,7 @@ impl Agent {
                 tokens_after: tokens_before,
                 kept_messages: 0,
                 error: Some(e.to_string()),
+                cost_usd: None,
             }),
         }
         result.map(|(done, _)| done)
