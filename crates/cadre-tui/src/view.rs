@@ -91,24 +91,35 @@ pub fn render(frame: &mut Frame<'_>, app: &App, now: Instant, theme: &Theme) {
 pub fn render_transcript(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
     let height = usize::from(area.height);
     let want = height + app.scroll;
-    // Walk back from the newest entry until the window is full: a frame lays
-    // out only what it shows.
-    let mut rows: Vec<Line<'static>> = Vec::with_capacity(want);
-    for entry in app.transcript.entries().iter().rev() {
-        let entry_rows = entry.rows(area.width, app.verbose, theme);
-        for row in entry_rows.iter().rev() {
-            rows.push(row.clone());
-            if rows.len() >= want {
-                break;
-            }
+    let entries = app.transcript.entries();
+    // Walk back from the newest entry, counting rows, until the window is
+    // covered: entries further up are never laid out (their row counts are
+    // cached once they were), and only the rows shown are copied.
+    let mut first = entries.len();
+    let mut total = 0usize;
+    while first > 0 && total < want {
+        first -= 1;
+        total += entries[first].rows(area.width, app.verbose, theme).len();
+    }
+    // Scrolled past the top: show the first page.
+    let skip = app.scroll.min(total.saturating_sub(height));
+    let end = total - skip;
+    let begin = end.saturating_sub(height);
+    let mut visible: Vec<Line<'static>> = Vec::with_capacity(end - begin);
+    let mut at = 0usize;
+    for entry in &entries[first..] {
+        let rows = entry.rows(area.width, app.verbose, theme);
+        let next = at + rows.len();
+        if next > begin && at < end {
+            let from = begin.saturating_sub(at);
+            let to = (end - at).min(rows.len());
+            visible.extend(rows[from..to].iter().cloned());
         }
-        if rows.len() >= want {
+        at = next;
+        if at >= end {
             break;
         }
     }
-    // Scrolled past the top: show the first page.
-    let skip = app.scroll.min(rows.len().saturating_sub(height));
-    let visible: Vec<Line<'static>> = rows.into_iter().skip(skip).take(height).rev().collect();
     // Short transcripts sit at the bottom, next to the prompt.
     let pad = height.saturating_sub(visible.len()) as u16;
     let inner = Rect::new(area.x, area.y + pad, area.width, area.height - pad);
