@@ -473,3 +473,42 @@ async fn sigterm_restores_the_terminal_too() {
     let after = std::fs::read_to_string(pane.file("after.txt")).unwrap();
     assert_eq!(before, after, "stty -a differs after SIGTERM");
 }
+
+#[tokio::test]
+async fn ctrl_b_moves_the_running_batch_to_the_background() {
+    if !tmux_available() {
+        return;
+    }
+    let script = format!(
+        "rules:\n{}  - name: slow\n    when: {{ system: \"You are FINDER\" }}\n    replies:\n      - latency_ms: 30000\n        text: \"late\"\n",
+        parent_with_agents(&["slow a", "slow b"], "slow")
+    );
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    h.write(".cadre/agents/finder.md", FINDER);
+    let pane = Pane::start(&h, &[]);
+    pane.wait_text("mock-model").await;
+    pane.type_text("start the batch");
+    pane.keys(&["Enter"]);
+    pane.wait_for("two child rows", |s| child_rows(s).len() == 2)
+        .await;
+    pane.keys(&["C-b"]);
+    let screen = pane.wait_text("All reports in.").await;
+    assert!(
+        screen.contains("2 subagents: 2 in the background"),
+        "the batch left the foreground: {screen}"
+    );
+    assert!(screen.contains("Tasks: 2 running"), "{screen}");
+    let running = common::tasks(&h)
+        .iter()
+        .filter(|t| t.status.is_active())
+        .count();
+    assert_eq!(running, 2, "both children run on as tasks");
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.exit_status().await, 0);
+    // Leaving stops what the session still ran.
+    assert!(
+        common::tasks(&h).iter().all(|t| t.status.is_final()),
+        "{:?}",
+        common::tasks(&h)
+    );
+}

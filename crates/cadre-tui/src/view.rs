@@ -332,8 +332,8 @@ fn render_prompt(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
     }
 }
 
-/// The status line's text.
-pub fn status_text(app: &App) -> String {
+/// The status line's text; `with_place` adds the cwd and branch.
+pub fn status_text(app: &App, with_place: bool) -> String {
     let mut parts = vec![
         clean_line(&app.info.model),
         app.info.permission_mode.clone(),
@@ -343,7 +343,7 @@ pub fn status_text(app: &App) -> String {
         parts.push(format!("ctx {about}{}%", c.percent));
     }
     if app.tokens > 0 {
-        parts.push(format!("{} tokens", format_tokens(app.tokens)));
+        parts.push(format!("{} tok", format_tokens(app.tokens)));
     }
     if let Some(n) = app.cost_nanos {
         parts.push(cadre_core::context::Cost(n).to_string());
@@ -356,14 +356,20 @@ pub fn status_text(app: &App) -> String {
     if let Some(branch) = &app.info.git_branch {
         place.push_str(&format!(" ({})", clean_line(branch)));
     }
-    parts.push(place);
+    if with_place {
+        parts.push(place);
+    }
     parts.retain(|p| !p.is_empty());
     parts.join(" · ")
 }
 
 fn render_status(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
-    let mut text = format!(" {}", status_text(app));
     let width = usize::from(area.width);
+    let mut text = format!(" {}", status_text(app, true));
+    if text.width() > width {
+        // The place goes first when it does not all fit.
+        text = format!(" {}", status_text(app, false));
+    }
     if text.width() < width {
         text.push_str(&" ".repeat(width - text.width()));
     }
