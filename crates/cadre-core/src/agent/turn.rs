@@ -219,6 +219,7 @@ impl Agent {
                 ));
                 return out;
             }
+            self.apply_mode_switch();
             if let Err(LogFailure(e)) = self.deliver_notices().await {
                 out.status = TurnStatus::Failed;
                 out.error = Some(e.clone());
