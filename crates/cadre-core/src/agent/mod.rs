@@ -330,9 +330,12 @@ impl Agent {
     pub fn restore(&mut self, messages: Vec<Message>) {
         self.conversation = messages;
         self.counted = None;
-        // Before the first reply the front end knows the context from an estimate.
-        let estimate = self.context_in_use();
-        self.report_context(estimate, true);
+        // Before the first reply the front end knows a resumed or inherited
+        // conversation's context from an estimate.
+        if !self.conversation.is_empty() {
+            let estimate = self.context_in_use();
+            self.report_context(estimate, true);
+        }
     }
 
     /// Appends a record to this agent's log and waits until the OS has it
