@@ -531,3 +531,30 @@ rules:
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn the_readme_config_examples_load() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert!(
+        blocks.iter().any(|b| b.contains("[context]")),
+        "the README shows the [context] section"
+    );
+    let script = r#"
+rules:
+  - name: any
+    replies:
+      - text: "ok"
+"#;
+    for block in blocks {
+        let h = Harness::new(script, Wire::OpenAi).await;
+        write_config(&h, block);
+        let out = h.cadre(&["exec", "--json", "hello"]).await;
+        assert!(out.status.success(), "{block}\n{}", stderr(&out));
+    }
+}

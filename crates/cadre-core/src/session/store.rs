@@ -468,4 +468,35 @@ mod tests {
             Err(SessionError::Internal)
         ));
     }
+
+    #[test]
+    fn a_log_whose_first_line_is_torn_is_listed_by_its_file_name_with_its_totals() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = sessions_dir(home.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("h1.jsonl");
+        std::fs::write(&path, "{\"v\":1,\"time_ms\":5,\"type\":\"sess\n").unwrap();
+        let log = SessionLog::reopen(&path).unwrap();
+        log.append_now(RecordBody::User {
+            text: "still here".into(),
+        })
+        .unwrap();
+        log.append_now(assistant(usage(7, 3, 0, 0), Some(11)))
+            .unwrap();
+        // Not a session id: not listed.
+        std::fs::write(dir.join("x y.jsonl"), "").unwrap();
+        let list = list_sessions(home.path());
+        assert_eq!(list.len(), 1);
+        let s = &list[0];
+        assert_eq!(s.id, "h1");
+        assert_eq!(s.first_prompt, "still here");
+        assert_eq!(s.cwd, "?");
+        assert_eq!(s.totals.tokens(), 10);
+        assert_eq!(s.totals.cost, Some(Cost(11)));
+        let warning = s.warning.as_deref().unwrap();
+        assert!(
+            warning.contains("line 1 is not a valid record"),
+            "{warning}"
+        );
+    }
 }
