@@ -556,6 +556,19 @@ impl Settings {
                 }
             }
         }
+        for (source, f) in [
+            (home.join("config.toml"), &file),
+            (project_path.clone(), &project_file),
+        ] {
+            for provider in f.models.keys() {
+                if !matches!(provider.as_str(), "anthropic" | "openai") {
+                    warnings.push(format!(
+                        "{}: [models.{provider}] ignored: cadre knows the providers anthropic and openai",
+                        source.display()
+                    ));
+                }
+            }
+        }
         let project_provider_unbound =
             project_file.provider.is_some() && project_file.base_url.is_none();
         let user_provider = file.provider.clone();
@@ -826,6 +839,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.auto_compact_percent(), 1);
+    }
+
+    #[test]
+    fn model_tables_of_an_unknown_provider_are_ignored_with_a_warning() {
+        let s = load_user("[models.opneai.m]\ncontext_window = 4000\n").unwrap();
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(
+            s.warnings[0].contains("[models.opneai] ignored"),
+            "{:?}",
+            s.warnings
+        );
+        assert_eq!(
+            s.model_table()
+                .profile(Provider::OpenAI, "m")
+                .context_window,
+            128_000
+        );
     }
 
     #[test]
