@@ -59,8 +59,7 @@ pub struct SessionTotals {
 impl SessionTotals {
     /// All tokens: input, output, cache reads and cache writes.
     pub fn tokens(&self) -> u64 {
-        let u = &self.usage;
-        u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+        self.usage.total()
     }
 
     /// Adds one request's figures (`assistant` and `compact_boundary` records carry them).
