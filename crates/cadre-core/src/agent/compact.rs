@@ -234,6 +234,11 @@ impl Agent {
         if let Some(c) = cost {
             self.cost.add(c);
         }
+        self.events.emit(Event::Usage {
+            agent: self.id.clone(),
+            usage,
+            cost_usd: cost.map(|c| c.usd()),
+        });
         let summary = response.message.text();
         if summary.trim().is_empty() {
             return Err(CompactError::NoSummary);
