@@ -300,6 +300,7 @@ impl Agent {
                     }
                     length_retried = true;
                     compacted_since_reply = true;
+                    self.learn_window(&e);
                     if self
                         .compact_in_turn(CompactTrigger::LengthError, &mut out, cancel, Some(&e))
                         .await
