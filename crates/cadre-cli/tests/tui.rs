@@ -56,6 +56,11 @@ fn tmux_available() -> bool {
 impl Pane {
     /// Starts `cadre <args>` in a fresh 120×40 pane with the harness's environment.
     fn start(h: &Harness, args: &[&str]) -> Pane {
+        Pane::start_env(h, args, &[])
+    }
+
+    /// [`Pane::start`] with extra environment variables (they win over the defaults).
+    fn start_env(h: &Harness, args: &[&str], extra_env: &[(&str, &str)]) -> Pane {
         static N: AtomicUsize = AtomicUsize::new(0);
         let socket = format!(
             "cadre-tui-test-{}-{}",
@@ -63,7 +68,7 @@ impl Pane {
             N.fetch_add(1, Ordering::SeqCst)
         );
         let dir = tempfile::tempdir().unwrap();
-        let cmd = h.command(args, &[]);
+        let cmd = h.command(args, extra_env);
         let std_cmd = cmd.as_std();
         let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
         let mut env = String::new();
@@ -511,4 +516,34 @@ async fn ctrl_b_moves_the_running_batch_to_the_background() {
         "{:?}",
         common::tasks(&h)
     );
+}
+
+#[tokio::test]
+async fn no_tui_and_a_dumb_terminal_keep_the_line_front_end() {
+    if !tmux_available() {
+        return;
+    }
+    let script = r#"
+rules:
+  - name: chat
+    when: { system: "You are cadre" }
+    replies:
+      - text: "Plain answer."
+"#;
+    for (args, env) in [
+        (&["--no-tui"][..], &[][..]),
+        (&[][..], &[("TERM", "dumb")][..]),
+    ] {
+        let h = Harness::new(script, Wire::Anthropic).await;
+        let pane = Pane::start_env(&h, args, env);
+        // The line front end's banner; the TUI has none.
+        pane.wait_text("/exit or Ctrl+D to leave").await;
+        pane.type_text("hello");
+        pane.keys(&["Enter"]);
+        pane.wait_text("Plain answer.").await;
+        pane.type_text("/exit");
+        pane.keys(&["Enter"]);
+        assert_eq!(pane.exit_status().await, 0, "{args:?} {env:?}");
+        assert!(!pane.screen().contains("working…"), "{args:?} {env:?}");
+    }
 }

@@ -139,7 +139,17 @@ impl App {
     /// Updates the model from one event of the session.
     pub fn apply(&mut self, event: &Event, now: Instant) {
         match event {
-            Event::SessionStarted { model, .. } => self.info.model = model.clone(),
+            Event::SessionStarted {
+                session_id, model, ..
+            } => {
+                self.info.model = model.clone();
+                self.transcript.notice(
+                    Level::Info,
+                    format!(
+                        "cadre · session {session_id} · /help lists commands and keys · Ctrl+C twice leaves"
+                    ),
+                );
+            }
             Event::TurnStarted { agent } if agent == MAIN => {
                 self.turn_running = true;
                 self.messages_owed = self.messages_owed.saturating_sub(1);
