@@ -408,6 +408,15 @@ impl App {
         }
     }
 
+    /// Rows the whole transcript takes at `width` (each entry's layout is cached).
+    pub fn transcript_rows(&self, width: u16, theme: &crate::theme::Theme) -> usize {
+        self.transcript
+            .entries()
+            .iter()
+            .map(|e| e.rows(width, self.verbose, theme).len())
+            .sum()
+    }
+
     /// True while the main agent works on something the user asked for.
     pub fn busy(&self) -> bool {
         self.turn_running || self.messages_owed > 0 || self.compactions_owed > 0

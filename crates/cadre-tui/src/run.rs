@@ -71,7 +71,13 @@ pub async fn run(
             let size = terminal.size()?;
             let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
             if let Some(a) = view::areas(area, &app, now, &theme) {
-                app.page = usize::from(a.transcript.height.saturating_sub(1)).max(1);
+                let height = a.transcript.height;
+                app.page = usize::from(height.saturating_sub(1)).max(1);
+                if app.scroll > 0 {
+                    // Not past the top: PgDn then moves at once.
+                    let total = app.transcript_rows(size.width, &theme);
+                    app.scroll = app.scroll.min(total.saturating_sub(usize::from(height)));
+                }
             }
             terminal.draw(|f| view::render(f, &app, now, &theme))?;
             last_draw = Some(now);
@@ -97,10 +103,17 @@ pub async fn run(
             event = events.recv() => match event {
                 Some(e) => {
                     let now = Instant::now();
+                    // Scrolled up, the view stays on what it shows while rows arrive below.
+                    let width = terminal.size()?.width;
+                    let before = (app.scroll > 0).then(|| app.transcript_rows(width, &theme));
                     app.apply(&e, now);
                     // A burst (16 children reporting) is one redraw.
                     while let Ok(e) = events.try_recv() {
                         app.apply(&e, now);
+                    }
+                    if let Some(before) = before {
+                        let after = app.transcript_rows(width, &theme);
+                        app.scroll += after.saturating_sub(before);
                     }
                     dirty = true;
                 }

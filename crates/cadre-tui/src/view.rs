@@ -298,6 +298,8 @@ fn render_prompt(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
     let mut rule = String::from("─");
     if let Some(hint) = &app.hint {
         rule.push_str(&format!(" {hint} "));
+    } else if app.scroll > 0 {
+        rule.push_str(&format!(" ↑ {} rows up · Ctrl+End returns ", app.scroll));
     } else if app.busy() {
         rule.push_str(" working… Esc to interrupt ");
     }

@@ -212,3 +212,40 @@ fn no_color_draws_without_colours() {
         assert_eq!(cell.bg, Color::Reset, "{cell:?}");
     }
 }
+
+#[test]
+fn page_up_shows_earlier_rows_and_says_so() {
+    let now = Instant::now();
+    let theme = Theme { color: false };
+    let mut app = App::new(SessionInfo::default());
+    for i in 0..100 {
+        app.transcript
+            .push(cadre_tui::transcript::EntryKind::Notice(
+                cadre_tui::transcript::Level::Info,
+                format!("row {i}"),
+            ));
+    }
+    let row = |app: &App, y: u16| {
+        let mut terminal = Terminal::new(TestBackend::new(40, 12)).unwrap();
+        terminal
+            .draw(|f| view::render(f, app, now, &theme))
+            .unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        (0..40)
+            .map(|x| buffer[(x, y)].symbol().to_string())
+            .collect::<String>()
+    };
+    // 12 rows: transcript 9, rule, prompt, status.
+    assert_eq!(row(&app, 8).trim_end(), "row 99");
+    app.page = 8;
+    app.key(key(KeyCode::PageUp), now);
+    assert_eq!(row(&app, 8).trim_end(), "row 91");
+    assert!(row(&app, 9).contains("8 rows up"), "{}", row(&app, 9));
+    app.key(key(KeyCode::PageDown), now);
+    assert_eq!(row(&app, 8).trim_end(), "row 99");
+    // Far past the top shows the first page.
+    app.scroll = 10_000;
+    assert_eq!(row(&app, 0).trim_end(), "row 0");
+    app.key(KeyEvent::new(KeyCode::End, KeyModifiers::CONTROL), now);
+    assert_eq!(app.scroll, 0);
+}
