@@ -547,3 +547,32 @@ rules:
         assert!(!pane.screen().contains("working…"), "{args:?} {env:?}");
     }
 }
+
+#[tokio::test]
+async fn a_terminal_resized_below_40x10_says_so_and_recovers() {
+    if !tmux_available() {
+        return;
+    }
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    let pane = Pane::start(&h, &[]);
+    pane.wait_text("mock-model").await;
+    assert!(
+        pane.tmux(&["resize-window", "-x", "36", "-y", "8"])
+            .status
+            .success()
+    );
+    let screen = pane.wait_text("terminal too small").await;
+    assert_eq!(
+        screen.lines().filter(|l| !l.trim().is_empty()).count(),
+        1,
+        "one line and nothing else: {screen}"
+    );
+    assert!(
+        pane.tmux(&["resize-window", "-x", "80", "-y", "24"])
+            .status
+            .success()
+    );
+    pane.wait_text("mock-model").await;
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.exit_status().await, 0);
+}
