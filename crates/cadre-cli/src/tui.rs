@@ -68,12 +68,13 @@ pub async fn run(
     // Whatever way the TUI ended, the session ends with it.
     handle.submit(cadre_core::protocol::Op::Shutdown);
     let exit = exit?;
-    if let cadre_tui::Exit::Left = exit {
+    if exit == cadre_tui::Exit::Left {
+        // Its events have ended: it is finishing, not waiting on work.
         let _ = session.await;
     }
     drop(open);
     Ok(match exit {
-        cadre_tui::Exit::Left => ExitCode::SUCCESS,
+        cadre_tui::Exit::Left | cadre_tui::Exit::LeftAtOnce => ExitCode::SUCCESS,
         cadre_tui::Exit::Signal(code) => ExitCode::from(code),
     })
 }

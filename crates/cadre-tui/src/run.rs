@@ -27,8 +27,10 @@ const TICK: Duration = Duration::from_millis(250);
 /// How the TUI ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
-    /// The user left (or the session ended).
+    /// The user left (or the session ended) once the session had wound down.
     Left,
+    /// The user asked twice: left without waiting for running work to stop.
+    LeftAtOnce,
     /// A signal ended it: the exit status a shell expects (128 + its number).
     Signal(u8),
 }
@@ -146,7 +148,10 @@ pub async fn run(
             app.exit = false;
             if leaving {
                 // Asked twice: leave without waiting for the wind-down.
-                return Ok(exit);
+                return Ok(match exit {
+                    Exit::Left => Exit::LeftAtOnce,
+                    other => other,
+                });
             }
             leaving = true;
             handle.submit(Op::Shutdown);
