@@ -393,10 +393,28 @@ pub fn render_dialog(frame: &mut Frame<'_>, app: &App, over: Rect, theme: &Theme
         Span::styled("Tool: ", theme.dim()),
         Span::styled(clean_line(&q.tool), theme.tool()),
     ]));
-    let input = clean_lines(&q.input);
+    // An edit is shown as the diff it makes (its path first); anything
+    // else as its exact input.
+    let parsed: Option<serde_json::Value> = serde_json::from_str(&q.input).ok();
+    let diff = parsed
+        .as_ref()
+        .and_then(|v| Some((v, crate::diff::call_diff(&q.tool, v, theme)?)));
+    let input: Vec<Line<'static>> = match diff {
+        Some((v, diff)) => {
+            let path = v.get("file_path").and_then(|p| p.as_str()).unwrap_or("");
+            std::iter::once(Line::styled(clean_line(path), theme.bold()))
+                .chain(diff)
+                .collect()
+        }
+        None => clean_lines(&q.input)
+            .into_iter()
+            .map(|l| Line::styled(l, theme.code()))
+            .collect(),
+    };
     let total = input.len();
-    for line in input.into_iter().take(DIALOG_INPUT_LINES) {
-        lines.push(Line::styled(format!("  {line}"), theme.code()));
+    for mut line in input.into_iter().take(DIALOG_INPUT_LINES) {
+        line.spans.insert(0, Span::raw("  "));
+        lines.push(line);
     }
     if total > DIALOG_INPUT_LINES {
         lines.push(Line::styled(

@@ -434,3 +434,31 @@ fn escapes_and_huge_lines_from_the_model_stay_inside_the_layout() {
         .collect();
     assert!(last.contains("claude-sonnet-4-5"), "{last}");
 }
+
+#[test]
+fn an_edit_question_shows_the_diff_it_would_make() {
+    let t0 = Instant::now();
+    let mut app = app();
+    app.apply(
+        &Event::ApprovalRequested {
+            question: ApprovalQuestion {
+                agent: "main".into(),
+                label: None,
+                tool: "Edit".into(),
+                input: serde_json::to_string_pretty(&json!({
+                    "file_path": "src/config.rs",
+                    "old_string": "let window = 4096;\n",
+                    "new_string": "let window = 200_000;\n"
+                }))
+                .unwrap(),
+                reason: "Edit needs approval in default mode".into(),
+                sandbox: None,
+                session_rule: "Edit(src/**)".into(),
+            },
+            id: 1,
+        },
+        t0,
+    );
+    let terminal = draw(&app, 80, 24, t0);
+    insta::assert_snapshot!(terminal.backend());
+}
