@@ -92,6 +92,12 @@ pub struct App {
     pub hint: Option<String>,
     /// When Ctrl+C was last pressed.
     last_ctrl_c: Option<Instant>,
+    /// What was submitted at the prompt, oldest first (this session only).
+    history: Vec<String>,
+    /// The history entry shown, while walking it with ↑/↓.
+    history_at: Option<usize>,
+    /// The prompt as typed before walking the history.
+    draft: String,
     /// Operations for the session, in order.
     pub outbox: Vec<Op>,
     /// The user asked to leave.
@@ -119,6 +125,9 @@ impl App {
             background: BTreeSet::new(),
             hint: None,
             last_ctrl_c: None,
+            history: Vec::new(),
+            history_at: None,
+            draft: String::new(),
             outbox: Vec::new(),
             exit: false,
         }
@@ -482,12 +491,9 @@ impl App {
             (KeyCode::Home, _) => self.prompt.home(),
             (KeyCode::End, true) => self.scroll = 0,
             (KeyCode::End, false) => self.prompt.end(),
-            (KeyCode::Up, _) => {
-                self.prompt.up();
-            }
-            (KeyCode::Down, _) => {
-                self.prompt.down();
-            }
+            // On the first or last line, ↑ and ↓ walk through what was sent before.
+            (KeyCode::Up, _) => self.arrow_up(),
+            (KeyCode::Down, _) => self.arrow_down(),
             (KeyCode::PageUp, _) => self.scroll += self.page.max(1),
             (KeyCode::PageDown, _) => self.scroll = self.scroll.saturating_sub(self.page.max(1)),
             _ => {}
@@ -535,9 +541,55 @@ impl App {
         self.hint = Some("Press Ctrl+C again to leave".into());
     }
 
+    fn arrow_up(&mut self) {
+        if !self.prompt.up() {
+            self.history_back();
+        }
+    }
+
+    fn arrow_down(&mut self) {
+        if !self.prompt.down() {
+            self.history_forward();
+        }
+    }
+
+    /// ↑ past the first line: the previous entry of the history (the
+    /// prompt being typed is kept to come back to).
+    fn history_back(&mut self) {
+        let at = self.history_at.unwrap_or(self.history.len());
+        if at == 0 {
+            return;
+        }
+        if self.history_at.is_none() {
+            self.draft = self.prompt.take();
+        }
+        self.history_at = Some(at - 1);
+        self.prompt.take();
+        self.prompt.insert(&self.history[at - 1]);
+    }
+
+    /// ↓ past the last line: the next entry, then the prompt that was being typed.
+    fn history_forward(&mut self) {
+        let Some(at) = self.history_at else { return };
+        self.prompt.take();
+        if at + 1 < self.history.len() {
+            self.history_at = Some(at + 1);
+            self.prompt.insert(&self.history[at + 1]);
+        } else {
+            self.history_at = None;
+            let draft = std::mem::take(&mut self.draft);
+            self.prompt.insert(&draft);
+        }
+    }
+
     /// Enter: a command runs here, a message goes to the session.
     fn submit(&mut self) {
         let text = self.prompt.text().to_string();
+        if !text.trim().is_empty() && self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
+        self.history_at = None;
+        self.draft.clear();
         match parse_command(&text) {
             Command::Empty => return,
             Command::Message(message) => {

@@ -249,3 +249,29 @@ fn page_up_shows_earlier_rows_and_says_so() {
     app.key(KeyEvent::new(KeyCode::End, KeyModifiers::CONTROL), now);
     assert_eq!(app.scroll, 0);
 }
+
+#[test]
+fn up_and_down_walk_the_history_and_come_back_to_the_draft() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    for text in ["first", "/help"] {
+        typed(&mut app, text, now);
+        app.key(key(KeyCode::Enter), now);
+    }
+    typed(&mut app, "draft", now);
+    app.key(key(KeyCode::Up), now);
+    assert_eq!(app.prompt.text(), "/help");
+    app.key(key(KeyCode::Up), now);
+    assert_eq!(app.prompt.text(), "first");
+    app.key(key(KeyCode::Up), now);
+    assert_eq!(app.prompt.text(), "first", "no further back");
+    app.key(key(KeyCode::Down), now);
+    assert_eq!(app.prompt.text(), "/help");
+    app.key(key(KeyCode::Down), now);
+    assert_eq!(app.prompt.text(), "draft");
+    // Inside a multi-line prompt the arrows move between its lines first.
+    app.key(ctrl('j'), now);
+    typed(&mut app, "more", now);
+    app.key(key(KeyCode::Up), now);
+    assert_eq!(app.prompt.text(), "draft\nmore");
+}
