@@ -508,7 +508,7 @@ def long_fixture(project):
 
 
 def long_config(home, project):
-    """The 32k window for the mock's model, in both places cadre reads config from."""
+    """The 32k window for the mock's model (`bench`), in the user config under CADRE_HOME."""
     text = f"[models.anthropic.bench]\ncontext_window = {LONG_WINDOW}\n"
     os.makedirs(home, exist_ok=True)
     with open(os.path.join(home, "config.toml"), "w") as f:
@@ -537,6 +537,11 @@ def long_bench(turns=300, short_turns=75, bucket=30):
     def go(work, project, home):
         load = os.getloadavg()[0]
         run, events, recs = long_session(work, project, home, turns, "long")
+        windows = sorted({e.get("window") for e in events if e.get("type") == "context_usage"})
+        if run.code != 0 or windows != [LONG_WINDOW]:
+            sys.exit(f"long: cadre exited {run.code} and reported windows {windows}, not "
+                     f"[{LONG_WINDOW}]: does this cadre read `context_window` from "
+                     f"[models.<provider>.<id>] in config.toml?")
         short_run, _, _ = long_session(work, project, os.path.join(work, "home-short"), short_turns,
                                        "short")
         recs.sort(key=lambda r: r["t_start_us"])
