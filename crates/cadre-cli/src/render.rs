@@ -1,10 +1,14 @@
 //! Human-readable progress on stderr: one line per tool call, retries,
-//! warnings and errors. JSON mode bypasses this and prints events verbatim.
+//! warnings and errors, compactions, and after each turn of the main agent
+//! the context it uses and what the session cost so far. JSON mode bypasses
+//! this and prints events verbatim.
 
 use std::collections::HashMap;
 use std::io::Write;
 
 use cadre_core::agent::{Event, TurnStatus};
+use cadre_core::context::Cost;
+use cadre_core::protocol::CompactTrigger;
 
 /// Prints events for a person.
 #[derive(Default)]
@@ -15,7 +19,25 @@ pub struct HumanRenderer {
     show_interim_text: bool,
     summaries: HashMap<String, String>,
     text_open: bool,
+    /// The main agent's last `context_usage`.
+    context: Option<ContextShown>,
+    /// What the session's requests cost so far, when any price was known.
+    cost: Option<Cost>,
+    /// Each child's line prefix, by agent id (from `subagent_started`).
+    child_prefixes: HashMap<String, String>,
 }
+
+/// The context figures of the status line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ContextShown {
+    tokens: u64,
+    window: u64,
+    percent: u64,
+    estimated: bool,
+}
+
+/// The agent id of the top-level agent.
+const MAIN: &str = "main";
 
 impl HumanRenderer {
     /// For `exec`: the final answer is printed separately, so only progress here.
@@ -36,6 +58,7 @@ impl HumanRenderer {
 
     /// Handles one event.
     pub fn handle(&mut self, event: &Event) {
+        self.track(event);
         let mut err = std::io::stderr().lock();
         match event {
             Event::TextDelta { text, .. } if self.stream_text => {
@@ -159,7 +182,21 @@ impl HumanRenderer {
             Event::Warning { message } => {
                 let _ = writeln!(err, "warning: {message}");
             }
-            Event::TurnEnded { status, error, .. } => {
+            Event::CompactionStarted { .. } | Event::CompactionEnded { .. } => {
+                if self.text_open {
+                    println!();
+                    self.text_open = false;
+                }
+                if let Some(line) = self.compaction_line(event) {
+                    let _ = writeln!(err, "{line}");
+                }
+            }
+            Event::TurnEnded {
+                agent,
+                status,
+                error,
+                ..
+            } => {
                 if self.text_open {
                     println!();
                     self.text_open = false;
@@ -174,8 +211,341 @@ impl HumanRenderer {
                     }
                     (_, None) => {}
                 }
+                if agent == MAIN
+                    && let Some(line) = self.status_line()
+                {
+                    let _ = writeln!(err, "{line}");
+                }
             }
             _ => {}
         }
+    }
+
+    /// Keeps what the status and compaction lines need.
+    fn track(&mut self, event: &Event) {
+        match event {
+            Event::ContextUsage {
+                agent,
+                tokens,
+                window,
+                percent,
+                estimated,
+            } if agent == MAIN => {
+                self.context = Some(ContextShown {
+                    tokens: *tokens,
+                    window: *window,
+                    percent: *percent,
+                    estimated: *estimated,
+                });
+            }
+            // A turn's cost holds its compactions' summary requests; a
+            // child's usage events never reach the front end, its end does.
+            Event::TurnEnded {
+                agent,
+                cost_usd: Some(usd),
+                ..
+            } if agent == MAIN => self.add_cost(*usd),
+            Event::SubagentEnded {
+                cost_usd: Some(usd),
+                ..
+            } => self.add_cost(*usd),
+            // `/compact` runs outside any turn: its request is counted here.
+            Event::CompactionEnded {
+                agent,
+                trigger: CompactTrigger::Manual,
+                cost_usd: Some(usd),
+                ..
+            } if agent == MAIN => self.add_cost(*usd),
+            Event::SubagentStarted {
+                index,
+                total,
+                agent_id,
+                agent_type,
+                ..
+            } => {
+                self.child_prefixes.insert(
+                    agent_id.clone(),
+                    format!("  [subagent {index}/{total} {agent_type}] "),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn add_cost(&mut self, usd: f64) {
+        // Events carry dollars; the sum is kept in whole billionths, as priced.
+        let nanodollars = (usd * 1e9).round().max(0.0) as u64;
+        self.cost.get_or_insert_default().add(Cost(nanodollars));
+    }
+
+    /// `ctx 61% (2.4k/4k tokens) · $0.0123`: the main agent's context (`~`
+    /// when estimated) and the session's cost, each when known.
+    fn status_line(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(c) = self.context {
+            let about = if c.estimated { "~" } else { "" };
+            parts.push(format!(
+                "ctx {about}{}% ({}/{} tokens)",
+                c.percent,
+                format_tokens(c.tokens),
+                format_tokens(c.window)
+            ));
+        }
+        if let Some(cost) = self.cost {
+            parts.push(cost.to_string());
+        }
+        (!parts.is_empty()).then(|| parts.join(" · "))
+    }
+
+    /// The line for a compaction's start or end; a child's carries its prefix.
+    fn compaction_line(&self, event: &Event) -> Option<String> {
+        let (agent, text) = match event {
+            Event::CompactionStarted {
+                agent,
+                trigger,
+                tokens_before,
+            } => (
+                agent,
+                format!(
+                    "compacting… ({}, {} tokens)",
+                    trigger_label(*trigger),
+                    format_tokens(*tokens_before)
+                ),
+            ),
+            Event::CompactionEnded {
+                agent,
+                tokens_before,
+                tokens_after,
+                kept_messages,
+                error,
+                ..
+            } => (
+                agent,
+                match error {
+                    None => format!(
+                        "compacted: {} → {} tokens, {} kept",
+                        format_tokens(*tokens_before),
+                        format_tokens(*tokens_after),
+                        if *kept_messages == 1 {
+                            "1 message".to_string()
+                        } else {
+                            format!("{kept_messages} messages")
+                        }
+                    ),
+                    Some(e) => {
+                        format!("compaction failed: {e}; the conversation is unchanged")
+                    }
+                },
+            ),
+            _ => return None,
+        };
+        if agent == MAIN {
+            return Some(text);
+        }
+        let prefix = self
+            .child_prefixes
+            .get(agent)
+            .cloned()
+            .unwrap_or_else(|| format!("  [subagent {agent}] "));
+        Some(format!("{prefix}{text}"))
+    }
+}
+
+/// Why a compaction was made, in a word or two.
+fn trigger_label(trigger: CompactTrigger) -> &'static str {
+    match trigger {
+        CompactTrigger::Auto => "auto",
+        CompactTrigger::Manual => "manual",
+        CompactTrigger::LengthError => "after a length error",
+    }
+}
+
+/// A token count in a few characters: `900`, `2.4k`, `33k`, `1.2M`.
+fn format_tokens(n: u64) -> String {
+    // One decimal while it says something, trimmed when it is zero.
+    let scaled = |value: f64, unit: &str| {
+        let s = format!("{value:.1}");
+        let s = s.strip_suffix(".0").unwrap_or(&s).to_string();
+        format!("{s}{unit}")
+    };
+    if n < 1000 {
+        n.to_string()
+    } else if n < 99_950 {
+        scaled(n as f64 / 1e3, "k")
+    } else if n < 999_500 {
+        format!("{}k", (n as f64 / 1e3).round())
+    } else {
+        scaled(n as f64 / 1e6, "M")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cadre_core::model::Usage;
+
+    fn context(agent: &str, tokens: u64, window: u64, estimated: bool) -> Event {
+        Event::ContextUsage {
+            agent: agent.into(),
+            tokens,
+            window,
+            percent: tokens * 100 / window,
+            estimated,
+        }
+    }
+
+    fn turn_ended(agent: &str, cost_usd: Option<f64>) -> Event {
+        Event::TurnEnded {
+            agent: agent.into(),
+            status: TurnStatus::Completed,
+            final_text: String::new(),
+            error: None,
+            requests: 1,
+            tool_calls: 0,
+            usage: Usage::default(),
+            cost_usd,
+        }
+    }
+
+    #[test]
+    fn token_counts_are_short() {
+        for (n, shown) in [
+            (0, "0"),
+            (900, "900"),
+            (999, "999"),
+            (1000, "1k"),
+            (2440, "2.4k"),
+            (4000, "4k"),
+            (32_768, "32.8k"),
+            (99_949, "99.9k"),
+            (99_950, "100k"),
+            (200_000, "200k"),
+            (999_499, "999k"),
+            (999_500, "1M"),
+            (1_048_576, "1M"),
+            (1_260_000, "1.3M"),
+        ] {
+            assert_eq!(format_tokens(n), shown, "{n}");
+        }
+    }
+
+    #[test]
+    fn the_status_line_shows_the_main_context_and_the_session_cost() {
+        let mut r = HumanRenderer::default();
+        assert_eq!(r.status_line(), None, "nothing known yet");
+        r.track(&context("main", 2440, 4000, false));
+        // A child's context is not the session's.
+        r.track(&context("a1", 3900, 4000, false));
+        assert_eq!(r.status_line().unwrap(), "ctx 61% (2.4k/4k tokens)");
+        r.track(&turn_ended("main", Some(0.01)));
+        r.track(&Event::SubagentEnded {
+            index: 1,
+            total: 1,
+            agent_id: "a1".into(),
+            agent_type: "Explore".into(),
+            status: cadre_core::protocol::ChildStatus::Completed,
+            requests: 1,
+            tool_calls: 0,
+            usage: Usage::default(),
+            duration_ms: 5,
+            error: None,
+            cost_usd: Some(0.0023),
+            compactions: 0,
+        });
+        assert_eq!(
+            r.status_line().unwrap(),
+            "ctx 61% (2.4k/4k tokens) · $0.0123"
+        );
+        r.track(&turn_ended("main", Some(0.0001)));
+        r.track(&context("main", 900, 4000, true));
+        assert_eq!(
+            r.status_line().unwrap(),
+            "ctx ~22% (900/4k tokens) · $0.0124"
+        );
+        // `/compact` is outside any turn: its summary request counts on its
+        // own; an automatic one is already in its turn's cost.
+        let compacted = |trigger, agent: &str| Event::CompactionEnded {
+            agent: agent.into(),
+            trigger,
+            tokens_before: 3400,
+            tokens_after: 900,
+            kept_messages: 2,
+            error: None,
+            cost_usd: Some(0.0100),
+        };
+        r.track(&compacted(CompactTrigger::Auto, "main"));
+        r.track(&compacted(CompactTrigger::Manual, "a1"));
+        r.track(&compacted(CompactTrigger::Manual, "main"));
+        assert_eq!(
+            r.status_line().unwrap(),
+            "ctx ~22% (900/4k tokens) · $0.0224"
+        );
+    }
+
+    #[test]
+    fn without_prices_the_cost_is_left_out() {
+        let mut r = HumanRenderer::default();
+        r.track(&context("main", 61_000, 128_000, false));
+        r.track(&turn_ended("main", None));
+        assert_eq!(r.status_line().unwrap(), "ctx 47% (61k/128k tokens)");
+    }
+
+    #[test]
+    fn compaction_lines_say_how_it_went() {
+        let mut r = HumanRenderer::default();
+        let started = Event::CompactionStarted {
+            agent: "main".into(),
+            trigger: CompactTrigger::Auto,
+            tokens_before: 3400,
+        };
+        assert_eq!(
+            r.compaction_line(&started).unwrap(),
+            "compacting… (auto, 3.4k tokens)"
+        );
+        let ended = |agent: &str, kept: usize, error: Option<&str>| Event::CompactionEnded {
+            agent: agent.into(),
+            trigger: CompactTrigger::Manual,
+            tokens_before: 3400,
+            tokens_after: if error.is_some() { 3400 } else { 900 },
+            kept_messages: kept,
+            error: error.map(str::to_string),
+            cost_usd: None,
+        };
+        assert_eq!(
+            r.compaction_line(&ended("main", 2, None)).unwrap(),
+            "compacted: 3.4k → 900 tokens, 2 messages kept"
+        );
+        assert_eq!(
+            r.compaction_line(&ended("main", 1, None)).unwrap(),
+            "compacted: 3.4k → 900 tokens, 1 message kept"
+        );
+        assert_eq!(
+            r.compaction_line(&ended("main", 0, Some("the summary request failed: 500")))
+                .unwrap(),
+            "compaction failed: the summary request failed: 500; the conversation is unchanged"
+        );
+        // A child's lines carry the prefix its other lines have.
+        r.track(&Event::SubagentStarted {
+            index: 2,
+            total: 3,
+            agent_id: "a7".into(),
+            agent_type: "Explore".into(),
+            description: "look".into(),
+            model: "m".into(),
+            mode: cadre_core::protocol::PermissionMode::Plan,
+        });
+        assert_eq!(
+            r.compaction_line(&ended("a7", 2, None)).unwrap(),
+            "  [subagent 2/3 Explore] compacted: 3.4k → 900 tokens, 2 messages kept"
+        );
+        assert_eq!(
+            r.compaction_line(&Event::CompactionStarted {
+                agent: "a9".into(),
+                trigger: CompactTrigger::LengthError,
+                tokens_before: 5000,
+            })
+            .unwrap(),
+            "  [subagent a9] compacting… (after a length error, 5k tokens)"
+        );
     }
 }

@@ -255,19 +255,20 @@ rules:
         .filter(|t| *t != "text_delta")
         .collect();
     assert_eq!(
-        types[..5],
+        types[..6],
         [
             "session_started",
             "turn_started",
             "request_started",
             "usage",
             "assistant_message",
+            "context_usage",
         ]
     );
     // Read and Glob are read-only and run side by side: their starts and
     // ends may interleave either way, but each ends after it starts and
     // both end before the next request.
-    let mut calls = types[5..9].to_vec();
+    let mut calls = types[6..10].to_vec();
     calls.sort_unstable();
     assert_eq!(
         calls,
@@ -293,11 +294,12 @@ rules:
         }
     }
     assert_eq!(
-        types[9..],
+        types[10..],
         [
             "request_started",
             "usage",
             "assistant_message",
+            "context_usage",
             "turn_ended"
         ]
     );

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
-use super::{Agent, LogFailure};
+use super::{Agent, FORK_TAG, LogFailure};
 use crate::context::{
     self, Cost, PreCompactInput, compacted_conversation, estimate_messages_tokens,
     estimate_text_tokens, kept_tail, summary_request_messages,
@@ -75,7 +75,7 @@ impl Agent {
         self.report_context(usage.total(), false);
     }
 
-    fn report_context(&self, tokens: u64, estimated: bool) {
+    pub(super) fn report_context(&self, tokens: u64, estimated: bool) {
         self.events.emit(Event::ContextUsage {
             agent: self.id.clone(),
             tokens,
@@ -131,7 +131,7 @@ impl Agent {
                 .await
         };
         match &result {
-            Ok((_, kept)) => {
+            Ok((done, kept)) => {
                 let tokens_after = self.context_in_use();
                 self.events.emit(Event::CompactionEnded {
                     agent: self.id.clone(),
@@ -140,6 +140,7 @@ impl Agent {
                     tokens_after,
                     kept_messages: *kept,
                     error: None,
+                    cost_usd: done.cost.map(|c| c.usd()),
                 });
                 self.report_context(tokens_after, true);
             }
@@ -150,6 +151,7 @@ impl Agent {
                 tokens_after: tokens_before,
                 kept_messages: 0,
                 error: Some(e.to_string()),
+                cost_usd: None,
             }),
         }
         result.map(|(done, _)| done)
@@ -235,6 +237,17 @@ impl Agent {
         let summary = response.message.text();
         if summary.trim().is_empty() {
             return Err(CompactError::NoSummary);
+        }
+        // A summary longer than a quarter of the window would leave little
+        // room for the work it is meant to make room for.
+        let mut summary =
+            context::cut_to_tokens(&summary, self.context.profile.context_window / 4).into_owned();
+        // A fork stays recognisable after its directive is summarised away
+        // (and after a resume, which rebuilds from this summary).
+        if self.is_fork() {
+            summary.push_str(&format!(
+                "\n\n(This agent is a fork {FORK_TAG}: it does its directive itself and cannot start subagents.)"
+            ));
         }
         let start = kept_tail(&self.conversation, self.context.keep_recent_tokens());
         let kept: Vec<Message> = self.conversation[start..].to_vec();

@@ -219,20 +219,21 @@ impl Agent {
                 ));
                 return out;
             }
+            self.apply_mode_switch();
             if let Err(LogFailure(e)) = self.deliver_notices().await {
                 out.status = TurnStatus::Failed;
                 out.error = Some(e.clone());
                 out.log_error = Some(e);
                 return out;
             }
-            if !compacted_since_reply && self.wants_compaction() {
-                if self
+            if !compacted_since_reply
+                && self.wants_compaction()
+                && self
                     .compact_in_turn(CompactTrigger::Auto, &mut out, cancel, None)
                     .await
                     .is_err()
-                {
-                    return out;
-                }
+            {
+                return out;
             }
             out.requests += 1;
             self.events.emit(Event::RequestStarted {

@@ -144,6 +144,9 @@ pub fn is_context_length_error(e: &ModelError) -> bool {
         "exceeds the context",
         "too many tokens",
         "input is too long",
+        "prompt too long",
+        // llama.cpp: "the request exceeds the available context size".
+        "context size",
     ]
     .iter()
     .any(|p| t.contains(p))
@@ -242,7 +245,12 @@ mod tests {
             kind: "exceed_context_size_error".into(),
             message: "the request exceeds the available context size".into(),
         };
-        for e in [anthropic, openai, llama] {
+        // llama.cpp over HTTP: the OpenAI wire keeps only the message.
+        let llama_http = ModelError::Status {
+            status: 400,
+            message: "the request exceeds the available context size, try increasing it".into(),
+        };
+        for e in [anthropic, openai, llama, llama_http] {
             assert!(is_context_length_error(&e), "{e}");
         }
         let other = ModelError::Status {

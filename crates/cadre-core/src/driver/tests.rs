@@ -795,3 +795,112 @@ rules:
         "{sent}"
     );
 }
+
+#[tokio::test]
+async fn compact_sent_during_a_turn_waits_for_it_then_the_next_message_goes_out_compacted() {
+    let script = r#"
+rules:
+  - name: summary
+    when: { last_user: "<compaction-request>" }
+    step_by: requests
+    replies:
+      - text: "SUMMARY: said hello."
+  - name: main
+    step_by: requests
+    replies:
+      - text: "hello back"
+        latency_ms: 200
+      - text: "second answer"
+"#;
+    let mut f = start(script, Options::default()).await;
+    // Both sent at once: the compaction is queued behind the turn.
+    assert!(f.handle.submit(Op::UserMessage {
+        text: "hello there".into()
+    }));
+    assert!(f.handle.submit(Op::Compact {
+        focus: Some("the greeting".into())
+    }));
+    f.until("turn_ended", main_turn_ended).await;
+    let ended = f
+        .until("compaction_ended", |e| {
+            matches!(e, Event::CompactionEnded { .. })
+        })
+        .await;
+    assert!(
+        matches!(
+            ended,
+            Event::CompactionEnded {
+                error: None,
+                kept_messages: 1,
+                ..
+            }
+        ),
+        "{ended:?}"
+    );
+    assert!(f.handle.submit(Op::UserMessage {
+        text: "and then".into()
+    }));
+    f.until("second turn_ended", main_turn_ended).await;
+    f.handle.submit(Op::Shutdown);
+    let (_, _, records) = f.finish().await;
+    let rules: Vec<&str> = records.iter().filter_map(|r| r.rule.as_deref()).collect();
+    assert_eq!(rules, ["main", "summary", "main"]);
+    assert!(body_text(&records[1]).contains("above all: the greeting"));
+    let last = body_text(&records[2]);
+    assert!(
+        last.contains("SUMMARY: said hello.") && !last.contains("hello there"),
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn a_mode_switch_applies_while_idle_and_bypass_cannot_be_entered_from_a_stricter_session() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls: [{ name: Write, input: { file_path: "x.txt", content: "x" } }]
+      - text: "tried"
+"#;
+    let mut f = start(
+        script,
+        Options {
+            mode: PermissionMode::AcceptEdits,
+            ..Options::default()
+        },
+    )
+    .await;
+    assert!(f.handle.submit(Op::SetMode {
+        mode: PermissionMode::BypassPermissions
+    }));
+    f.until("the refusal", |e| {
+        matches!(e, Event::Warning { message } if message.contains("bypassPermissions can only be chosen"))
+    })
+    .await;
+    assert!(f.handle.submit(Op::SetMode {
+        mode: PermissionMode::Plan
+    }));
+    let changed = f
+        .until("mode_changed", |e| matches!(e, Event::ModeChanged { .. }))
+        .await;
+    assert!(
+        matches!(changed, Event::ModeChanged { mode: PermissionMode::Plan, ref agent } if agent == MAIN),
+        "{changed:?}"
+    );
+    // In plan mode the write that acceptEdits would have run is refused.
+    assert!(f.handle.submit(Op::UserMessage {
+        text: "write x".into()
+    }));
+    let denied = f
+        .until("tool_call_denied", |e| {
+            matches!(e, Event::ToolCallDenied { .. })
+        })
+        .await;
+    assert!(
+        matches!(denied, Event::ToolCallDenied { ref tool, .. } if tool == "Write"),
+        "{denied:?}"
+    );
+    f.until("turn_ended", main_turn_ended).await;
+    f.handle.submit(Op::Shutdown);
+    f.finish().await;
+}

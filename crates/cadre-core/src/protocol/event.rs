@@ -150,6 +150,10 @@ pub enum Event {
         /// Why it failed, when it did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// What the summary request cost in US dollars, when the prices are
+        /// known (an automatic compaction's is also in its turn's cost).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
     },
     /// An agent's turn ended.
     TurnEnded {
@@ -309,6 +313,13 @@ pub enum Event {
         /// The tasks announced.
         task_ids: Vec<String>,
     },
+    /// An agent's permission mode changed (the user switched it).
+    ModeChanged {
+        /// Agent id.
+        agent: String,
+        /// The mode now in force.
+        mode: PermissionMode,
+    },
     /// A warning for the user that does not stop anything.
     Warning {
         /// The text.
@@ -431,6 +442,7 @@ mod tests {
                 tokens_after: 900,
                 kept_messages: 2,
                 error: None,
+                cost_usd: Some(0.01),
             },
             Event::SubagentStarted {
                 index: 1,

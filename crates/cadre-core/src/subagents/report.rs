@@ -165,7 +165,8 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 }
 
 /// The header line of one child:
-/// `[1/3] completed · Explore · agent 5d0e2a7c · 4 requests · 3 tool calls · 2.1k tokens · 3.4s`.
+/// `[1/3] completed · Explore · agent 5d0e2a7c · 4 requests · 3 tool calls · 2.1k tokens · 3.4s`,
+/// with ` · $0.0123` after the tokens when the child's cost is known.
 pub fn header_line(r: &ChildReport) -> String {
     let short_id: String = r.agent_id.chars().take(8).collect();
     let tokens = if r.tokens == 1 {
@@ -173,8 +174,9 @@ pub fn header_line(r: &ChildReport) -> String {
     } else {
         format!("{} tokens", format_tokens(r.tokens))
     };
+    let cost = r.cost.map(|c| format!(" · {c}")).unwrap_or_default();
     format!(
-        "[{}/{}] {} · {} · agent {} · {} · {} · {} · {}",
+        "[{}/{}] {} · {} · agent {} · {} · {} · {}{cost} · {}",
         r.index,
         r.total,
         r.status.as_str(),
@@ -259,6 +261,12 @@ pub fn render_batch(reports: &[ChildReport]) -> Vec<String> {
             }
             if let Some(worktree) = &r.worktree {
                 lines.push(format!("worktree: {worktree}"));
+            }
+            if r.compactions > 0 {
+                lines.push(format!(
+                    "context: compacted {}; its text below was written after a summary replaced its earlier messages",
+                    plural(u64::from(r.compactions), "time", "times")
+                ));
             }
             if let Some(error) = &r.error {
                 lines.push(format!("error: {}", error_text(error)));
@@ -503,6 +511,13 @@ mod tests {
                     ..base.clone()
                 },
                 "[2/3] failed · general-purpose · agent abc · 1 request · 1 tool call · 950 tokens · 0.1s",
+            ),
+            (
+                ChildReport {
+                    cost: Some(crate::context::Cost(12_345_678)),
+                    ..base.clone()
+                },
+                "[1/3] completed · Explore · agent 5d0e2a7c · 4 requests · 3 tool calls · 2.1k tokens · $0.0123 · 3.4s",
             ),
             (
                 ChildReport {

@@ -48,6 +48,19 @@ impl World {
         max_requests: u32,
         background: Option<Arc<BackgroundWork>>,
     ) -> (Agent, UnboundedReceiver<Event>) {
+        self.agent_with(max_requests, background, None, None, None)
+    }
+
+    /// [`Self::agent`] with a context window of `window` tokens (the
+    /// built-in table's otherwise) and a log.
+    pub fn agent_with(
+        &self,
+        max_requests: u32,
+        background: Option<Arc<BackgroundWork>>,
+        window: Option<u64>,
+        log: Option<Arc<cadre_core::session::SessionLog>>,
+        pre_compact: Option<Arc<dyn cadre_core::context::PreCompactHook>>,
+    ) -> (Agent, UnboundedReceiver<Event>) {
         // The binary installs the TLS provider at start; a test does it here.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let (events, rx) = EventSink::channel();
@@ -79,10 +92,24 @@ impl World {
         let agent = Agent::new(AgentSetup {
             id: "main".into(),
             label: None,
-            context: cadre_core::context::ContextPolicy::builtin(
-                client.config().provider,
-                &client.config().model,
-            ),
+            context: {
+                let mut table = cadre_core::context::ModelTable::default();
+                table.set(
+                    client.config().provider,
+                    &client.config().model,
+                    cadre_core::context::ModelOverride {
+                        context_window: window,
+                        prices: None,
+                    },
+                );
+                let mut policy = cadre_core::context::ContextPolicy::new(
+                    Arc::new(table),
+                    client.config().provider,
+                    &client.config().model,
+                );
+                policy.pre_compact = pre_compact;
+                policy
+            },
             client,
             tools: ToolRegistry::builtin(),
             ctx,
@@ -94,7 +121,7 @@ impl World {
             events,
             policy,
             gate,
-            log: None,
+            log,
         });
         (agent, rx)
     }
