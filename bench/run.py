@@ -530,45 +530,67 @@ def long_session(work, project, home, turns, tag):
     return run, events, recs
 
 
-def long_bench(turns=300, short_turns=75, bucket=30):
-    """A `turns`-turn session in a 32k window; compactions, request sizes, cadre's time between
-    a reply's end and its next request by turn number, peak RSS (and the peak of a shorter
-    session beside it, to show memory does not grow with the session)."""
+def long_gaps(recs, sizes):
+    """cadre's share of each round trip (the mock's reply end -> cadre's next request, µs):
+    between two session requests as (turn number of the next request, gap, its bytes, the
+    calls the previous reply made), and those just before and after a summary request."""
+    gaps = {"before_compaction": [], "after_compaction": []}
+    turn_gaps = []
+    turn_no = -1
+    for i, r in enumerate(recs):
+        if r["rule"] == "session":
+            turn_no += 1
+        if i == 0:
+            continue
+        prev = recs[i - 1]
+        gap = r["t_start_us"] - prev["t_end_us"]
+        if prev["rule"] == "session" and r["rule"] == "session":
+            kind, _ = long_calls(turn_no - 1)
+            turn_gaps.append((turn_no, gap, sizes[i], kind))
+        elif r["rule"] == "summary":
+            gaps["before_compaction"].append(gap)
+        elif prev["rule"] == "summary":
+            gaps["after_compaction"].append(gap)
+    return gaps, turn_gaps
+
+
+def long_bench(turns=300, short_turns=75, bucket=30, runs=3):
+    """A `turns`-turn session in a 32k window, `runs` times; compactions, request sizes,
+    cadre's time between a reply's end and its next request by turn number (each the median
+    over the runs, which are the same script), peak RSS (and the peak of a shorter session
+    beside it, to show memory does not grow with the session)."""
     def go(work, project, home):
         load = os.getloadavg()[0]
-        run, events, recs = long_session(work, project, home, turns, "long")
+        sessions = [long_session(work, project, os.path.join(work, f"home-{k}"), turns, f"long-{k}")
+                    for k in range(runs)]
+        run, events, recs = sessions[0]
         windows = sorted({e.get("window") for e in events if e.get("type") == "context_usage"})
         if run.code != 0 or windows != [LONG_WINDOW]:
             sys.exit(f"long: cadre exited {run.code} and reported windows {windows}, not "
                      f"[{LONG_WINDOW}]: does this cadre read `context_window` from "
                      f"[models.<provider>.<id>] in config.toml?")
-        short_run, _, _ = long_session(work, project, os.path.join(work, "home-short"), short_turns,
-                                       "short")
-        recs.sort(key=lambda r: r["t_start_us"])
-        sizes = [body_bytes(r) for r in recs]
+        shorts = [long_session(work, project, os.path.join(work, f"home-short-{k}"), short_turns,
+                               f"short-{k}")[0] for k in range(runs)]
+        # CPU time is far less disturbed by a busy machine than wall time: cadre's CPU per
+        # turn over the first `short_turns` turns against the same over the turns after them.
+        cpu_long = median([r.cpu_s for r, _, _ in sessions])
+        cpu_short = median([r.cpu_s for r in shorts])
+        per_run = []
+        for _, _, rs in sessions:
+            rs.sort(key=lambda r: r["t_start_us"])
+            per_run.append([body_bytes(r) for r in rs])
+        sizes = per_run[0]
+        same_requests = all(p == sizes for p in per_run)
         window_bytes = LONG_WINDOW * 4
         over = [i for i, b in enumerate(sizes) if b > window_bytes]
         requests = [{"n": i, "rule": r["rule"], "status": r["status"], "bytes": b,
                      "est_tokens": b // 4} for i, (r, b) in enumerate(zip(recs, sizes))]
-        # Gaps: reply end -> next request start, cadre's share of each round trip.
-        gaps = {"turn": [], "before_compaction": [], "after_compaction": []}
-        turn_gaps = []  # (turn number of the next request, gap µs, next request bytes, kind)
-        turn_no = -1
-        for i, r in enumerate(recs):
-            if r["rule"] == "session":
-                turn_no += 1
-            if i == 0:
-                continue
-            prev = recs[i - 1]
-            gap = r["t_start_us"] - prev["t_end_us"]
-            if prev["rule"] == "session" and r["rule"] == "session":
-                gaps["turn"].append(gap)
-                kind, _ = long_calls(turn_no - 1) if turn_no >= 1 else ("", "")
-                turn_gaps.append((turn_no, gap, sizes[i], kind))
-            elif r["rule"] == "summary":
-                gaps["before_compaction"].append(gap)
-            elif prev["rule"] == "summary":
-                gaps["after_compaction"].append(gap)
+        all_gaps = [long_gaps(rs, sz) for (_, _, rs), sz in zip(sessions, per_run)]
+        gaps = {k: [median(xs) for xs in zip(*(g[k] for g, _ in all_gaps))]
+                for k in ("before_compaction", "after_compaction")}
+        turn_gaps = [(g[0][0], median([x[1] for x in g]), g[0][2], g[0][3])
+                     for g in zip(*(t for _, t in all_gaps))]
+        gaps["turn"] = [g[1] for g in turn_gaps]
         buckets = []
         for lo in range(0, turns + 1, bucket):
             inb = [g for g in turn_gaps if lo <= g[0] < lo + bucket]
@@ -599,18 +621,24 @@ def long_bench(turns=300, short_turns=75, bucket=30):
                         "window 32000 tokens: every request's body bytes and estimated tokens "
                         "(bytes/4), the compactions (summary requests and compaction events), "
                         "cadre's share of each round trip (the mock's reply end -> cadre's next "
-                        "request, which includes running the tool) by turn number, and cadre's "
-                        "peak RSS, beside a session of `short_turns` turns",
+                        "request, which includes running the tool) by turn number, each the "
+                        "median over `runs` runs of the same script, and cadre's peak RSS, "
+                        "beside a session of `short_turns` turns",
             "turns": turns,
             "context_window_tokens": LONG_WINDOW,
             "load_average_1min": round(load, 2),
-            "exit_code": run.code,
+            "runs": runs,
+            "same_requests_every_run": same_requests,
+            "exit_codes": [r.code for r, _, _ in sessions],
             "turn_status": turn_end[-1].get("status") if turn_end else None,
-            "wall_s": round(run.wall, 3),
-            "cpu_s_cadre": round(run.cpu_s, 3),
-            "peak_rss_mib": round(run.rss_kib / 1024, 2),
+            "wall_s_median": round(median([r.wall for r, _, _ in sessions]), 3),
+            "cpu_s_cadre_median": round(median([r.cpu_s for r, _, _ in sessions]), 3),
+            "peak_rss_mib": round(max(r.rss_kib for r, _, _ in sessions) / 1024, 2),
             "short_turns": short_turns,
-            "peak_rss_mib_short": round(short_run.rss_kib / 1024, 2),
+            "peak_rss_mib_short": round(max(r.rss_kib for r in shorts) / 1024, 2),
+            "cpu_s_cadre_short_median": round(cpu_short, 3),
+            "cpu_ms_per_turn_first_turns": round(cpu_short / short_turns * 1000, 3),
+            "cpu_ms_per_turn_later_turns": round((cpu_long - cpu_short) / (turns - short_turns) * 1000, 3),
             "launcher_floor_mib": round(launcher_floor_kib() / 1024, 2),
             "requests": len(recs),
             "requests_by_rule": {k: sum(1 for r in recs if r["rule"] == k)
@@ -756,7 +784,9 @@ def context_run(work, project, home, script, tag):
     finally:
         mock.stop()
     recs.sort(key=lambda r: r["t_start_us"])
-    parent = [body_bytes(r) for r in recs if r["rule"] == "parent"]
+    parent_recs = [r for r in recs if r["rule"] == "parent"]
+    parent = [body_bytes(r) for r in parent_recs]
+    last = json.dumps(parent_recs[-1]["body"]) if parent_recs else ""
     kids = [body_bytes(r) for r in recs if (r["rule"] or "").startswith("explore-")]
     return {
         "exit_code": run.code,
@@ -770,6 +800,7 @@ def context_run(work, project, home, script, tag):
         "parent_request_bytes_peak": max(parent) if parent else 0,
         "parent_est_tokens_peak": max(parent) // 4 if parent else 0,
         "parent_first_request_bytes": parent[0] if parent else 0,
+        "reports_in_parent_last_request": sum(1 for p in range(3) if f"Part {p + 1} (src/" in last),
         "children_requests": len(kids),
         "children_request_bytes_total": sum(kids),
         "children_request_bytes_peak": max(kids) if kids else 0,
