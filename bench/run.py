@@ -469,7 +469,15 @@ LONG_FILES = 40
 LONG_PATTERN = ["read", "read", "read+bash", "read", "bash", "read", "read", "read+bash", "read", "read"]
 
 
-def long_calls(turn):
+# The harsher variant: every LONG_BIG_PERIOD turns, a Read of a ~64 KiB file, a result about
+# half the window (cadre cuts one input to half the window).
+LONG_BIG_PERIOD = 11
+LONG_BIG_LINES = 1800
+
+
+def long_calls(turn, big=False):
+    if big and turn % LONG_BIG_PERIOD == LONG_BIG_PERIOD - 1:
+        return "big", '[{ name: Read, input: { file_path: "big.rs" } }]'
     kind = LONG_PATTERN[turn % len(LONG_PATTERN)]
     f = f"src/mod_{turn % LONG_FILES:02d}.rs"
     calls = []
@@ -481,7 +489,7 @@ def long_calls(turn):
     return kind, "[" + ", ".join(calls) + "]"
 
 
-def long_script(turns, summaries):
+def long_script(turns, summaries, big=False):
     summary = ("Task: the benchmark session reads fixture files turn by turn. " * 8).strip()
     rules = ["rules:",
              "  - name: summary",
@@ -491,7 +499,7 @@ def long_script(turns, summaries):
     rules += [f'      - text: "<summary {k}> {summary}"' for k in range(summaries)]
     rules += ["  - name: session", "    step_by: requests", "    replies:"]
     for t in range(turns):
-        _, calls = long_calls(t)
+        _, calls = long_calls(t, big)
         rules.append(f"      - tool_calls: {calls}")
     rules.append('      - text: "The session is done."')
     return "\n".join(rules) + "\n"
@@ -505,6 +513,8 @@ def long_fixture(project):
         name = f"src/mod_{i:02d}.rs"
         with open(os.path.join(project, name), "w") as f:
             f.write(fixture_text(rng, name, rng.randrange(40, 160)))
+    with open(os.path.join(project, "big.rs"), "w") as f:
+        f.write(fixture_text(rng, "big.rs", LONG_BIG_LINES))
 
 
 def long_config(home, project):
@@ -515,10 +525,10 @@ def long_config(home, project):
         f.write(text)
 
 
-def long_session(work, project, home, turns, tag):
+def long_session(work, project, home, turns, tag, big=False):
     long_fixture(project)
     long_config(home, project)
-    mock = Mock(long_script(turns, turns), work, tag)
+    mock = Mock(long_script(turns, turns, big), work, tag)
     try:
         env = cadre_env(mock, home)
         run, events = timed_json(
@@ -554,7 +564,36 @@ def long_gaps(recs, sizes):
     return gaps, turn_gaps
 
 
-def long_bench(turns=300, short_turns=75, bucket=30, runs=3):
+def long_big(work, project, home, turns):
+    """The same session with a ~64 KiB Read every LONG_BIG_PERIOD turns: sizes and compactions."""
+    run, events, recs = long_session(work, project, home, turns, "big", big=True)
+    recs.sort(key=lambda r: r["t_start_us"])
+    sizes = [body_bytes(r) for r in recs]
+    ended = [e for e in events if e.get("type") == "compaction_ended"]
+    turn_end = [e for e in events if e.get("type") == "turn_ended"]
+    return {
+        "measures": f"{turns} turns as above, but every {LONG_BIG_PERIOD}th turn reads a "
+                    f"{LONG_BIG_LINES}-line (~64 KiB) file, whose result cadre cuts to half the window",
+        "turns": turns,
+        "exit_code": run.code,
+        "turn_status": turn_end[-1].get("status") if turn_end else None,
+        "requests": len(recs),
+        "session_request_est_tokens_max": max(
+            s for r, s in zip(recs, sizes) if r["rule"] == "session") // 4,
+        "summary_request_est_tokens_max": max(
+            (s for r, s in zip(recs, sizes) if r["rule"] == "summary"), default=0) // 4,
+        "requests_over_window": [[i, r["rule"], s // 4, round(s / 4 / LONG_WINDOW * 100, 1)]
+                                 for i, (r, s) in enumerate(zip(recs, sizes))
+                                 if s > LONG_WINDOW * 4],
+        "compactions": len(ended),
+        "compactions_failed": [e.get("error") for e in ended if e.get("error")],
+        "tokens_before": [e.get("tokens_before") for e in ended],
+        "tokens_after": [e.get("tokens_after") for e in ended],
+        "kept_messages": [e.get("kept_messages") for e in ended],
+    }
+
+
+def long_bench(turns=300, short_turns=75, bucket=30, runs=3, big_turns=120):
     """A `turns`-turn session in a 32k window, `runs` times; compactions, request sizes,
     cadre's time between a reply's end and its next request by turn number (each the median
     over the runs, which are the same script), peak RSS (and the peak of a shorter session
@@ -575,6 +614,7 @@ def long_bench(turns=300, short_turns=75, bucket=30, runs=3):
         # turn over the first `short_turns` turns against the same over the turns after them.
         cpu_long = median([r.cpu_s for r, _, _ in sessions])
         cpu_short = median([r.cpu_s for r in shorts])
+        big = long_big(work, project, os.path.join(work, "home-big"), big_turns)
         per_run = []
         for _, _, rs in sessions:
             rs.sort(key=lambda r: r["t_start_us"])
@@ -688,6 +728,7 @@ def long_bench(turns=300, short_turns=75, bucket=30, runs=3):
                                                           [g[1] for g in reads]), 3),
             },
             "by_turn": buckets,
+            "big_results": big,
             "request_sizes": [[q["n"], q["rule"], q["bytes"]] for q in requests],
         }
     return with_project(go)
