@@ -25,6 +25,7 @@ peak RSS is the `%M` it reads from `wait4` for cadre alone.
 """
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -506,7 +507,6 @@ def long_script(turns, summaries, big=False):
 
 
 def long_fixture(project):
-    import random
     rng = random.Random(11)
     os.makedirs(os.path.join(project, "src"), exist_ok=True)
     for i in range(LONG_FILES):
@@ -517,7 +517,7 @@ def long_fixture(project):
         f.write(fixture_text(rng, "big.rs", LONG_BIG_LINES))
 
 
-def long_config(home, project):
+def long_config(home):
     """The 32k window for the mock's model (`bench`), in the user config under CADRE_HOME."""
     text = f"[models.anthropic.bench]\ncontext_window = {LONG_WINDOW}\n"
     os.makedirs(home, exist_ok=True)
@@ -527,7 +527,7 @@ def long_config(home, project):
 
 def long_session(work, project, home, turns, tag, big=False):
     long_fixture(project)
-    long_config(home, project)
+    long_config(home)
     mock = Mock(long_script(turns, turns, big), work, tag)
     try:
         env = cadre_env(mock, home)
@@ -743,7 +743,6 @@ CONTEXT_CALLS_PER_REPLY = 3
 
 def context_fixture(project):
     """300 source-like files in six modules, the same bytes on every run."""
-    import random
     rng = random.Random(7)
     for m in CONTEXT_MODULES:
         os.makedirs(os.path.join(project, "src", m), exist_ok=True)
