@@ -544,3 +544,59 @@ rules:
         }
     }
 }
+
+#[tokio::test]
+async fn a_server_that_reports_no_usage_is_estimated_and_still_compacts() {
+    let script = r#"
+rules:
+  - name: summary
+    when: { last_user: "<compaction-request>" }
+    step_by: requests
+    replies:
+      - text: "SUMMARY: a and b were read."
+        usage: { input_tokens: 0, output_tokens: 0 }
+  - name: main
+    step_by: requests
+    replies:
+      - tool_calls: [{ name: Read, input: { file_path: "a.txt" } }]
+        usage: { input_tokens: 0, output_tokens: 0 }
+      - tool_calls: [{ name: Read, input: { file_path: "b.txt" } }]
+        usage: { input_tokens: 0, output_tokens: 0 }
+      - text: "done"
+        usage: { input_tokens: 0, output_tokens: 0 }
+"#;
+    for wire in WIRES {
+        let w = World::new(script, wire).await;
+        // Two results of about 5000 tokens each against a 16000-token window
+        // (the tool list alone is a few thousand).
+        for f in ["a", "b"] {
+            let text: String = (0..500)
+                .map(|i| format!("{f} {i:04} {}\n", "q".repeat(32)))
+                .collect();
+            w.write(&format!("{f}.txt"), &text);
+        }
+        let (mut agent, mut rx) = w.agent_with(20, None, Some(16_000), None, None);
+        let outcome = agent
+            .run_turn("read a and b".into(), CancellationToken::new())
+            .await;
+        assert_eq!(
+            outcome.status,
+            TurnStatus::Completed,
+            "{wire:?}: {outcome:?}"
+        );
+        assert_eq!(outcome.compactions, 1, "{wire:?}");
+        let estimated = drain(&mut rx)
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::ContextUsage {
+                        estimated: true,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert!(estimated >= 3, "{wire:?}: every count is an estimate");
+    }
+}

@@ -71,6 +71,13 @@ impl Agent {
 
     /// Records the provider's count after a reply and reports it.
     pub(super) fn count_reply(&mut self, usage: &Usage) {
+        // A server that reports no usage (some local ones) is estimated instead.
+        if usage.total() == 0 {
+            self.counted = None;
+            let estimate = self.context_in_use();
+            self.report_context(estimate, true);
+            return;
+        }
         self.counted = Some((usage.total(), self.conversation.len()));
         self.report_context(usage.total(), false);
     }
@@ -234,6 +241,11 @@ impl Agent {
         if let Some(c) = cost {
             self.cost.add(c);
         }
+        self.events.emit(Event::Usage {
+            agent: self.id.clone(),
+            usage,
+            cost_usd: cost.map(|c| c.usd()),
+        });
         let summary = response.message.text();
         if summary.trim().is_empty() {
             return Err(CompactError::NoSummary);
