@@ -185,11 +185,17 @@ impl Agent {
             }
             extra = decision.extra_instructions;
         }
-        // A conversation the provider refused as too long is summarised from
-        // its first message and its most recent part; otherwise it is sent
-        // whole (the request then reads the prompt cache), and trimmed only
-        // if that is refused.
-        let mut trimmed = trigger == CompactTrigger::LengthError;
+        // A conversation the provider refused as too long, or one that with
+        // the instructions and room for the summary would not fit, is
+        // summarised from its first message and its most recent part;
+        // otherwise it is sent whole (the request then reads the prompt
+        // cache), and trimmed only if that is refused.
+        let window = self.context.profile.context_window;
+        let reserve = u64::from(self.client.config().max_tokens).min(window / 10);
+        let would_fit =
+            tokens_before + estimate_text_tokens(context::COMPACTION_INSTRUCTIONS) + reserve
+                <= window;
+        let mut trimmed = trigger == CompactTrigger::LengthError || !would_fit;
         // Refused again, the trimmed request is cut to half as much, a few times.
         let mut share = 2;
         let (response, usage) = loop {
@@ -269,8 +275,17 @@ impl Agent {
                 "\n\n(This agent is a fork {FORK_TAG}: it does its directive itself and cannot start subagents.)"
             ));
         }
-        let start = kept_tail(&self.conversation, self.context.keep_recent_tokens());
-        let kept: Vec<Message> = self.conversation[start..].to_vec();
+        // The newest messages are kept verbatim, each part cut to half the
+        // budget: one large result then stays, cut, instead of crowding out
+        // everything after the summary.
+        let keep = self.context.keep_recent_tokens();
+        let capped: Vec<Message> = self
+            .conversation
+            .iter()
+            .map(|m| context::message_cut_to(m, keep / 2))
+            .collect();
+        let start = kept_tail(&capped, keep);
+        let kept: Vec<Message> = capped[start..].to_vec();
         let conversation = compacted_conversation(&summary, &kept);
         let fixed = self.fixed_tokens();
         let tokens_after = fixed + estimate_messages_tokens(&conversation);

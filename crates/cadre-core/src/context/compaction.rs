@@ -172,6 +172,8 @@ pub fn is_context_length_error(e: &ModelError) -> bool {
         "too many tokens",
         "input is too long",
         "prompt too long",
+        // Anthropic: "input length and `max_tokens` exceed context limit".
+        "exceed context limit",
         // llama.cpp: "the request exceeds the available context size".
         "context size",
     ]
