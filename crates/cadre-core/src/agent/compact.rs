@@ -12,7 +12,7 @@ use crate::context::{
     self, Cost, PreCompactInput, compacted_conversation, estimate_messages_tokens,
     estimate_text_tokens, kept_tail, summary_request_messages,
 };
-use crate::model::{Message, ModelError, ModelRequest, Role, StreamDelta, Usage};
+use crate::model::{Message, ModelError, ModelRequest, Usage};
 use crate::protocol::{CompactTrigger, Event};
 use crate::session::RecordBody;
 
@@ -212,27 +212,8 @@ impl Agent {
                 max_tokens: self.client.config().max_tokens,
                 cache_after: if trimmed { None } else { self.cache_after },
             };
-            let events = self.events.clone();
-            let agent = self.id.clone();
-            let mut on_delta = move |d: StreamDelta| {
-                if let StreamDelta::Retrying {
-                    attempt,
-                    status,
-                    wait_ms,
-                    reason,
-                    discarded_text,
-                } = d
-                {
-                    events.emit(Event::Retrying {
-                        agent: agent.clone(),
-                        attempt,
-                        status,
-                        wait_ms,
-                        reason,
-                        discarded_text,
-                    });
-                }
-            };
+            // The summary is not the agent's answer: its text is not shown.
+            let mut on_delta = self.on_delta(false);
             match self.client.stream(&req, &mut on_delta, cancel).await {
                 Ok(r) => {
                     let usage = r.usage;
@@ -354,14 +335,7 @@ impl Agent {
             .collect();
         let start = kept_tail(&capped, budget).max(1);
         for m in &capped[start..] {
-            match out.last_mut() {
-                Some(last) if last.role == Role::User && m.role == Role::User => {
-                    for b in &m.content {
-                        last.content.push(b.clone());
-                    }
-                }
-                _ => out.push(m.clone()),
-            }
+            context::push_alternating(&mut out, m);
         }
         out
     }
