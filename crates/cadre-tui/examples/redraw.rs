@@ -139,6 +139,43 @@ fn main() {
                 Instant::now(),
             )
         });
+        // 16 children reporting while the transcript is long: each frame
+        // follows a burst of one progress event per child.
+        app.apply(
+            &Event::TurnStarted {
+                agent: "main".into(),
+            },
+            Instant::now(),
+        );
+        for c in 1..=16 {
+            app.apply(
+                &Event::SubagentStarted {
+                    index: c,
+                    total: 16,
+                    agent_id: format!("child{c}"),
+                    agent_type: "Explore".into(),
+                    description: format!("search part {c} of the tree"),
+                    model: "m".into(),
+                    mode: cadre_core::protocol::PermissionMode::Plan,
+                },
+                Instant::now(),
+            );
+        }
+        let sixteen = time_frames(&mut terminal, &mut app, &theme, |app, _| {
+            for c in 1..=16 {
+                app.apply(
+                    &Event::SubagentProgress {
+                        index: c,
+                        total: 16,
+                        agent_type: "Explore".into(),
+                        agent_id: format!("child{c}"),
+                        tool: "Grep".into(),
+                        outcome: "completed".into(),
+                    },
+                    Instant::now(),
+                );
+            }
+        });
         let key = format!("{width}x{height}");
         let case = json!({
             "transcript_rows": rows,
@@ -148,6 +185,7 @@ fn main() {
             "scrolled_to_middle": stats(middle),
             "scrolled_to_top": stats(top),
             "streaming_into_last_entry": stats(streaming),
+            "sixteen_children_reporting": stats(sixteen),
         });
         println!("{key}: {case}");
         cases.insert(key, case);
