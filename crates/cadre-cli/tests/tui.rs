@@ -9,7 +9,6 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::{Harness, Wire};
@@ -61,13 +60,9 @@ impl Pane {
 
     /// [`Pane::start`] with extra environment variables (they win over the defaults).
     fn start_env(h: &Harness, args: &[&str], extra_env: &[(&str, &str)]) -> Pane {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let socket = format!(
-            "cadre-tui-test-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        );
         let dir = tempfile::tempdir().unwrap();
+        // The server's socket lives in the test's temp dir, gone with it.
+        let socket = dir.path().join("tmux.sock").display().to_string();
         let cmd = h.command(args, extra_env);
         let std_cmd = cmd.as_std();
         let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
@@ -94,7 +89,7 @@ impl Pane {
         std::fs::write(dir.path().join("run.sh"), script).unwrap();
         let ok = Command::new("tmux")
             .args([
-                "-L",
+                "-S",
                 &socket,
                 "-f",
                 "/dev/null",
@@ -115,7 +110,7 @@ impl Pane {
 
     fn tmux(&self, args: &[&str]) -> std::process::Output {
         Command::new("tmux")
-            .args(["-L", &self.socket])
+            .args(["-S", &self.socket])
             .args(args)
             .env_remove("TMUX")
             .output()
