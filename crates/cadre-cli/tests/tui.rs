@@ -571,3 +571,30 @@ async fn a_terminal_resized_below_40x10_says_so_and_recovers() {
     pane.keys(&["C-c", "C-c"]);
     assert_eq!(pane.exit_status().await, 0);
 }
+
+#[tokio::test]
+async fn shift_tab_switches_to_accept_edits_and_an_edit_then_runs_without_a_question() {
+    if !tmux_available() {
+        return;
+    }
+    let script = r#"
+rules:
+  - name: chat
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls: [{ name: Write, input: { file_path: "made.txt", content: "made\n" } }]
+      - text: "Written it."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let pane = Pane::start(&h, &[]);
+    pane.wait_text("mock-model").await;
+    pane.keys(&["BTab"]);
+    pane.wait_text("permission mode: acceptEdits").await;
+    pane.type_text("write it");
+    pane.keys(&["Enter"]);
+    pane.wait_text("Written it.").await;
+    assert_eq!(h.read("made.txt"), "made\n", "ran without a question");
+    pane.type_text("/exit");
+    pane.keys(&["Enter"]);
+    assert_eq!(pane.exit_status().await, 0);
+}

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use cadre_core::protocol::{
-    ApprovalAnswer, ApprovalQuestion, CompactTrigger, Event, Op, TurnStatus,
+    ApprovalAnswer, ApprovalQuestion, CompactTrigger, Event, Op, PermissionMode, TurnStatus,
 };
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
@@ -158,6 +158,11 @@ impl App {
                         "cadre · session {session_id} · /help lists commands and keys · Ctrl+C twice leaves"
                     ),
                 );
+            }
+            Event::ModeChanged { agent, mode } if agent == MAIN => {
+                self.info.permission_mode = mode.to_string();
+                self.transcript
+                    .notice(Level::Info, format!("permission mode: {mode}"));
             }
             Event::TurnStarted { agent } if agent == MAIN => {
                 self.turn_running = true;
@@ -447,6 +452,18 @@ impl App {
         self.questions.retain(|q| q.id != id);
     }
 
+    /// Shift+Tab: default → acceptEdits → plan → default, as Claude Code
+    /// cycles; from any other mode it goes to default. The status line
+    /// changes when the session says the mode changed.
+    fn cycle_mode(&mut self) {
+        let next = match self.info.permission_mode.parse::<PermissionMode>() {
+            Ok(PermissionMode::Default) => PermissionMode::AcceptEdits,
+            Ok(PermissionMode::AcceptEdits) => PermissionMode::Plan,
+            _ => PermissionMode::Default,
+        };
+        self.outbox.push(Op::SetMode { mode: next });
+    }
+
     /// Handles one key.
     pub fn key(&mut self, key: KeyEvent, now: Instant) {
         if key.kind == KeyEventKind::Release {
@@ -469,6 +486,7 @@ impl App {
                 self.outbox.push(Op::BackgroundBatch)
             }
             (KeyCode::Char('o'), true) => self.verbose = !self.verbose,
+            (KeyCode::BackTab, _) => self.cycle_mode(),
             (KeyCode::Char('j'), true) => self.prompt.insert("\n"),
             (KeyCode::Enter, _)
                 if key

@@ -24,7 +24,7 @@ pub const HELP: &str = "\
 /help             this list
 /exit, /quit      leave (Ctrl+C twice too)
 Keys: Enter sends · Shift+Enter or Ctrl+J new line · Esc interrupts the turn · Ctrl+B sends the
-running subagents to the background · Ctrl+O verbose tool output · PgUp/PgDn scroll
+running subagents to the background · Ctrl+O verbose tool output · Shift+Tab permission mode · PgUp/PgDn scroll
 A message starting with // is sent starting with /.";
 
 /// Reads a submitted prompt: a command when it starts with `/` (`//`

@@ -275,3 +275,52 @@ fn up_and_down_walk_the_history_and_come_back_to_the_draft() {
     app.key(key(KeyCode::Up), now);
     assert_eq!(app.prompt.text(), "draft\nmore");
 }
+
+#[test]
+fn shift_tab_asks_for_the_next_mode_and_the_status_follows_the_session() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo {
+        permission_mode: "default".into(),
+        ..SessionInfo::default()
+    });
+    app.key(key(KeyCode::BackTab), now);
+    assert_eq!(
+        app.outbox,
+        [Op::SetMode {
+            mode: PermissionMode::AcceptEdits
+        }]
+    );
+    // Nothing changes until the session says so.
+    assert_eq!(app.info.permission_mode, "default");
+    app.apply(
+        &Event::ModeChanged {
+            agent: "main".into(),
+            mode: PermissionMode::AcceptEdits,
+        },
+        now,
+    );
+    assert_eq!(app.info.permission_mode, "acceptEdits");
+    app.outbox.clear();
+    app.key(key(KeyCode::BackTab), now);
+    assert_eq!(
+        app.outbox,
+        [Op::SetMode {
+            mode: PermissionMode::Plan
+        }]
+    );
+    app.apply(
+        &Event::ModeChanged {
+            agent: "main".into(),
+            mode: PermissionMode::Plan,
+        },
+        now,
+    );
+    app.outbox.clear();
+    app.key(key(KeyCode::BackTab), now);
+    assert_eq!(
+        app.outbox,
+        [Op::SetMode {
+            mode: PermissionMode::Default
+        }]
+    );
+}
