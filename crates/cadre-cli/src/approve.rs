@@ -104,7 +104,7 @@ pub fn render_question(q: &ApprovalQuestion) -> String {
     }
     s.push_str(&format!("│ why: {}\n", q.reason));
     s.push_str(&format!(
-        "└ [y] yes  [a] yes, and allow {} for this session  [n] no › ",
+        "└ [y] yes  [a] yes, and allow {} for this session  [n] no  [n <text>] no, and tell the model what to do instead › ",
         q.session_rule
     ));
     s
@@ -182,11 +182,21 @@ async fn ask(lines: &StdinLines, q: &ApprovalQuestion) -> ApprovalAnswer {
         let Some(line) = lines.next().await else {
             return ApprovalAnswer::No;
         };
-        match line.trim().to_ascii_lowercase().as_str() {
+        let line = line.trim();
+        match line.to_ascii_lowercase().as_str() {
             "y" | "yes" => return ApprovalAnswer::Once,
             "a" | "always" => return ApprovalAnswer::Session,
             "n" | "no" | "" => return ApprovalAnswer::No,
-            _ => eprint!("answer y, a or n › "),
+            _ => {}
         }
+        if let Some(instead) = line
+            .strip_prefix("n ")
+            .or_else(|| line.strip_prefix("N "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            return ApprovalAnswer::Instead(instead.to_string());
+        }
+        eprint!("answer y, a, n, or n followed by what to do instead › ");
     }
 }

@@ -186,6 +186,29 @@ rules:
 }
 
 #[tokio::test]
+async fn no_with_what_to_do_instead_tells_the_model_and_runs_nothing() {
+    let script = r#"
+rules:
+  - name: one
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo first > first.txt" } }
+      - text: "done"
+"#;
+    let h = Harness::new(script, Wire::OpenAi).await;
+    let out = h
+        .cadre_tty(&["exec", "go"], &["n write it with the Write tool"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&h.records()[1].body);
+    assert_eq!(
+        results[0].0,
+        "denied: the user declined this call and said what to do instead:\nwrite it with the Write tool"
+    );
+    assert!(!h.path("first.txt").exists());
+}
+
+#[tokio::test]
 async fn yes_for_the_session_allows_matching_calls_without_asking_again() {
     let script = r#"
 rules:

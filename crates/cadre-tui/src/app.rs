@@ -68,6 +68,8 @@ pub struct App {
     pub prompt: Prompt,
     /// Questions, oldest first; the dialog shows the first unanswered one.
     pub questions: Vec<Question>,
+    /// What the user is typing to tell the model what to do instead (after `i` in the dialog).
+    pub instead: Option<String>,
     /// True while a turn of the main agent runs.
     pub turn_running: bool,
     /// Messages sent whose turn has not started yet.
@@ -124,6 +126,7 @@ impl App {
             cost_nanos: None,
             background: BTreeSet::new(),
             hint: None,
+            instead: None,
             last_ctrl_c: None,
             history: Vec::new(),
             history_at: None,
@@ -449,6 +452,9 @@ impl App {
 
     /// A question the session withdrew (an interrupt, or it was answered elsewhere).
     pub fn withdraw(&mut self, id: u64) {
+        if self.open_question().is_some_and(|(q, _)| q.id == id) {
+            self.instead = None;
+        }
         self.questions.retain(|q| q.id != id);
     }
 
@@ -527,15 +533,43 @@ impl App {
 
     /// A key while the dialog shows; true when the dialog took it.
     fn dialog_key(&mut self, key: KeyEvent) -> bool {
+        // Typing what to do instead: text until Enter; Esc goes back to the choices.
+        if let Some(text) = &mut self.instead {
+            match key.code {
+                KeyCode::Enter if !text.trim().is_empty() => {
+                    let text = std::mem::take(text);
+                    self.instead = None;
+                    self.answer_open(ApprovalAnswer::Instead(text));
+                }
+                KeyCode::Esc => self.instead = None,
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
+                KeyCode::Char('c') => return false,
+                _ => {}
+            }
+            return true;
+        }
         let answer = match key.code {
             KeyCode::Char('y' | 'Y') => ApprovalAnswer::Once,
             KeyCode::Char('a' | 'A') => ApprovalAnswer::Session,
             KeyCode::Char('n' | 'N') => ApprovalAnswer::No,
+            KeyCode::Char('i' | 'I') => {
+                self.instead = Some(String::new());
+                return true;
+            }
             // Esc, Ctrl+C and scrolling still work over the dialog.
             KeyCode::Esc | KeyCode::PageUp | KeyCode::PageDown => return false,
             KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return false,
             _ => return true,
         };
+        self.answer_open(answer);
+        true
+    }
+
+    /// Answers the question the dialog shows.
+    fn answer_open(&mut self, answer: ApprovalAnswer) {
         if let Some(q) = self.questions.iter_mut().find(|q| !q.answered) {
             q.answered = true;
             self.outbox.push(Op::ApprovalAnswer {
@@ -543,7 +577,6 @@ impl App {
                 answer,
             });
         }
-        true
     }
 
     fn ctrl_c(&mut self, now: Instant) {

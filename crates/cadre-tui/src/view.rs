@@ -439,8 +439,21 @@ pub fn render_dialog(frame: &mut Frame<'_>, app: &App, over: Rect, theme: &Theme
             clean_line(&q.session_rule)
         )),
         Span::styled("[n]", theme.error()),
-        Span::raw(" No"),
+        Span::raw(" No   "),
+        Span::styled("[i]", theme.error()),
+        Span::raw(" No, and tell the model what to do instead"),
     ]));
+    if let Some(text) = &app.instead {
+        lines.push(Line::from(vec![
+            Span::styled("instead: ", theme.bold()),
+            Span::raw(clean_line(text)),
+            Span::styled("▏", theme.dim()),
+        ]));
+        lines.push(Line::styled(
+            "Enter sends it to the model · Esc goes back",
+            theme.dim(),
+        ));
+    }
     if more > 0 {
         lines.push(Line::styled(
             format!(

@@ -324,3 +324,26 @@ fn shift_tab_asks_for_the_next_mode_and_the_status_follows_the_session() {
         }]
     );
 }
+
+#[test]
+fn i_in_the_dialog_takes_what_to_do_instead_and_enter_sends_it() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    app.apply(&question(7, "main"), now);
+    app.key(key(KeyCode::Char('i')), now);
+    typed(&mut app, "use rg", now);
+    app.key(key(KeyCode::Backspace), now);
+    typed(&mut app, "g!", now);
+    // Typing here answers nothing and leaves the prompt alone.
+    assert!(app.outbox.is_empty());
+    assert_eq!(app.prompt.text(), "");
+    app.key(key(KeyCode::Enter), now);
+    assert_eq!(
+        app.outbox,
+        [Op::ApprovalAnswer {
+            id: Some(7),
+            answer: ApprovalAnswer::Instead("use rg!".into()),
+        }]
+    );
+    assert!(app.instead.is_none());
+}

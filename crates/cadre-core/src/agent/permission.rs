@@ -61,6 +61,10 @@ impl Agent {
                 Err("not run: interrupted by the user".to_string())
             }
             ApprovalAnswer::No => Err("denied: the user declined this call".to_string()),
+            ApprovalAnswer::Instead(text) => Err(format!(
+                "denied: the user declined this call and said what to do instead:\n{}",
+                text.trim()
+            )),
         }
     }
 }

@@ -904,3 +904,45 @@ rules:
     f.handle.submit(Op::Shutdown);
     f.finish().await;
 }
+
+#[tokio::test]
+async fn no_and_what_to_do_instead_reaches_the_model_as_the_calls_result() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls: [{ name: Bash, input: { command: "grep -r parse_config ." } }]
+      - text: "using rg then"
+"#;
+    let mut f = start(
+        script,
+        Options {
+            mode: PermissionMode::Default,
+            answers_questions: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    f.handle.submit(Op::UserMessage { text: "go".into() });
+    let Event::ApprovalRequested { id, .. } = f
+        .until("approval_requested", |e| {
+            matches!(e, Event::ApprovalRequested { .. })
+        })
+        .await
+    else {
+        unreachable!()
+    };
+    f.handle.submit(Op::ApprovalAnswer {
+        id: Some(id),
+        answer: ApprovalAnswer::Instead("use rg, it is faster".into()),
+    });
+    f.until("turn_ended", main_turn_ended).await;
+    f.handle.submit(Op::Shutdown);
+    let (_, _, records) = f.finish().await;
+    let result = body_text(&records[1]);
+    assert!(
+        result.contains("declined this call and said what to do instead")
+            && result.contains("use rg, it is faster"),
+        "{result}"
+    );
+}

@@ -101,7 +101,7 @@ impl ApprovalGate {
         self.events.emit(Event::ApprovalAnswered {
             agent: question.agent.clone(),
             tool: question.tool.clone(),
-            answer,
+            answer: answer.clone(),
         });
         answer
     }

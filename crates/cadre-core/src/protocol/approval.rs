@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 /// The answer to one question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalAnswer {
     /// Run this call.
@@ -13,6 +13,8 @@ pub enum ApprovalAnswer {
     Session,
     /// Don't run it.
     No,
+    /// Don't run it, and tell the model what to do instead (`{"instead": "…"}`).
+    Instead(String),
 }
 
 /// What the user is asked.
