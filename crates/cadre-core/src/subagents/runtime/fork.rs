@@ -58,7 +58,7 @@ impl SubagentRuntime {
                 max_requests: self.settings.default_max_turns,
                 max_tool_calls: self.settings.max_tool_calls_per_child,
             },
-            events: self.events.for_child(tag.clone()),
+            events: caller.events.for_child(tag.clone()),
             policy: Arc::new({
                 let mut p = (*self.policy).clone();
                 p.mode = caller.mode;

@@ -129,7 +129,7 @@ impl SubagentRuntime {
             ctx: ctx.clone(),
             system: spec.system,
             limits,
-            events: self.events.for_child(tag.clone()),
+            events: caller.events.for_child(tag.clone()),
             policy: Arc::new(policy),
             gate: self.gate.clone(),
             log: None,
@@ -178,6 +178,7 @@ impl SubagentRuntime {
             description: p.description.clone(),
             model: p.agent.model().to_string(),
             mode: p.mode,
+            path: p.setup.events.lineage().to_vec(),
         });
     }
 
