@@ -9,7 +9,8 @@ use cadre_core::config::data_dir;
 use cadre_core::driver::{OpenError, OpenedLog, PendingResume, create_log};
 use cadre_core::protocol::EventSink;
 use cadre_core::session::{
-    SessionError, list_sessions, remove_session, session_path, sessions_dir, utc_datetime,
+    SessionError, SessionSummary, list_sessions, remove_session, session_path, sessions_dir,
+    utc_datetime,
 };
 use clap::{Args, Subcommand};
 
@@ -57,19 +58,12 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
             if list.is_empty() {
                 eprintln!("no sessions yet");
             }
-            for s in list {
+            for s in &list {
                 if let Some(w) = &s.warning {
                     eprintln!("warning: session {}: {w}", s.id);
                 }
-                writeln!(
-                    out,
-                    "{}  {}  {}  {}",
-                    s.id,
-                    utc_datetime(s.started_ms),
-                    s.cwd,
-                    one_line(&s.first_prompt, 60)
-                )?;
             }
+            write_list(&mut out, &list)?;
         }
         SessionsCommand::Rm { id, yes } => {
             let path = session_path(&home, &id).map_err(session_usage)?;
@@ -97,6 +91,21 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes sessions one a line: id, start time, directory, first prompt.
+pub fn write_list(out: &mut impl Write, list: &[SessionSummary]) -> std::io::Result<()> {
+    for s in list {
+        writeln!(
+            out,
+            "{}  {}  {}  {}",
+            s.id,
+            utc_datetime(s.started_ms),
+            s.cwd,
+            one_line(&s.first_prompt, 60)
+        )?;
+    }
+    Ok(())
 }
 
 fn session_usage(e: SessionError) -> anyhow::Error {

@@ -122,7 +122,8 @@ async fn sweep(table: &TaskTable) -> Result<()> {
     Ok(())
 }
 
-fn now_ms() -> u64 {
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -170,7 +171,13 @@ async fn list(table: &TaskTable, args: &ListArgs) -> Result<()> {
         eprintln!("no tasks");
         return Ok(());
     }
-    let now = now_ms();
+    write_rows(&mut out, &rows, now_ms())?;
+    Ok(())
+}
+
+/// Writes task rows as a table with a header: id, kind, status,
+/// description, agent type and age.
+pub fn write_rows(out: &mut impl Write, rows: &[TaskRow], now: u64) -> std::io::Result<()> {
     writeln!(
         out,
         "{:<14}  {:<8}  {:<9}  {:<48}  {:<16}  AGE",
