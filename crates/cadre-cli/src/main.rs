@@ -103,7 +103,7 @@ impl std::error::Error for UsageError {}
 enum Command {
     /// Run one task headless: progress on stderr, the final answer on stdout.
     Exec(exec::ExecArgs),
-    /// List past sessions, or remove one.
+    /// List past sessions with their tokens and cost, show one, or remove one.
     Sessions(sessions::SessionsArgs),
     /// List, show and validate agent definitions.
     Agents(agents::AgentsArgs),

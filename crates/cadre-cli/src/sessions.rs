@@ -7,10 +7,11 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use cadre_core::config::data_dir;
 use cadre_core::driver::{OpenError, OpenedLog, PendingResume, create_log};
+use cadre_core::model::ContentBlock;
 use cadre_core::protocol::EventSink;
 use cadre_core::session::{
-    SessionError, SessionSummary, list_sessions, remove_session, session_path, sessions_dir,
-    utc_datetime,
+    LogRecord, RecordBody, SessionError, SessionSummary, SessionTotals, list_sessions, read_log,
+    remove_session, session_path, session_totals, sessions_dir, utc_datetime,
 };
 use clap::{Args, Subcommand};
 
@@ -27,8 +28,16 @@ pub struct SessionsArgs {
 
 #[derive(Debug, Subcommand)]
 enum SessionsCommand {
-    /// List sessions, newest first (the default).
+    /// List sessions, newest first, with their tokens and cost (the default).
     List,
+    /// Print a session's whole history, compactions marked, then its tokens and cost.
+    Show {
+        /// Session id.
+        id: String,
+        /// Print the log's records as JSON lines instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete a session's log and its subagent logs.
     Rm {
         /// Session id.
@@ -65,6 +74,7 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
             }
             write_list(&mut out, &list)?;
         }
+        SessionsCommand::Show { id, json } => show(&home, &id, json)?,
         SessionsCommand::Rm { id, yes } => {
             let path = session_path(&home, &id).map_err(session_usage)?;
             let agents = sessions_dir(&home).join(format!("{id}.agents"));
@@ -93,19 +103,176 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes sessions one a line: id, start time, directory, first prompt.
+/// Writes sessions one a line: id, start time, tokens, cost (when known),
+/// directory, first prompt.
 pub fn write_list(out: &mut impl Write, list: &[SessionSummary]) -> std::io::Result<()> {
     for s in list {
         writeln!(
             out,
-            "{}  {}  {}  {}",
+            "{}  {}  {:>13}  {:>8}  {}  {}",
             s.id,
             utc_datetime(s.started_ms),
+            format!("{} tok", s.totals.tokens()),
+            s.totals.cost.map(|c| c.to_string()).unwrap_or_default(),
             s.cwd,
             one_line(&s.first_prompt, 60)
         )?;
     }
     Ok(())
+}
+
+/// `cadre sessions show ID`: reads the log (never locks it, so a session in
+/// use can be shown) and prints it in order.
+fn show(home: &std::path::Path, id: &str, json: bool) -> Result<()> {
+    let path = session_path(home, id).map_err(session_usage)?;
+    let log = read_log(&path).map_err(session_usage)?;
+    for w in &log.warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        for r in &log.records {
+            writeln!(out, "{}", serde_json::to_string(r)?)?;
+        }
+        return Ok(());
+    }
+    for r in &log.records {
+        write_record(&mut out, r)?;
+    }
+    let totals = session_totals(home, id).map_err(session_usage)?;
+    writeln!(out)?;
+    writeln!(out, "{}", totals_line(&totals))?;
+    Ok(())
+}
+
+/// `tokens: 4585 (input 3110, output 425, cache read 1000, cache write 50) · cost $0.0075`;
+/// the cost only when known.
+fn totals_line(t: &SessionTotals) -> String {
+    let u = &t.usage;
+    let mut line = format!(
+        "tokens: {} (input {}, output {}, cache read {}, cache write {})",
+        t.tokens(),
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens
+    );
+    if let Some(cost) = t.cost {
+        line.push_str(&format!(" · cost {cost}"));
+    }
+    line
+}
+
+/// The first line of `text`, cut to `max` characters.
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let more = text.trim().lines().nth(1).is_some();
+    let cut = one_line(line, max);
+    if more && !cut.ends_with('…') {
+        format!("{cut} …")
+    } else {
+        cut
+    }
+}
+
+/// A tool call's argument in a few words: its first string field (a command,
+/// a path, a pattern), else the raw text, cut.
+fn short_argument(input: &str) -> String {
+    let value: Option<serde_json::Value> = serde_json::from_str(input).ok();
+    let first_string = value.as_ref().and_then(|v| v.as_object()).and_then(|o| {
+        o.values()
+            .find_map(|v| v.as_str().filter(|s| !s.trim().is_empty()))
+    });
+    one_line(first_string.unwrap_or(input), 80)
+}
+
+fn write_record(out: &mut impl Write, r: &LogRecord) -> std::io::Result<()> {
+    match &r.body {
+        RecordBody::SessionStart {
+            session_id,
+            cwd,
+            provider,
+            model,
+        } => writeln!(
+            out,
+            "session {session_id} · {} UTC · {provider} {model} · {cwd}",
+            utc_datetime(r.time_ms)
+        ),
+        RecordBody::Resumed { unknown_calls } => {
+            writeln!(out, "\n──── resumed {} UTC", utc_datetime(r.time_ms))?;
+            if !unknown_calls.is_empty() {
+                writeln!(
+                    out,
+                    "     {} call(s) recorded as unknown: {}",
+                    unknown_calls.len(),
+                    unknown_calls.join(", ")
+                )?;
+            }
+            Ok(())
+        }
+        RecordBody::User { text } if text.starts_with("<system-reminder>") => {
+            let inner = text
+                .trim_start_matches("<system-reminder>")
+                .trim_end()
+                .trim_end_matches("</system-reminder>");
+            writeln!(out, "  (reminder from cadre: {})", first_line(inner, 60))
+        }
+        RecordBody::User { text } => {
+            writeln!(out)?;
+            for line in text.lines() {
+                writeln!(out, "> {line}")?;
+            }
+            Ok(())
+        }
+        RecordBody::Assistant { message, .. } => {
+            for block in &message.content {
+                match block {
+                    ContentBlock::Text { text } if !text.trim().is_empty() => {
+                        writeln!(out)?;
+                        writeln!(out, "{}", text.trim_end())?;
+                    }
+                    ContentBlock::ToolUse { name, input, .. } => {
+                        writeln!(out, "  → {name}({})", short_argument(input))?;
+                    }
+                    _ => {}
+                }
+            }
+            Ok(())
+        }
+        RecordBody::ToolStart { .. } => Ok(()),
+        RecordBody::ToolResult {
+            content, status, ..
+        } => {
+            let status = serde_json::to_value(status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            writeln!(out, "  ← {status}: {}", first_line(content, 100))
+        }
+        RecordBody::TurnEnd { status } => writeln!(out, "  · turn ended ({status})"),
+        RecordBody::CompactBoundary {
+            trigger,
+            summary,
+            kept,
+            tokens_before,
+            tokens_after,
+            ..
+        } => {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "──── compacted ({}): {tokens_before} → {tokens_after} tokens, {} message{} kept ────",
+                trigger.as_str(),
+                kept.len(),
+                if kept.len() == 1 { "" } else { "s" }
+            )?;
+            writeln!(out, "{}", summary.trim_end())?;
+            writeln!(out, "──── end of summary ────")
+        }
+        RecordBody::Retry {
+            attempt, reason, ..
+        } => writeln!(out, "  (retry {attempt}: {})", first_line(reason, 100)),
+    }
 }
 
 fn session_usage(e: SessionError) -> anyhow::Error {

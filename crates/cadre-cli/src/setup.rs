@@ -71,8 +71,15 @@ pub struct Runtime {
 
 /// The context policy of the session's model: the built-in tables under the
 /// configuration's `[models.<provider>.<id>]` entries and `[context]` settings.
-fn context_policy(_settings: &Settings, client: &ModelClient) -> ContextPolicy {
-    ContextPolicy::builtin(client.config().provider, &client.config().model)
+fn context_policy(settings: &Settings, client: &ModelClient) -> ContextPolicy {
+    let config = client.config();
+    let mut policy = ContextPolicy::new(
+        Arc::new(settings.model_table()),
+        config.provider,
+        &config.model,
+    );
+    policy.auto_compact_percent = settings.auto_compact_percent();
+    policy
 }
 
 fn env_nonempty(name: &str) -> Option<String> {

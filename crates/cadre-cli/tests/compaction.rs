@@ -206,3 +206,91 @@ rules:
         "the parent's log has no boundary"
     );
 }
+
+/// Replies report growing usage; with `context_window = 4000` configured
+/// the session compacts before the fourth request (85%: 3400 tokens).
+const GROWING: &str = r#"
+rules:
+  - name: summary
+    when: { last_user: "<compaction-request>" }
+    step_by: requests
+    replies:
+      - text: "SUMMARY-G: a, b and c were read; d is next."
+  - name: main
+    step_by: requests
+    replies:
+      - tool_calls: [{ name: Read, input: { file_path: "a.txt" } }]
+        usage: { input_tokens: 1000, output_tokens: 20 }
+      - tool_calls: [{ name: Read, input: { file_path: "b.txt" } }]
+        usage: { input_tokens: 2000, output_tokens: 20 }
+      - tool_calls: [{ name: Read, input: { file_path: "c.txt" } }]
+        usage: { input_tokens: 3400, output_tokens: 20 }
+      - text: "done"
+        usage: { input_tokens: 1200, output_tokens: 20 }
+"#;
+
+#[tokio::test]
+async fn a_configured_window_compacts_at_85_percent_and_the_next_request_is_smaller() {
+    for (wire, provider) in [(Wire::Anthropic, "anthropic"), (Wire::OpenAi, "openai")] {
+        let h = Harness::new(GROWING, wire).await;
+        h.write(
+            ".cadre/config.toml",
+            &format!("[models.{provider}.mock-model]\ncontext_window = 4000\n"),
+        );
+        for f in ["a", "b", "c"] {
+            h.write(&format!("{f}.txt"), &format!("{f}{}\n", "z".repeat(2000)));
+        }
+        let out = h.cadre(&["exec", "--json", "read the files"]).await;
+        assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
+        let evs = events(&out);
+        let windows: Vec<u64> = evs
+            .iter()
+            .filter(|e| e["type"] == "context_usage")
+            .map(|e| e["window"].as_u64().unwrap())
+            .collect();
+        assert!(
+            !windows.is_empty() && windows.iter().all(|w| *w == 4000),
+            "{windows:?}"
+        );
+        let started = evs
+            .iter()
+            .find(|e| e["type"] == "compaction_started")
+            .expect("compacted");
+        assert_eq!(started["trigger"], "auto");
+
+        let reqs = h.records();
+        let rules: Vec<&str> = reqs.iter().map(|r| r.rule.as_deref().unwrap()).collect();
+        assert_eq!(
+            rules,
+            ["main", "main", "main", "summary", "main"],
+            "{wire:?}"
+        );
+        let summary = &reqs[3].body;
+        let system = match wire {
+            Wire::Anthropic => summary["system"].to_string(),
+            Wire::OpenAi => summary["messages"][0].to_string(),
+        };
+        assert!(
+            system.contains("cadre"),
+            "{wire:?}: the session's own system prompt"
+        );
+        assert!(user_texts(summary).contains("<compaction-request>"));
+        let next = &reqs[4].body;
+        assert!(user_texts(next).contains("SUMMARY-G"));
+        assert!(next.to_string().len() < reqs[2].body.to_string().len());
+        let session = evs.iter().find(|e| e["type"] == "session_started").unwrap()["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let log = h
+            .data_dir()
+            .join("sessions")
+            .join(format!("{session}.jsonl"));
+        let boundary = log_records(&log)
+            .into_iter()
+            .find(|r| r["type"] == "compact_boundary")
+            .expect("a boundary in the log");
+        assert_eq!(boundary["trigger"], "auto");
+        assert!(boundary["tokens_after"].as_u64() < boundary["tokens_before"].as_u64());
+    }
+}

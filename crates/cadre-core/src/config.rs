@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use thiserror::Error;
 
+use crate::context::{
+    DEFAULT_AUTO_COMPACT_PERCENT, ModelOverride, ModelTable, Prices, builtin_prices,
+};
 use crate::model::{Provider, parse_base_url, url_is_loopback};
 use crate::small_file::{SmallFileError, read_small_text};
 
@@ -135,6 +138,120 @@ pub struct SubagentsFile {
 /// practice, and far larger values overflow time arithmetic.
 pub const MAX_AUTO_BACKGROUND_S: f64 = 7.0 * 24.0 * 3600.0;
 
+/// `[context]`: when conversations are compacted.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextFile {
+    /// Compact automatically once this percentage of the window is in use
+    /// (1–100; 100 compacts only when the provider refuses a request as too long).
+    pub auto_compact_percent: Option<u32>,
+}
+
+/// Accepted range of `[context] auto_compact_percent`.
+pub const AUTO_COMPACT_PERCENT_RANGE: std::ops::RangeInclusive<u32> = 1..=100;
+/// Accepted range of `[models.<provider>.<id>] context_window`: below 1024
+/// tokens no system prompt fits; the top keeps token arithmetic far from overflow.
+pub const CONTEXT_WINDOW_RANGE: std::ops::RangeInclusive<u64> = 1024..=100_000_000;
+/// Highest price accepted, in US dollars per million tokens (today's dearest
+/// models cost a few hundred): far above it is a typo, and cost sums could overflow.
+pub const MAX_PRICE_PER_MILLION: f64 = 10_000.0;
+
+/// `[models.<provider>.<id>]`: what cadre should know of one model. Prices are
+/// US dollars per million tokens; a price left out comes from the built-in
+/// table, or is 0 for a model without one.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelFile {
+    /// Tokens the model takes in one request.
+    pub context_window: Option<u64>,
+    /// Uncached input.
+    pub input_price: Option<f64>,
+    /// Output.
+    pub output_price: Option<f64>,
+    /// Input read from the prompt cache.
+    pub cache_read_price: Option<f64>,
+    /// Input written to the prompt cache.
+    pub cache_write_price: Option<f64>,
+}
+
+impl ModelFile {
+    /// Lays `over` on top of `self`, key by key.
+    fn merge(&mut self, over: ModelFile) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if over.$f.is_some() { self.$f = over.$f; } )* };
+        }
+        take!(
+            context_window,
+            input_price,
+            output_price,
+            cache_read_price,
+            cache_write_price
+        );
+    }
+
+    /// The prices this table gives, the others from `builtin` (or 0), when it gives any.
+    fn prices(&self, builtin: Option<Prices>) -> Option<Prices> {
+        if self.input_price.is_none()
+            && self.output_price.is_none()
+            && self.cache_read_price.is_none()
+            && self.cache_write_price.is_none()
+        {
+            return None;
+        }
+        let base = builtin.unwrap_or(Prices {
+            input: 0,
+            output: 0,
+            cache_read: 0,
+            cache_write: 0,
+        });
+        let per_token = |usd: Option<f64>, builtin: u64| {
+            usd.map_or(builtin, |usd| Prices::per_million(usd, 0.0, 0.0, 0.0).input)
+        };
+        Some(Prices {
+            input: per_token(self.input_price, base.input),
+            output: per_token(self.output_price, base.output),
+            cache_read: per_token(self.cache_read_price, base.cache_read),
+            cache_write: per_token(self.cache_write_price, base.cache_write),
+        })
+    }
+}
+
+/// One key of `[models.<provider>]`: an alias (`sonnet = "claude-…"`) or a
+/// model's table (`[models.openai."my-local"]`, quoted when the id has dots).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEntry {
+    /// Alias → model id.
+    Alias(String),
+    /// What cadre should know of the model with this id.
+    Model(ModelFile),
+}
+
+impl<'de> Deserialize<'de> for ModelEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ModelEntry, D::Error> {
+        struct EntryVisitor;
+        impl<'de> serde::de::Visitor<'de> for EntryVisitor {
+            type Value = ModelEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a model id (for an alias) or a table of model settings")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ModelEntry, E> {
+                Ok(ModelEntry::Alias(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<ModelEntry, E> {
+                Ok(ModelEntry::Alias(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<ModelEntry, A::Error> {
+                ModelFile::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ModelEntry::Model)
+            }
+        }
+        d.deserialize_any(EntryVisitor)
+    }
+}
+
 /// One config file's contents. Every key is optional; later files override.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ConfigFile {
@@ -146,9 +263,13 @@ pub struct ConfigFile {
     pub base_url: Option<String>,
     /// Output tokens per request.
     pub max_tokens: Option<u32>,
-    /// Alias → model id, per provider (`[models.anthropic] sonnet = "…"`).
+    /// Per provider: aliases (`[models.anthropic] sonnet = "…"`) and model
+    /// tables (`[models.openai."my-local"] context_window = 4000`).
     #[serde(default)]
-    pub models: BTreeMap<String, BTreeMap<String, String>>,
+    pub models: BTreeMap<String, BTreeMap<String, ModelEntry>>,
+    /// Compaction settings.
+    #[serde(default)]
+    pub context: ContextFile,
     /// Per-turn limits.
     #[serde(default)]
     pub limits: LimitsFile,
@@ -280,6 +401,47 @@ impl ConfigFile {
             1,
             any,
         )?;
+        int(
+            path,
+            "context.auto_compact_percent",
+            self.context.auto_compact_percent,
+            u64::from(*AUTO_COMPACT_PERCENT_RANGE.start()),
+            u64::from(*AUTO_COMPACT_PERCENT_RANGE.end()),
+        )?;
+        for (provider, entries) in &self.models {
+            for (id, entry) in entries {
+                let ModelEntry::Model(m) = entry else {
+                    continue;
+                };
+                let key = |name: &str| format!("models.{provider}.{}.{name}", toml_key(id));
+                int(
+                    path,
+                    &key("context_window"),
+                    m.context_window,
+                    *CONTEXT_WINDOW_RANGE.start(),
+                    *CONTEXT_WINDOW_RANGE.end(),
+                )?;
+                for (name, price) in [
+                    ("input_price", m.input_price),
+                    ("output_price", m.output_price),
+                    ("cache_read_price", m.cache_read_price),
+                    ("cache_write_price", m.cache_write_price),
+                ] {
+                    if let Some(usd) = price
+                        && !(usd.is_finite() && (0.0..=MAX_PRICE_PER_MILLION).contains(&usd))
+                    {
+                        return Err(ConfigError::Range {
+                            path: path.to_path_buf(),
+                            key: key(name),
+                            value: format!("{usd:?}"),
+                            expected: format!(
+                                "US dollars per million tokens from 0 to {MAX_PRICE_PER_MILLION}"
+                            ),
+                        });
+                    }
+                }
+            }
+        }
         if let Some(secs) = s.auto_background_after_s
             && !(secs.is_finite() && (0.0..=MAX_AUTO_BACKGROUND_S).contains(&secs))
         {
@@ -317,8 +479,18 @@ impl ConfigFile {
             enable_verification,
             auto_background_after_s
         );
-        for (provider, aliases) in over.models {
-            self.models.entry(provider).or_default().extend(aliases);
+        take!(self.context, over.context; auto_compact_percent);
+        for (provider, entries) in over.models {
+            let mine = self.models.entry(provider).or_default();
+            for (key, entry) in entries {
+                // Two tables of one model merge key by key; otherwise the later file wins.
+                match (mine.get_mut(&key), entry) {
+                    (Some(ModelEntry::Model(base)), ModelEntry::Model(over)) => base.merge(over),
+                    (_, entry) => {
+                        mine.insert(key, entry);
+                    }
+                }
+            }
         }
         self.subagents.extra_deny.extend(over.subagents.extra_deny);
         self.other.extend(over.other);
@@ -384,6 +556,19 @@ impl Settings {
                 }
             }
         }
+        for (source, f) in [
+            (home.join("config.toml"), &file),
+            (project_path.clone(), &project_file),
+        ] {
+            for provider in f.models.keys() {
+                if !matches!(provider.as_str(), "anthropic" | "openai") {
+                    warnings.push(format!(
+                        "{}: [models.{provider}] ignored: cadre knows the providers anthropic and openai",
+                        source.display()
+                    ));
+                }
+            }
+        }
         let project_provider_unbound =
             project_file.provider.is_some() && project_file.base_url.is_none();
         let user_provider = file.provider.clone();
@@ -401,7 +586,7 @@ impl Settings {
     /// Resolves a model alias (`sonnet`, `opus`, `haiku`) for `provider`
     /// through `[models.<provider>]`, then built-in defaults; other names pass through.
     pub fn resolve_model(&self, provider: Provider, name: &str) -> String {
-        if let Some(id) = self
+        if let Some(ModelEntry::Alias(id)) = self
             .file
             .models
             .get(provider.as_str())
@@ -417,6 +602,53 @@ impl Settings {
             (Provider::OpenAI, "haiku") => "gpt-4.1-mini".into(),
             (_, other) => other.to_string(),
         }
+    }
+
+    /// The model tables of `[models.<provider>.<id>]` over the built-in ones
+    /// (tables under a provider cadre does not know are ignored).
+    pub fn model_table(&self) -> ModelTable {
+        let mut table = ModelTable::default();
+        for provider in [Provider::Anthropic, Provider::OpenAI] {
+            let Some(entries) = self.file.models.get(provider.as_str()) else {
+                continue;
+            };
+            for (id, entry) in entries {
+                let ModelEntry::Model(m) = entry else {
+                    continue;
+                };
+                table.set(
+                    provider,
+                    id,
+                    ModelOverride {
+                        context_window: m.context_window,
+                        prices: m.prices(builtin_prices(provider, id)),
+                    },
+                );
+            }
+        }
+        table
+    }
+
+    /// `[context] auto_compact_percent`, or the default.
+    pub fn auto_compact_percent(&self) -> u8 {
+        self.file
+            .context
+            .auto_compact_percent
+            .and_then(|p| u8::try_from(p).ok())
+            .unwrap_or(DEFAULT_AUTO_COMPACT_PERCENT)
+    }
+}
+
+/// `id` as a TOML key: bare when it can be, else quoted (`"gpt-4.1"`).
+fn toml_key(id: &str) -> String {
+    if !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        id.to_string()
+    } else {
+        format!("{id:?}")
     }
 }
 
@@ -502,8 +734,139 @@ mod tests {
             .models
             .entry("openai".into())
             .or_default()
-            .insert("sonnet".into(), "qwen".into());
+            .insert("sonnet".into(), ModelEntry::Alias("qwen".into()));
         assert_eq!(s.resolve_model(Provider::OpenAI, "sonnet"), "qwen");
         assert_eq!(s.resolve_model(Provider::Anthropic, "x-1"), "x-1");
+    }
+
+    fn load_user(text: &str) -> Result<Settings, ConfigError> {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.toml"), text).unwrap();
+        Settings::load(home.path(), home.path())
+    }
+
+    #[test]
+    fn model_tables_sit_beside_aliases_and_dotted_ids_are_quoted() {
+        let s = load_user(
+            "[models.openai]\nsonnet = \"qwen\"\n\
+             [models.openai.\"my-local\"]\ncontext_window = 4000\n\
+             [models.openai.\"gpt-4.1\"]\ninput_price = 1.5\n\
+             [models.anthropic.claude-x]\ninput_price = 2\noutput_price = 4.25\n",
+        )
+        .unwrap();
+        assert_eq!(s.resolve_model(Provider::OpenAI, "sonnet"), "qwen");
+        let t = s.model_table();
+        let local = t.profile(Provider::OpenAI, "my-local");
+        assert_eq!(local.context_window, 4000);
+        assert_eq!(local.prices, None, "no price given, none built in");
+        // A partial table takes the other prices from the built-in entry.
+        let gpt = t.profile(Provider::OpenAI, "gpt-4.1");
+        assert_eq!(gpt.context_window, 1_047_576);
+        assert_eq!(
+            gpt.prices,
+            Some(Prices::per_million(1.5, 8.0, 0.5, 0.0)),
+            "input from config, the rest built in"
+        );
+        // …or 0 when the model has none (integers are accepted as prices).
+        let x = t.profile(Provider::Anthropic, "claude-x");
+        assert_eq!(x.prices, Some(Prices::per_million(2.0, 4.25, 0.0, 0.0)));
+        // The same id under the other provider is not configured.
+        assert_eq!(
+            t.profile(Provider::Anthropic, "my-local").context_window,
+            128_000
+        );
+        assert_eq!(s.auto_compact_percent(), DEFAULT_AUTO_COMPACT_PERCENT);
+    }
+
+    #[test]
+    fn project_model_tables_and_context_merge_over_the_users_key_by_key() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            "[context]\nauto_compact_percent = 70\n[models.openai.m]\ncontext_window = 8000\ninput_price = 1\n",
+        )
+        .unwrap();
+        std::fs::create_dir(proj.path().join(".cadre")).unwrap();
+        std::fs::write(
+            proj.path().join(".cadre/config.toml"),
+            "[context]\nauto_compact_percent = 100\n[models.openai.m]\ninput_price = 2\n",
+        )
+        .unwrap();
+        let s = Settings::load(home.path(), proj.path()).unwrap();
+        assert_eq!(s.auto_compact_percent(), 100);
+        let m = s.model_table().profile(Provider::OpenAI, "m");
+        assert_eq!(m.context_window, 8000, "kept from the user file");
+        assert_eq!(m.prices.map(|p| p.input), Some(2000), "project's price");
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn context_and_model_values_out_of_range_name_file_and_key() {
+        for (text, key) in [
+            (
+                "[context]\nauto_compact_percent = 0\n",
+                "context.auto_compact_percent",
+            ),
+            (
+                "[context]\nauto_compact_percent = 101\n",
+                "context.auto_compact_percent",
+            ),
+            (
+                "[models.openai.\"gpt-4.1\"]\ncontext_window = 1000\n",
+                "models.openai.\"gpt-4.1\".context_window",
+            ),
+            (
+                "[models.anthropic.m]\noutput_price = -1\n",
+                "models.anthropic.m.output_price",
+            ),
+            (
+                "[models.anthropic.m]\ncache_read_price = nan\n",
+                "models.anthropic.m.cache_read_price",
+            ),
+            (
+                "[models.anthropic.m]\ncache_write_price = inf\n",
+                "models.anthropic.m.cache_write_price",
+            ),
+        ] {
+            let err = load_user(text).unwrap_err();
+            assert!(matches!(err, ConfigError::Range { .. }), "{text}: {err}");
+            let msg = err.to_string();
+            assert!(msg.contains("config.toml") && msg.contains(key), "{msg}");
+        }
+        let ok = load_user(
+            "[context]\nauto_compact_percent = 1\n[models.openai.m]\ncontext_window = 1024\ninput_price = 0\n",
+        )
+        .unwrap();
+        assert_eq!(ok.auto_compact_percent(), 1);
+    }
+
+    #[test]
+    fn model_tables_of_an_unknown_provider_are_ignored_with_a_warning() {
+        let s = load_user("[models.opneai.m]\ncontext_window = 4000\n").unwrap();
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(
+            s.warnings[0].contains("[models.opneai] ignored"),
+            "{:?}",
+            s.warnings
+        );
+        assert_eq!(
+            s.model_table()
+                .profile(Provider::OpenAI, "m")
+                .context_window,
+            128_000
+        );
+    }
+
+    #[test]
+    fn unknown_keys_in_model_tables_and_context_are_refused() {
+        let err = load_user("[models.openai.m]\ncontext_windw = 4000\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("context_windw"), "{err}");
+        let err = load_user("[context]\nthreshold = 50\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("threshold"), "{err}");
     }
 }

@@ -544,3 +544,109 @@ rules:
         }
     }
 }
+
+#[tokio::test]
+async fn a_server_that_reports_no_usage_is_estimated_and_still_compacts() {
+    let script = r#"
+rules:
+  - name: summary
+    when: { last_user: "<compaction-request>" }
+    step_by: requests
+    replies:
+      - text: "SUMMARY: a and b were read."
+        usage: { input_tokens: 0, output_tokens: 0 }
+  - name: main
+    step_by: requests
+    replies:
+      - tool_calls: [{ name: Read, input: { file_path: "a.txt" } }]
+        usage: { input_tokens: 0, output_tokens: 0 }
+      - tool_calls: [{ name: Read, input: { file_path: "b.txt" } }]
+        usage: { input_tokens: 0, output_tokens: 0 }
+      - text: "done"
+        usage: { input_tokens: 0, output_tokens: 0 }
+"#;
+    for wire in WIRES {
+        let w = World::new(script, wire).await;
+        // Two results of about 5000 tokens each against a 16000-token window
+        // (the tool list alone is a few thousand).
+        for f in ["a", "b"] {
+            let text: String = (0..500)
+                .map(|i| format!("{f} {i:04} {}\n", "q".repeat(32)))
+                .collect();
+            w.write(&format!("{f}.txt"), &text);
+        }
+        let (mut agent, mut rx) = w.agent_with(20, None, Some(16_000), None, None);
+        let outcome = agent
+            .run_turn("read a and b".into(), CancellationToken::new())
+            .await;
+        assert_eq!(
+            outcome.status,
+            TurnStatus::Completed,
+            "{wire:?}: {outcome:?}"
+        );
+        assert_eq!(outcome.compactions, 1, "{wire:?}");
+        let estimated = drain(&mut rx)
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    Event::ContextUsage {
+                        estimated: true,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert!(estimated >= 3, "{wire:?}: every count is an estimate");
+    }
+}
+
+#[tokio::test]
+async fn a_local_server_smaller_than_assumed_is_learned_from_its_length_error() {
+    // llama.cpp's refusal, with its context size beside the message.
+    let script = r#"
+rules:
+  - name: summary
+    when: { last_user: "<compaction-request>" }
+    step_by: requests
+    replies:
+      - text: "SUMMARY: big.txt was read."
+        fail_once:
+          status: 400
+          body: '{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5200,"n_ctx":4096}}'
+  - name: main
+    step_by: requests
+    replies:
+      - tool_calls: [{ name: Read, input: { file_path: "big.txt" } }]
+      - text: "done"
+        fail_once:
+          status: 400
+          body: '{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":12000,"n_ctx":4096}}'
+"#;
+    let w = World::new(script, Provider::OpenAI).await;
+    let big: String = (0..800)
+        .map(|i| format!("row {i:04} {}\n", "w".repeat(30)))
+        .collect();
+    w.write("big.txt", &big);
+    // No window configured: the default (128k) is assumed at first.
+    let (mut agent, mut rx) = w.agent_with(20, None, None, None, None);
+    let outcome = agent
+        .run_turn("read big".into(), CancellationToken::new())
+        .await;
+    assert_eq!(outcome.status, TurnStatus::Completed, "{outcome:?}");
+    assert_eq!(outcome.final_text, "done");
+    assert_eq!(agent.context_policy().profile.context_window, 4096);
+    let events = drain(&mut rx);
+    assert!(events.iter().any(|e| matches!(e, Event::Warning { message } if message.contains("context window of 4096 tokens"))));
+    let records = w.records();
+    let summaries: Vec<usize> = records
+        .iter()
+        .filter(|r| r.rule.as_deref() == Some("summary"))
+        .map(|r| r.body.to_string().len())
+        .collect();
+    assert_eq!(summaries.len(), 2, "refused once, then cut further");
+    assert!(summaries[1] < summaries[0], "{summaries:?}");
+    let last = records.last().unwrap();
+    assert_eq!(last.status, 200);
+    assert!(user_texts(&last.body)[0].contains("SUMMARY: big.txt was read."));
+}

@@ -71,6 +71,13 @@ impl Agent {
 
     /// Records the provider's count after a reply and reports it.
     pub(super) fn count_reply(&mut self, usage: &Usage) {
+        // A server that reports no usage (some local ones) is estimated instead.
+        if usage.total() == 0 {
+            self.counted = None;
+            let estimate = self.context_in_use();
+            self.report_context(estimate, true);
+            return;
+        }
         self.counted = Some((usage.total(), self.conversation.len()));
         self.report_context(usage.total(), false);
     }
@@ -183,9 +190,11 @@ impl Agent {
         // whole (the request then reads the prompt cache), and trimmed only
         // if that is refused.
         let mut trimmed = trigger == CompactTrigger::LengthError;
+        // Refused again, the trimmed request is cut to half as much, a few times.
+        let mut share = 2;
         let (response, usage) = loop {
             let source = if trimmed {
-                self.trimmed_for_summary()
+                self.trimmed_for_summary(self.context.profile.context_window / share)
             } else {
                 self.conversation.clone()
             };
@@ -224,7 +233,13 @@ impl Agent {
                     break (r, usage);
                 }
                 Err(ModelError::Cancelled) => return Err(CompactError::Cancelled),
-                Err(e) if !trimmed && context::is_context_length_error(&e) => trimmed = true,
+                Err(e) if context::is_context_length_error(&e) && share <= 16 => {
+                    self.learn_window(&e);
+                    if trimmed {
+                        share *= 2;
+                    }
+                    trimmed = true;
+                }
                 Err(e) => return Err(CompactError::Model(e)),
             }
         };
@@ -234,6 +249,11 @@ impl Agent {
         if let Some(c) = cost {
             self.cost.add(c);
         }
+        self.events.emit(Event::Usage {
+            agent: self.id.clone(),
+            usage,
+            cost_usd: cost.map(|c| c.usd()),
+        });
         let summary = response.message.text();
         if summary.trim().is_empty() {
             return Err(CompactError::NoSummary);
@@ -276,10 +296,32 @@ impl Agent {
         Ok((Compacted { usage, cost }, kept.len()))
     }
 
+    /// Learns from a length error that the window is smaller than assumed:
+    /// the size the error states, or else three quarters of the refused
+    /// request (a local server's context is often far below the default).
+    pub(super) fn learn_window(&mut self, e: &ModelError) {
+        let refused = self.context_in_use();
+        let learned = context::window_from_length_error(e)
+            .unwrap_or(refused * 3 / 4)
+            .max(1024);
+        if learned >= self.context.profile.context_window {
+            return;
+        }
+        self.events.emit(Event::Warning {
+            message: format!(
+                "the model server refused a request of about {refused} tokens as too long; cadre now assumes a context window of {learned} tokens for {} (set `context_window` in `[models.{}.\"{}\"]` to say it)",
+                self.client.config().model,
+                self.client.config().provider,
+                self.client.config().model,
+            ),
+        });
+        self.context.profile.context_window = learned;
+    }
+
     /// The conversation cut for a summary request that must fit: the first
     /// message (the task), cut to a tenth of the window, then the most recent
-    /// messages that fit half of it.
-    fn trimmed_for_summary(&self) -> Vec<Message> {
+    /// messages that fit `budget` tokens.
+    fn trimmed_for_summary(&self, budget: u64) -> Vec<Message> {
         let window = self.context.profile.context_window;
         let Some(first) = self.conversation.first() else {
             return Vec::new();
@@ -288,8 +330,15 @@ impl Agent {
         let mut out = vec![Message::user_text(format!(
             "{task}\n\n[cadre: messages between this one and the next were dropped from this summary request; they did not fit]"
         ))];
-        let start = kept_tail(&self.conversation, window / 2).max(1);
-        for m in &self.conversation[start..] {
+        // Each part is cut to a quarter of the budget, so the newest results
+        // (often what made the request too long) still reach the summary.
+        let capped: Vec<Message> = self
+            .conversation
+            .iter()
+            .map(|m| context::message_cut_to(m, budget / 4))
+            .collect();
+        let start = kept_tail(&capped, budget).max(1);
+        for m in &capped[start..] {
             match out.last_mut() {
                 Some(last) if last.role == Role::User && m.role == Role::User => {
                     for b in &m.content {

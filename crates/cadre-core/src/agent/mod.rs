@@ -27,7 +27,9 @@ pub use summary::argument_summary;
 
 use crate::context::{ContextPolicy, Cost};
 use crate::model::{ContentBlock, Message, ModelClient, ModelError, ModelRequest, Role, Usage};
-use crate::permissions::{ApprovalGate, PermissionPolicy, PermissionTracker};
+use crate::permissions::{
+    ApprovalGate, ModeSwitch, PermissionMode, PermissionPolicy, PermissionTracker,
+};
 use crate::session::{RecordBody, SessionLog};
 use crate::tools::{Delegation, ToolContext, ToolRegistry};
 
@@ -152,6 +154,9 @@ pub struct Agent {
     fixed_tokens: Option<u64>,
     compactions: u32,
     cost: Cost,
+    mode_switch: Arc<ModeSwitch>,
+    /// Whether the session started in `bypassPermissions` (only then may it go back to it).
+    bypass_allowed: bool,
 }
 
 /// Assistant replies between reminders of unread finished tasks.
@@ -179,6 +184,7 @@ struct LogFailure(String);
 impl Agent {
     /// A new agent with an empty conversation and its own permission tracker.
     pub fn new(setup: AgentSetup) -> Self {
+        let bypass_allowed = setup.policy.mode == PermissionMode::BypassPermissions;
         Agent {
             id: setup.id,
             label: setup.label,
@@ -204,7 +210,49 @@ impl Agent {
             fixed_tokens: None,
             compactions: 0,
             cost: Cost::default(),
+            mode_switch: Arc::default(),
+            bypass_allowed,
         }
+    }
+
+    /// Where the user's mode changes for this agent are asked for.
+    pub fn mode_switch(&self) -> Arc<ModeSwitch> {
+        self.mode_switch.clone()
+    }
+
+    /// The permission mode in force.
+    pub fn mode(&self) -> PermissionMode {
+        self.policy.mode
+    }
+
+    /// Takes a mode change asked for since the last step, if any: the policy
+    /// this agent decides with (and its tools see) gets the new mode.
+    pub fn apply_mode_switch(&mut self) {
+        let Some(mode) = self.mode_switch.take() else {
+            return;
+        };
+        if mode == self.policy.mode {
+            return;
+        }
+        // A session the user started stricter cannot be switched to
+        // everything-runs from inside it.
+        if mode == PermissionMode::BypassPermissions && !self.bypass_allowed {
+            self.events.emit(Event::Warning {
+                message: "bypassPermissions can only be chosen when the session starts (--permission-mode bypassPermissions); the mode is unchanged".into(),
+            });
+            return;
+        }
+        let mut policy = (*self.policy).clone();
+        policy.mode = mode;
+        let policy = Arc::new(policy);
+        if self.ctx.policy.is_some() {
+            self.ctx.policy = Some(policy.clone());
+        }
+        self.policy = policy;
+        self.events.emit(Event::ModeChanged {
+            agent: self.id.clone(),
+            mode,
+        });
     }
 
     /// Messages sent to this agent while it runs join its next request.
@@ -283,9 +331,12 @@ impl Agent {
     pub fn restore(&mut self, messages: Vec<Message>) {
         self.conversation = messages;
         self.counted = None;
-        // Before the first reply the front end knows the context from an estimate.
-        let estimate = self.context_in_use();
-        self.report_context(estimate, true);
+        // Before the first reply the front end knows a resumed or inherited
+        // conversation's context from an estimate.
+        if !self.conversation.is_empty() {
+            let estimate = self.context_in_use();
+            self.report_context(estimate, true);
+        }
     }
 
     /// Appends a record to this agent's log and waits until the OS has it

@@ -219,6 +219,7 @@ impl Agent {
                 ));
                 return out;
             }
+            self.apply_mode_switch();
             if let Err(LogFailure(e)) = self.deliver_notices().await {
                 out.status = TurnStatus::Failed;
                 out.error = Some(e.clone());
@@ -299,6 +300,7 @@ impl Agent {
                     }
                     length_retried = true;
                     compacted_since_reply = true;
+                    self.learn_window(&e);
                     if self
                         .compact_in_turn(CompactTrigger::LengthError, &mut out, cancel, Some(&e))
                         .await

@@ -111,6 +111,33 @@ pub fn kept_tail(conversation: &[Message], budget: u64) -> usize {
     start
 }
 
+/// `message` with each text and tool result cut to about `max_tokens`.
+pub fn message_cut_to(message: &Message, max_tokens: u64) -> Message {
+    let blocks = message
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text { text } => ContentBlock::Text {
+                text: cut_to_tokens(text, max_tokens).into_owned(),
+            },
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => ContentBlock::ToolResult {
+                tool_use_id: tool_use_id.clone(),
+                content: cut_to_tokens(content, max_tokens).into_owned(),
+                is_error: *is_error,
+            },
+            other => other.clone(),
+        })
+        .collect();
+    Message {
+        role: message.role,
+        content: blocks,
+    }
+}
+
 /// True when the provider refused a request because it does not fit the
 /// model's context window.
 pub fn is_context_length_error(e: &ModelError) -> bool {
@@ -150,6 +177,47 @@ pub fn is_context_length_error(e: &ModelError) -> bool {
     ]
     .iter()
     .any(|p| t.contains(p))
+}
+
+/// The context window a length error states, when it states one:
+/// Anthropic's `… > 200000 maximum`, OpenAI's `maximum context length is 8192
+/// tokens`, llama.cpp's `n_ctx = 4096`.
+pub fn window_from_length_error(e: &ModelError) -> Option<u64> {
+    let text = match e {
+        ModelError::Status { message, .. }
+        | ModelError::Api { message, .. }
+        | ModelError::RetriesExhausted { message, .. } => message.to_ascii_lowercase(),
+        _ => return None,
+    };
+    let number_after = |marker: &str| -> Option<u64> {
+        let rest = &text[text.find(marker)? + marker.len()..];
+        let digits: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    };
+    let number_before = |marker: &str| -> Option<u64> {
+        let head = &text[..text.find(marker)?];
+        let digits: String = head
+            .trim_end()
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        digits.parse().ok()
+    };
+    number_after("maximum context length is")
+        .or_else(|| number_after("n_ctx ="))
+        .or_else(|| number_before("maximum"))
+        .or_else(|| number_after("context size of"))
+        .filter(|n| *n >= 256)
 }
 
 /// `text` cut to about `max_tokens`: its head and its tail with a marker
@@ -258,6 +326,32 @@ mod tests {
             message: "invalid_request_error: messages: roles must alternate".into(),
         };
         assert!(!is_context_length_error(&other));
+    }
+
+    #[test]
+    fn the_window_a_length_error_states_is_read() {
+        let cases = [
+            (
+                "prompt is too long: 210000 tokens > 200000 maximum",
+                Some(200_000),
+            ),
+            (
+                "This model's maximum context length is 8,192 tokens. However, you requested 9000",
+                Some(8192),
+            ),
+            (
+                "the request exceeds the available context size, try increasing it (n_ctx = 4096)",
+                Some(4096),
+            ),
+            ("prompt is too long", None),
+        ];
+        for (message, want) in cases {
+            let e = ModelError::Status {
+                status: 400,
+                message: message.into(),
+            };
+            assert_eq!(window_from_length_error(&e), want, "{message}");
+        }
     }
 
     #[test]

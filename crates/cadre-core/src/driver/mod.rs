@@ -269,6 +269,8 @@ struct Control {
     current: Option<CancellationToken>,
     shutdown: CancellationToken,
     last_turn: Option<TurnOutcome>,
+    /// The main agent's mode switch (`Op::SetMode`).
+    mode_switch: Arc<crate::permissions::ModeSwitch>,
 }
 
 impl Session {
@@ -350,6 +352,7 @@ impl Session {
             current: None,
             shutdown: CancellationToken::new(),
             last_turn: None,
+            mode_switch: agent.mode_switch(),
         };
         Ok((Session { agent, ctl }, handle))
     }
@@ -369,6 +372,8 @@ impl Session {
             // before the session started runs before any notice turn (and
             // carries the notices itself).
             ctl.apply_waiting().await;
+            // A mode change asked for while idle shows at once.
+            agent.apply_mode_switch();
             if ctl.shutdown.is_cancelled() {
                 break;
             }
@@ -638,6 +643,7 @@ impl Control {
                     }
                 }
             }
+            Op::SetMode { mode } => self.mode_switch.request(mode),
             Op::Shutdown => self.shutdown.cancel(),
         }
     }

@@ -852,3 +852,55 @@ rules:
         "{last}"
     );
 }
+
+#[tokio::test]
+async fn a_mode_switch_applies_while_idle_and_bypass_cannot_be_entered_from_a_stricter_session() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls: [{ name: Write, input: { file_path: "x.txt", content: "x" } }]
+      - text: "tried"
+"#;
+    let mut f = start(
+        script,
+        Options {
+            mode: PermissionMode::AcceptEdits,
+            ..Options::default()
+        },
+    )
+    .await;
+    assert!(f.handle.submit(Op::SetMode {
+        mode: PermissionMode::BypassPermissions
+    }));
+    f.until("the refusal", |e| {
+        matches!(e, Event::Warning { message } if message.contains("bypassPermissions can only be chosen"))
+    })
+    .await;
+    assert!(f.handle.submit(Op::SetMode {
+        mode: PermissionMode::Plan
+    }));
+    let changed = f
+        .until("mode_changed", |e| matches!(e, Event::ModeChanged { .. }))
+        .await;
+    assert!(
+        matches!(changed, Event::ModeChanged { mode: PermissionMode::Plan, ref agent } if agent == MAIN),
+        "{changed:?}"
+    );
+    // In plan mode the write that acceptEdits would have run is refused.
+    assert!(f.handle.submit(Op::UserMessage {
+        text: "write x".into()
+    }));
+    let denied = f
+        .until("tool_call_denied", |e| {
+            matches!(e, Event::ToolCallDenied { .. })
+        })
+        .await;
+    assert!(
+        matches!(denied, Event::ToolCallDenied { ref tool, .. } if tool == "Write"),
+        "{denied:?}"
+    );
+    f.until("turn_ended", main_turn_ended).await;
+    f.handle.submit(Op::Shutdown);
+    f.finish().await;
+}

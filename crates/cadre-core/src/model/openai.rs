@@ -337,13 +337,31 @@ pub(crate) fn decode_full(v: &Value) -> Result<super::ModelResponse, ModelError>
 pub(crate) fn error_message(body: &str) -> Option<String> {
     let v: Value = serde_json::from_str(body).ok()?;
     let msg = v.pointer("/error/message").and_then(Value::as_str)?;
-    Some(msg.to_string())
+    // llama.cpp gives the context size beside its message; it says how far
+    // to cut when the request was too long.
+    match v.pointer("/error/n_ctx").and_then(Value::as_u64) {
+        Some(n_ctx) => Some(format!("{msg} (n_ctx = {n_ctx})")),
+        None => Some(msg.to_string()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::ToolCall;
+
+    #[test]
+    fn a_llama_cpp_context_error_keeps_its_context_size() {
+        let body = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}"#;
+        assert_eq!(
+            error_message(body).unwrap(),
+            "the request exceeds the available context size, try increasing it (n_ctx = 4096)"
+        );
+        assert_eq!(
+            error_message(r#"{"error":{"message":"plain"}}"#).unwrap(),
+            "plain"
+        );
+    }
 
     #[test]
     fn tool_results_become_tool_messages_before_text() {

@@ -22,7 +22,9 @@ pub use crate::protocol::{ApprovalAnswer, ApprovalQuestion, PermissionMode};
 pub use effect::ToolEffect;
 pub use gate::{ApprovalGate, ApprovalSource, HEADLESS_DENIAL, Headless};
 pub use glob_plan::glob_plan;
-pub use policy::{Decision, PermissionPolicy, PermissionTracker, decided_path, resolve_real};
+pub use policy::{
+    Decision, ModeSwitch, PermissionPolicy, PermissionTracker, decided_path, resolve_real,
+};
 
 #[cfg(test)]
 mod plan_tests;

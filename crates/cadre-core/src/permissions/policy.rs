@@ -41,6 +41,28 @@ pub struct PermissionPolicy {
     pub sandbox_available: bool,
 }
 
+/// A mode change asked for by the user (Shift+Tab, `/permissions`), taken
+/// by the main agent at its next step: before its next request, or at once
+/// when it is idle.
+#[derive(Debug, Default)]
+pub struct ModeSwitch {
+    requested: Mutex<Option<PermissionMode>>,
+}
+
+impl ModeSwitch {
+    /// Asks for `mode` (a later request replaces an earlier one not yet taken).
+    pub fn request(&self, mode: PermissionMode) {
+        if let Ok(mut r) = self.requested.lock() {
+            *r = Some(mode);
+        }
+    }
+
+    /// The mode asked for since the last take, if any.
+    pub fn take(&self) -> Option<PermissionMode> {
+        self.requested.lock().ok().and_then(|mut r| r.take())
+    }
+}
+
 /// An agent's own "yes for the session" approvals. Each agent has its own.
 #[derive(Debug, Default)]
 pub struct PermissionTracker {

@@ -327,6 +327,13 @@ pub enum Event {
         /// The tasks announced.
         task_ids: Vec<String>,
     },
+    /// An agent's permission mode changed (the user switched it).
+    ModeChanged {
+        /// Agent id.
+        agent: String,
+        /// The mode now in force.
+        mode: PermissionMode,
+    },
     /// A warning for the user that does not stop anything.
     Warning {
         /// The text.

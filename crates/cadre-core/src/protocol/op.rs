@@ -43,6 +43,12 @@ pub enum Op {
         #[serde(default)]
         focus: Option<String>,
     },
+    /// Change the main agent's permission mode (Shift+Tab): taken before
+    /// its next request; `bypassPermissions` only in a session started in it.
+    SetMode {
+        /// The new mode.
+        mode: super::PermissionMode,
+    },
     /// Stop everything and end the session.
     Shutdown,
 }

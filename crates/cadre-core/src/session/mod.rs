@@ -12,8 +12,8 @@ pub use log::{
     UNKNOWN_RESULT, UnfinishedCall, now_ms, read_log, rebuild,
 };
 pub use store::{
-    SessionSummary, civil_from_days, is_valid_session_id, list_sessions, remove_session,
-    session_path, sessions_dir, utc_datetime,
+    SessionSummary, SessionTotals, civil_from_days, is_valid_session_id, list_sessions,
+    remove_session, session_path, session_totals, sessions_dir, utc_datetime,
 };
 
 /// A new session id: a UUIDv7, so ids sort by creation time.

@@ -1,9 +1,14 @@
 //! Where session logs live, and listing and removing them. Child logs live in
 //! `<id>.agents/` beside their parent's log and are never listed.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use super::{RecordBody, SessionError, read_log};
+use serde::Deserialize;
+
+use super::{LOG_VERSION, SessionError};
+use crate::context::Cost;
+use crate::model::Usage;
 
 /// `$CADRE_HOME/sessions`.
 pub fn sessions_dir(home: &Path) -> PathBuf {
@@ -41,6 +46,38 @@ pub fn session_path(home: &Path, id: &str) -> Result<PathBuf, SessionError> {
     Err(SessionError::NotFound(id.to_string()))
 }
 
+/// Tokens and cost of a session: the requests of its own log and of its
+/// subagents' logs, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SessionTotals {
+    /// Tokens of every request, by kind.
+    pub usage: Usage,
+    /// What they cost, when any request's cost was known (omitted for local models).
+    pub cost: Option<Cost>,
+}
+
+impl SessionTotals {
+    /// All tokens: input, output, cache reads and cache writes.
+    pub fn tokens(&self) -> u64 {
+        self.usage.total()
+    }
+
+    /// Adds one request's figures (`assistant` and `compact_boundary` records carry them).
+    pub fn add(&mut self, usage: Option<&Usage>, cost_nanodollars: Option<u64>) {
+        if let Some(u) = usage {
+            self.usage.add(u);
+        }
+        if let Some(c) = cost_nanodollars {
+            self.cost.get_or_insert_default().add(Cost(c));
+        }
+    }
+
+    /// Adds another session's or log's totals.
+    pub fn merge(&mut self, other: &SessionTotals) {
+        self.add(Some(&other.usage), other.cost.map(|c| c.0));
+    }
+}
+
 /// One line of `cadre sessions`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionSummary {
@@ -52,11 +89,187 @@ pub struct SessionSummary {
     pub first_prompt: String,
     /// Working directory.
     pub cwd: String,
+    /// Tokens and cost, subagents included.
+    pub totals: SessionTotals,
     /// Why the listing is incomplete (its first record is unreadable).
     pub warning: Option<String>,
 }
 
-/// Top-level sessions, newest first. Unreadable logs are skipped.
+/// The few fields of a record that listing reads; the rest of the line
+/// (messages, tool results, summaries) is scanned but not kept.
+#[derive(Deserialize)]
+struct RecordHead {
+    v: u32,
+    time_ms: u64,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    cost_nanodollars: Option<u64>,
+}
+
+impl RecordHead {
+    /// True for the records that hold a request's usage and cost.
+    fn is_request(&self) -> bool {
+        matches!(self.kind.as_str(), "assistant" | "compact_boundary")
+    }
+}
+
+/// Calls `each` with every record of the log at `path`, read one line at a
+/// time (a long session's log is never held whole); returns why the first
+/// unreadable line was skipped, if one was.
+fn scan_log(
+    path: &Path,
+    mut each: impl FnMut(RecordHead) -> std::ops::ControlFlow<()>,
+) -> Result<Option<String>, SessionError> {
+    let file = std::fs::File::open(path).map_err(|source| SessionError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    let mut first_warning = None;
+    for number in 1.. {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|source| SessionError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if read == 0 {
+            break;
+        }
+        let torn = !line.ends_with(b"\n");
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<RecordHead>(&line) {
+            Ok(r) if r.v <= LOG_VERSION => {
+                if each(r).is_break() {
+                    break;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                first_warning.get_or_insert_with(|| {
+                    if torn {
+                        format!("the last line ({number}) was cut off mid-write, probably by a crash; ignored")
+                    } else {
+                        format!("line {number} is not a valid record ({e}); skipped")
+                    }
+                });
+            }
+        }
+    }
+    Ok(first_warning)
+}
+
+/// Tokens and cost of the requests in one log.
+fn log_totals(path: &Path) -> SessionTotals {
+    let mut totals = SessionTotals::default();
+    // An unreadable child log only leaves its figures out.
+    let _ = scan_log(path, |r| {
+        if r.is_request() {
+            totals.add(r.usage.as_ref(), r.cost_nanodollars);
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    totals
+}
+
+/// Tokens and cost of the subagents of session `id` (their logs in `<id>.agents/`).
+fn children_totals(home: &Path, id: &str) -> SessionTotals {
+    let mut totals = SessionTotals::default();
+    let dir = sessions_dir(home).join(format!("{id}.agents"));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return totals;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.is_file() && path.extension().and_then(|x| x.to_str()) == Some("jsonl") {
+            totals.merge(&log_totals(&path));
+        }
+    }
+    totals
+}
+
+/// Tokens and cost of session `id`: its log's requests and its subagents'.
+pub fn session_totals(home: &Path, id: &str) -> Result<SessionTotals, SessionError> {
+    let path = session_path(home, id)?;
+    let mut totals = log_totals(&path);
+    totals.merge(&children_totals(home, id));
+    Ok(totals)
+}
+
+/// Reads one top-level log for the listing, in one pass.
+fn summarize(home: &Path, path: &Path, stem: &str) -> Option<SessionSummary> {
+    let mut first_time = None;
+    let mut start: Option<(String, u64, String)> = None;
+    let mut first_prompt: Option<String> = None;
+    let mut totals = SessionTotals::default();
+    let warning = scan_log(path, |r| {
+        first_time.get_or_insert(r.time_ms);
+        match r.kind.as_str() {
+            "session_start" if start.is_none() => {
+                start = Some((
+                    r.session_id.clone().unwrap_or_default(),
+                    r.time_ms,
+                    r.cwd.clone().unwrap_or_default(),
+                ));
+            }
+            // Harness reminders (the agent roster) are not what the user typed.
+            "user" if first_prompt.is_none() => {
+                if let Some(text) = &r.text
+                    && !text.starts_with("<system-reminder>")
+                {
+                    first_prompt = Some(text.clone());
+                }
+            }
+            _ => {}
+        }
+        if r.is_request() {
+            totals.add(r.usage.as_ref(), r.cost_nanodollars);
+        }
+        std::ops::ControlFlow::Continue(())
+    })
+    .ok()?;
+    let first_prompt = first_prompt.unwrap_or_default();
+    let (id, started_ms, cwd, warning) = match start {
+        Some((id, started_ms, cwd)) => (id, started_ms, cwd, None),
+        // A torn first line loses the session record, not the session: it is
+        // listed by its file name from the records that remain.
+        None if is_valid_session_id(stem) => (
+            stem.to_string(),
+            first_time?,
+            "?".to_string(),
+            Some(format!(
+                "its session record is unreadable ({}); listed from the records that remain",
+                warning.as_deref().unwrap_or("missing")
+            )),
+        ),
+        None => return None,
+    };
+    totals.merge(&children_totals(home, &id));
+    Some(SessionSummary {
+        id,
+        started_ms,
+        first_prompt,
+        cwd,
+        totals,
+        warning,
+    })
+}
+
+/// Top-level sessions, newest first, with their tokens and cost. Unreadable
+/// logs are skipped. Each log is read once, a line at a time.
 pub fn list_sessions(home: &Path) -> Vec<SessionSummary> {
     let Ok(entries) = std::fs::read_dir(sessions_dir(home)) else {
         return Vec::new();
@@ -67,53 +280,8 @@ pub fn list_sessions(home: &Path) -> Vec<SessionSummary> {
         if !path.is_file() || path.extension().and_then(|x| x.to_str()) != Some("jsonl") {
             continue;
         }
-        let Ok(log) = read_log(&path) else { continue };
-        // A torn first line loses the session record, not the session: it is
-        // listed by its file name from the records that remain.
         let stem = path.file_stem().and_then(|x| x.to_str()).unwrap_or("");
-        let headless = is_valid_session_id(stem)
-            && !log
-                .records
-                .iter()
-                .any(|r| matches!(r.body, RecordBody::SessionStart { .. }));
-        let mut summary = match log.records.first() {
-            Some(first) if headless => Some(SessionSummary {
-                id: stem.to_string(),
-                started_ms: first.time_ms,
-                first_prompt: String::new(),
-                cwd: "?".into(),
-                warning: Some(format!(
-                    "its session record is unreadable ({}); listed from the records that remain",
-                    log.warnings.first().map_or("missing", String::as_str)
-                )),
-            }),
-            _ => None,
-        };
-        for r in &log.records {
-            match &r.body {
-                RecordBody::SessionStart {
-                    session_id, cwd, ..
-                } if summary.is_none() => {
-                    summary = Some(SessionSummary {
-                        id: session_id.clone(),
-                        started_ms: r.time_ms,
-                        first_prompt: String::new(),
-                        cwd: cwd.clone(),
-                        warning: None,
-                    });
-                }
-                // Harness reminders (the agent roster) are not what the user typed.
-                RecordBody::User { text } if text.starts_with("<system-reminder>") => {}
-                RecordBody::User { text } => {
-                    if let Some(s) = summary.as_mut() {
-                        s.first_prompt = text.clone();
-                    }
-                    break;
-                }
-                _ => {}
-            }
-        }
-        out.extend(summary);
+        out.extend(summarize(home, &path, stem));
     }
     out.sort_by(|a, b| b.started_ms.cmp(&a.started_ms).then(b.id.cmp(&a.id)));
     out
@@ -175,7 +343,7 @@ pub fn utc_datetime(ms: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::SessionLog;
+    use super::super::{RecordBody, SessionLog};
     use super::*;
 
     fn make(home: &Path, id: &str, prompt: &str) {
@@ -219,5 +387,115 @@ mod tests {
         assert_eq!(remove_session(home.path(), "b2").unwrap(), 1);
         assert!(!agents.exists());
         assert_eq!(list_sessions(home.path()).len(), 1);
+    }
+
+    fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cache_read_tokens: cache_read,
+            cache_write_tokens: cache_write,
+        }
+    }
+
+    fn reply(text: &str) -> crate::model::Message {
+        crate::model::Message {
+            role: crate::model::Role::Assistant,
+            content: vec![crate::model::ContentBlock::Text { text: text.into() }].into(),
+        }
+    }
+
+    fn assistant(u: Usage, cost: Option<u64>) -> RecordBody {
+        RecordBody::Assistant {
+            message: reply("hi"),
+            usage: Some(u),
+            cost_nanodollars: cost,
+        }
+    }
+
+    #[test]
+    fn totals_sum_requests_compactions_and_children_and_cost_is_omitted_when_unknown() {
+        let home = tempfile::tempdir().unwrap();
+        make(home.path(), "s1", "priced");
+        let dir = sessions_dir(home.path());
+        let log = SessionLog::reopen(&dir.join("s1.jsonl")).unwrap();
+        log.append_now(assistant(usage(100, 20, 1000, 50), Some(7_000)))
+            .unwrap();
+        log.append_now(RecordBody::CompactBoundary {
+            trigger: crate::protocol::CompactTrigger::Auto,
+            summary: "sum".into(),
+            kept: Vec::new(),
+            tokens_before: 3400,
+            tokens_after: 900,
+            usage: Some(usage(3000, 400, 0, 0)),
+            cost_nanodollars: Some(500),
+        })
+        .unwrap();
+        // Records without usage (inherited or older logs) add nothing.
+        log.append_now(RecordBody::Assistant {
+            message: reply("old"),
+            usage: None,
+            cost_nanodollars: None,
+        })
+        .unwrap();
+        let agents = dir.join("s1.agents");
+        std::fs::create_dir_all(&agents).unwrap();
+        let child = SessionLog::create(&agents.join("c1.jsonl")).unwrap();
+        child
+            .append_now(assistant(usage(10, 5, 0, 0), Some(30)))
+            .unwrap();
+        std::fs::write(agents.join("torn.jsonl"), "{\"v\":1,\"ti").unwrap();
+
+        make(home.path(), "s2", "local");
+        let log2 = SessionLog::reopen(&dir.join("s2.jsonl")).unwrap();
+        log2.append_now(assistant(usage(40, 2, 0, 0), None))
+            .unwrap();
+
+        let t = session_totals(home.path(), "s1").unwrap();
+        assert_eq!(t.usage, usage(3110, 425, 1000, 50));
+        assert_eq!(t.tokens(), 4585);
+        assert_eq!(t.cost, Some(Cost(7_530)));
+        let t2 = session_totals(home.path(), "s2").unwrap();
+        assert_eq!(t2.tokens(), 42);
+        assert_eq!(t2.cost, None);
+        let list = list_sessions(home.path());
+        let s1 = list.iter().find(|s| s.id == "s1").unwrap();
+        assert_eq!(s1.totals, t);
+        assert_eq!(s1.first_prompt, "priced");
+        assert!(matches!(
+            session_totals(home.path(), "c1"),
+            Err(SessionError::Internal)
+        ));
+    }
+
+    #[test]
+    fn a_log_whose_first_line_is_torn_is_listed_by_its_file_name_with_its_totals() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = sessions_dir(home.path());
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("h1.jsonl");
+        std::fs::write(&path, "{\"v\":1,\"time_ms\":5,\"type\":\"sess\n").unwrap();
+        let log = SessionLog::reopen(&path).unwrap();
+        log.append_now(RecordBody::User {
+            text: "still here".into(),
+        })
+        .unwrap();
+        log.append_now(assistant(usage(7, 3, 0, 0), Some(11)))
+            .unwrap();
+        // Not a session id: not listed.
+        std::fs::write(dir.join("x y.jsonl"), "").unwrap();
+        let list = list_sessions(home.path());
+        assert_eq!(list.len(), 1);
+        let s = &list[0];
+        assert_eq!(s.id, "h1");
+        assert_eq!(s.first_prompt, "still here");
+        assert_eq!(s.cwd, "?");
+        assert_eq!(s.totals.tokens(), 10);
+        assert_eq!(s.totals.cost, Some(Cost(11)));
+        let warning = s.warning.as_deref().unwrap();
+        assert!(
+            warning.contains("line 1 is not a valid record"),
+            "{warning}"
+        );
     }
 }
