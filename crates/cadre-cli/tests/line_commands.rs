@@ -277,6 +277,8 @@ async fn clear_starts_a_new_session_and_resume_goes_back_to_the_old_one() {
 
     pty.type_line("remember PARSNIP");
     cadre.wait_for_stdout("Answer one.").await;
+    // The model chosen for the next session is the new session's.
+    pty.type_line("/model other-model");
     pty.type_line("/clear");
     cadre.wait_for_stderr("cadre · ", 2).await;
     pty.type_line("a fresh start");
@@ -313,6 +315,8 @@ async fn clear_starts_a_new_session_and_resume_goes_back_to_the_old_one() {
 
     let records = h.records();
     assert_eq!(records.len(), 3);
+    assert_eq!(records[0].body["model"], "mock-model");
+    assert_eq!(records[1].body["model"], "other-model");
     // The new session starts empty.
     let fresh = records[1].body.to_string();
     assert!(fresh.contains("a fresh start"));
@@ -605,4 +609,93 @@ async fn tasks_show_transcript_prints_a_finished_childs_log() {
         .cadre(&["tasks", "show", "t-000000000000", "--transcript"])
         .await;
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn tasks_show_transcript_follow_prints_a_running_childs_lines_until_it_ends() {
+    // The child's command waits for a file the test writes once the
+    // follower has shown the call: the rest comes while it follows.
+    let script = r#"
+rules:
+  - name: child
+    when: { system: "You are HELPER" }
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "while [ ! -f go ]; do sleep 0.05; done; echo released" } }
+      - text: "CHILD-DONE: released."
+  - name: parent
+    step_by: requests
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "waits", prompt: "wait for go", subagent_type: "helper", run_in_background: true } }
+      - text: "Started."
+      - text: "It finished."
+      - text: "It finished."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(".cadre/agents/helper.md", HELPER);
+    let run = h.spawn_json(&[
+        "exec",
+        "--json",
+        "--permission-mode",
+        "acceptEdits",
+        "--allow",
+        "Bash",
+        "start it",
+    ]);
+    wait_until("the child runs", || {
+        tasks(&h)
+            .first()
+            .is_some_and(|r| r.status == TaskStatus::Running)
+    })
+    .await;
+    let id = tasks(&h)[0].id.clone();
+    let mut follower = h
+        .command(&["tasks", "show", &id, "--transcript", "--follow"], &[])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(follower.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let read_until =
+        async |lines: &mut Lines<BufReader<ChildStdout>>, seen: &mut Vec<String>, want: &str| {
+            tokio::time::timeout(Duration::from_secs(20), async {
+                while let Some(line) = lines.next_line().await.unwrap() {
+                    let found = line.contains(want);
+                    seen.push(line);
+                    if found {
+                        return;
+                    }
+                }
+                panic!("the follower ended before {want:?}: {seen:?}");
+            })
+            .await
+            .unwrap_or_else(|_| panic!("no {want:?} within 20 s: {seen:?}"));
+        };
+    read_until(&mut lines, &mut seen, "  → Bash while [ ! -f go ]").await;
+    assert_eq!(
+        tasks(&h)[0].status,
+        TaskStatus::Running,
+        "the child still runs: it waits for the file"
+    );
+    h.write("go", "");
+    read_until(&mut lines, &mut seen, "assistant: CHILD-DONE: released.").await;
+    read_until(
+        &mut lines,
+        &mut seen,
+        &format!("--- task {id} ended: succeeded ---"),
+    )
+    .await;
+    assert!(seen.iter().any(|l| l == "    ← released"), "{seen:?}");
+    assert!(seen[0].starts_with(&format!("transcript of task {id} (helper: waits), running")));
+    let status = tokio::time::timeout(Duration::from_secs(20), follower.wait())
+        .await
+        .expect("the follower leaves once the task ended")
+        .unwrap();
+    assert!(status.success());
+    let (status, _) = run.finish().await;
+    assert!(status.success());
 }
