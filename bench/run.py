@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""cadre benchmarks: harness overhead per tool round trip, and start-up time.
+"""cadre benchmarks: harness overhead per tool round trip, start-up time, children, long
+sessions and what delegation saves the parent's context.
 
 Runs the release `cadre` against `cadre-mock` (zero latency) on loopback and
 writes figures to bench/results/<name>.json. Not a test: nothing here fails on
@@ -9,6 +10,8 @@ wall time; compare the ratios and the targets printed beside them.
     python3 bench/run.py startup     # launch → first model request; trivial exec
     python3 bench/run.py fanout      # 1/4/10/32 children, pools 4 and 32
     python3 bench/run.py background  # 100 idle background children
+    python3 bench/run.py long        # 300 turns in a 32k window: compactions, flat round trips
+    python3 bench/run.py context     # one exploration inline vs in three Explore children
     python3 bench/run.py all
     python3 bench/run.py overhead --bin DIR   # binaries already built in DIR, no build
     python3 bench/run.py all --out DIR        # figures elsewhere than bench/results
@@ -22,6 +25,7 @@ peak RSS is the `%M` it reads from `wait4` for cadre alone.
 """
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -390,6 +394,496 @@ def background(sizes=(1, 100)):
     }
 
 
+def timed_json(argv, cwd=None, env=None):
+    """Like `timed`, but keeps cadre's stdout (`exec --json` events) and returns them too."""
+    with tempfile.NamedTemporaryFile(prefix="cadre-bench-rss-") as out, \
+            tempfile.TemporaryFile(prefix="cadre-bench-events-", mode="w+") as events:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([TIME, "-q", "-f", "%M", "-o", out.name] + argv, cwd=cwd, env=env,
+                                stdout=events, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        text = open(out.name).read().split()
+        events.seek(0)
+        evs = []
+        for line in events:
+            try:
+                evs.append(json.loads(line))
+            except ValueError:
+                pass
+    run = Run(wall, int(text[-1]), usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status))
+    return run, evs
+
+
+def body_bytes(rec):
+    """Bytes of a recorded request body, re-encoded compactly (as cadre's serde_json sends it;
+    key order is kept, so this matches the wire to within escaping differences)."""
+    body = rec["body"]
+    if isinstance(body, str):
+        return len(body.encode())
+    return len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def quantile(xs, q):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def slope(xs, ys):
+    """Least-squares slope of ys over xs."""
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    var = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else None
+
+
+def fixture_text(rng, name, lines):
+    """A deterministic source-like text file: functions, config keys, TODOs."""
+    words = ["parse", "load", "config", "request", "reply", "buffer", "session", "token",
+             "window", "limit", "render", "event", "queue", "worker", "cache", "index"]
+    out = [f"// {name}: generated fixture for the cadre benchmarks", ""]
+    while len(out) < lines:
+        a, b = rng.choice(words), rng.choice(words)
+        k = rng.randrange(1000)
+        out.append(f"pub fn {a}_{b}_{k}(input: &str, limit: usize) -> Result<usize, Error> {{")
+        out.append(f"    let key = \"{a}.{b}.{k}\";  // config key read at start-up")
+        if rng.random() < 0.2:
+            out.append(f"    // TODO({b}): handle a {a} larger than the {b} limit")
+        out.append(f"    let n = input.len().min(limit) + {k};")
+        out.append(f"    log::debug!(\"{a} {b} {{}} {{}}\", key, n);")
+        out.append("    Ok(n)")
+        out.append("}")
+        out.append("")
+    return "\n".join(out[:lines]) + "\n"
+
+
+# --- long: a 300-turn session in a 32k window ------------------------------------------------
+
+LONG_WINDOW = 32000
+LONG_FILES = 40
+# The tool calls of one assistant turn, cycling with period 10 so every bucket of 30 turns holds
+# the same mix: mostly one Read of a fixture file (1.5-6 KiB), sometimes a Read and a Bash call.
+LONG_PATTERN = ["read", "read", "read+bash", "read", "bash", "read", "read", "read+bash", "read", "read"]
+
+
+# The harsher variant: every LONG_BIG_PERIOD turns, a Read of a ~64 KiB file, a result about
+# half the window (cadre cuts one input to half the window).
+LONG_BIG_PERIOD = 11
+LONG_BIG_LINES = 1800
+
+
+def long_calls(turn, big=False):
+    if big and turn % LONG_BIG_PERIOD == LONG_BIG_PERIOD - 1:
+        return "big", '[{ name: Read, input: { file_path: "big.rs" } }]'
+    kind = LONG_PATTERN[turn % len(LONG_PATTERN)]
+    f = f"src/mod_{turn % LONG_FILES:02d}.rs"
+    calls = []
+    if "read" in kind:
+        calls.append(f'{{ name: Read, input: {{ file_path: "{f}" }} }}')
+    if "bash" in kind:
+        g = f"src/mod_{(turn * 7 + 3) % LONG_FILES:02d}.rs"
+        calls.append(f'{{ name: Bash, input: {{ command: "grep -n fn {g}", description: "list functions" }} }}')
+    return kind, "[" + ", ".join(calls) + "]"
+
+
+def long_script(turns, summaries, big=False):
+    summary = ("Task: the benchmark session reads fixture files turn by turn. " * 8).strip()
+    rules = ["rules:",
+             "  - name: summary",
+             '    when: { last_user: "<compaction-request>" }',
+             "    step_by: requests",
+             "    replies:"]
+    rules += [f'      - text: "<summary {k}> {summary}"' for k in range(summaries)]
+    rules += ["  - name: session", "    step_by: requests", "    replies:"]
+    for t in range(turns):
+        _, calls = long_calls(t, big)
+        rules.append(f"      - tool_calls: {calls}")
+    rules.append('      - text: "The session is done."')
+    return "\n".join(rules) + "\n"
+
+
+def long_fixture(project):
+    rng = random.Random(11)
+    os.makedirs(os.path.join(project, "src"), exist_ok=True)
+    for i in range(LONG_FILES):
+        name = f"src/mod_{i:02d}.rs"
+        with open(os.path.join(project, name), "w") as f:
+            f.write(fixture_text(rng, name, rng.randrange(40, 160)))
+    with open(os.path.join(project, "big.rs"), "w") as f:
+        f.write(fixture_text(rng, "big.rs", LONG_BIG_LINES))
+
+
+def long_config(home):
+    """The 32k window for the mock's model (`bench`), in the user config under CADRE_HOME."""
+    text = f"[models.anthropic.bench]\ncontext_window = {LONG_WINDOW}\n"
+    os.makedirs(home, exist_ok=True)
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write(text)
+
+
+def long_session(work, project, home, turns, tag, big=False):
+    long_fixture(project)
+    long_config(home)
+    mock = Mock(long_script(turns, turns, big), work, tag)
+    try:
+        env = cadre_env(mock, home)
+        run, events = timed_json(
+            [os.path.join(BIN, "cadre"), "exec", "--json", "--allow", "Bash(grep:*)",
+             "run the long benchmark session"], cwd=project, env=env)
+        recs = mock.records()
+    finally:
+        mock.stop()
+    return run, events, recs
+
+
+def long_gaps(recs, sizes):
+    """cadre's share of each round trip (the mock's reply end -> cadre's next request, µs):
+    between two session requests as (turn number of the next request, gap, its bytes, the
+    calls the previous reply made), and those just before and after a summary request."""
+    gaps = {"before_compaction": [], "after_compaction": []}
+    turn_gaps = []
+    turn_no = -1
+    for i, r in enumerate(recs):
+        if r["rule"] == "session":
+            turn_no += 1
+        if i == 0:
+            continue
+        prev = recs[i - 1]
+        gap = r["t_start_us"] - prev["t_end_us"]
+        if prev["rule"] == "session" and r["rule"] == "session":
+            kind, _ = long_calls(turn_no - 1)
+            turn_gaps.append((turn_no, gap, sizes[i], kind))
+        elif r["rule"] == "summary":
+            gaps["before_compaction"].append(gap)
+        elif prev["rule"] == "summary":
+            gaps["after_compaction"].append(gap)
+    return gaps, turn_gaps
+
+
+def long_big(work, project, home, turns):
+    """The same session with a ~64 KiB Read every LONG_BIG_PERIOD turns: sizes and compactions."""
+    run, events, recs = long_session(work, project, home, turns, "big", big=True)
+    recs.sort(key=lambda r: r["t_start_us"])
+    sizes = [body_bytes(r) for r in recs]
+    ended = [e for e in events if e.get("type") == "compaction_ended"]
+    turn_end = [e for e in events if e.get("type") == "turn_ended"]
+    return {
+        "measures": f"{turns} turns as above, but every {LONG_BIG_PERIOD}th turn reads a "
+                    f"{LONG_BIG_LINES}-line (~64 KiB) file, whose result cadre cuts to half the window",
+        "turns": turns,
+        "exit_code": run.code,
+        "turn_status": turn_end[-1].get("status") if turn_end else None,
+        "requests": len(recs),
+        "session_request_est_tokens_max": max(
+            s for r, s in zip(recs, sizes) if r["rule"] == "session") // 4,
+        "summary_request_est_tokens_max": max(
+            (s for r, s in zip(recs, sizes) if r["rule"] == "summary"), default=0) // 4,
+        "requests_over_window": [[i, r["rule"], s // 4, round(s / 4 / LONG_WINDOW * 100, 1)]
+                                 for i, (r, s) in enumerate(zip(recs, sizes))
+                                 if s > LONG_WINDOW * 4],
+        "compactions": len(ended),
+        "compactions_failed": [e.get("error") for e in ended if e.get("error")],
+        "tokens_before": [e.get("tokens_before") for e in ended],
+        "tokens_after": [e.get("tokens_after") for e in ended],
+        "kept_messages": [e.get("kept_messages") for e in ended],
+    }
+
+
+def long_bench(turns=300, short_turns=75, bucket=30, runs=3, big_turns=120):
+    """A `turns`-turn session in a 32k window, `runs` times; compactions, request sizes,
+    cadre's time between a reply's end and its next request by turn number (each the median
+    over the runs, which are the same script), peak RSS (and the peak of a shorter session
+    beside it, to show memory does not grow with the session)."""
+    def go(work, project, home):
+        load = os.getloadavg()[0]
+        sessions = [long_session(work, project, os.path.join(work, f"home-{k}"), turns, f"long-{k}")
+                    for k in range(runs)]
+        run, events, recs = sessions[0]
+        windows = sorted({e.get("window") for e in events if e.get("type") == "context_usage"})
+        if run.code != 0 or windows != [LONG_WINDOW]:
+            sys.exit(f"long: cadre exited {run.code} and reported windows {windows}, not "
+                     f"[{LONG_WINDOW}]: does this cadre read `context_window` from "
+                     f"[models.<provider>.<id>] in config.toml?")
+        shorts = [long_session(work, project, os.path.join(work, f"home-short-{k}"), short_turns,
+                               f"short-{k}")[0] for k in range(runs)]
+        # CPU time is far less disturbed by a busy machine than wall time: cadre's CPU per
+        # turn over the first `short_turns` turns against the same over the turns after them.
+        cpu_long = median([r.cpu_s for r, _, _ in sessions])
+        cpu_short = median([r.cpu_s for r in shorts])
+        big = long_big(work, project, os.path.join(work, "home-big"), big_turns)
+        per_run = []
+        for _, _, rs in sessions:
+            rs.sort(key=lambda r: r["t_start_us"])
+            per_run.append([body_bytes(r) for r in rs])
+        sizes = per_run[0]
+        same_requests = all(p == sizes for p in per_run)
+        window_bytes = LONG_WINDOW * 4
+        over = [i for i, b in enumerate(sizes) if b > window_bytes]
+        requests = [{"n": i, "rule": r["rule"], "status": r["status"], "bytes": b,
+                     "est_tokens": b // 4} for i, (r, b) in enumerate(zip(recs, sizes))]
+        all_gaps = [long_gaps(rs, sz) for (_, _, rs), sz in zip(sessions, per_run)]
+        gaps = {k: [median(xs) for xs in zip(*(g[k] for g, _ in all_gaps))]
+                for k in ("before_compaction", "after_compaction")}
+        turn_gaps = [(g[0][0], median([x[1] for x in g]), g[0][2], g[0][3])
+                     for g in zip(*(t for _, t in all_gaps))]
+        gaps["turn"] = [g[1] for g in turn_gaps]
+        buckets = []
+        for lo in range(0, turns + 1, bucket):
+            inb = [g for g in turn_gaps if lo <= g[0] < lo + bucket]
+            if not inb:
+                continue
+            row = {"turns": f"{lo}-{min(lo + bucket, turns + 1) - 1}",
+                   "round_trips": len(inb),
+                   "ms_median": round(median([g[1] for g in inb]) / 1000, 3),
+                   "ms_mean": round(sum(g[1] for g in inb) / len(inb) / 1000, 3),
+                   "ms_p90": round(quantile([g[1] for g in inb], 0.9) / 1000, 3),
+                   "request_kib_mean": round(sum(g[2] for g in inb) / len(inb) / 1024, 1)}
+            for kind in sorted(set(LONG_PATTERN)):
+                ks = [g[1] for g in inb if g[3] == kind]
+                if ks:
+                    row[f"ms_median_{kind.replace('+', '_')}"] = round(median(ks) / 1000, 3)
+            buckets.append(row)
+        reads = [g for g in turn_gaps if g[3] == "read"]
+        first_reads = [g[1] for g in reads if g[0] < bucket]
+        last_reads = [g[1] for g in reads if g[0] >= turns - bucket]
+        comp_started = [e for e in events if e.get("type") == "compaction_started"]
+        comp_ended = [e for e in events if e.get("type") == "compaction_ended"]
+        usage_events = [e for e in events if e.get("type") == "context_usage"]
+        summary_idx = [i for i, r in enumerate(recs) if r["rule"] == "summary"]
+        turn_end = [e for e in events if e.get("type") == "turn_ended"]
+        return {
+            "measures": "a scripted session of `turns` assistant turns (each a Read of a 1.5-6 KiB "
+                        "fixture file, some with a Bash grep) in one `cadre exec --json`, model "
+                        "window 32000 tokens: every request's body bytes and estimated tokens "
+                        "(bytes/4), the compactions (summary requests and compaction events), "
+                        "cadre's share of each round trip (the mock's reply end -> cadre's next "
+                        "request, which includes running the tool) by turn number, each the "
+                        "median over `runs` runs of the same script, and cadre's peak RSS, "
+                        "beside a session of `short_turns` turns",
+            "turns": turns,
+            "context_window_tokens": LONG_WINDOW,
+            "load_average_1min": round(load, 2),
+            "runs": runs,
+            "same_requests_every_run": same_requests,
+            "exit_codes": [r.code for r, _, _ in sessions],
+            "turn_status": turn_end[-1].get("status") if turn_end else None,
+            "wall_s_median": round(median([r.wall for r, _, _ in sessions]), 3),
+            "cpu_s_cadre_median": round(median([r.cpu_s for r, _, _ in sessions]), 3),
+            "peak_rss_mib": round(max(r.rss_kib for r, _, _ in sessions) / 1024, 2),
+            "short_turns": short_turns,
+            "peak_rss_mib_short": round(max(r.rss_kib for r in shorts) / 1024, 2),
+            "cpu_s_cadre_short_median": round(cpu_short, 3),
+            "cpu_ms_per_turn_first_turns": round(cpu_short / short_turns * 1000, 3),
+            "cpu_ms_per_turn_later_turns": round((cpu_long - cpu_short) / (turns - short_turns) * 1000, 3),
+            "launcher_floor_mib": round(launcher_floor_kib() / 1024, 2),
+            "requests": len(recs),
+            "requests_by_rule": {k: sum(1 for r in recs if r["rule"] == k)
+                                 for k in sorted({str(r["rule"]) for r in recs})},
+            "requests_not_200": [q["n"] for q in requests if q["status"] != 200],
+            "request_bytes_max": max(sizes),
+            "request_est_tokens_max": max(sizes) // 4,
+            "request_est_tokens_max_percent_of_window": round(max(sizes) / 4 / LONG_WINDOW * 100, 1),
+            "requests_over_window": over,
+            "session_request_est_tokens_max": max(
+                s for r, s in zip(recs, sizes) if r["rule"] == "session") // 4,
+            "summary_request_est_tokens_max": max(
+                (s for r, s in zip(recs, sizes) if r["rule"] == "summary"), default=0) // 4,
+            "threshold_tokens": LONG_WINDOW * 85 // 100,
+            "session_requests_over_threshold": [
+                [i, s // 4] for i, (r, s) in enumerate(zip(recs, sizes))
+                if r["rule"] == "session" and s // 4 > LONG_WINDOW * 85 // 100],
+            "request_bytes_total": sum(sizes),
+            "first_request_bytes": sizes[0],
+            "compactions": {
+                "summary_requests": len(summary_idx),
+                "summary_request_numbers": summary_idx,
+                "events_started": len(comp_started),
+                "events_ended": len(comp_ended),
+                "failed": [e for e in comp_ended if e.get("error")],
+                "triggers": sorted({str(e.get("trigger")) for e in comp_started}),
+                "tokens_before": [e.get("tokens_before") for e in comp_ended],
+                "tokens_after": [e.get("tokens_after") for e in comp_ended],
+                "kept_messages": [e.get("kept_messages") for e in comp_ended],
+                "summary_request_bytes": [sizes[i] for i in summary_idx],
+            },
+            "context_usage_percent_max": max((e.get("percent", 0) for e in usage_events), default=None),
+            "round_trip_ms": {
+                "turn_median": round(median(gaps["turn"]) / 1000, 3),
+                "turn_mean": round(sum(gaps["turn"]) / len(gaps["turn"]) / 1000, 3),
+                "read_only_turn_median": round(median([g[1] for g in reads]) / 1000, 3),
+                "before_compaction_median": round(median(gaps["before_compaction"]) / 1000, 3)
+                if gaps["before_compaction"] else None,
+                "after_compaction_median": round(median(gaps["after_compaction"]) / 1000, 3)
+                if gaps["after_compaction"] else None,
+                "slope_us_per_turn": round(slope([g[0] for g in turn_gaps],
+                                                 [g[1] for g in turn_gaps]), 4),
+                "read_only_last_over_first_bucket": round(median(last_reads) / median(first_reads), 3),
+                "read_only_slope_us_per_turn": round(slope([g[0] for g in reads],
+                                                           [g[1] for g in reads]), 4),
+                "read_only_slope_us_per_kib": round(slope([g[2] / 1024 for g in reads],
+                                                          [g[1] for g in reads]), 3),
+            },
+            "by_turn": buckets,
+            "big_results": big,
+            "request_sizes": [[q["n"], q["rule"], q["bytes"]] for q in requests],
+        }
+    return with_project(go)
+
+
+# --- context: the same exploration inline and delegated to three Explore children ------------
+
+CONTEXT_MODULES = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+CONTEXT_FILES_PER_MODULE = 50
+CONTEXT_CALLS_PER_REPLY = 3
+
+
+def context_fixture(project):
+    """300 source-like files in six modules, the same bytes on every run."""
+    rng = random.Random(7)
+    for m in CONTEXT_MODULES:
+        os.makedirs(os.path.join(project, "src", m), exist_ok=True)
+        for i in range(CONTEXT_FILES_PER_MODULE):
+            name = f"src/{m}/file_{i:02d}.rs"
+            with open(os.path.join(project, name), "w") as f:
+                f.write(fixture_text(rng, name, rng.randrange(25, 70)))
+
+
+def context_part_calls(part):
+    """The exploration of one third of the repository (two modules): 30 Reads and 4 Greps."""
+    mods = CONTEXT_MODULES[2 * part:2 * part + 2]
+    calls = []
+    for m in mods:
+        calls.append(f'{{ name: Grep, input: {{ pattern: "TODO", path: "src/{m}", output_mode: content }} }}')
+        for i in range(0, 45, 3):  # 15 files of the module's 50
+            calls.append(f'{{ name: Read, input: {{ file_path: "src/{m}/file_{i:02d}.rs" }} }}')
+    calls.append(f'{{ name: Grep, input: {{ pattern: "fn load_", path: "src/{mods[0]}", output_mode: files_with_matches }} }}')
+    calls.append(f'{{ name: Grep, input: {{ pattern: "config key", path: "src/{mods[1]}", output_mode: count }} }}')
+    return calls
+
+
+def context_report(part):
+    mods = CONTEXT_MODULES[2 * part:2 * part + 2]
+    return (f"Part {part + 1} (src/{mods[0]}, src/{mods[1]}): every file defines small functions that "
+            f"read one config key each (the key is a string literal `a.b.N` logged at debug level); "
+            f"nothing parses a config file. TODOs are about inputs larger than a limit; the "
+            f"`load_*` functions are in src/{mods[0]}. No file in these modules reads the "
+            f"environment or touches the network.")
+
+
+def batched(calls):
+    return ["[" + ", ".join(calls[i:i + CONTEXT_CALLS_PER_REPLY]) + "]"
+            for i in range(0, len(calls), CONTEXT_CALLS_PER_REPLY)]
+
+
+CONTEXT_SUMMARY_RULE = """  - name: summary
+    when: { last_user: "<compaction-request>" }
+    step_by: requests
+    replies:
+""" + "".join(f'      - text: "summary {k}"\n' for k in range(20))
+
+
+def context_inline_script():
+    calls = [c for part in range(3) for c in context_part_calls(part)]
+    replies = "".join(f"      - tool_calls: {b}\n" for b in batched(calls))
+    answer = " ".join(context_report(p) for p in range(3))
+    return ("rules:\n" + CONTEXT_SUMMARY_RULE + "  - name: parent\n    step_by: requests\n    replies:\n"
+            + replies + f'      - text: "{answer}"\n')
+
+
+def context_delegated_script():
+    children = ""
+    for part in range(3):
+        replies = "".join(f"      - tool_calls: {b}\n" for b in batched(context_part_calls(part)))
+        children += (f"  - name: explore-{part + 1}\n"
+                     f'    when: {{ system: "You are Explore", first_user: "part-{part + 1}" }}\n'
+                     f"    step_by: requests\n    replies:\n{replies}"
+                     f'      - text: "{context_report(part)}"\n')
+    agents = ", ".join(
+        f'{{ name: Agent, input: {{ description: "explore part {p + 1}", subagent_type: Explore, '
+        f'prompt: "part-{p + 1}: explore src/{CONTEXT_MODULES[2 * p]} and src/{CONTEXT_MODULES[2 * p + 1]}: '
+        f'where config keys are read, every TODO, the load_ functions. Report in a few sentences. medium" }} }}'
+        for p in range(3))
+    answer = " ".join(context_report(p) for p in range(3))
+    return ("rules:\n" + CONTEXT_SUMMARY_RULE + children
+            + "  - name: parent\n    step_by: requests\n    replies:\n"
+            + f"      - tool_calls: [{agents}]\n" + f'      - text: "{answer}"\n')
+
+
+def context_run(work, project, home, script, tag):
+    mock = Mock(script, work, tag)
+    try:
+        run, events = timed_json(
+            [os.path.join(BIN, "cadre"), "exec", "--json",
+             "explore the fixture repository: where are config keys read, every TODO, the load_ functions"],
+            cwd=project, env=cadre_env(mock, home))
+        recs = mock.records()
+    finally:
+        mock.stop()
+    recs.sort(key=lambda r: r["t_start_us"])
+    parent_recs = [r for r in recs if r["rule"] == "parent"]
+    parent = [body_bytes(r) for r in parent_recs]
+    last = json.dumps(parent_recs[-1]["body"]) if parent_recs else ""
+    kids = [body_bytes(r) for r in recs if (r["rule"] or "").startswith("explore-")]
+    return {
+        "exit_code": run.code,
+        "wall_s": round(run.wall, 3),
+        "peak_rss_mib": round(run.rss_kib / 1024, 2),
+        "requests_not_200": sum(1 for r in recs if r["status"] != 200),
+        "unmatched_requests": sum(1 for r in recs if r["rule"] is None),
+        "compactions": sum(1 for e in events if e.get("type") == "compaction_started"),
+        "parent_requests": len(parent),
+        "parent_request_bytes_total": sum(parent),
+        "parent_request_bytes_peak": max(parent) if parent else 0,
+        "parent_est_tokens_peak": max(parent) // 4 if parent else 0,
+        "parent_first_request_bytes": parent[0] if parent else 0,
+        "reports_in_parent_last_request": sum(1 for p in range(3) if f"Part {p + 1} (src/" in last),
+        "children_requests": len(kids),
+        "children_request_bytes_total": sum(kids),
+        "children_request_bytes_peak": max(kids) if kids else 0,
+        "children_est_tokens_peak": max(kids) // 4 if kids else 0,
+    }
+
+
+def context_bench():
+    """The same exploration (102 tool calls: 90 Reads, 12 Greps over 300 files), done by the
+    parent itself and delegated to three Explore children; the parent's request bytes and
+    peak context in both, from the mock's records (children are the `explore-N` rules, matched
+    on the Explore system prompt)."""
+    def go(work, project, home):
+        context_fixture(project)
+        inline = context_run(work, project, os.path.join(work, "home-inline"),
+                             context_inline_script(), "inline")
+        delegated = context_run(work, project, os.path.join(work, "home-delegated"),
+                                context_delegated_script(), "delegated")
+        calls = sum(len(context_part_calls(p)) for p in range(3))
+        return {
+            "measures": "one scripted exploration over a 300-file fixture repository (6 modules x "
+                        "50 files, 1-3 KiB each): inline, the parent makes every call itself (3 "
+                        "per reply); delegated, the parent starts three Explore children in one "
+                        "reply, each makes a third of the calls (3 per reply) and reports a short "
+                        "text. Request bytes from the mock's records; tokens estimated as bytes/4",
+            "fixture_files": len(CONTEXT_MODULES) * CONTEXT_FILES_PER_MODULE,
+            "fixture_bytes": sum(os.path.getsize(os.path.join(dp, f))
+                                 for dp, _, fs in os.walk(os.path.join(project, "src")) for f in fs),
+            "tool_calls": calls,
+            "inline": inline,
+            "delegated": delegated,
+            "ratio_parent_total_bytes": round(delegated["parent_request_bytes_total"]
+                                              / inline["parent_request_bytes_total"], 4),
+            "ratio_parent_peak_bytes": round(delegated["parent_request_bytes_peak"]
+                                             / inline["parent_request_bytes_peak"], 4),
+            "ratio_all_delegated_total_bytes": round(
+                (delegated["parent_request_bytes_total"] + delegated["children_request_bytes_total"])
+                / inline["parent_request_bytes_total"], 4),
+            "targets": {"ratio_parent_total_bytes": 0.10, "ratio_parent_peak_bytes": 0.10},
+        }
+    return with_project(go)
+
+
 def main():
     global BIN, RESULTS
     args = sys.argv[1:]
@@ -405,7 +899,7 @@ def main():
     os.makedirs(RESULTS, exist_ok=True)
     print(f"load average: {os.getloadavg()}", file=sys.stderr)
     for name, fn in [("overhead", overhead), ("startup", startup), ("fanout", fanout),
-                     ("background", background)]:
+                     ("background", background), ("long", long_bench), ("context", context_bench)]:
         if which in (name, "all"):
             figures = fn()
             figures["machine"] = {"cpus": os.cpu_count()}

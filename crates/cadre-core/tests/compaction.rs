@@ -115,7 +115,18 @@ async fn the_session_compacts_at_the_threshold_and_goes_on_with_the_summary_and_
         };
         assert_eq!(system_of(summary_req), system_of(&records[2].body));
         assert_eq!(summary_req["tools"], records[2].body["tools"]);
-        assert!(extends(&records[2].body, summary_req), "{wire:?}");
+        // With the instructions and room for the summary the whole
+        // conversation would not fit the small window: the request holds the
+        // first message and the most recent ones.
+        let sent = summary_req.to_string();
+        assert!(
+            sent.contains("read the four files") && sent.contains("c.txt"),
+            "{wire:?}"
+        );
+        assert!(
+            sent.contains("were dropped from this summary request"),
+            "{wire:?}"
+        );
         let texts = user_texts(summary_req);
         let last = texts.last().unwrap();
         assert!(last.contains("<compaction-request>"), "{last}");
@@ -649,4 +660,43 @@ rules:
     let last = records.last().unwrap();
     assert_eq!(last.status, 200);
     assert!(user_texts(&last.body)[0].contains("SUMMARY: big.txt was read."));
+}
+
+#[tokio::test]
+async fn a_summary_request_that_fits_is_the_conversation_as_sent_so_it_reads_the_cache() {
+    let script = r#"
+rules:
+  - name: summary
+    when: { last_user: "<compaction-request>" }
+    step_by: requests
+    replies:
+      - text: "SUMMARY: two small files read."
+  - name: main
+    step_by: requests
+    replies:
+      - tool_calls: [{ name: Read, input: { file_path: "a.txt" } }]
+        usage: { input_tokens: 8000, output_tokens: 20 }
+      - tool_calls: [{ name: Read, input: { file_path: "b.txt" } }]
+        usage: { input_tokens: 13600, output_tokens: 20 }
+      - text: "done"
+        usage: { input_tokens: 2000, output_tokens: 20 }
+"#;
+    for wire in WIRES {
+        let w = World::new(script, wire).await;
+        w.write("a.txt", "alpha\n");
+        w.write("b.txt", "beta\n");
+        let (mut agent, _rx) = w.agent_with(20, None, Some(16_000), None, None);
+        let outcome = agent
+            .run_turn("read two".into(), CancellationToken::new())
+            .await;
+        assert_eq!(outcome.compactions, 1, "{wire:?}");
+        let records = w.records();
+        let rules: Vec<&str> = records.iter().map(|r| r.rule.as_deref().unwrap()).collect();
+        assert_eq!(rules, ["main", "main", "summary", "main"], "{wire:?}");
+        assert!(extends(&records[1].body, &records[2].body), "{wire:?}");
+        assert_eq!(
+            without_cache_marks(&records[1].body["tools"]),
+            without_cache_marks(&records[2].body["tools"])
+        );
+    }
 }

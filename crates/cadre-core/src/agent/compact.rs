@@ -12,7 +12,7 @@ use crate::context::{
     self, Cost, PreCompactInput, compacted_conversation, estimate_messages_tokens,
     estimate_text_tokens, kept_tail, summary_request_messages,
 };
-use crate::model::{Message, ModelError, ModelRequest, Role, StreamDelta, Usage};
+use crate::model::{Message, ModelError, ModelRequest, Usage};
 use crate::protocol::{CompactTrigger, Event};
 use crate::session::RecordBody;
 
@@ -185,11 +185,17 @@ impl Agent {
             }
             extra = decision.extra_instructions;
         }
-        // A conversation the provider refused as too long is summarised from
-        // its first message and its most recent part; otherwise it is sent
-        // whole (the request then reads the prompt cache), and trimmed only
-        // if that is refused.
-        let mut trimmed = trigger == CompactTrigger::LengthError;
+        // A conversation the provider refused as too long, or one that with
+        // the instructions and room for the summary would not fit, is
+        // summarised from its first message and its most recent part;
+        // otherwise it is sent whole (the request then reads the prompt
+        // cache), and trimmed only if that is refused.
+        let window = self.context.profile.context_window;
+        let reserve = u64::from(self.client.config().max_tokens).min(window / 10);
+        let would_fit =
+            tokens_before + estimate_text_tokens(context::COMPACTION_INSTRUCTIONS) + reserve
+                <= window;
+        let mut trimmed = trigger == CompactTrigger::LengthError || !would_fit;
         // Refused again, the trimmed request is cut to half as much, a few times.
         let mut share = 2;
         let (response, usage) = loop {
@@ -206,27 +212,8 @@ impl Agent {
                 max_tokens: self.client.config().max_tokens,
                 cache_after: if trimmed { None } else { self.cache_after },
             };
-            let events = self.events.clone();
-            let agent = self.id.clone();
-            let mut on_delta = move |d: StreamDelta| {
-                if let StreamDelta::Retrying {
-                    attempt,
-                    status,
-                    wait_ms,
-                    reason,
-                    discarded_text,
-                } = d
-                {
-                    events.emit(Event::Retrying {
-                        agent: agent.clone(),
-                        attempt,
-                        status,
-                        wait_ms,
-                        reason,
-                        discarded_text,
-                    });
-                }
-            };
+            // The summary is not the agent's answer: its text is not shown.
+            let mut on_delta = self.on_delta(false);
             match self.client.stream(&req, &mut on_delta, cancel).await {
                 Ok(r) => {
                     let usage = r.usage;
@@ -269,8 +256,17 @@ impl Agent {
                 "\n\n(This agent is a fork {FORK_TAG}: it does its directive itself and cannot start subagents.)"
             ));
         }
-        let start = kept_tail(&self.conversation, self.context.keep_recent_tokens());
-        let kept: Vec<Message> = self.conversation[start..].to_vec();
+        // The newest messages are kept verbatim, each part cut to half the
+        // budget: one large result then stays, cut, instead of crowding out
+        // everything after the summary.
+        let keep = self.context.keep_recent_tokens();
+        let capped: Vec<Message> = self
+            .conversation
+            .iter()
+            .map(|m| context::message_cut_to(m, keep / 2))
+            .collect();
+        let start = kept_tail(&capped, keep);
+        let kept: Vec<Message> = capped[start..].to_vec();
         let conversation = compacted_conversation(&summary, &kept);
         let fixed = self.fixed_tokens();
         let tokens_after = fixed + estimate_messages_tokens(&conversation);
@@ -339,14 +335,7 @@ impl Agent {
             .collect();
         let start = kept_tail(&capped, budget).max(1);
         for m in &capped[start..] {
-            match out.last_mut() {
-                Some(last) if last.role == Role::User && m.role == Role::User => {
-                    for b in &m.content {
-                        last.content.push(b.clone());
-                    }
-                }
-                _ => out.push(m.clone()),
-            }
+            context::push_alternating(&mut out, m);
         }
         out
     }

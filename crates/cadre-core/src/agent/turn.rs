@@ -154,6 +154,45 @@ impl Agent {
         outcome
     }
 
+    /// What a request's stream deltas become: text deltas (when `show_text`),
+    /// and retries, reported and logged.
+    pub(super) fn on_delta(&self, show_text: bool) -> impl FnMut(StreamDelta) + Send + 'static {
+        let events = self.events.clone();
+        let agent = self.id.clone();
+        let log = self.log.clone();
+        move |d: StreamDelta| match d {
+            StreamDelta::Text(text) if show_text => events.emit(Event::TextDelta {
+                agent: agent.clone(),
+                text,
+            }),
+            StreamDelta::Retrying {
+                attempt,
+                status,
+                wait_ms,
+                reason,
+                discarded_text,
+            } => {
+                // A diagnostic record: failing to write it must not fail the request.
+                if let Some(log) = &log {
+                    log.queue(RecordBody::Retry {
+                        attempt,
+                        reason: reason.clone(),
+                        discarded_text,
+                    });
+                }
+                events.emit(Event::Retrying {
+                    agent: agent.clone(),
+                    attempt,
+                    status,
+                    wait_ms,
+                    reason,
+                    discarded_text,
+                })
+            }
+            StreamDelta::Text(_) | StreamDelta::ToolCallStarted { .. } => {}
+        }
+    }
+
     /// Adds a compaction's request to the turn's counts.
     fn count_compaction(&self, out: &mut TurnOutcome, done: &Compacted) {
         out.usage.add(&done.usage);
@@ -248,40 +287,7 @@ impl Agent {
                 max_tokens: self.client.config().max_tokens,
                 cache_after: self.cache_after,
             };
-            let events = self.events.clone();
-            let agent = self.id.clone();
-            let log = self.log.clone();
-            let mut on_delta = move |d: StreamDelta| match d {
-                StreamDelta::Text(text) => events.emit(Event::TextDelta {
-                    agent: agent.clone(),
-                    text,
-                }),
-                StreamDelta::Retrying {
-                    attempt,
-                    status,
-                    wait_ms,
-                    reason,
-                    discarded_text,
-                } => {
-                    // A diagnostic record: failing to write it must not fail the request.
-                    if let Some(log) = &log {
-                        log.queue(RecordBody::Retry {
-                            attempt,
-                            reason: reason.clone(),
-                            discarded_text,
-                        });
-                    }
-                    events.emit(Event::Retrying {
-                        agent: agent.clone(),
-                        attempt,
-                        status,
-                        wait_ms,
-                        reason,
-                        discarded_text,
-                    })
-                }
-                StreamDelta::ToolCallStarted { .. } => {}
-            };
+            let mut on_delta = self.on_delta(true);
             let mut resp = match self.client.stream(&req, &mut on_delta, cancel).await {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => {

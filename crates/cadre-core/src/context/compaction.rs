@@ -79,17 +79,22 @@ pub fn compacted_conversation(summary: &str, kept: &[Message]) -> Vec<Message> {
     let mut out = Vec::with_capacity(kept.len() + 1);
     out.push(Message::user_text(text));
     for m in kept {
-        match out.last_mut() {
-            // Roles must alternate: user text kept after the summary joins it.
-            Some(last) if last.role == Role::User && m.role == Role::User => {
-                for b in &m.content {
-                    last.content.push(b.clone());
-                }
-            }
-            _ => out.push(m.clone()),
-        }
+        push_alternating(&mut out, m);
     }
     out
+}
+
+/// Appends `m`, joining it to the last message when both are the user's
+/// (roles must alternate).
+pub fn push_alternating(out: &mut Vec<Message>, m: &Message) {
+    match out.last_mut() {
+        Some(last) if last.role == Role::User && m.role == Role::User => {
+            for b in &m.content {
+                last.content.push(b.clone());
+            }
+        }
+        _ => out.push(m.clone()),
+    }
 }
 
 /// Where the verbatim tail of `conversation` starts: the earliest assistant
@@ -172,6 +177,8 @@ pub fn is_context_length_error(e: &ModelError) -> bool {
         "too many tokens",
         "input is too long",
         "prompt too long",
+        // Anthropic: "input length and `max_tokens` exceed context limit".
+        "exceed context limit",
         // llama.cpp: "the request exceeds the available context size".
         "context size",
     ]
