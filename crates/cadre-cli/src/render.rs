@@ -8,7 +8,7 @@ use std::io::Write;
 
 use cadre_core::agent::{Event, TurnStatus};
 use cadre_core::context::Cost;
-use cadre_core::protocol::{ChildTag, CompactTrigger};
+use cadre_core::protocol::{ChildTag, CompactTrigger, child_place};
 
 /// Prints events for a person.
 #[derive(Default)]
@@ -358,14 +358,12 @@ impl HumanRenderer {
 /// `[subagent 1/3 Explore > 2/2 Explore]`: a child's place, from the main
 /// agent's child down; `here` when the path is unknown (an older event).
 pub fn child_label(path: &[ChildTag], here: &ChildTag) -> String {
-    let steps: Vec<String> = if path.is_empty() {
-        vec![format!("{}/{} {}", here.index, here.total, here.agent_type)]
+    let place = if path.is_empty() {
+        child_place(std::slice::from_ref(here))
     } else {
-        path.iter()
-            .map(|t| format!("{}/{} {}", t.index, t.total, t.agent_type))
-            .collect()
+        child_place(path)
     };
-    format!("[subagent {}]", steps.join(" > "))
+    format!("[subagent {place}]")
 }
 
 /// `  [subagent 1/3 Explore > 2/2 Explore] Grep "parse_config": completed`.

@@ -699,3 +699,55 @@ rules:
     let (status, _) = run.finish().await;
     assert!(status.success());
 }
+
+#[tokio::test]
+async fn a_nested_childs_question_names_its_place() {
+    let script = r#"
+rules:
+  - name: leaf
+    when: { system: "You are LEAF" }
+    replies:
+      - tool_calls: [{ name: Write, input: { file_path: "c.txt", content: "gamma" } }]
+      - text: "LEAF: it was refused."
+  - name: scout
+    when: { system: "You are SCOUT" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "write c", prompt: "leaf-c: write c.txt", subagent_type: "leaf" } }
+      - text: "SCOUT: done."
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "scout it", prompt: "scout around", subagent_type: "scout" } }
+      - text: "All done."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    nested_harness_files(&h);
+    // A child gets no tool its parent lacks: the scout has Write to pass on.
+    h.write(
+        ".cadre/agents/scout.md",
+        "---\nname: scout\ndescription: Delegates writes.\ntools: Read, Write, Agent\n---\nYou are SCOUT.\n",
+    );
+    h.write(
+        ".cadre/agents/leaf.md",
+        "---\nname: leaf\ndescription: Writes one file.\ntools: Read, Write\n---\nYou are LEAF.\n",
+    );
+    let pty = Pty::open();
+    let mut run = h.spawn_json_tty(&["exec", "--json", "go"], &pty);
+    let asked = run.wait_for("approval_requested", 1).await;
+    assert_eq!(
+        asked["question"]["label"], "Subagent: 1/1 scout > 1/1 leaf: \"leaf-c: write c.txt\"",
+        "{asked}"
+    );
+    assert_eq!(asked["question"]["tool"], "Write");
+    pty.type_line("n");
+    let (status, evs) = run.finish().await;
+    assert!(status.success());
+    assert!(!h.path("c.txt").exists(), "the write was refused");
+    let denied = evs
+        .iter()
+        .find(|e| e["type"] == "subagent_progress" && e["tool"] == "Write")
+        .unwrap();
+    assert_eq!(denied["outcome"], "denied");
+    assert_eq!(denied["summary"], "c.txt");
+}

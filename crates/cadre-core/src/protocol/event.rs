@@ -341,6 +341,15 @@ pub enum Event {
     },
 }
 
+/// A child's place in the tree, `1/3 Explore > 2/2 Explore`: each step from
+/// the main agent's child down to it, as position in its batch and type.
+pub fn child_place(path: &[ChildTag]) -> String {
+    path.iter()
+        .map(|t| format!("{}/{} {}", t.index, t.total, t.agent_type))
+        .collect::<Vec<_>>()
+        .join(" > ")
+}
+
 /// Where an agent sends its events. Cheap to clone; a closed receiver is ignored.
 /// A child's sink turns its tool results into progress lines and drops the
 /// rest of its stream (its text is never shown; its report is what counts).
