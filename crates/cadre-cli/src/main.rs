@@ -13,6 +13,7 @@ mod sessions;
 mod setup;
 mod signals;
 mod tasks;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,9 @@ struct Cli {
     resume: ResumeArgs,
     #[command(flatten)]
     agent: AgentArgs,
+    /// Use the line-based front end even on a terminal
+    #[arg(long)]
+    no_tui: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -139,6 +143,9 @@ fn main() -> ExitCode {
             Some(Command::Agents(args)) => agents::run(&cli.permissions, &cli.agent, args),
             Some(Command::Eval(args)) => eval::run(args).await,
             Some(Command::Tasks(args)) => tasks::run(args).await,
+            None if tui::wanted(cli.no_tui) => {
+                tui::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await
+            }
             None => interactive::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await,
         }
     });

@@ -255,6 +255,9 @@ rules:
         assert_eq!(out.status.code(), Some(1), "{wire:?}");
         let err = stderr(&out);
         assert!(err.contains("exceeds 16777216 bytes"), "{wire:?}: {err}");
+        // The mock records a request when its reply ends: here, once it sees
+        // that cadre hung up, which may be after cadre has exited.
+        common::wait_until("the request is recorded", || !h.mock.records().is_empty()).await;
         assert_eq!(h.records().len(), 1, "not retried");
     }
 }

@@ -319,10 +319,15 @@ impl Listeners {
         let path = UnixListener::bind(&sock).unwrap();
         path.set_nonblocking(true).unwrap();
         let tag = dir.parent().and_then(|p| p.file_name()).unwrap();
+        // A fresh name each time: another test's child, between its fork and
+        // exec, may briefly hold a copy of an earlier listener, and with it
+        // the name (a path socket is a new file each time anyway).
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let name = format!(
-            "cadre-sandbox-test-{}-{}",
+            "cadre-sandbox-test-{}-{}-{}",
             std::process::id(),
-            tag.display()
+            tag.display(),
+            MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let abstract_ =
             UnixListener::bind_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap();

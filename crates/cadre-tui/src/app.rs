@@ -1,0 +1,634 @@
+//! The TUI's state: a plain model updated from the session's events and the
+//! user's keys. Keys never act on the session directly: they leave
+//! operations in [`App::outbox`] for the loop to submit, so the whole model
+//! is testable without a terminal or a session.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use cadre_core::protocol::{
+    ApprovalAnswer, ApprovalQuestion, CompactTrigger, Event, Op, PermissionMode, TurnStatus,
+};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use crate::children::{Child, ChildState, Children, format_tokens};
+use crate::commands::{Command, HELP, parse_command};
+use crate::prompt::Prompt;
+use crate::transcript::{CallOutcome, Level, Transcript};
+
+/// The agent id of the top-level agent.
+pub const MAIN: &str = "main";
+
+/// How soon a second Ctrl+C must follow the first to leave.
+pub const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
+
+/// What the status line says about the session that events do not.
+#[derive(Debug, Clone, Default)]
+pub struct SessionInfo {
+    /// Model id.
+    pub model: String,
+    /// Permission mode.
+    pub permission_mode: String,
+    /// Working directory, as shown (`~` for home).
+    pub cwd: String,
+    /// The git branch of the working directory, if any.
+    pub git_branch: Option<String>,
+}
+
+/// The main agent's context use, from its last `context_usage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextShown {
+    /// Percent of the window.
+    pub percent: u64,
+    /// True when estimated.
+    pub estimated: bool,
+}
+
+/// A question waiting for the user.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// Its id, for `Op::ApprovalAnswer`.
+    pub id: u64,
+    /// The question.
+    pub question: ApprovalQuestion,
+    /// Answered here; waiting for the session to say so.
+    pub answered: bool,
+}
+
+/// Everything the screen shows.
+#[derive(Debug)]
+pub struct App {
+    /// Model, mode, cwd, branch.
+    pub info: SessionInfo,
+    /// The conversation.
+    pub transcript: Transcript,
+    /// Subagents running now (and their batches).
+    pub children: Children,
+    /// The prompt being typed.
+    pub prompt: Prompt,
+    /// Questions, oldest first; the dialog shows the first unanswered one.
+    pub questions: Vec<Question>,
+    /// True while a turn of the main agent runs.
+    pub turn_running: bool,
+    /// Messages sent whose turn has not started yet.
+    pub messages_owed: usize,
+    /// `/compact`s sent that have not ended yet.
+    pub compactions_owed: usize,
+    /// Diffs expanded and tool inputs shown (Ctrl+O).
+    pub verbose: bool,
+    /// Transcript rows scrolled up from the bottom.
+    pub scroll: usize,
+    /// Rows a page scroll moves (set by the view from the transcript's height).
+    pub page: usize,
+    /// The main agent's context use.
+    pub context: Option<ContextShown>,
+    /// Tokens the session used (the main agent's requests and ended children).
+    pub tokens: u64,
+    /// What the session cost in billionths of a dollar, when any price was known.
+    pub cost_nanos: Option<u64>,
+    /// Background tasks running now.
+    pub background: BTreeSet<String>,
+    /// A one-line hint over the prompt (`Press Ctrl+C again to leave`).
+    pub hint: Option<String>,
+    /// When Ctrl+C was last pressed.
+    last_ctrl_c: Option<Instant>,
+    /// What was submitted at the prompt, oldest first (this session only).
+    history: Vec<String>,
+    /// The history entry shown, while walking it with ↑/↓.
+    history_at: Option<usize>,
+    /// The prompt as typed before walking the history.
+    draft: String,
+    /// Operations for the session, in order.
+    pub outbox: Vec<Op>,
+    /// The user asked to leave.
+    pub exit: bool,
+}
+
+impl App {
+    /// An empty screen for a session.
+    pub fn new(info: SessionInfo) -> App {
+        App {
+            info,
+            transcript: Transcript::default(),
+            children: Children::default(),
+            prompt: Prompt::default(),
+            questions: Vec::new(),
+            turn_running: false,
+            messages_owed: 0,
+            compactions_owed: 0,
+            verbose: false,
+            scroll: 0,
+            page: 10,
+            context: None,
+            tokens: 0,
+            cost_nanos: None,
+            background: BTreeSet::new(),
+            hint: None,
+            last_ctrl_c: None,
+            history: Vec::new(),
+            history_at: None,
+            draft: String::new(),
+            outbox: Vec::new(),
+            exit: false,
+        }
+    }
+
+    /// The question the dialog shows, and how many more wait behind it.
+    pub fn open_question(&self) -> Option<(&Question, usize)> {
+        let mut waiting = self.questions.iter().filter(|q| !q.answered);
+        let first = waiting.next()?;
+        Some((first, waiting.count()))
+    }
+
+    fn add_cost(&mut self, usd: f64) {
+        let nanos = (usd * 1e9).round().max(0.0) as u64;
+        *self.cost_nanos.get_or_insert(0) += nanos;
+    }
+
+    /// Updates the model from one event of the session.
+    pub fn apply(&mut self, event: &Event, now: Instant) {
+        match event {
+            Event::SessionStarted {
+                session_id, model, ..
+            } => {
+                self.info.model = model.clone();
+                self.transcript.notice(
+                    Level::Info,
+                    format!(
+                        "cadre · session {session_id} · /help lists commands and keys · Ctrl+C twice leaves"
+                    ),
+                );
+            }
+            Event::ModeChanged { agent, mode } if agent == MAIN => {
+                self.info.permission_mode = mode.to_string();
+                self.transcript
+                    .notice(Level::Info, format!("permission mode: {mode}"));
+            }
+            Event::TurnStarted { agent } if agent == MAIN => {
+                self.turn_running = true;
+                self.messages_owed = self.messages_owed.saturating_sub(1);
+            }
+            Event::TextDelta { agent, text } if agent == MAIN => self.transcript.stream(text),
+            Event::Retrying {
+                agent,
+                attempt,
+                wait_ms,
+                reason,
+                discarded_text,
+                ..
+            } if agent == MAIN => {
+                if *discarded_text {
+                    self.transcript.discard_stream();
+                }
+                self.transcript.notice(
+                    Level::Warning,
+                    format!(
+                        "model request failed ({reason}); retrying in {:.1}s (try {attempt})",
+                        *wait_ms as f64 / 1000.0
+                    ),
+                );
+            }
+            Event::AssistantMessage { agent, text, .. } if agent == MAIN => {
+                self.transcript.finish_message(text)
+            }
+            Event::ToolCallStarted {
+                agent,
+                call_id,
+                tool,
+                input,
+                summary,
+            } if agent == MAIN => self.transcript.call_started(call_id, tool, summary, input),
+            Event::ToolCallEnded {
+                agent,
+                call_id,
+                is_error,
+                outcome,
+                ..
+            } if agent == MAIN => {
+                self.transcript.call_ended(
+                    call_id,
+                    CallOutcome {
+                        is_error: *is_error,
+                        text: outcome.clone(),
+                    },
+                );
+            }
+            Event::Usage {
+                agent,
+                usage,
+                cost_usd,
+            } if agent == MAIN => {
+                self.tokens += usage.input_tokens
+                    + usage.output_tokens
+                    + usage.cache_read_tokens
+                    + usage.cache_write_tokens;
+                // The turn's cost is added at its end (it holds compactions too).
+                let _ = cost_usd;
+            }
+            Event::ContextUsage {
+                agent,
+                percent,
+                estimated,
+                ..
+            } if agent == MAIN => {
+                self.context = Some(ContextShown {
+                    percent: *percent,
+                    estimated: *estimated,
+                })
+            }
+            Event::CompactionStarted { agent, .. } => {
+                let who = self.who(agent);
+                self.transcript
+                    .notice(Level::Info, format!("{who}compacting…"));
+            }
+            Event::CompactionEnded {
+                agent,
+                trigger,
+                tokens_before,
+                tokens_after,
+                error,
+                cost_usd,
+                ..
+            } => {
+                let who = self.who(agent);
+                let text = match error {
+                    None => format!(
+                        "{who}compacted: {} → {} tokens",
+                        format_tokens(*tokens_before),
+                        format_tokens(*tokens_after)
+                    ),
+                    Some(e) => format!("{who}compaction failed: {e}"),
+                };
+                let level = if error.is_some() {
+                    Level::Warning
+                } else {
+                    Level::Info
+                };
+                self.transcript.notice(level, text);
+                if agent == MAIN && *trigger == CompactTrigger::Manual {
+                    if let Some(usd) = cost_usd {
+                        self.add_cost(*usd);
+                    }
+                    self.compactions_owed = self.compactions_owed.saturating_sub(1);
+                }
+            }
+            Event::TurnEnded {
+                agent,
+                status,
+                error,
+                cost_usd,
+                ..
+            } if agent == MAIN => {
+                self.turn_running = false;
+                self.transcript.close_stream();
+                if let Some(usd) = cost_usd {
+                    self.add_cost(*usd);
+                }
+                match (status, error) {
+                    (TurnStatus::Completed, _) => {}
+                    (TurnStatus::Interrupted, _) => {
+                        self.transcript.notice(Level::Warning, "interrupted")
+                    }
+                    (_, Some(e)) => self.transcript.notice(Level::Error, format!("error: {e}")),
+                    (_, None) => {}
+                }
+                self.children.clear_when_idle();
+            }
+            Event::ApprovalRequested { question, id } => self.questions.push(Question {
+                id: *id,
+                question: question.clone(),
+                answered: false,
+            }),
+            Event::ApprovalAnswered { agent, tool, .. } => {
+                let same = |q: &Question| q.question.agent == *agent && q.question.tool == *tool;
+                let at = self
+                    .questions
+                    .iter()
+                    .position(|q| q.answered && same(q))
+                    .or_else(|| self.questions.iter().position(same));
+                if let Some(i) = at {
+                    self.questions.remove(i);
+                }
+            }
+            Event::SessionResumed {
+                session_id,
+                messages,
+                unknown_calls,
+            } => self.transcript.notice(
+                Level::Info,
+                format!(
+                    "resumed session {session_id}: {messages} messages, {} call(s) recorded as unknown",
+                    unknown_calls.len()
+                ),
+            ),
+            Event::SubagentStarted {
+                index,
+                total,
+                agent_id,
+                agent_type,
+                description,
+                ..
+            } => self.children.start(
+                Child {
+                    agent_id: agent_id.clone(),
+                    agent_type: agent_type.clone(),
+                    description: description.clone(),
+                    index: *index,
+                    total: *total,
+                    state: ChildState::Running,
+                    tool_calls: 0,
+                    tokens: None,
+                    started: now,
+                    ran: None,
+                    last_activity: None,
+                },
+                // The events do not say which agent started a child yet.
+                None,
+            ),
+            Event::SubagentProgress {
+                agent_id,
+                tool,
+                outcome,
+                ..
+            } => self
+                .children
+                .progress(agent_id, format!("{tool}: {outcome}")),
+            Event::SubagentBackgrounded {
+                agent_id, task_id, ..
+            } => {
+                self.background.insert(task_id.clone());
+                if let Some(summary) = self.children.backgrounded(agent_id, task_id) {
+                    self.transcript.notice(Level::Info, format!("⎿ {summary}"));
+                }
+            }
+            Event::SubagentEnded {
+                agent_id,
+                status,
+                tool_calls,
+                usage,
+                duration_ms,
+                cost_usd,
+                error,
+                ..
+            } => {
+                let tokens = usage.input_tokens
+                    + usage.output_tokens
+                    + usage.cache_read_tokens
+                    + usage.cache_write_tokens;
+                self.tokens += tokens;
+                if let Some(usd) = cost_usd {
+                    self.add_cost(*usd);
+                }
+                if let Some(e) = error
+                    && self.children.get_mut(agent_id).is_none()
+                {
+                    self.transcript
+                        .notice(Level::Warning, format!("subagent {agent_id}: {e}"));
+                }
+                if let Some(summary) = self.children.end(
+                    agent_id,
+                    *status,
+                    *tool_calls,
+                    tokens,
+                    Duration::from_millis(*duration_ms),
+                ) {
+                    self.transcript.notice(Level::Info, format!("⎿ {summary}"));
+                }
+                if !self.turn_running {
+                    self.children.clear_when_idle();
+                }
+            }
+            Event::TaskStarted {
+                task_id,
+                background,
+                ..
+            } if *background => {
+                self.background.insert(task_id.clone());
+            }
+            Event::TaskEnded {
+                task_id,
+                status,
+                description,
+            } if self.background.remove(task_id) => {
+                self.transcript.notice(
+                    Level::Info,
+                    format!("background task {task_id} ({description}) {status}"),
+                );
+            }
+            Event::Warning { message } => self
+                .transcript
+                .notice(Level::Warning, format!("warning: {message}")),
+            _ => {}
+        }
+    }
+
+    /// Rows the whole transcript takes at `width` (each entry's layout is cached).
+    pub fn transcript_rows(&self, width: u16, theme: &crate::theme::Theme) -> usize {
+        self.transcript
+            .entries()
+            .iter()
+            .map(|e| e.rows(width, self.verbose, theme).len())
+            .sum()
+    }
+
+    /// True while the main agent works on something the user asked for.
+    pub fn busy(&self) -> bool {
+        self.turn_running || self.messages_owed > 0 || self.compactions_owed > 0
+    }
+
+    /// `[subagent 2/3 Explore] ` for a child, nothing for the main agent.
+    fn who(&mut self, agent: &str) -> String {
+        if agent == MAIN {
+            return String::new();
+        }
+        match self.children.get_mut(agent) {
+            Some(c) => format!("[subagent {}/{} {}] ", c.index, c.total, c.agent_type),
+            None => format!("[subagent {agent}] "),
+        }
+    }
+
+    /// A question the session withdrew (an interrupt, or it was answered elsewhere).
+    pub fn withdraw(&mut self, id: u64) {
+        self.questions.retain(|q| q.id != id);
+    }
+
+    /// Shift+Tab: default → acceptEdits → plan → default, as Claude Code
+    /// cycles; from any other mode it goes to default. The status line
+    /// changes when the session says the mode changed.
+    fn cycle_mode(&mut self) {
+        let next = match self.info.permission_mode.parse::<PermissionMode>() {
+            Ok(PermissionMode::Default) => PermissionMode::AcceptEdits,
+            Ok(PermissionMode::AcceptEdits) => PermissionMode::Plan,
+            _ => PermissionMode::Default,
+        };
+        self.outbox.push(Op::SetMode { mode: next });
+    }
+
+    /// Handles one key.
+    pub fn key(&mut self, key: KeyEvent, now: Instant) {
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if !(ctrl && key.code == KeyCode::Char('c')) {
+            self.hint = None;
+        }
+        // The dialog is modal: its keys first, and typing waits.
+        if self.open_question().is_some() && self.dialog_key(key) {
+            return;
+        }
+        match (key.code, ctrl) {
+            (KeyCode::Char('c'), true) => self.ctrl_c(now),
+            (KeyCode::Esc, _) if self.busy() || self.children.any_running() => {
+                self.outbox.push(Op::Interrupt)
+            }
+            (KeyCode::Char('b'), true) if self.children.any_running() => {
+                self.outbox.push(Op::BackgroundBatch)
+            }
+            (KeyCode::Char('o'), true) => self.verbose = !self.verbose,
+            (KeyCode::BackTab, _) => self.cycle_mode(),
+            (KeyCode::Char('j'), true) => self.prompt.insert("\n"),
+            (KeyCode::Enter, _)
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
+            {
+                self.prompt.insert("\n")
+            }
+            (KeyCode::Enter, _) => self.submit(),
+            (KeyCode::Char('a'), true) => self.prompt.home(),
+            (KeyCode::Char('e'), true) => self.prompt.end(),
+            (KeyCode::Char('u'), true) => self.prompt.kill_to_line_start(),
+            (KeyCode::Char('w'), true) => self.prompt.delete_word(),
+            (KeyCode::Char(c), false) => self.prompt.insert(c.encode_utf8(&mut [0; 4])),
+            (KeyCode::Tab, _) => self.prompt.insert("\t"),
+            (KeyCode::Backspace, _) => self.prompt.backspace(),
+            (KeyCode::Delete, _) => self.prompt.delete(),
+            (KeyCode::Left, _) => self.prompt.left(),
+            (KeyCode::Right, _) => self.prompt.right(),
+            (KeyCode::Home, _) => self.prompt.home(),
+            (KeyCode::End, true) => self.scroll = 0,
+            (KeyCode::End, false) => self.prompt.end(),
+            // On the first or last line, ↑ and ↓ walk through what was sent before.
+            (KeyCode::Up, _) => self.arrow_up(),
+            (KeyCode::Down, _) => self.arrow_down(),
+            (KeyCode::PageUp, _) => self.scroll += self.page.max(1),
+            (KeyCode::PageDown, _) => self.scroll = self.scroll.saturating_sub(self.page.max(1)),
+            _ => {}
+        }
+    }
+
+    /// Pasted text goes into the prompt as one piece (newlines kept).
+    pub fn paste(&mut self, text: &str) {
+        if self.open_question().is_none() {
+            self.prompt.insert(text);
+        }
+    }
+
+    /// A key while the dialog shows; true when the dialog took it.
+    fn dialog_key(&mut self, key: KeyEvent) -> bool {
+        let answer = match key.code {
+            KeyCode::Char('y' | 'Y') => ApprovalAnswer::Once,
+            KeyCode::Char('a' | 'A') => ApprovalAnswer::Session,
+            KeyCode::Char('n' | 'N') => ApprovalAnswer::No,
+            // Esc, Ctrl+C and scrolling still work over the dialog.
+            KeyCode::Esc | KeyCode::PageUp | KeyCode::PageDown => return false,
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return false,
+            _ => return true,
+        };
+        if let Some(q) = self.questions.iter_mut().find(|q| !q.answered) {
+            q.answered = true;
+            self.outbox.push(Op::ApprovalAnswer {
+                id: Some(q.id),
+                answer,
+            });
+        }
+        true
+    }
+
+    fn ctrl_c(&mut self, now: Instant) {
+        let twice = self
+            .last_ctrl_c
+            .is_some_and(|t| now.saturating_duration_since(t) < DOUBLE_CTRL_C);
+        if twice {
+            self.exit = true;
+            return;
+        }
+        self.last_ctrl_c = Some(now);
+        self.prompt.take();
+        self.hint = Some("Press Ctrl+C again to leave".into());
+    }
+
+    fn arrow_up(&mut self) {
+        if !self.prompt.up() {
+            self.history_back();
+        }
+    }
+
+    fn arrow_down(&mut self) {
+        if !self.prompt.down() {
+            self.history_forward();
+        }
+    }
+
+    /// ↑ past the first line: the previous entry of the history (the
+    /// prompt being typed is kept to come back to).
+    fn history_back(&mut self) {
+        let at = self.history_at.unwrap_or(self.history.len());
+        if at == 0 {
+            return;
+        }
+        if self.history_at.is_none() {
+            self.draft = self.prompt.take();
+        }
+        self.history_at = Some(at - 1);
+        self.prompt.take();
+        self.prompt.insert(&self.history[at - 1]);
+    }
+
+    /// ↓ past the last line: the next entry, then the prompt that was being typed.
+    fn history_forward(&mut self) {
+        let Some(at) = self.history_at else { return };
+        self.prompt.take();
+        if at + 1 < self.history.len() {
+            self.history_at = Some(at + 1);
+            self.prompt.insert(&self.history[at + 1]);
+        } else {
+            self.history_at = None;
+            let draft = std::mem::take(&mut self.draft);
+            self.prompt.insert(&draft);
+        }
+    }
+
+    /// Enter: a command runs here, a message goes to the session.
+    fn submit(&mut self) {
+        let text = self.prompt.text().to_string();
+        if !text.trim().is_empty() && self.history.last() != Some(&text) {
+            self.history.push(text.clone());
+        }
+        self.history_at = None;
+        self.draft.clear();
+        match parse_command(&text) {
+            Command::Empty => return,
+            Command::Message(message) => {
+                self.transcript
+                    .push(crate::transcript::EntryKind::User(message.clone()));
+                self.outbox.push(Op::UserMessage { text: message });
+                self.messages_owed += 1;
+            }
+            Command::Help => self.transcript.notice(Level::Info, HELP),
+            Command::Exit => self.exit = true,
+            Command::Compact(focus) => {
+                self.transcript.notice(Level::Info, "/compact");
+                self.outbox.push(Op::Compact { focus });
+                self.compactions_owed += 1;
+            }
+            Command::Unknown(name) => self.transcript.notice(
+                Level::Warning,
+                format!("unknown command {name} (try /help)"),
+            ),
+        }
+        self.prompt.take();
+        self.scroll = 0;
+    }
+}

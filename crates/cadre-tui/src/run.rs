@@ -1,0 +1,214 @@
+//! The TUI's loop: keys, the session's events and signals update the model;
+//! the model's operations go to the session; the screen is redrawn when
+//! something changed, at most [`MAX_FPS`] times a second.
+
+use std::time::{Duration, Instant};
+
+use cadre_core::driver::SessionHandle;
+use cadre_core::protocol::{Event, Op};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::crossterm::event::{self as term, Event as TermEvent};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::app::{App, SessionInfo};
+use crate::terminal::TerminalGuard;
+use crate::theme::Theme;
+use crate::view;
+
+/// Redraws per second at most: streaming text and 16 children reporting
+/// at once must not turn into a redraw per event.
+pub const MAX_FPS: u32 = 60;
+
+/// How often running clocks (elapsed times) are redrawn while work runs.
+const TICK: Duration = Duration::from_millis(250);
+
+/// How the TUI ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The user left (or the session ended) once the session had wound down.
+    Left,
+    /// The user asked twice: left without waiting for running work to stop.
+    LeftAtOnce,
+    /// A signal ended it: the exit status a shell expects (128 + its number).
+    Signal(u8),
+}
+
+/// What can stop the TUI.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    /// The terminal could not be set up or drawn on.
+    #[error("terminal: {0}")]
+    Terminal(#[from] std::io::Error),
+}
+
+/// Runs the TUI over an open session until the user leaves and the session
+/// has wound down (its event receiver ends). The terminal is restored on
+/// the way out, whichever way that is.
+pub async fn run(
+    handle: SessionHandle,
+    mut events: mpsc::UnboundedReceiver<Event>,
+    info: SessionInfo,
+) -> Result<Exit, TuiError> {
+    let theme = Theme::from_env();
+    let _guard = TerminalGuard::enter()?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    terminal.clear()?;
+    let mut keys = read_terminal_events();
+    let mut app = App::new(info);
+    let mut status = handle.clone();
+    let mut shown_question: Option<u64> = None;
+    let mut stops = StopSignals::new();
+    let frame = Duration::from_secs(1) / MAX_FPS;
+    let mut last_draw: Option<Instant> = None;
+    let mut dirty = true;
+    let mut leaving = false;
+    let mut exit = Exit::Left;
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let now = Instant::now();
+        if dirty && last_draw.is_none_or(|t| now.duration_since(t) >= frame) {
+            let size = terminal.size()?;
+            let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+            if let Some(a) = view::areas(area, &app, now, &theme) {
+                let height = a.transcript.height;
+                app.page = usize::from(height.saturating_sub(1)).max(1);
+                if app.scroll > 0 {
+                    // Not past the top: PgDn then moves at once.
+                    let total = app.transcript_rows(size.width, &theme);
+                    app.scroll = app.scroll.min(total.saturating_sub(usize::from(height)));
+                }
+            }
+            terminal.draw(|f| view::render(f, &app, now, &theme))?;
+            last_draw = Some(now);
+            dirty = false;
+        }
+        let next_frame = last_draw.map_or(now, |t| t + frame);
+        let ticking = app.busy() || app.children.any_running();
+        tokio::select! {
+            key = keys.recv() => match key {
+                Some(TermEvent::Key(k)) => {
+                    app.key(k, Instant::now());
+                    dirty = true;
+                }
+                Some(TermEvent::Paste(text)) => {
+                    app.paste(&text);
+                    dirty = true;
+                }
+                Some(TermEvent::Resize(..)) => dirty = true,
+                Some(_) => {}
+                // The terminal is gone: leave as on a hang-up.
+                None => app.exit = true,
+            },
+            event = events.recv() => match event {
+                Some(e) => {
+                    let now = Instant::now();
+                    // Scrolled up, the view stays on what it shows while rows arrive below.
+                    let width = terminal.size()?.width;
+                    let before = (app.scroll > 0).then(|| app.transcript_rows(width, &theme));
+                    app.apply(&e, now);
+                    // A burst (16 children reporting) is one redraw.
+                    while let Ok(e) = events.try_recv() {
+                        app.apply(&e, now);
+                    }
+                    if let Some(before) = before {
+                        let after = app.transcript_rows(width, &theme);
+                        app.scroll += after.saturating_sub(before);
+                    }
+                    dirty = true;
+                }
+                None => break,
+            },
+            changed = status.status_changed() => {
+                if changed {
+                    let open = status.status().question.map(|q| q.id);
+                    if let Some(id) = shown_question.filter(|id| Some(*id) != open) {
+                        app.withdraw(id);
+                        dirty = true;
+                    }
+                    shown_question = open;
+                }
+            }
+            code = stops.next() => {
+                if leaving {
+                    return Ok(Exit::Signal(code));
+                }
+                exit = Exit::Signal(code);
+                app.exit = true;
+            }
+            _ = tick.tick(), if ticking => dirty = true,
+            _ = tokio::time::sleep_until(next_frame.into()), if dirty => {}
+        }
+        for op in app.outbox.drain(..) {
+            handle.submit(op);
+        }
+        if app.exit {
+            app.exit = false;
+            if leaving {
+                // Asked twice: leave without waiting for the wind-down.
+                return Ok(match exit {
+                    Exit::Left => Exit::LeftAtOnce,
+                    other => other,
+                });
+            }
+            leaving = true;
+            handle.submit(Op::Shutdown);
+            app.hint = Some("leaving… (stopping what still runs)".into());
+            dirty = true;
+        }
+    }
+    Ok(exit)
+}
+
+/// Terminal events, read on a thread of their own (reading blocks).
+fn read_terminal_events() -> mpsc::UnboundedReceiver<TermEvent> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        while let Ok(event) = term::read() {
+            if tx.send(event).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// SIGTERM, SIGHUP and SIGINT, as the exit status each stands for.
+struct StopSignals {
+    rx: mpsc::UnboundedReceiver<u8>,
+}
+
+impl StopSignals {
+    fn new() -> StopSignals {
+        let (tx, rx) = mpsc::unbounded_channel();
+        for (kind, code) in [
+            (SignalKind::terminate(), 143u8),
+            (SignalKind::hangup(), 129),
+            (SignalKind::interrupt(), 130),
+        ] {
+            // Without a handler the default action would end cadre with the
+            // terminal still raw.
+            let Ok(mut stream) = signal(kind) else {
+                continue;
+            };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if tx.send(code).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        StopSignals { rx }
+    }
+
+    async fn next(&mut self) -> u8 {
+        match self.rx.recv().await {
+            Some(code) => code,
+            None => std::future::pending().await,
+        }
+    }
+}

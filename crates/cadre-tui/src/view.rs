@@ -1,0 +1,473 @@
+//! Drawing the model: pure functions from an [`App`] (and the time, for
+//! elapsed clocks) to a frame. Nothing here changes state, so every screen
+//! can be drawn on ratatui's `TestBackend` and compared with a snapshot.
+
+use std::time::Instant;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use unicode_width::UnicodeWidthStr;
+
+use crate::app::App;
+use crate::children::{Batch, ChildState, format_tokens};
+use crate::sanitize::{clean_line, clean_lines};
+use crate::theme::Theme;
+use crate::wrap::wrap_line;
+
+/// The smallest terminal the screen is drawn in; below it one line says so.
+pub const MIN_WIDTH: u16 = 40;
+/// See [`MIN_WIDTH`].
+pub const MIN_HEIGHT: u16 = 10;
+
+/// Rows of the prompt's text shown at most (it scrolls past that).
+const PROMPT_ROWS: usize = 8;
+/// Lines of a question's input shown in the dialog at most.
+const DIALOG_INPUT_LINES: usize = 12;
+
+/// Where each part of the screen goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Areas {
+    /// The transcript.
+    pub transcript: Rect,
+    /// The subagent panel, while children run.
+    pub panel: Option<Rect>,
+    /// The prompt, its top rule included.
+    pub prompt: Rect,
+    /// The status line.
+    pub status: Rect,
+}
+
+/// Splits the screen; none when it is too small to draw.
+pub fn areas(area: Rect, app: &App, now: Instant, theme: &Theme) -> Option<Areas> {
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        return None;
+    }
+    let status = Rect::new(area.x, area.bottom() - 1, area.width, 1);
+    let prompt_rows = prompt_rows(app, area.width).len().clamp(1, PROMPT_ROWS) as u16;
+    let prompt_h = (prompt_rows + 1).min(area.height / 2);
+    let prompt = Rect::new(area.x, status.y - prompt_h, area.width, prompt_h);
+    let rest = prompt.y - area.y;
+    let panel_lines = panel_lines(app, now, theme, area.width).len() as u16;
+    let panel = (panel_lines > 0).then(|| {
+        let h = (panel_lines + 1).min(rest / 2);
+        Rect::new(area.x, prompt.y - h, area.width, h)
+    });
+    let top = panel.map_or(prompt.y, |p| p.y);
+    let transcript = Rect::new(area.x, area.y, area.width, top - area.y);
+    Some(Areas {
+        transcript,
+        panel,
+        prompt,
+        status,
+    })
+}
+
+/// Draws the whole screen.
+pub fn render(frame: &mut Frame<'_>, app: &App, now: Instant, theme: &Theme) {
+    let area = frame.area();
+    let Some(a) = areas(area, app, now, theme) else {
+        let notice = format!("terminal too small: {MIN_WIDTH}×{MIN_HEIGHT} needed");
+        frame.render_widget(
+            Paragraph::new(Line::styled(notice, theme.warning())),
+            Rect::new(area.x, area.y, area.width, area.height.min(1)),
+        );
+        return;
+    };
+    render_transcript(frame, app, a.transcript, theme);
+    if let Some(panel) = a.panel {
+        render_panel(frame, app, panel, now, theme);
+    }
+    render_prompt(frame, app, a.prompt, theme);
+    render_status(frame, app, a.status, theme);
+    if app.open_question().is_some() {
+        let over = Rect::new(area.x, area.y, area.width, a.prompt.y - area.y);
+        render_dialog(frame, app, over, theme);
+    }
+}
+
+/// The transcript's rows that fit `area`, `app.scroll` rows up from the end.
+pub fn render_transcript(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
+    let height = usize::from(area.height);
+    let want = height + app.scroll;
+    let entries = app.transcript.entries();
+    // Walk back from the newest entry, counting rows, until the window is
+    // covered: entries further up are never laid out (their row counts are
+    // cached once they were), and only the rows shown are copied.
+    let mut first = entries.len();
+    let mut total = 0usize;
+    while first > 0 && total < want {
+        first -= 1;
+        total += entries[first].rows(area.width, app.verbose, theme).len();
+    }
+    // Scrolled past the top: show the first page.
+    let skip = app.scroll.min(total.saturating_sub(height));
+    let end = total - skip;
+    let begin = end.saturating_sub(height);
+    let mut visible: Vec<Line<'static>> = Vec::with_capacity(end - begin);
+    let mut at = 0usize;
+    for entry in &entries[first..] {
+        let rows = entry.rows(area.width, app.verbose, theme);
+        let next = at + rows.len();
+        if next > begin && at < end {
+            let from = begin.saturating_sub(at);
+            let to = (end - at).min(rows.len());
+            visible.extend(rows[from..to].iter().cloned());
+        }
+        at = next;
+        if at >= end {
+            break;
+        }
+    }
+    // Short transcripts sit at the bottom, next to the prompt.
+    let pad = height.saturating_sub(visible.len()) as u16;
+    let inner = Rect::new(area.x, area.y + pad, area.width, area.height - pad);
+    frame.render_widget(Paragraph::new(visible), inner);
+}
+
+/// The panel's lines: per batch either its children (nested batches under
+/// their parent) or, once it is done, its summary.
+pub fn panel_lines(app: &App, now: Instant, theme: &Theme, width: u16) -> Vec<Line<'static>> {
+    if !app.children.any_running() {
+        return Vec::new();
+    }
+    let batches = &app.children.batches;
+    let mut lines = Vec::new();
+    for (i, batch) in batches.iter().enumerate() {
+        let top_level = batch.parent.as_ref().is_none_or(|p| {
+            !batches
+                .iter()
+                .any(|b| b.children.iter().any(|c| &c.agent_id == p))
+        });
+        if top_level {
+            batch_lines(batches, i, 0, now, theme, width, &mut lines);
+        }
+    }
+    lines
+}
+
+fn batch_lines(
+    batches: &[Batch],
+    at: usize,
+    depth: usize,
+    now: Instant,
+    theme: &Theme,
+    width: u16,
+    lines: &mut Vec<Line<'static>>,
+) {
+    let Some(batch) = batches.get(at) else { return };
+    let indent = "  ".repeat(depth);
+    if batch.is_done() {
+        lines.push(Line::from(vec![
+            Span::raw(indent),
+            Span::styled(format!("✓ {}", batch.summary()), theme.dim()),
+        ]));
+        return;
+    }
+    for child in &batch.children {
+        let (mark, status, style) = match &child.state {
+            ChildState::Running => ("◐", "running".to_string(), theme.warning()),
+            ChildState::Background(task) => ("↗", format!("background {task}"), theme.dim()),
+            ChildState::Ended(s) => {
+                let style = match s {
+                    cadre_core::protocol::ChildStatus::Completed => theme.ok(),
+                    _ => theme.error(),
+                };
+                ("●", s.as_str().to_string(), style)
+            }
+        };
+        let elapsed = child.elapsed(now).as_secs_f64();
+        let tokens = child
+            .tokens
+            .map_or_else(|| "—".to_string(), |t| format!("{} tok", format_tokens(t)));
+        let activity = child
+            .last_activity
+            .as_deref()
+            .map(clean_line)
+            .unwrap_or_default();
+        let spans = vec![
+            Span::raw(format!("{indent}{mark} ")),
+            Span::styled(
+                clean_line(&child.agent_type),
+                theme.agent_type(&child.agent_type),
+            ),
+            Span::raw(format!(" {}/{} ", child.index, child.total)),
+            Span::raw(clean_line(&child.description)),
+            Span::styled(format!(" · {status}"), style),
+            Span::styled(
+                format!(
+                    " · {} call{} · {tokens} · {elapsed:.1}s",
+                    child.tool_calls,
+                    if child.tool_calls == 1 { "" } else { "s" }
+                ),
+                theme.dim(),
+            ),
+            Span::styled(
+                if activity.is_empty() {
+                    String::new()
+                } else {
+                    format!(" · {activity}")
+                },
+                theme.dim(),
+            ),
+        ];
+        lines.push(truncate(Line::from(spans), width));
+        for (j, nested) in batches.iter().enumerate() {
+            if nested.parent.as_deref() == Some(child.agent_id.as_str()) {
+                batch_lines(batches, j, depth + 1, now, theme, width, lines);
+            }
+        }
+    }
+}
+
+/// `line` cut to `width` columns with an ellipsis.
+fn truncate(line: Line<'static>, width: u16) -> Line<'static> {
+    let width = usize::from(width);
+    if line.width() <= width {
+        return line;
+    }
+    let mut rows = wrap_line(&line, width.saturating_sub(1) as u16);
+    let mut first = rows.swap_remove(0);
+    first.spans.push(Span::raw("…"));
+    first
+}
+
+fn render_panel(frame: &mut Frame<'_>, app: &App, area: Rect, now: Instant, theme: &Theme) {
+    let running = app
+        .children
+        .batches
+        .iter()
+        .flat_map(|b| &b.children)
+        .filter(|c| c.is_running())
+        .count();
+    let title = format!(" Subagents · {running} running · Esc stop · Ctrl+B background ");
+    let block = Block::new()
+        .borders(Borders::TOP)
+        .border_style(theme.border())
+        .title(Span::styled(title, theme.bold()));
+    let lines = panel_lines(app, now, theme, area.width);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    // The newest rows matter most when they do not all fit.
+    let skip = lines.len().saturating_sub(usize::from(inner.height));
+    frame.render_widget(
+        Paragraph::new(lines.into_iter().skip(skip).collect::<Vec<_>>()),
+        inner,
+    );
+}
+
+/// The prompt's text as rows, the first marked `› `.
+fn prompt_rows(app: &App, width: u16) -> Vec<Line<'static>> {
+    let text_width = width.saturating_sub(2).max(1);
+    let mut rows = Vec::new();
+    for line in app.prompt.text().split('\n') {
+        for row in wrap_line(&Line::raw(line.replace('\t', "    ")), text_width) {
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// Where the cursor goes: (row, column) within the prompt's rows.
+fn cursor_cell(app: &App, width: u16) -> (usize, usize) {
+    let text_width = usize::from(width.saturating_sub(2).max(1));
+    let before = &app.prompt.text()[..app.prompt.cursor()];
+    let mut row = 0usize;
+    let lines: Vec<&str> = before.split('\n').collect();
+    let full_lines = &app.prompt.text().split('\n').collect::<Vec<_>>();
+    for (i, l) in lines.iter().enumerate() {
+        if i + 1 < lines.len() {
+            let w = full_lines
+                .get(i)
+                .map_or(0, |f| f.replace('\t', "    ").width());
+            row += w.max(1).div_ceil(text_width).max(1);
+            continue;
+        }
+        let w = l.replace('\t', "    ").width();
+        row += w / text_width;
+        return (row, w % text_width);
+    }
+    (row, 0)
+}
+
+fn render_prompt(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
+    if area.height == 0 {
+        return;
+    }
+    let mut rule = String::from("─");
+    if let Some(hint) = &app.hint {
+        rule.push_str(&format!(" {hint} "));
+    } else if app.scroll > 0 {
+        rule.push_str(&format!(" ↑ {} rows up · Ctrl+End returns ", app.scroll));
+    } else if app.busy() {
+        rule.push_str(" working… Esc to interrupt ");
+    }
+    let rule_width = rule.width();
+    rule.push_str(&"─".repeat(usize::from(area.width).saturating_sub(rule_width)));
+    frame.render_widget(
+        Paragraph::new(Line::styled(rule, theme.dim())),
+        Rect::new(area.x, area.y, area.width, 1),
+    );
+    let rows = prompt_rows(app, area.width);
+    let shown = usize::from(area.height - 1);
+    let (cursor_row, cursor_col) = cursor_cell(app, area.width);
+    // Keep the cursor's row in view.
+    let first = (cursor_row + 1).saturating_sub(shown);
+    let lines: Vec<Line<'static>> = rows
+        .into_iter()
+        .enumerate()
+        .skip(first)
+        .take(shown)
+        .map(|(i, mut row)| {
+            let mark = if i == 0 { "› " } else { "  " };
+            row.spans.insert(0, Span::styled(mark, theme.user()));
+            row
+        })
+        .collect();
+    let text_area = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
+    frame.render_widget(Paragraph::new(lines), text_area);
+    if app.open_question().is_none() {
+        let x = area.x + 2 + cursor_col as u16;
+        let y = text_area.y + (cursor_row - first) as u16;
+        frame.set_cursor_position((x.min(area.right().saturating_sub(1)), y));
+    }
+}
+
+/// The status line's text; `with_place` adds the cwd and branch.
+pub fn status_text(app: &App, with_place: bool) -> String {
+    let mut parts = vec![
+        clean_line(&app.info.model),
+        app.info.permission_mode.clone(),
+    ];
+    if let Some(c) = app.context {
+        let about = if c.estimated { "~" } else { "" };
+        parts.push(format!("ctx {about}{}%", c.percent));
+    }
+    if app.tokens > 0 {
+        parts.push(format!("{} tok", format_tokens(app.tokens)));
+    }
+    if let Some(n) = app.cost_nanos {
+        parts.push(cadre_core::context::Cost(n).to_string());
+    }
+    // Background work before the place: on a narrow terminal the end is cut.
+    if !app.background.is_empty() {
+        parts.push(format!("Tasks: {} running", app.background.len()));
+    }
+    let mut place = clean_line(&app.info.cwd);
+    if let Some(branch) = &app.info.git_branch {
+        place.push_str(&format!(" ({})", clean_line(branch)));
+    }
+    if with_place {
+        parts.push(place);
+    }
+    parts.retain(|p| !p.is_empty());
+    parts.join(" · ")
+}
+
+fn render_status(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
+    let width = usize::from(area.width);
+    let mut text = format!(" {}", status_text(app, true));
+    if text.width() > width {
+        // The place goes first when it does not all fit.
+        text = format!(" {}", status_text(app, false));
+    }
+    if text.width() < width {
+        text.push_str(&" ".repeat(width - text.width()));
+    }
+    let line = truncate(Line::styled(text, theme.status()), area.width);
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The approval dialog, centred over `over`.
+pub fn render_dialog(frame: &mut Frame<'_>, app: &App, over: Rect, theme: &Theme) {
+    let Some((q, more)) = app.open_question() else {
+        return;
+    };
+    let q = &q.question;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    if let Some(label) = &q.label {
+        lines.push(Line::styled(clean_line(label), theme.bold()));
+    }
+    lines.push(Line::from(vec![
+        Span::styled("Tool: ", theme.dim()),
+        Span::styled(clean_line(&q.tool), theme.tool()),
+    ]));
+    // An edit is shown as the diff it makes (its path first); anything
+    // else as its exact input.
+    let parsed: Option<serde_json::Value> = serde_json::from_str(&q.input).ok();
+    let diff = parsed
+        .as_ref()
+        .and_then(|v| Some((v, crate::diff::call_diff(&q.tool, v, theme)?)));
+    let input: Vec<Line<'static>> = match diff {
+        Some((v, diff)) => {
+            let path = v.get("file_path").and_then(|p| p.as_str()).unwrap_or("");
+            std::iter::once(Line::styled(clean_line(path), theme.bold()))
+                .chain(diff)
+                .collect()
+        }
+        None => clean_lines(&q.input)
+            .into_iter()
+            .map(|l| Line::styled(l, theme.code()))
+            .collect(),
+    };
+    let total = input.len();
+    for mut line in input.into_iter().take(DIALOG_INPUT_LINES) {
+        line.spans.insert(0, Span::raw("  "));
+        lines.push(line);
+    }
+    if total > DIALOG_INPUT_LINES {
+        lines.push(Line::styled(
+            format!("  … {} more lines", total - DIALOG_INPUT_LINES),
+            theme.dim(),
+        ));
+    }
+    if let Some(sandbox) = &q.sandbox {
+        lines.push(Line::styled(clean_line(sandbox), theme.dim()));
+    }
+    lines.push(Line::styled(
+        format!("why: {}", clean_line(&q.reason)),
+        theme.dim(),
+    ));
+    lines.push(Line::default());
+    lines.push(Line::from(vec![
+        Span::styled("[y]", theme.ok()),
+        Span::raw(" Yes   "),
+        Span::styled("[a]", theme.ok()),
+        Span::raw(format!(
+            " Yes, and don't ask again for {}   ",
+            clean_line(&q.session_rule)
+        )),
+        Span::styled("[n]", theme.error()),
+        Span::raw(" No"),
+    ]));
+    if more > 0 {
+        lines.push(Line::styled(
+            format!(
+                "{more} more question{} waiting",
+                if more == 1 { "" } else { "s" }
+            ),
+            theme.dim(),
+        ));
+    }
+    let width = over.width.saturating_sub(4).clamp(20, 100);
+    let inner_width = width.saturating_sub(2).max(1);
+    let rows: u16 = lines
+        .iter()
+        .map(|l| wrap_line(l, inner_width).len() as u16)
+        .sum();
+    let height = (rows + 2).min(over.height);
+    let x = over.x + (over.width.saturating_sub(width)) / 2;
+    let y = over.y + (over.height.saturating_sub(height)) / 2;
+    let area = Rect::new(x, y, width.min(over.width), height);
+    let block = Block::bordered()
+        .border_style(theme.border())
+        .title(Span::styled(" Permission needed ", theme.bold()));
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(block),
+        area,
+    );
+}

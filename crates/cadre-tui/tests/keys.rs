@@ -1,0 +1,327 @@
+//! Keys and events turned into operations for the session, on the model
+//! alone: what each key leaves in the outbox, and when it leaves nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use cadre_core::protocol::{ApprovalAnswer, ApprovalQuestion, Event, Op, PermissionMode};
+use cadre_tui::app::{App, DOUBLE_CTRL_C, SessionInfo};
+use cadre_tui::theme::Theme;
+use cadre_tui::view;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::Color;
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+fn typed(app: &mut App, text: &str, now: Instant) {
+    for c in text.chars() {
+        app.key(key(KeyCode::Char(c)), now);
+    }
+}
+
+fn question(id: u64, agent: &str) -> Event {
+    Event::ApprovalRequested {
+        question: ApprovalQuestion {
+            agent: agent.into(),
+            label: None,
+            tool: "Bash".into(),
+            input: "ls".into(),
+            reason: "r".into(),
+            sandbox: None,
+            session_rule: "Bash(ls:*)".into(),
+        },
+        id,
+    }
+}
+
+#[test]
+fn enter_sends_a_message_and_newline_keys_do_not() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    typed(&mut app, "first", now);
+    app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT), now);
+    typed(&mut app, "second", now);
+    app.key(ctrl('j'), now);
+    typed(&mut app, "third", now);
+    assert!(app.outbox.is_empty());
+    assert_eq!(app.prompt.text(), "first\nsecond\nthird");
+    app.key(key(KeyCode::Enter), now);
+    assert_eq!(
+        app.outbox,
+        [Op::UserMessage {
+            text: "first\nsecond\nthird".into()
+        }]
+    );
+    assert!(app.prompt.is_empty());
+    assert!(app.busy(), "waiting for the message's turn");
+}
+
+#[test]
+fn commands_run_here_and_unknown_ones_are_never_sent() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    for text in ["/help", "/foo bar", "  "] {
+        typed(&mut app, text, now);
+        app.key(key(KeyCode::Enter), now);
+    }
+    assert!(app.outbox.is_empty(), "{:?}", app.outbox);
+    typed(&mut app, "/compact keep the API notes", now);
+    app.key(key(KeyCode::Enter), now);
+    assert_eq!(
+        app.outbox,
+        [Op::Compact {
+            focus: Some("keep the API notes".into())
+        }]
+    );
+    typed(&mut app, "/exit", now);
+    app.key(key(KeyCode::Enter), now);
+    assert!(app.exit);
+}
+
+#[test]
+fn esc_interrupts_only_while_something_runs_and_ctrl_b_backgrounds_a_batch() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    app.key(key(KeyCode::Esc), now);
+    app.key(ctrl('b'), now);
+    assert!(app.outbox.is_empty(), "nothing runs: {:?}", app.outbox);
+    app.apply(
+        &Event::TurnStarted {
+            agent: "main".into(),
+        },
+        now,
+    );
+    app.key(key(KeyCode::Esc), now);
+    assert_eq!(app.outbox.drain(..).collect::<Vec<_>>(), [Op::Interrupt]);
+    app.key(ctrl('b'), now);
+    assert!(app.outbox.is_empty(), "no children yet");
+    app.apply(
+        &Event::SubagentStarted {
+            index: 1,
+            total: 1,
+            agent_id: "a1".into(),
+            agent_type: "Explore".into(),
+            description: "d".into(),
+            model: "m".into(),
+            mode: PermissionMode::Default,
+            path: Vec::new(),
+        },
+        now,
+    );
+    app.key(ctrl('b'), now);
+    assert_eq!(app.outbox, [Op::BackgroundBatch]);
+}
+
+#[test]
+fn ctrl_c_clears_the_prompt_and_twice_leaves() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    typed(&mut app, "draft", now);
+    app.key(ctrl('c'), now);
+    assert!(app.prompt.is_empty());
+    assert!(!app.exit);
+    // Too late for a double press: it only arms again.
+    let later = now + DOUBLE_CTRL_C + Duration::from_millis(1);
+    app.key(ctrl('c'), later);
+    assert!(!app.exit);
+    app.key(ctrl('c'), later + Duration::from_millis(300));
+    assert!(app.exit);
+}
+
+#[test]
+fn the_dialog_answers_by_id_and_shows_the_next_question() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    typed(&mut app, "half", now);
+    app.apply(&question(4, "a1"), now);
+    app.apply(&question(5, "a2"), now);
+    assert_eq!(
+        app.open_question().map(|(q, more)| (q.id, more)),
+        Some((4, 1))
+    );
+    // Typing waits while the dialog shows; other keys are swallowed.
+    app.key(key(KeyCode::Char('x')), now);
+    app.key(key(KeyCode::Char('a')), now);
+    assert_eq!(
+        app.outbox.drain(..).collect::<Vec<_>>(),
+        [Op::ApprovalAnswer {
+            id: Some(4),
+            answer: ApprovalAnswer::Session
+        }]
+    );
+    assert_eq!(app.open_question().map(|(q, _)| q.id), Some(5));
+    app.key(key(KeyCode::Char('n')), now);
+    assert_eq!(
+        app.outbox,
+        [Op::ApprovalAnswer {
+            id: Some(5),
+            answer: ApprovalAnswer::No
+        }]
+    );
+    assert!(app.open_question().is_none());
+    assert_eq!(app.prompt.text(), "half");
+    // A withdrawn question goes away without an answer.
+    app.apply(&question(6, "main"), now);
+    app.withdraw(6);
+    assert!(app.open_question().is_none());
+}
+
+#[test]
+fn ctrl_o_expands_diffs() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    assert!(!app.verbose);
+    app.key(ctrl('o'), now);
+    assert!(app.verbose);
+}
+
+#[test]
+fn no_color_draws_without_colours() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo {
+        model: "m".into(),
+        ..SessionInfo::default()
+    });
+    app.apply(
+        &Event::TurnStarted {
+            agent: "main".into(),
+        },
+        now,
+    );
+    app.apply(
+        &Event::TextDelta {
+            agent: "main".into(),
+            text: "# Title\n\n```\ncode\n```".into(),
+        },
+        now,
+    );
+    app.apply(&question(1, "main"), now);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal
+        .draw(|f| view::render(f, &app, now, &Theme { color: false }))
+        .unwrap();
+    for cell in terminal.backend().buffer().content() {
+        assert_eq!(cell.fg, Color::Reset, "{cell:?}");
+        assert_eq!(cell.bg, Color::Reset, "{cell:?}");
+    }
+}
+
+#[test]
+fn page_up_shows_earlier_rows_and_says_so() {
+    let now = Instant::now();
+    let theme = Theme { color: false };
+    let mut app = App::new(SessionInfo::default());
+    for i in 0..100 {
+        app.transcript
+            .push(cadre_tui::transcript::EntryKind::Notice(
+                cadre_tui::transcript::Level::Info,
+                format!("row {i}"),
+            ));
+    }
+    let row = |app: &App, y: u16| {
+        let mut terminal = Terminal::new(TestBackend::new(40, 12)).unwrap();
+        terminal
+            .draw(|f| view::render(f, app, now, &theme))
+            .unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        (0..40)
+            .map(|x| buffer[(x, y)].symbol().to_string())
+            .collect::<String>()
+    };
+    // 12 rows: transcript 9, rule, prompt, status.
+    assert_eq!(row(&app, 8).trim_end(), "row 99");
+    app.page = 8;
+    app.key(key(KeyCode::PageUp), now);
+    assert_eq!(row(&app, 8).trim_end(), "row 91");
+    assert!(row(&app, 9).contains("8 rows up"), "{}", row(&app, 9));
+    app.key(key(KeyCode::PageDown), now);
+    assert_eq!(row(&app, 8).trim_end(), "row 99");
+    // Far past the top shows the first page.
+    app.scroll = 10_000;
+    assert_eq!(row(&app, 0).trim_end(), "row 0");
+    app.key(KeyEvent::new(KeyCode::End, KeyModifiers::CONTROL), now);
+    assert_eq!(app.scroll, 0);
+}
+
+#[test]
+fn up_and_down_walk_the_history_and_come_back_to_the_draft() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    for text in ["first", "/help"] {
+        typed(&mut app, text, now);
+        app.key(key(KeyCode::Enter), now);
+    }
+    typed(&mut app, "draft", now);
+    app.key(key(KeyCode::Up), now);
+    assert_eq!(app.prompt.text(), "/help");
+    app.key(key(KeyCode::Up), now);
+    assert_eq!(app.prompt.text(), "first");
+    app.key(key(KeyCode::Up), now);
+    assert_eq!(app.prompt.text(), "first", "no further back");
+    app.key(key(KeyCode::Down), now);
+    assert_eq!(app.prompt.text(), "/help");
+    app.key(key(KeyCode::Down), now);
+    assert_eq!(app.prompt.text(), "draft");
+    // Inside a multi-line prompt the arrows move between its lines first.
+    app.key(ctrl('j'), now);
+    typed(&mut app, "more", now);
+    app.key(key(KeyCode::Up), now);
+    assert_eq!(app.prompt.text(), "draft\nmore");
+}
+
+#[test]
+fn shift_tab_asks_for_the_next_mode_and_the_status_follows_the_session() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo {
+        permission_mode: "default".into(),
+        ..SessionInfo::default()
+    });
+    app.key(key(KeyCode::BackTab), now);
+    assert_eq!(
+        app.outbox,
+        [Op::SetMode {
+            mode: PermissionMode::AcceptEdits
+        }]
+    );
+    // Nothing changes until the session says so.
+    assert_eq!(app.info.permission_mode, "default");
+    app.apply(
+        &Event::ModeChanged {
+            agent: "main".into(),
+            mode: PermissionMode::AcceptEdits,
+        },
+        now,
+    );
+    assert_eq!(app.info.permission_mode, "acceptEdits");
+    app.outbox.clear();
+    app.key(key(KeyCode::BackTab), now);
+    assert_eq!(
+        app.outbox,
+        [Op::SetMode {
+            mode: PermissionMode::Plan
+        }]
+    );
+    app.apply(
+        &Event::ModeChanged {
+            agent: "main".into(),
+            mode: PermissionMode::Plan,
+        },
+        now,
+    );
+    app.outbox.clear();
+    app.key(key(KeyCode::BackTab), now);
+    assert_eq!(
+        app.outbox,
+        [Op::SetMode {
+            mode: PermissionMode::Default
+        }]
+    );
+}
