@@ -9,7 +9,7 @@ use anyhow::Result;
 use cadre_core::config::{Settings, data_dir};
 use cadre_core::model::Provider;
 use cadre_core::permissions::PermissionMode;
-use cadre_core::subagents::catalog::{DefinitionCatalog, validate_path};
+use cadre_core::subagents::catalog::{CatalogSources, DefinitionCatalog, validate_path};
 use cadre_core::subagents::definition::{DefinitionIssue, IssueLevel};
 use cadre_core::subagents::{AgentDefinition, ChildCall, ChildSpec, ParentView, session_tools};
 use clap::{Args, Subcommand};
@@ -65,51 +65,13 @@ pub fn run(perms: &PermissionArgs, agent: &AgentArgs, args: AgentsArgs) -> Resul
     let mut out = std::io::stdout().lock();
     match args.command.unwrap_or(AgentsCommand::List) {
         AgentsCommand::List => {
-            let catalog = DefinitionCatalog::load(&src).map_err(UsageError)?;
-            for entry in catalog.entries() {
-                let d = &entry.definition;
-                write!(
-                    out,
-                    "{:<24} {:<9} {}",
-                    d.name,
-                    d.source.as_str(),
-                    where_from(d).trim_start_matches(d.source.as_str()).trim()
-                )?;
-                if !entry.shadows.is_empty() {
-                    let shadowed: Vec<String> = entry.shadows.iter().map(where_from).collect();
-                    write!(out, "  overrides: {}", shadowed.join(", "))?;
-                }
-                writeln!(out)?;
-            }
-            let errors = catalog
-                .issues()
-                .iter()
-                .filter(|i| i.level == IssueLevel::Error)
-                .count();
+            let errors = write_list(&mut out, &src)?;
             if errors > 0 {
-                eprintln!("{errors} definition file(s) skipped; see `cadre agents validate`");
+                eprintln!("{}", skipped_note(errors));
             }
         }
         AgentsCommand::Show { name } => {
-            let catalog = DefinitionCatalog::load(&src).map_err(UsageError)?;
-            let Some(entry) = catalog
-                .entries()
-                .into_iter()
-                .find(|e| e.definition.name == name)
-            else {
-                return Err(UsageError(format!(
-                    "no agent definition named '{name}'; known: {}",
-                    catalog.names().join(", ")
-                ))
-                .into());
-            };
-            show(
-                &mut out,
-                entry.definition.clone(),
-                &entry.shadows,
-                perms,
-                &settings,
-            )?;
+            write_show(&mut out, &name, &src, perms, &settings)?;
         }
         AgentsCommand::Validate { path } => {
             let issues: Vec<DefinitionIssue> = match path {
@@ -150,6 +112,67 @@ pub fn run(perms: &PermissionArgs, agent: &AgentArgs, args: AgentsArgs) -> Resul
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes every definition, its source and what it overrides, one a line;
+/// returns how many definition files were skipped as errors.
+pub fn write_list(out: &mut impl Write, src: &CatalogSources) -> Result<usize> {
+    let catalog = DefinitionCatalog::load(src).map_err(UsageError)?;
+    for entry in catalog.entries() {
+        let d = &entry.definition;
+        write!(
+            out,
+            "{:<24} {:<9} {}",
+            d.name,
+            d.source.as_str(),
+            where_from(d).trim_start_matches(d.source.as_str()).trim()
+        )?;
+        if !entry.shadows.is_empty() {
+            let shadowed: Vec<String> = entry.shadows.iter().map(where_from).collect();
+            write!(out, "  overrides: {}", shadowed.join(", "))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(catalog
+        .issues()
+        .iter()
+        .filter(|i| i.level == IssueLevel::Error)
+        .count())
+}
+
+/// What the list says when definition files were skipped.
+pub fn skipped_note(errors: usize) -> String {
+    format!("{errors} definition file(s) skipped; see `cadre agents validate`")
+}
+
+/// Writes the definition `name` as a child would get it; a usage error
+/// naming the known ones when there is none.
+pub fn write_show(
+    out: &mut impl Write,
+    name: &str,
+    src: &CatalogSources,
+    perms: &PermissionArgs,
+    settings: &Settings,
+) -> Result<()> {
+    let catalog = DefinitionCatalog::load(src).map_err(UsageError)?;
+    let Some(entry) = catalog
+        .entries()
+        .into_iter()
+        .find(|e| e.definition.name == name)
+    else {
+        return Err(UsageError(format!(
+            "no agent definition named '{name}'; known: {}",
+            catalog.names().join(", ")
+        ))
+        .into());
+    };
+    show(
+        out,
+        entry.definition.clone(),
+        &entry.shadows,
+        perms,
+        settings,
+    )
 }
 
 fn show(

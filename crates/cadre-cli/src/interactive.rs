@@ -1,19 +1,24 @@
 //! `cadre` with no subcommand: a line-based session. Each line is a turn;
-//! Ctrl+C interrupts the running turn, `/exit` or Ctrl+D leaves, `/compact`
-//! summarises the conversation now, `/help` lists the commands. Approval
-//! questions are answered on the same terminal. The session (its turns,
-//! notices, retries and shutdown) is the core's: this only reads lines,
-//! renders events and turns keys and signals into operations.
+//! Ctrl+C interrupts the running turn, `/exit` or Ctrl+D leaves, and the
+//! slash commands (see `commands`) are answered here, never sent to the
+//! model; `/clear` and `/resume ID` end the session and go on in another one
+//! in the same process. Approval questions are answered on the same terminal.
+//! The session (its turns, notices, retries and shutdown) is the core's: this
+//! only reads lines, renders events and turns keys and signals into operations.
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
-use cadre_core::driver::{Lifetime, Phase, SessionHandle};
+use cadre_core::driver::{Lifetime, OpenedLog, Phase, SessionHandle};
 use cadre_core::protocol::{CompactTrigger, Event, EventSink, Op};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::approve::{StdinLines, TerminalAnswers, stdin_is_terminal};
+use crate::commands::{self, Action, CommandContext, Input, SessionView};
 use crate::render::HumanRenderer;
+use crate::setup::Runtime;
 use crate::{AgentArgs, ModelArgs, PermissionArgs, ResumeArgs, sessions, setup};
 
 fn prompt() {
@@ -28,57 +33,6 @@ enum Idle {
     Line(Option<String>),
     /// An event, or none when the session has ended.
     Event(Option<Event>),
-}
-
-/// What a line typed at the prompt asks for.
-#[derive(Debug, PartialEq, Eq)]
-enum Line {
-    /// Nothing (a blank line).
-    Empty,
-    /// A message for the model.
-    Message(String),
-    /// `/exit` or `/quit`.
-    Exit,
-    /// `/help`.
-    Help,
-    /// `/compact [focus]`.
-    Compact(Option<String>),
-    /// A `/word` that is no command.
-    Unknown(String),
-}
-
-/// The commands, as `/help` lists them.
-const HELP: &str = "\
-/compact [focus]  summarise the conversation now to free context; the focus says what to keep above all
-/help             this list
-/exit, /quit      leave (Ctrl+D too); Ctrl+C interrupts a turn
-A line starting with // is sent as a message starting with /.";
-
-/// Reads a line typed at the prompt: a command when it starts with `/`
-/// (`//` escapes one), otherwise a message.
-fn parse_line(line: &str) -> Line {
-    let line = line.trim();
-    if line.is_empty() {
-        return Line::Empty;
-    }
-    if let Some(escaped) = line.strip_prefix("//") {
-        return Line::Message(format!("/{escaped}"));
-    }
-    let Some(command) = line.strip_prefix('/') else {
-        return Line::Message(line.to_string());
-    };
-    let (name, rest) = command
-        .split_once(char::is_whitespace)
-        .unwrap_or((command, ""));
-    match name {
-        "exit" | "quit" => Line::Exit,
-        "help" => Line::Help,
-        "compact" => {
-            let focus = rest.trim();
-            Line::Compact((!focus.is_empty()).then(|| focus.to_string()))
-        }
-        _ => Line::Unknown(format!("/{name}")),
-    }
 }
 
 /// What the prompt waits for before it comes back.
@@ -125,16 +79,35 @@ fn main_turn_started(event: &Event) -> bool {
     matches!(event, Event::TurnStarted { agent } if agent == MAIN)
 }
 
+/// The session running now, for the signal handlers: none between sessions.
+#[derive(Clone, Default)]
+struct Current(Arc<Mutex<Option<SessionHandle>>>);
+
+impl Current {
+    fn get(&self) -> Option<SessionHandle> {
+        self.0.lock().ok().and_then(|h| h.clone())
+    }
+
+    fn set(&self, handle: Option<SessionHandle>) {
+        if let Ok(mut h) = self.0.lock() {
+            *h = handle;
+        }
+    }
+}
+
 /// Ctrl+C interrupts what the session is running; at the idle prompt it
 /// only says how to leave.
-fn interrupt_on_ctrl_c(session: SessionHandle) {
+fn interrupt_on_ctrl_c(current: Current) {
     tokio::spawn(async move {
         while tokio::signal::ctrl_c().await.is_ok() {
+            let Some(session) = current.get() else {
+                continue;
+            };
             match session.status().phase {
                 Phase::Turn | Phase::RetryWait => {
                     session.submit(Op::Interrupt);
                 }
-                Phase::Ended => break,
+                Phase::Ended | Phase::Ending => {}
                 _ => {
                     eprintln!("\n(use /exit or Ctrl+D to leave)");
                     prompt();
@@ -144,7 +117,49 @@ fn interrupt_on_ctrl_c(session: SessionHandle) {
     });
 }
 
-/// Runs the session until the user leaves.
+/// A session's log, opened, and the channel its events will come on.
+struct Opened {
+    /// The runtime to run it with, when not the one of the session before.
+    runtime: Option<Runtime>,
+    log: OpenedLog,
+    sink: EventSink,
+    rx: UnboundedReceiver<Event>,
+}
+
+/// How a session was left.
+enum Leave {
+    /// Leave cadre.
+    Exit,
+    /// Go on in this session.
+    Switch(Box<Opened>),
+}
+
+/// Shows events and keeps what the commands need of them.
+struct Shown {
+    human: HumanRenderer,
+    view: SessionView,
+}
+
+impl Shown {
+    fn handle(&mut self, event: &Event) {
+        self.view.follow(event);
+        self.human.handle(event);
+    }
+}
+
+/// The line front end across its sessions.
+struct Front<'a> {
+    model: &'a ModelArgs,
+    perms: &'a PermissionArgs,
+    agents: &'a AgentArgs,
+    runtime: Runtime,
+    lines: StdinLines,
+    current: Current,
+    /// The model `/model NAME` chose for the next session.
+    next_model: Option<String>,
+}
+
+/// Runs sessions until the user leaves.
 pub async fn run(
     model: &ModelArgs,
     perms: &PermissionArgs,
@@ -156,8 +171,25 @@ pub async fn run(
         eprintln!("warning: {w}");
     }
     let lines = StdinLines::start();
-    let (sink, mut rx) = EventSink::channel();
-    let mut open = sessions::open(
+    let current = Current::default();
+    interrupt_on_ctrl_c(current.clone());
+    // SIGTERM and SIGHUP end the session: the turn is interrupted and the
+    // background work stopped as on leaving; a second one leaves at once.
+    let on_stop = current.clone();
+    let stop_signal = crate::signals::on_stop_signals(false, move |_| {
+        if let Some(session) = on_stop.get() {
+            session.submit(Op::Shutdown);
+        }
+    });
+    let on_usr1 = current.clone();
+    crate::signals::on_sigusr1(move || {
+        if let Some(session) = on_usr1.get() {
+            session.submit(Op::BackgroundBatch);
+        }
+        true
+    });
+    let (sink, rx) = EventSink::channel();
+    let log = sessions::open(
         &runtime,
         resume.resume.as_deref(),
         resume.accept_unknown,
@@ -165,175 +197,268 @@ pub async fn run(
         &sink,
     )
     .await?;
-    eprintln!(
-        "cadre · {} · {} · {} · session {}\n/exit or Ctrl+D to leave; Ctrl+C interrupts a turn",
-        runtime.client.config().provider,
-        runtime.client.config().model,
-        runtime.cwd.display(),
-        open.id,
-    );
-    let (session, handle) = runtime
-        .open_session(
-            &open.id,
-            open.log.clone(),
-            std::mem::take(&mut open.messages),
-            Vec::new(),
-            sink,
-            stdin_is_terminal(),
-            Lifetime::UntilShutdown,
-        )
-        .await?;
-    interrupt_on_ctrl_c(handle.clone());
-    // SIGTERM and SIGHUP end the session: the turn is interrupted and the
-    // background work stopped as on leaving; a second one leaves at once.
-    let on_stop = handle.clone();
-    let stop_signal = crate::signals::on_stop_signals(false, move |_| {
-        on_stop.submit(Op::Shutdown);
-    });
-    crate::signals::background_on_sigusr1(handle.clone());
-    let mut answers =
-        stdin_is_terminal().then(|| TerminalAnswers::new(lines.clone(), handle.clone()));
-    let session = tokio::spawn(session.run());
-
-    let mut human = HumanRenderer::for_interactive();
-    // Events that came while idle are shown when the next turn starts, so
-    // they do not run into the prompt.
-    let mut held: Vec<Event> = Vec::new();
-    let mut owed = Owed::default();
-    let mut ended = false;
-    'session: loop {
-        // What came in meanwhile goes first, so the prompt comes last.
-        while let Ok(event) = rx.try_recv() {
-            if let Some(answers) = &mut answers {
-                answers.on_event(&event);
-            }
-            owed.follow(&event);
-            human.handle(&event);
-        }
-        if !owed.busy() {
-            prompt();
-            loop {
-                let next = tokio::select! {
-                    line = lines.next_for_prompt(prompt) => Idle::Line(line),
-                    event = rx.recv() => Idle::Event(event),
-                };
-                match next {
-                    Idle::Line(None) => {
-                        eprintln!();
-                        break 'session;
-                    }
-                    Idle::Line(Some(line)) => match parse_line(&line) {
-                        Line::Exit => break 'session,
-                        Line::Empty => prompt(),
-                        Line::Help => {
-                            eprintln!("{HELP}");
-                            prompt();
-                        }
-                        Line::Unknown(name) => {
-                            eprintln!("unknown command {name} (try /help)");
-                            prompt();
-                        }
-                        Line::Message(text) => {
-                            handle.submit(Op::UserMessage { text });
-                            owed.messages += 1;
-                            break;
-                        }
-                        Line::Compact(focus) => {
-                            handle.submit(Op::Compact { focus });
-                            owed.compactions += 1;
-                            break;
-                        }
-                    },
-                    Idle::Event(None) => {
-                        ended = true;
-                        break 'session;
-                    }
-                    Idle::Event(Some(event)) => {
-                        if let Some(answers) = &mut answers {
-                            answers.on_event(&event);
-                        }
-                        let started = main_turn_started(&event);
-                        held.push(event);
-                        if started {
-                            // A turn of its own: finished background tasks' notices.
-                            eprintln!("\n(background task finished)");
-                            break;
-                        }
-                    }
-                }
-            }
-            for event in held.drain(..) {
-                owed.follow(&event);
-                human.handle(&event);
-            }
-        }
-        // Render while turns or compactions run, until none is running or owed.
-        while owed.busy() {
-            let Some(event) = rx.recv().await else {
-                ended = true;
-                break 'session;
-            };
-            if let Some(answers) = &mut answers {
-                answers.on_event(&event);
-            }
-            owed.follow(&event);
-            human.handle(&event);
-        }
-    }
-    // Leaving ends the background work this session started; what the
-    // session reports while it winds down is still shown.
-    if !ended {
-        handle.submit(Op::Shutdown);
-    }
-    drop(answers);
-    let mut session = session;
+    let mut front = Front {
+        model,
+        perms,
+        agents: agent_args,
+        runtime,
+        lines,
+        current,
+        next_model: None,
+    };
+    let mut next = Opened {
+        runtime: None,
+        log,
+        sink,
+        rx,
+    };
     loop {
-        tokio::select! {
-            _ = &mut session => break,
-            Some(event) = rx.recv() => human.handle(&event),
+        match front.drive(next).await? {
+            Leave::Switch(opened) if stop_signal.exit_code().is_none() => next = *opened,
+            _ => break,
         }
     }
-    while let Ok(event) = rx.try_recv() {
-        human.handle(&event);
-    }
-    drop(open);
     Ok(match stop_signal.exit_code() {
         Some(code) => ExitCode::from(code),
         None => ExitCode::SUCCESS,
     })
 }
 
+impl Front<'_> {
+    /// Opens the log of the next session: a new one, or `resume`'s; with the
+    /// model `/model` chose, when it chose one.
+    async fn open_next(&self, resume: Option<&str>) -> Result<Opened> {
+        let runtime = match &self.next_model {
+            Some(name) => {
+                let model = ModelArgs {
+                    model: Some(name.clone()),
+                    ..self.model.clone()
+                };
+                Some(setup::prepare(&model, self.perms, self.agents)?)
+            }
+            None => None,
+        };
+        let (sink, rx) = EventSink::channel();
+        let log = sessions::open(
+            runtime.as_ref().unwrap_or(&self.runtime),
+            resume,
+            false,
+            Some(&self.lines),
+            &sink,
+        )
+        .await?;
+        Ok(Opened {
+            runtime,
+            log,
+            sink,
+            rx,
+        })
+    }
+
+    /// Runs one session until the user leaves it or it ends.
+    async fn drive(&mut self, opened: Opened) -> Result<Leave> {
+        let Opened {
+            runtime,
+            log: mut open,
+            sink,
+            mut rx,
+        } = opened;
+        if let Some(runtime) = runtime {
+            self.runtime = runtime;
+        }
+        eprintln!(
+            "cadre · {} · {} · {} · session {}\n/exit or Ctrl+D to leave; Ctrl+C interrupts a turn; /help lists the commands",
+            self.runtime.client.config().provider,
+            self.runtime.client.config().model,
+            self.runtime.cwd.display(),
+            open.id,
+        );
+        let (session, handle) = self
+            .runtime
+            .open_session(
+                &open.id,
+                open.log.clone(),
+                std::mem::take(&mut open.messages),
+                Vec::new(),
+                sink,
+                stdin_is_terminal(),
+                Lifetime::UntilShutdown,
+            )
+            .await?;
+        self.current.set(Some(handle.clone()));
+        let mut answers =
+            stdin_is_terminal().then(|| TerminalAnswers::new(self.lines.clone(), handle.clone()));
+        let mut session = tokio::spawn(session.run());
+
+        let mut shown = Shown {
+            human: HumanRenderer::for_interactive(),
+            view: SessionView::default(),
+        };
+        // Events that came while idle are shown when the next turn starts, so
+        // they do not run into the prompt.
+        let mut held: Vec<Event> = Vec::new();
+        let mut owed = Owed::default();
+        let mut ended = false;
+        let mut leave = Leave::Exit;
+        'session: loop {
+            // What came in meanwhile goes first, so the prompt comes last.
+            while let Ok(event) = rx.try_recv() {
+                if let Some(answers) = &mut answers {
+                    answers.on_event(&event);
+                }
+                owed.follow(&event);
+                shown.handle(&event);
+            }
+            if !owed.busy() {
+                prompt();
+                loop {
+                    let next = tokio::select! {
+                        line = self.lines.next_for_prompt(prompt) => Idle::Line(line),
+                        event = rx.recv() => Idle::Event(event),
+                    };
+                    match next {
+                        Idle::Line(None) => {
+                            eprintln!();
+                            break 'session;
+                        }
+                        Idle::Line(Some(line)) => match commands::parse(&line) {
+                            Input::Empty => prompt(),
+                            Input::Unknown(name) => {
+                                eprintln!("unknown command {name} (try /help)");
+                                prompt();
+                            }
+                            Input::Usage(usage) => {
+                                eprintln!("{usage}");
+                                prompt();
+                            }
+                            Input::Message(text) => {
+                                handle.submit(Op::UserMessage { text });
+                                owed.messages += 1;
+                                break;
+                            }
+                            Input::Command(command) => {
+                                let outcome = commands::execute(
+                                    command,
+                                    &CommandContext {
+                                        runtime: &self.runtime,
+                                        perms: self.perms,
+                                        agents: self.agents,
+                                        session: &handle,
+                                        view: &shown.view,
+                                        next_model: self.next_model.as_deref(),
+                                    },
+                                )
+                                .await;
+                                if !outcome.text.is_empty() {
+                                    eprintln!("{}", outcome.text);
+                                }
+                                match outcome.action {
+                                    Action::None => prompt(),
+                                    Action::Exit => break 'session,
+                                    Action::Submit(op) => {
+                                        let compact = matches!(op, Op::Compact { .. });
+                                        handle.submit(op);
+                                        if compact {
+                                            owed.compactions += 1;
+                                            break;
+                                        }
+                                        prompt();
+                                    }
+                                    Action::NextModel(name) => {
+                                        self.next_model = Some(name);
+                                        prompt();
+                                    }
+                                    Action::NewSession => match self.open_next(None).await {
+                                        Ok(next) => {
+                                            leave = Leave::Switch(Box::new(next));
+                                            break 'session;
+                                        }
+                                        Err(e) => {
+                                            eprintln!("cannot start a new session: {e:#}");
+                                            prompt();
+                                        }
+                                    },
+                                    Action::Resume(id) => match self.open_next(Some(&id)).await {
+                                        Ok(next) => {
+                                            leave = Leave::Switch(Box::new(next));
+                                            break 'session;
+                                        }
+                                        Err(e) => {
+                                            eprintln!(
+                                                "cannot resume {id}: {e:#}; still in session {}",
+                                                handle.session_id()
+                                            );
+                                            prompt();
+                                        }
+                                    },
+                                }
+                            }
+                        },
+                        Idle::Event(None) => {
+                            ended = true;
+                            break 'session;
+                        }
+                        Idle::Event(Some(event)) => {
+                            if let Some(answers) = &mut answers {
+                                answers.on_event(&event);
+                            }
+                            let started = main_turn_started(&event);
+                            held.push(event);
+                            if started {
+                                // A turn of its own: finished background tasks' notices.
+                                eprintln!("\n(background task finished)");
+                                break;
+                            }
+                        }
+                    }
+                }
+                for event in held.drain(..) {
+                    owed.follow(&event);
+                    shown.handle(&event);
+                }
+            }
+            // Render while turns or compactions run, until none is running or owed.
+            while owed.busy() {
+                let Some(event) = rx.recv().await else {
+                    ended = true;
+                    break 'session;
+                };
+                if let Some(answers) = &mut answers {
+                    answers.on_event(&event);
+                }
+                owed.follow(&event);
+                shown.handle(&event);
+            }
+        }
+        // Leaving ends the background work this session started; what the
+        // session reports while it winds down is still shown.
+        if !ended {
+            handle.submit(Op::Shutdown);
+        }
+        drop(answers);
+        loop {
+            tokio::select! {
+                _ = &mut session => break,
+                Some(event) = rx.recv() => shown.handle(&event),
+            }
+        }
+        while let Ok(event) = rx.try_recv() {
+            shown.handle(&event);
+        }
+        self.current.set(None);
+        // The session's lock goes with its log: it can be resumed from here on.
+        drop(open);
+        if ended {
+            // It ended by itself (a stop signal): nothing goes on.
+            return Ok(Leave::Exit);
+        }
+        Ok(leave)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lines_starting_with_a_slash_are_commands() {
-        assert_eq!(parse_line("  "), Line::Empty);
-        assert_eq!(parse_line(" fix it "), Line::Message("fix it".into()));
-        assert_eq!(parse_line("/exit"), Line::Exit);
-        assert_eq!(parse_line("/quit "), Line::Exit);
-        assert_eq!(parse_line("/help"), Line::Help);
-        assert_eq!(parse_line("/compact"), Line::Compact(None));
-        assert_eq!(parse_line("/compact   "), Line::Compact(None));
-        assert_eq!(
-            parse_line("/compact  keep the parser notes "),
-            Line::Compact(Some("keep the parser notes".into()))
-        );
-        assert_eq!(
-            parse_line("/compactly now"),
-            Line::Unknown("/compactly".into())
-        );
-        assert_eq!(parse_line("/nonsense"), Line::Unknown("/nonsense".into()));
-        assert_eq!(
-            parse_line("/etc/hosts is empty"),
-            Line::Unknown("/etc/hosts".into())
-        );
-        assert_eq!(
-            parse_line("//etc/hosts is empty"),
-            Line::Message("/etc/hosts is empty".into())
-        );
-    }
 
     fn compaction_ended(agent: &str, trigger: CompactTrigger) -> Event {
         Event::CompactionEnded {

@@ -3,6 +3,7 @@
 
 mod agents;
 mod approve;
+mod commands;
 mod eval;
 mod exec;
 mod interactive;

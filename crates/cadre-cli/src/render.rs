@@ -8,7 +8,7 @@ use std::io::Write;
 
 use cadre_core::agent::{Event, TurnStatus};
 use cadre_core::context::Cost;
-use cadre_core::protocol::CompactTrigger;
+use cadre_core::protocol::{ChildTag, CompactTrigger, child_place};
 
 /// Prints events for a person.
 #[derive(Default)]
@@ -132,22 +132,15 @@ impl HumanRenderer {
                     unknown_calls.len()
                 );
             }
-            Event::SubagentProgress {
-                index,
-                total,
-                agent_type,
-                tool,
-                outcome,
-                ..
-            } => {
-                let _ = writeln!(
-                    err,
-                    "  [subagent {index}/{total} {agent_type}] {tool}: {outcome}"
-                );
+            Event::SubagentProgress { .. } => {
+                if let Some(line) = progress_line(event) {
+                    let _ = writeln!(err, "{line}");
+                }
             }
             Event::SubagentEnded {
                 index,
                 total,
+                agent_id,
                 agent_type,
                 status,
                 requests,
@@ -167,9 +160,15 @@ impl HumanRenderer {
                         format!("{n} {word}s")
                     }
                 };
+                // A nested child's end carries the path its start gave.
+                let prefix = self
+                    .child_prefixes
+                    .get(agent_id)
+                    .cloned()
+                    .unwrap_or_else(|| format!("  [subagent {index}/{total} {agent_type}] "));
                 let _ = writeln!(
                     err,
-                    "  [subagent {index}/{total} {agent_type}] {status} · {} · {} · {:.1}s{}",
+                    "{prefix}{status} · {} · {} · {:.1}s{}",
                     plural(*requests, "request"),
                     plural(*tool_calls, "tool call"),
                     *duration_ms as f64 / 1000.0,
@@ -261,12 +260,17 @@ impl HumanRenderer {
                 total,
                 agent_id,
                 agent_type,
+                path,
                 ..
             } => {
-                self.child_prefixes.insert(
-                    agent_id.clone(),
-                    format!("  [subagent {index}/{total} {agent_type}] "),
-                );
+                let here = ChildTag {
+                    index: *index,
+                    total: *total,
+                    agent_type: agent_type.clone(),
+                    agent_id: agent_id.clone(),
+                };
+                self.child_prefixes
+                    .insert(agent_id.clone(), format!("  {} ", child_label(path, &here)));
             }
             _ => {}
         }
@@ -349,6 +353,46 @@ impl HumanRenderer {
             .unwrap_or_else(|| format!("  [subagent {agent}] "));
         Some(format!("{prefix}{text}"))
     }
+}
+
+/// `[subagent 1/3 Explore > 2/2 Explore]`: a child's place, from the main
+/// agent's child down; `here` when the path is unknown (an older event).
+pub fn child_label(path: &[ChildTag], here: &ChildTag) -> String {
+    let place = if path.is_empty() {
+        child_place(std::slice::from_ref(here))
+    } else {
+        child_place(path)
+    };
+    format!("[subagent {place}]")
+}
+
+/// `  [subagent 1/3 Explore > 2/2 Explore] Grep "parse_config": completed`.
+pub fn progress_line(event: &Event) -> Option<String> {
+    let Event::SubagentProgress {
+        index,
+        total,
+        agent_type,
+        agent_id,
+        tool,
+        outcome,
+        summary,
+        path,
+    } = event
+    else {
+        return None;
+    };
+    let here = ChildTag {
+        index: *index,
+        total: *total,
+        agent_type: agent_type.clone(),
+        agent_id: agent_id.clone(),
+    };
+    let call = if summary.is_empty() {
+        tool.clone()
+    } else {
+        format!("{tool} {summary}")
+    };
+    Some(format!("  {} {call}: {outcome}", child_label(path, &here)))
 }
 
 /// Why a compaction was made, in a word or two.
@@ -533,6 +577,7 @@ mod tests {
             description: "look".into(),
             model: "m".into(),
             mode: cadre_core::protocol::PermissionMode::Plan,
+            path: Vec::new(),
         });
         assert_eq!(
             r.compaction_line(&ended("a7", 2, None)).unwrap(),
@@ -546,6 +591,50 @@ mod tests {
             })
             .unwrap(),
             "  [subagent a9] compacting… (after a length error, 5k tokens)"
+        );
+    }
+
+    fn tag(index: usize, total: usize, agent_type: &str, agent_id: &str) -> ChildTag {
+        ChildTag {
+            index,
+            total,
+            agent_type: agent_type.into(),
+            agent_id: agent_id.into(),
+        }
+    }
+
+    #[test]
+    fn progress_lines_show_the_argument_and_the_nesting() {
+        let progress = |summary: &str, path: Vec<ChildTag>| Event::SubagentProgress {
+            index: 2,
+            total: 2,
+            agent_type: "Explore".into(),
+            agent_id: "b2".into(),
+            tool: "Grep".into(),
+            outcome: "completed".into(),
+            summary: summary.into(),
+            path,
+        };
+        assert_eq!(
+            progress_line(&progress(
+                "\"parse_config\"",
+                vec![tag(2, 2, "Explore", "b2")]
+            ))
+            .unwrap(),
+            "  [subagent 2/2 Explore] Grep \"parse_config\": completed"
+        );
+        assert_eq!(
+            progress_line(&progress(
+                "src/x.rs",
+                vec![tag(1, 3, "Explore", "a1"), tag(2, 2, "Explore", "b2")]
+            ))
+            .unwrap(),
+            "  [subagent 1/3 Explore > 2/2 Explore] Grep src/x.rs: completed"
+        );
+        // An older event: no summary, no path.
+        assert_eq!(
+            progress_line(&progress("", Vec::new())).unwrap(),
+            "  [subagent 2/2 Explore] Grep: completed"
         );
     }
 }

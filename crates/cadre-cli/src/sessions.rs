@@ -10,8 +10,8 @@ use cadre_core::driver::{OpenError, OpenedLog, PendingResume, create_log};
 use cadre_core::model::ContentBlock;
 use cadre_core::protocol::EventSink;
 use cadre_core::session::{
-    LogRecord, RecordBody, SessionError, SessionTotals, list_sessions, read_log, remove_session,
-    session_path, session_totals, sessions_dir, utc_datetime,
+    LogRecord, RecordBody, SessionError, SessionSummary, SessionTotals, list_sessions, read_log,
+    remove_session, session_path, session_totals, sessions_dir, utc_datetime,
 };
 use clap::{Args, Subcommand};
 
@@ -67,21 +67,12 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
             if list.is_empty() {
                 eprintln!("no sessions yet");
             }
-            for s in list {
+            for s in &list {
                 if let Some(w) = &s.warning {
                     eprintln!("warning: session {}: {w}", s.id);
                 }
-                writeln!(
-                    out,
-                    "{}  {}  {:>13}  {:>8}  {}  {}",
-                    s.id,
-                    utc_datetime(s.started_ms),
-                    format!("{} tok", s.totals.tokens()),
-                    s.totals.cost.map(|c| c.to_string()).unwrap_or_default(),
-                    s.cwd,
-                    one_line(&s.first_prompt, 60)
-                )?;
             }
+            write_list(&mut out, &list)?;
         }
         SessionsCommand::Show { id, json } => show(&home, &id, json)?,
         SessionsCommand::Rm { id, yes } => {
@@ -110,6 +101,24 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes sessions one a line: id, start time, tokens, cost (when known),
+/// directory, first prompt.
+pub fn write_list(out: &mut impl Write, list: &[SessionSummary]) -> std::io::Result<()> {
+    for s in list {
+        writeln!(
+            out,
+            "{}  {}  {:>13}  {:>8}  {}  {}",
+            s.id,
+            utc_datetime(s.started_ms),
+            format!("{} tok", s.totals.tokens()),
+            s.totals.cost.map(|c| c.to_string()).unwrap_or_default(),
+            s.cwd,
+            one_line(&s.first_prompt, 60)
+        )?;
+    }
+    Ok(())
 }
 
 /// `cadre sessions show ID`: reads the log (never locks it, so a session in

@@ -15,12 +15,17 @@ use cadre_core::protocol::Op;
 /// session runs: the session keeps it for the batch running then (even one
 /// that has not reached its wait yet), and for no later batch.
 pub fn background_on_sigusr1(session: SessionHandle) {
+    on_sigusr1(move || session.submit(Op::BackgroundBatch));
+}
+
+/// Calls `act` on every `SIGUSR1` until it returns false.
+pub fn on_sigusr1(act: impl Fn() -> bool + Send + 'static) {
     let Ok(mut signals) = signal(SignalKind::user_defined1()) else {
         return;
     };
     tokio::spawn(async move {
         while signals.recv().await.is_some() {
-            if !session.submit(Op::BackgroundBatch) {
+            if !act() {
                 break;
             }
         }

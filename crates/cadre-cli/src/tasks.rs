@@ -8,7 +8,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 use cadre_core::config::data_dir;
 use cadre_core::session::utc_datetime;
-use cadre_core::tasks::{TaskError, TaskFilter, TaskRow, TaskStatus, TaskTable};
+use cadre_core::subagents::transcript::{
+    EntryKind, TranscriptEntry, TranscriptFollower, child_log_path,
+};
+use cadre_core::tasks::{TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, TaskTable};
 use clap::{Args, Subcommand};
 
 use crate::UsageError;
@@ -38,6 +41,13 @@ enum TasksCommand {
     Show {
         /// Task id (see `cadre tasks`).
         id: String,
+        /// For a subagent: its transcript from its log instead (what it was
+        /// asked, what it said, its tool calls and their results' first lines).
+        #[arg(long)]
+        transcript: bool,
+        /// With --transcript: keep following the log of a running subagent until it ends.
+        #[arg(long, requires = "transcript")]
+        follow: bool,
     },
     /// Stop a task: its cadre process stops the work and records it as cancelled;
     /// if that process has ended, the task is cancelled at once.
@@ -88,7 +98,15 @@ pub async fn run(args: TasksArgs) -> Result<ExitCode> {
             sweep(&table).await?;
             list(&table, &list_args).await?;
         }
-        Some(TasksCommand::Show { id }) => {
+        Some(TasksCommand::Show {
+            id,
+            transcript: true,
+            follow,
+        }) => {
+            sweep(&table).await?;
+            show_transcript(&table, &home, &id, follow).await?;
+        }
+        Some(TasksCommand::Show { id, .. }) => {
             sweep(&table).await?;
             show(&table, &id).await?;
         }
@@ -122,7 +140,8 @@ async fn sweep(table: &TaskTable) -> Result<()> {
     Ok(())
 }
 
-fn now_ms() -> u64 {
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -170,7 +189,13 @@ async fn list(table: &TaskTable, args: &ListArgs) -> Result<()> {
         eprintln!("no tasks");
         return Ok(());
     }
-    let now = now_ms();
+    write_rows(&mut out, &rows, now_ms())?;
+    Ok(())
+}
+
+/// Writes task rows as a table with a header: id, kind, status,
+/// description, agent type and age.
+pub fn write_rows(out: &mut impl Write, rows: &[TaskRow], now: u64) -> std::io::Result<()> {
     writeln!(
         out,
         "{:<14}  {:<8}  {:<9}  {:<48}  {:<16}  AGE",
@@ -331,5 +356,141 @@ async fn stop(table: &TaskTable, id: &str) -> Result<()> {
             Ok(())
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// How often `--follow` looks for new lines in a running child's log.
+const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Prints a subagent's transcript from its log; with `follow`, goes on
+/// printing what a running one writes until its task ends.
+async fn show_transcript(
+    table: &TaskTable,
+    home: &std::path::Path,
+    id: &str,
+    follow: bool,
+) -> Result<()> {
+    let r = table.get(id).await.map_err(usage)?;
+    if r.kind != TaskKind::Subagent {
+        return Err(UsageError(format!(
+            "task {id} is a shell, which has no transcript; `cadre tasks show {id}` shows its output"
+        ))
+        .into());
+    }
+    let Some(path) = child_log_path(home, &r) else {
+        return Err(anyhow::anyhow!(
+            "task {id} names no subagent log (its agent.json is missing or unreadable)"
+        ));
+    };
+    println!(
+        "transcript of task {id} ({}: {}), {}",
+        r.agent_type.as_deref().unwrap_or("subagent"),
+        one_line(&r.description, 60),
+        r.status
+    );
+    let mut follower = TranscriptFollower::new(path.clone());
+    loop {
+        // The status first: lines written before it ended are all read after.
+        let status = table
+            .get(id)
+            .await
+            .map(|row| row.status)
+            .unwrap_or(r.status);
+        let entries = match follower.read_new() {
+            Ok(entries) => entries,
+            // A child queued for the pool has no log yet.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && follow && !status.is_final() => {
+                Vec::new()
+            }
+            Err(e) => {
+                return Err(anyhow::anyhow!(
+                    "cannot read the subagent log {}: {e}",
+                    path.display()
+                ));
+            }
+        };
+        {
+            let mut out = std::io::stdout().lock();
+            for entry in &entries {
+                writeln!(out, "{}", transcript_line(entry))?;
+            }
+            out.flush()?;
+        }
+        if !follow {
+            return Ok(());
+        }
+        if status.is_final() {
+            println!("--- task {id} ended: {status} ---");
+            return Ok(());
+        }
+        tokio::time::sleep(FOLLOW_POLL).await;
+    }
+}
+
+/// One transcript entry as lines: `user:`/`assistant:` text (continued
+/// lines indented), `→` a tool call, `←` its result, notes in brackets.
+/// Control characters are replaced so a log cannot drive the terminal.
+fn transcript_line(entry: &TranscriptEntry) -> String {
+    let text: String = entry
+        .text
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                char::REPLACEMENT_CHARACTER
+            } else {
+                c
+            }
+        })
+        .collect();
+    let labelled = |label: &str| {
+        let indent = " ".repeat(label.len() + 1);
+        let mut lines = text.lines();
+        let mut out = format!("{label} {}", lines.next().unwrap_or(""));
+        for line in lines {
+            out.push('\n');
+            out.push_str(&indent);
+            out.push_str(line);
+        }
+        out
+    };
+    match entry.kind {
+        EntryKind::User => labelled("user:"),
+        EntryKind::Assistant => labelled("assistant:"),
+        EntryKind::ToolCall => format!("  → {text}"),
+        EntryKind::ToolResult => format!("    ← {text}"),
+        EntryKind::Note => format!("  ({text})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transcript_lines_are_labelled_and_safe() {
+        let entry = |kind, text: &str| TranscriptEntry {
+            kind,
+            text: text.into(),
+        };
+        assert_eq!(
+            transcript_line(&entry(EntryKind::User, "find it\nin src")),
+            "user: find it\n      in src"
+        );
+        assert_eq!(
+            transcript_line(&entry(EntryKind::Assistant, "done \u{1b}[2J")),
+            "assistant: done \u{fffd}[2J"
+        );
+        assert_eq!(
+            transcript_line(&entry(EntryKind::ToolCall, "Read src/x.rs")),
+            "  → Read src/x.rs"
+        );
+        assert_eq!(
+            transcript_line(&entry(EntryKind::ToolResult, "error: no such file")),
+            "    ← error: no such file"
+        );
+        assert_eq!(
+            transcript_line(&entry(EntryKind::Note, "turn ended: completed")),
+            "  (turn ended: completed)"
+        );
     }
 }

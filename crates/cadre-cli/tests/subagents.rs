@@ -228,11 +228,11 @@ async fn human_progress_lines_name_the_child_and_its_tool() {
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("[subagent 1/2 finder] Read: completed"),
+        err.contains("[subagent 1/2 finder] Read f0.txt: completed"),
         "{err}"
     );
     assert!(
-        err.contains("[subagent 2/2 finder] Read: failed"),
+        err.contains("[subagent 2/2 finder] Read f1.txt: failed"),
         "f1.txt is missing: {err}"
     );
 }

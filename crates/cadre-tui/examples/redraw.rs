@@ -65,6 +65,7 @@ fn transcript(width: u16, theme: &Theme) -> (App, usize) {
                 agent: "main".into(),
                 call_id: format!("c{i}"),
                 tool: "Edit".into(),
+                summary: String::new(),
                 is_error: false,
                 outcome: "edited".into(),
                 output_bytes: 10,
@@ -157,6 +158,7 @@ fn main() {
                     description: format!("search part {c} of the tree"),
                     model: "m".into(),
                     mode: cadre_core::protocol::PermissionMode::Plan,
+                    path: Vec::new(),
                 },
                 Instant::now(),
             );
@@ -171,6 +173,8 @@ fn main() {
                         agent_id: format!("child{c}"),
                         tool: "Grep".into(),
                         outcome: "completed".into(),
+                        summary: String::new(),
+                        path: Vec::new(),
                     },
                     Instant::now(),
                 );

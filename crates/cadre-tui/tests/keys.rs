@@ -112,6 +112,7 @@ fn esc_interrupts_only_while_something_runs_and_ctrl_b_backgrounds_a_batch() {
             description: "d".into(),
             model: "m".into(),
             mode: PermissionMode::Default,
+            path: Vec::new(),
         },
         now,
     );

@@ -40,6 +40,7 @@ fn started(index: usize, total: usize, id: &str, agent_type: &str, description: 
         description: description.into(),
         model: "m".into(),
         mode: PermissionMode::Default,
+        path: Vec::new(),
     }
 }
 
@@ -51,6 +52,8 @@ fn progress(id: &str, tool: &str) -> Event {
         agent_id: id.into(),
         tool: tool.into(),
         outcome: "completed".into(),
+        summary: String::new(),
+        path: Vec::new(),
     }
 }
 
@@ -100,6 +103,7 @@ fn main_call_ended(app: &mut App, now: Instant, id: &str, tool: &str, outcome: &
             agent: "main".into(),
             call_id: id.into(),
             tool: tool.into(),
+            summary: String::new(),
             is_error: false,
             outcome: outcome.into(),
             output_bytes: 10,

@@ -731,6 +731,7 @@ mod tests {
                 agent: "main".into(),
                 call_id: "c1".into(),
                 tool: "Read".into(),
+                summary: String::new(),
                 is_error: false,
                 outcome: "3 lines".into(),
                 output_bytes: 3,
@@ -747,6 +748,7 @@ mod tests {
                 agent: "main".into(),
                 call_id: "c2".into(),
                 tool: "Bash".into(),
+                summary: String::new(),
                 is_error: true,
                 outcome: "error: denied by rule".into(),
                 output_bytes: 3,
@@ -766,6 +768,7 @@ mod tests {
                 description: "look".into(),
                 model: "m".into(),
                 mode: cadre_core::protocol::PermissionMode::Plan,
+                path: Vec::new(),
             },
             Event::ApprovalRequested {
                 id: 1,
@@ -786,6 +789,8 @@ mod tests {
                 agent_id: "a1".into(),
                 tool: "Edit".into(),
                 outcome: "denied".into(),
+                summary: String::new(),
+                path: Vec::new(),
             },
             Event::SubagentEnded {
                 index: 1,

@@ -136,10 +136,7 @@ impl Agent {
             |t| t.name().to_string(),
         );
         let parsed = parse_input(&call.input);
-        let shown = match &parsed {
-            Ok(args) => Value::Object(args.clone()),
-            Err(_) => Value::String(call.input.clone()),
-        };
+        let shown = shown_input(call, &parsed);
         self.events.emit(Event::ToolCallStarted {
             agent: self.id.clone(),
             call_id: call.id.clone(),
@@ -195,9 +192,12 @@ impl Agent {
             status,
         })
         .await?;
+        let summary =
+            summary::argument_summary(&tool, &shown_input(call, &parse_input(&call.input)));
         self.events.emit(Event::ToolCallEnded {
             agent: self.id.clone(),
             call_id: call.id.clone(),
+            summary,
             tool,
             is_error: output.is_error,
             outcome: summary::outcome_summary(&output),
@@ -282,6 +282,7 @@ impl Agent {
             client: self.client.clone(),
             mode: self.policy.mode,
             fork: self.is_fork(),
+            events: self.events.clone(),
         }
     }
 
@@ -394,5 +395,14 @@ impl Agent {
             results.push(self.finish_call(call, name, output, status, started).await);
         }
         results
+    }
+}
+
+/// A call's arguments as events show them: the parsed object, or the raw
+/// text when it is not one.
+fn shown_input(call: &ToolCall, parsed: &Result<ToolInput, ToolOutput>) -> Value {
+    match parsed {
+        Ok(args) => Value::Object(args.clone()),
+        Err(_) => Value::String(call.input.clone()),
     }
 }

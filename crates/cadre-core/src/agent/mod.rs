@@ -23,6 +23,7 @@ pub use prompt::{
 };
 
 pub use compact::CompactError;
+pub use summary::argument_summary;
 
 use crate::context::{ContextPolicy, Cost};
 use crate::model::{ContentBlock, Message, ModelClient, ModelError, ModelRequest, Role, Usage};

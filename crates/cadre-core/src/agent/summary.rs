@@ -16,16 +16,38 @@ fn clip(s: &str) -> String {
     }
 }
 
-/// The argument that best says what a call does (a path, a command, a pattern).
-pub(crate) fn argument_summary(tool: &str, input: &Value) -> String {
+/// A string argument, when the input has it and it is not blank.
+fn text<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+    input
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// The argument that best says what a call does: a path, a command, a
+/// quoted pattern and where it is searched (`"parse_config" in src/`), a
+/// child's description, a URL.
+pub fn argument_summary(tool: &str, input: &Value) -> String {
     let key = match tool {
         "Read" | "Write" | "Edit" => "file_path",
         "Bash" => "command",
-        "Glob" | "Grep" => "pattern",
+        "Glob" | "Grep" => {
+            if let Some(pattern) = text(input, "pattern") {
+                let quoted = format!("\"{}\"", clip(pattern));
+                return match text(input, "path") {
+                    Some(path) => format!("{quoted} in {}", clip(path)),
+                    None => quoted,
+                };
+            }
+            "pattern"
+        }
         "Agent" => "description",
-        _ => "",
+        "TaskOutput" | "TaskStop" => "task_id",
+        "SendMessage" => "to",
+        // Fetching tools (WebFetch, MCP ones) name their URL.
+        _ => "url",
     };
-    match input.get(key).and_then(Value::as_str) {
+    match text(input, key) {
         Some(v) => clip(v),
         None => match input {
             Value::String(raw) => clip(raw),
@@ -40,5 +62,55 @@ pub(crate) fn outcome_summary(output: &ToolOutput) -> String {
         format!("error: {}", clip(&output.content))
     } else {
         "ok".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn summaries_name_what_a_call_works_on() {
+        let cases = [
+            ("Read", json!({"file_path": "src/x.rs"}), "src/x.rs"),
+            (
+                "Bash",
+                json!({"command": "cargo test\n-p core"}),
+                "cargo test…",
+            ),
+            (
+                "Grep",
+                json!({"pattern": "parse_config"}),
+                "\"parse_config\"",
+            ),
+            (
+                "Grep",
+                json!({"pattern": "context_window", "path": "crates/"}),
+                "\"context_window\" in crates/",
+            ),
+            (
+                "Glob",
+                json!({"pattern": "**/*.rs", "path": "src"}),
+                "\"**/*.rs\" in src",
+            ),
+            ("Glob", json!({"pattern": "*.md", "path": " "}), "\"*.md\""),
+            (
+                "Agent",
+                json!({"description": "find the parser", "prompt": "long"}),
+                "find the parser",
+            ),
+            (
+                "WebFetch",
+                json!({"url": "https://example.com/a", "prompt": "x"}),
+                "https://example.com/a",
+            ),
+            ("TaskStop", json!({"task_id": "t-1"}), "t-1"),
+            ("TodoWrite", json!({"todos": []}), ""),
+            ("Read", json!("{not json"), "{not json"),
+        ];
+        for (tool, input, want) in cases {
+            assert_eq!(argument_summary(tool, &input), want, "{tool} {input}");
+        }
     }
 }

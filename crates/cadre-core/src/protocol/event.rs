@@ -90,6 +90,9 @@ pub enum Event {
         call_id: String,
         /// Canonical tool name.
         tool: String,
+        /// One-line argument summary (as in `tool_call_started`).
+        #[serde(default)]
+        summary: String,
         /// Whether it failed.
         is_error: bool,
         /// One-line outcome.
@@ -228,6 +231,10 @@ pub enum Event {
         model: String,
         /// Its permission mode after the ratchet.
         mode: PermissionMode,
+        /// Where it sits in the tree of children: from the main agent's
+        /// child down to this one (a first-level child's path is itself).
+        #[serde(default)]
+        path: Vec<ChildTag>,
     },
     /// A subagent's tool call finished (its text is never streamed).
     SubagentProgress {
@@ -243,6 +250,13 @@ pub enum Event {
         tool: String,
         /// `completed`, `failed` or `denied`.
         outcome: String,
+        /// One-line argument summary of the call (`"parse_config" in src/`).
+        #[serde(default)]
+        summary: String,
+        /// From the main agent's child down to the one that made the call
+        /// (whose index, total, type and id are also the fields above).
+        #[serde(default)]
+        path: Vec<ChildTag>,
     },
     /// A foreground subagent was moved to the background mid-run.
     SubagentBackgrounded {
@@ -327,13 +341,25 @@ pub enum Event {
     },
 }
 
+/// A child's place in the tree, `1/3 Explore > 2/2 Explore`: each step from
+/// the main agent's child down to it, as position in its batch and type.
+pub fn child_place(path: &[ChildTag]) -> String {
+    path.iter()
+        .map(|t| format!("{}/{} {}", t.index, t.total, t.agent_type))
+        .collect::<Vec<_>>()
+        .join(" > ")
+}
+
 /// Where an agent sends its events. Cheap to clone; a closed receiver is ignored.
 /// A child's sink turns its tool results into progress lines and drops the
 /// rest of its stream (its text is never shown; its report is what counts).
+/// It knows the child's place in the tree, so a grandchild's progress says
+/// whose child it is.
 #[derive(Clone, Debug)]
 pub struct EventSink {
     tx: Option<mpsc::UnboundedSender<Event>>,
-    child: Option<std::sync::Arc<ChildTag>>,
+    /// The child's path from the main agent's child down; empty for the main agent.
+    lineage: std::sync::Arc<Vec<ChildTag>>,
 }
 
 impl EventSink {
@@ -343,7 +369,7 @@ impl EventSink {
         (
             EventSink {
                 tx: Some(tx),
-                child: None,
+                lineage: Default::default(),
             },
             rx,
         )
@@ -353,27 +379,49 @@ impl EventSink {
     pub fn discard() -> EventSink {
         EventSink {
             tx: None,
-            child: None,
+            lineage: Default::default(),
         }
     }
 
-    /// The sink of a child agent, reporting into this one.
+    /// The sink of a child of this sink's agent, reporting into the same
+    /// receiver: its path is this one's with `tag` added.
     pub fn for_child(&self, tag: ChildTag) -> EventSink {
+        let mut lineage = self.lineage.as_ref().clone();
+        lineage.push(tag);
         EventSink {
             tx: self.tx.clone(),
-            child: Some(std::sync::Arc::new(tag)),
+            lineage: std::sync::Arc::new(lineage),
         }
+    }
+
+    /// The same child under a new tag (a resumed run is a batch of its own),
+    /// keeping its parents; for a sink that is not a child's, `for_child`.
+    pub fn retagged(&self, tag: ChildTag) -> EventSink {
+        let mut lineage = self.lineage.as_ref().clone();
+        lineage.pop();
+        lineage.push(tag);
+        EventSink {
+            tx: self.tx.clone(),
+            lineage: std::sync::Arc::new(lineage),
+        }
+    }
+
+    /// The child's path from the main agent's child down to it; empty for
+    /// the main agent's sink.
+    pub fn lineage(&self) -> &[ChildTag] {
+        &self.lineage
     }
 
     /// Sends an event.
     pub fn emit(&self, event: Event) {
         let Some(tx) = &self.tx else { return };
-        let event = match (&self.child, event) {
+        let event = match (self.lineage.last(), event) {
             (None, e) => e,
             (
                 Some(tag),
                 Event::ToolCallEnded {
                     tool,
+                    summary,
                     is_error,
                     outcome,
                     ..
@@ -392,6 +440,8 @@ impl EventSink {
                     "completed"
                 }
                 .to_string(),
+                summary,
+                path: self.lineage.as_ref().clone(),
             },
             (
                 Some(_),
@@ -452,6 +502,7 @@ mod tests {
                 description: "look".into(),
                 model: "m".into(),
                 mode: PermissionMode::Plan,
+                path: Vec::new(),
             },
             Event::TaskEnded {
                 task_id: "t1".into(),
@@ -469,5 +520,81 @@ mod tests {
             let back: Event = serde_json::from_str(&line).unwrap();
             assert_eq!(serde_json::to_string(&back).unwrap(), line);
         }
+    }
+
+    fn tag(index: usize, total: usize, agent_type: &str, agent_id: &str) -> ChildTag {
+        ChildTag {
+            index,
+            total,
+            agent_type: agent_type.into(),
+            agent_id: agent_id.into(),
+        }
+    }
+
+    fn ended(agent: &str, tool: &str, summary: &str, is_error: bool, outcome: &str) -> Event {
+        Event::ToolCallEnded {
+            agent: agent.into(),
+            call_id: "c1".into(),
+            tool: tool.into(),
+            summary: summary.into(),
+            is_error,
+            outcome: outcome.into(),
+            output_bytes: 1,
+            duration_ms: 1,
+        }
+    }
+
+    /// A grandchild's call is reported as its own, with the path through its parent.
+    #[test]
+    fn a_childs_calls_become_progress_with_their_summary_and_path() {
+        let (root, mut rx) = EventSink::channel();
+        let child = root.for_child(tag(1, 3, "Explore", "a1"));
+        let grandchild = child.for_child(tag(2, 2, "Explore", "b2"));
+        child.emit(ended("a1", "Grep", "\"parse_config\"", false, "ok"));
+        grandchild.emit(ended("b2", "Read", "src/x.rs", true, "error: denied: no"));
+        // Anything else of a child's stream is dropped.
+        grandchild.emit(Event::TurnStarted { agent: "b2".into() });
+        root.emit(ended("main", "Read", "a.txt", false, "ok"));
+        let mut got = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            got.push(serde_json::to_value(&e).unwrap());
+        }
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!(got[0]["type"], "subagent_progress");
+        assert_eq!(got[0]["summary"], "\"parse_config\"");
+        assert_eq!(got[0]["outcome"], "completed");
+        assert_eq!(got[0]["path"].as_array().unwrap().len(), 1);
+        assert_eq!(got[1]["index"], 2);
+        assert_eq!(got[1]["agent_id"], "b2");
+        assert_eq!(got[1]["outcome"], "denied");
+        assert_eq!(got[1]["summary"], "src/x.rs");
+        let path: Vec<_> = got[1]["path"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}/{} {} {}",
+                    t["index"], t["total"], t["agent_type"], t["agent_id"]
+                )
+            })
+            .collect();
+        assert_eq!(path, ["1/3 \"Explore\" \"a1\"", "2/2 \"Explore\" \"b2\""]);
+        assert_eq!(got[2]["type"], "tool_call_ended");
+        // A resumed child keeps its parents under its new tag.
+        let resumed = grandchild.retagged(tag(1, 1, "Explore", "b2"));
+        assert_eq!(resumed.lineage().len(), 2);
+        assert_eq!(resumed.lineage()[0].agent_id, "a1");
+        assert_eq!(resumed.lineage()[1].index, 1);
+    }
+
+    /// Progress events of older cadres, without the new fields, still read.
+    #[test]
+    fn progress_without_summary_or_path_reads() {
+        let old = r#"{"type":"subagent_progress","index":1,"total":1,"agent_type":"Explore","agent_id":"a1","tool":"Read","outcome":"completed"}"#;
+        let e: Event = serde_json::from_str(old).unwrap();
+        assert!(
+            matches!(e, Event::SubagentProgress { summary, path, .. } if summary.is_empty() && path.is_empty())
+        );
     }
 }

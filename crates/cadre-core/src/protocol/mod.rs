@@ -11,7 +11,7 @@ mod op;
 mod status;
 
 pub use approval::{ApprovalAnswer, ApprovalQuestion, PendingApproval};
-pub use event::{Event, EventSink};
+pub use event::{Event, EventSink, child_place};
 pub use mode::PermissionMode;
 pub use op::Op;
 pub use status::{ChildStatus, ChildTag, CompactTrigger, TaskKind, TaskStatus, TurnStatus};

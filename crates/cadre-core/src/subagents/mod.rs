@@ -11,6 +11,7 @@ pub mod ratchet;
 pub mod report;
 pub mod runtime;
 pub mod spec;
+pub mod transcript;
 mod types;
 
 pub use agent_tool::{AgentArgs, AgentTool, SendMessageTool, roster_reminder};

@@ -27,6 +27,9 @@ pub struct Caller {
     pub mode: PermissionMode,
     /// True for a fork, which never starts children.
     pub fork: bool,
+    /// Its event sink: its children's sinks hang under it, so their
+    /// progress says whose children they are.
+    pub events: crate::protocol::EventSink,
 }
 
 /// One call of a batch handed to [`Delegation::spawn`].

@@ -35,6 +35,7 @@ impl SubagentRuntime {
             agent_type: "fork".into(),
             agent_id: agent_id.clone(),
         };
+        let events = caller.events.for_child(tag.clone());
         let mut ctx = self.base_ctx.clone();
         ctx.agent_id = agent_id.clone();
         ctx.file_state = Arc::new(Default::default());
@@ -47,7 +48,8 @@ impl SubagentRuntime {
         let setup = AgentSetup {
             id: agent_id,
             label: Some(format!(
-                "Subagent: {index}/{total} fork: \"{}\"",
+                "Subagent: {}: \"{}\"",
+                crate::protocol::child_place(events.lineage()),
                 first_chars(&args.prompt, 60)
             )),
             client: caller.client.clone(),
@@ -58,7 +60,7 @@ impl SubagentRuntime {
                 max_requests: self.settings.default_max_turns,
                 max_tool_calls: self.settings.max_tool_calls_per_child,
             },
-            events: self.events.for_child(tag.clone()),
+            events,
             policy: Arc::new({
                 let mut p = (*self.policy).clone();
                 p.mode = caller.mode;

@@ -187,7 +187,8 @@ impl SubagentRuntime {
             agent_id: agent_id.clone(),
         };
         let mut setup = setup;
-        setup.events = self.events.for_child(tag.clone());
+        // Under its parents still, when this process started it.
+        setup.events = setup.events.retagged(tag.clone());
         // Its query source is not carried over: a resumed fork is still
         // recognised as one by the directive in its history.
         let mut agent = Agent::new(setup.clone())

@@ -96,6 +96,8 @@ impl SubagentRuntime {
             agent_type: def.name.clone(),
             agent_id: agent_id.clone(),
         };
+        // A nested child's questions say whose child it is.
+        let events = caller.events.for_child(tag.clone());
         let background = spec.background;
         if background && self.base_ctx.background.is_none() {
             return Err(ToolOutput::error(
@@ -118,10 +120,8 @@ impl SubagentRuntime {
         let setup = AgentSetup {
             id: agent_id,
             label: Some(format!(
-                "Subagent: {}/{} {}: \"{}\"",
-                call.index,
-                total,
-                def.name,
+                "Subagent: {}: \"{}\"",
+                crate::protocol::child_place(events.lineage()),
                 first_chars(&args.prompt, 60)
             )),
             client: client.clone(),
@@ -129,7 +129,7 @@ impl SubagentRuntime {
             ctx: ctx.clone(),
             system: spec.system,
             limits,
-            events: self.events.for_child(tag.clone()),
+            events,
             policy: Arc::new(policy),
             gate: self.gate.clone(),
             log: None,
@@ -178,6 +178,7 @@ impl SubagentRuntime {
             description: p.description.clone(),
             model: p.agent.model().to_string(),
             mode: p.mode,
+            path: p.setup.events.lineage().to_vec(),
         });
     }
 
