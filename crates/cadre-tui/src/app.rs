@@ -330,6 +330,7 @@ impl App {
                 agent_id,
                 agent_type,
                 description,
+                path,
                 ..
             } => self.children.start(
                 Child {
@@ -345,17 +346,26 @@ impl App {
                     ran: None,
                     last_activity: None,
                 },
-                // The events do not say which agent started a child yet.
-                None,
+                // A nested child hangs under the child that started it.
+                path.len()
+                    .checked_sub(2)
+                    .and_then(|i| path.get(i))
+                    .map(|parent| parent.agent_id.clone()),
             ),
             Event::SubagentProgress {
                 agent_id,
                 tool,
                 outcome,
+                summary,
                 ..
-            } => self
-                .children
-                .progress(agent_id, format!("{tool}: {outcome}")),
+            } => self.children.progress(
+                agent_id,
+                if summary.is_empty() {
+                    format!("{tool}: {outcome}")
+                } else {
+                    format!("{tool} {summary}: {outcome}")
+                },
+            ),
             Event::SubagentBackgrounded {
                 agent_id, task_id, ..
             } => {

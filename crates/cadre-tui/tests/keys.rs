@@ -348,3 +348,56 @@ fn i_in_the_dialog_takes_what_to_do_instead_and_enter_sends_it() {
     );
     assert!(app.instead.is_none());
 }
+
+#[test]
+fn a_nested_child_hangs_under_its_parent_and_rows_show_the_calls_argument() {
+    use cadre_core::protocol::ChildTag;
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    let tag = |id: &str, t: &str| ChildTag {
+        index: 1,
+        total: 1,
+        agent_type: t.into(),
+        agent_id: id.into(),
+    };
+    let started = |id: &str, t: &str, path: Vec<ChildTag>| Event::SubagentStarted {
+        index: 1,
+        total: 1,
+        agent_id: id.into(),
+        agent_type: t.into(),
+        description: format!("{t} work"),
+        model: "m".into(),
+        mode: PermissionMode::Default,
+        path,
+    };
+    app.apply(&started("p1", "scout", vec![tag("p1", "scout")]), now);
+    app.apply(
+        &started("c1", "leaf", vec![tag("p1", "scout"), tag("c1", "leaf")]),
+        now,
+    );
+    let parents: Vec<Option<String>> = app
+        .children
+        .batches
+        .iter()
+        .map(|b| b.parent.clone())
+        .collect();
+    assert_eq!(parents, [None, Some("p1".to_string())]);
+    app.apply(
+        &Event::SubagentProgress {
+            index: 1,
+            total: 1,
+            agent_type: "leaf".into(),
+            agent_id: "c1".into(),
+            tool: "Grep".into(),
+            outcome: "completed".into(),
+            summary: "\"parse_config\" in src".into(),
+            path: vec![tag("p1", "scout"), tag("c1", "leaf")],
+        },
+        now,
+    );
+    let child = &app.children.batches[1].children[0];
+    assert_eq!(
+        child.last_activity.as_deref(),
+        Some("Grep \"parse_config\" in src: completed")
+    );
+}
