@@ -9,6 +9,7 @@ use std::io::Write;
 use cadre_core::agent::{Event, TurnStatus};
 use cadre_core::context::Cost;
 use cadre_core::protocol::{ChildTag, CompactTrigger, child_place};
+use cadre_tui::children::format_tokens;
 
 /// Prints events for a person.
 #[derive(Default)]
@@ -401,25 +402,6 @@ fn trigger_label(trigger: CompactTrigger) -> &'static str {
         CompactTrigger::Auto => "auto",
         CompactTrigger::Manual => "manual",
         CompactTrigger::LengthError => "after a length error",
-    }
-}
-
-/// A token count in a few characters: `900`, `2.4k`, `33k`, `1.2M`.
-fn format_tokens(n: u64) -> String {
-    // One decimal while it says something, trimmed when it is zero.
-    let scaled = |value: f64, unit: &str| {
-        let s = format!("{value:.1}");
-        let s = s.strip_suffix(".0").unwrap_or(&s).to_string();
-        format!("{s}{unit}")
-    };
-    if n < 1000 {
-        n.to_string()
-    } else if n < 99_950 {
-        scaled(n as f64 / 1e3, "k")
-    } else if n < 999_500 {
-        format!("{}k", (n as f64 / 1e3).round())
-    } else {
-        scaled(n as f64 / 1e6, "M")
     }
 }
 

@@ -6,13 +6,9 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
+use common::line_session::Interactive;
 use common::{Harness, Pty, Wire, rule_records};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout};
 
 const SCRIPT: &str = r#"
 rules:
@@ -27,73 +23,6 @@ rules:
       - text: "Answer one."
       - text: "Answer two."
 "#;
-
-/// `cadre` with no subcommand, its stdin on `pty`; what it prints on stderr
-/// is collected, its stdout read line by line.
-struct Interactive {
-    child: Child,
-    stdout: Lines<BufReader<ChildStdout>>,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Interactive {
-    fn start(h: &Harness, pty: &Pty) -> Interactive {
-        let mut child = h
-            .command(&["--permission-mode", "acceptEdits"], &[])
-            .stdin(pty.slave_stdio())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let seen = stderr.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = err.next_line().await {
-                seen.lock().unwrap().push_str(&format!("{line}\n"));
-            }
-        });
-        Interactive {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    /// Reads stdout until a line holds `want`.
-    async fn wait_for_stdout(&mut self, want: &str) {
-        let found = tokio::time::timeout(Duration::from_secs(20), async {
-            while let Some(line) = self.stdout.next_line().await.unwrap() {
-                if line.contains(want) {
-                    return true;
-                }
-            }
-            false
-        })
-        .await;
-        assert_eq!(
-            found,
-            Ok(true),
-            "stdout never showed {want:?}; stderr:\n{}",
-            self.stderr()
-        );
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// Waits for the process to leave and says whether it succeeded.
-    async fn exit_status(&mut self) -> bool {
-        tokio::time::timeout(Duration::from_secs(10), self.child.wait())
-            .await
-            .expect("cadre leaves within 10 s")
-            .unwrap()
-            .success()
-    }
-}
 
 /// The records of the only session log in the harness's data dir.
 fn session_log(h: &Harness) -> Vec<Value> {
@@ -134,7 +63,7 @@ fn message_text(message: &Value) -> String {
 async fn compact_with_a_focus_summarises_and_the_next_request_starts_from_the_summary() {
     let h = Harness::new(SCRIPT, Wire::Anthropic).await;
     let pty = Pty::open();
-    let mut cadre = Interactive::start(&h, &pty);
+    let mut cadre = Interactive::start(&h, &pty, &["--permission-mode", "acceptEdits"]);
 
     pty.type_line("tell me about the parser");
     cadre.wait_for_stdout("Answer one.").await;
@@ -226,7 +155,7 @@ async fn compact_with_a_focus_summarises_and_the_next_request_starts_from_the_su
 async fn an_unknown_command_is_not_sent_to_the_model() {
     let h = Harness::new(SCRIPT, Wire::Anthropic).await;
     let pty = Pty::open();
-    let mut cadre = Interactive::start(&h, &pty);
+    let mut cadre = Interactive::start(&h, &pty, &["--permission-mode", "acceptEdits"]);
 
     pty.type_line("/nonsense please");
     pty.type_line("/help");

@@ -2,6 +2,8 @@
 //! and a way to run the real `cadre` binary against it.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod line_session;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
