@@ -64,7 +64,8 @@ pub async fn run(
         git_branch: git_branch(&runtime.cwd),
     };
     let session = tokio::spawn(session.run());
-    let exit = cadre_tui::run(handle.clone(), rx, info).await;
+    let history = cadre_tui::history::history_path(&runtime.home, &runtime.cwd);
+    let exit = cadre_tui::run(handle.clone(), rx, info, Some(history)).await;
     // Whatever way the TUI ended, the session ends with it.
     handle.submit(cadre_core::protocol::Op::Shutdown);
     let exit = exit?;

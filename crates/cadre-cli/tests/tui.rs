@@ -598,3 +598,44 @@ rules:
     pane.keys(&["Enter"]);
     assert_eq!(pane.exit_status().await, 0);
 }
+
+#[tokio::test]
+async fn the_prompt_history_is_kept_per_project_across_sessions() {
+    if !tmux_available() {
+        return;
+    }
+    let script = r#"
+rules:
+  - name: chat
+    when: { system: "You are cadre" }
+    step_by: requests
+    replies:
+      - text: "First answer."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    {
+        let pane = Pane::start(&h, &[]);
+        pane.wait_text("mock-model").await;
+        pane.type_text("remember this prompt");
+        pane.keys(&["Enter"]);
+        pane.wait_text("First answer.").await;
+        pane.type_text("/exit");
+        pane.keys(&["Enter"]);
+        assert_eq!(pane.exit_status().await, 0);
+    }
+    // A later session in the same project: ↑ brings it back (and `/exit`,
+    // typed after it, comes first).
+    let pane = Pane::start(&h, &[]);
+    pane.wait_text("mock-model").await;
+    pane.keys(&["Up", "Up"]);
+    pane.wait_text("› remember this prompt").await;
+    let history = std::fs::read_dir(h.data_dir().join("history"))
+        .unwrap()
+        .flatten()
+        .count();
+    assert_eq!(history, 1, "one file for the project");
+    pane.keys(&["C-c"]);
+    pane.type_text("/exit");
+    pane.keys(&["Enter"]);
+    assert_eq!(pane.exit_status().await, 0);
+}

@@ -96,6 +96,8 @@ pub struct App {
     last_ctrl_c: Option<Instant>,
     /// What was submitted at the prompt, oldest first (this session only).
     history: Vec<String>,
+    /// Entries sent since the loop last saved them (to the project's history file).
+    pub history_added: Vec<String>,
     /// The history entry shown, while walking it with ↑/↓.
     history_at: Option<usize>,
     /// The prompt as typed before walking the history.
@@ -108,6 +110,13 @@ pub struct App {
 
 impl App {
     /// An empty screen for a session.
+    /// Starts ↑'s history with `entries` (oldest first), e.g. earlier sessions' prompts.
+    pub fn with_history(mut self, entries: Vec<String>) -> App {
+        self.history = entries;
+        self
+    }
+
+    /// A model with nothing shown yet.
     pub fn new(info: SessionInfo) -> App {
         App {
             info,
@@ -129,6 +138,7 @@ impl App {
             instead: None,
             last_ctrl_c: None,
             history: Vec::new(),
+            history_added: Vec::new(),
             history_at: None,
             draft: String::new(),
             outbox: Vec::new(),
@@ -648,6 +658,7 @@ impl App {
         let text = self.prompt.text().to_string();
         if !text.trim().is_empty() && self.history.last() != Some(&text) {
             self.history.push(text.clone());
+            self.history_added.push(text.clone());
         }
         self.history_at = None;
         self.draft.clear();

@@ -11,6 +11,7 @@ pub mod app;
 pub mod children;
 pub mod commands;
 pub mod diff;
+pub mod history;
 pub mod markdown;
 pub mod prompt;
 mod run;

@@ -2,6 +2,7 @@
 //! the model's operations go to the session; the screen is redrawn when
 //! something changed, at most [`MAX_FPS`] times a second.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cadre_core::driver::SessionHandle;
@@ -50,13 +51,20 @@ pub async fn run(
     handle: SessionHandle,
     mut events: mpsc::UnboundedReceiver<Event>,
     info: SessionInfo,
+    history: Option<PathBuf>,
 ) -> Result<Exit, TuiError> {
     let theme = Theme::from_env();
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
     let mut keys = read_terminal_events();
-    let mut app = App::new(info);
+    let mut app = App::new(info).with_history(
+        history
+            .as_deref()
+            .map(crate::history::load)
+            .unwrap_or_default(),
+    );
+    let mut history_failed = false;
     let mut status = handle.clone();
     let mut shown_question: Option<u64> = None;
     let mut stops = StopSignals::new();
@@ -143,6 +151,18 @@ pub async fn run(
         }
         for op in app.outbox.drain(..) {
             handle.submit(op);
+        }
+        if let Some(path) = &history {
+            for entry in std::mem::take(&mut app.history_added) {
+                if let Err(e) = crate::history::append(path, &entry)
+                    && !std::mem::replace(&mut history_failed, true)
+                {
+                    app.transcript.notice(
+                        crate::transcript::Level::Warning,
+                        format!("the prompt history cannot be saved ({e}); this session's stays in memory"),
+                    );
+                }
+            }
         }
         if app.exit {
             app.exit = false;
