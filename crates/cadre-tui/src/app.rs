@@ -231,10 +231,7 @@ impl App {
                 usage,
                 cost_usd,
             } if agent == MAIN => {
-                self.tokens += usage.input_tokens
-                    + usage.output_tokens
-                    + usage.cache_read_tokens
-                    + usage.cache_write_tokens;
+                self.tokens += usage.total();
                 // The turn's cost is added at its end (it holds compactions too).
                 let _ = cost_usd;
             }
@@ -394,10 +391,7 @@ impl App {
                 error,
                 ..
             } => {
-                let tokens = usage.input_tokens
-                    + usage.output_tokens
-                    + usage.cache_read_tokens
-                    + usage.cache_write_tokens;
+                let tokens = usage.total();
                 self.tokens += tokens;
                 if let Some(usd) = cost_usd {
                     self.add_cost(*usd);

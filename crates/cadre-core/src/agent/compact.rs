@@ -2,15 +2,13 @@
 //! asked for a summary, the conversation becomes the summary plus the most
 //! recent messages, and the log gets a boundary (nothing before is deleted).
 
-use std::sync::Arc;
-
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
-use super::{Agent, FORK_TAG, LogFailure};
+use super::{Agent, FORK_TAG};
 use crate::context::{
     self, Cost, PreCompactInput, compacted_conversation, estimate_messages_tokens,
-    estimate_text_tokens, kept_tail, summary_request_messages,
+    estimate_text_tokens, summary_request_messages,
 };
 use crate::model::{Message, ModelError, ModelRequest, Usage};
 use crate::protocol::{CompactTrigger, Event};
@@ -260,13 +258,7 @@ impl Agent {
         // budget: one large result then stays, cut, instead of crowding out
         // everything after the summary.
         let keep = self.context.keep_recent_tokens();
-        let capped: Vec<Message> = self
-            .conversation
-            .iter()
-            .map(|m| context::message_cut_to(m, keep / 2))
-            .collect();
-        let start = kept_tail(&capped, keep);
-        let kept: Vec<Message> = capped[start..].to_vec();
+        let kept = context::recent_cut_to(&self.conversation, keep, keep / 2);
         let conversation = compacted_conversation(&summary, &kept);
         let fixed = self.fixed_tokens();
         let tokens_after = fixed + estimate_messages_tokens(&conversation);
@@ -281,13 +273,13 @@ impl Agent {
                 cost_nanodollars: cost.map(|c| c.0),
             })
             .await
-            .map_err(|e| CompactError::Log(LogFailure(e.to_string()).0))?;
+            .map_err(|e| CompactError::Log(e.to_string()))?;
         }
         self.conversation = conversation;
         self.counted = Some((tokens_after, self.conversation.len()));
         // The inherited prefix a fork's breakpoint marked is gone.
         self.cache_after = None;
-        self.last_request = None::<Arc<ModelRequest>>;
+        self.last_request = None;
         self.compactions += 1;
         Ok((Compacted { usage, cost }, kept.len()))
     }
@@ -328,13 +320,7 @@ impl Agent {
         ))];
         // Each part is cut to a quarter of the budget, so the newest results
         // (often what made the request too long) still reach the summary.
-        let capped: Vec<Message> = self
-            .conversation
-            .iter()
-            .map(|m| context::message_cut_to(m, budget / 4))
-            .collect();
-        let start = kept_tail(&capped, budget).max(1);
-        for m in &capped[start..] {
+        for m in &context::recent_cut_to(&self.conversation, budget, budget / 4) {
             context::push_alternating(&mut out, m);
         }
         out

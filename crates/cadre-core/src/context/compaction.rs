@@ -143,6 +143,18 @@ pub fn message_cut_to(message: &Message, max_tokens: u64) -> Message {
     }
 }
 
+/// The most recent part of `conversation` that fits `budget` tokens once
+/// each of its texts and results is cut to `per_part` tokens (see
+/// [`kept_tail`]: it starts at one of the model's messages).
+pub fn recent_cut_to(conversation: &[Message], budget: u64, per_part: u64) -> Vec<Message> {
+    let capped: Vec<Message> = conversation
+        .iter()
+        .map(|m| message_cut_to(m, per_part))
+        .collect();
+    let start = kept_tail(&capped, budget);
+    capped[start..].to_vec()
+}
+
 /// True when the provider refused a request because it does not fit the
 /// model's context window.
 pub fn is_context_length_error(e: &ModelError) -> bool {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 pub use compaction::{
     COMPACTION_INSTRUCTIONS, CONTINUE_AFTER_CUT, SUMMARY_TAG, compacted_conversation,
     cut_to_tokens, is_context_length_error, kept_tail, message_cut_to, push_alternating,
-    summary_request_messages, window_from_length_error,
+    recent_cut_to, summary_request_messages, window_from_length_error,
 };
 pub use estimate::{estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens};
 pub use pricing::{Cost, Prices, builtin_prices};
