@@ -7,11 +7,16 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
-use cadre_core::driver::{Lifetime, PendingResume};
-use cadre_core::protocol::EventSink;
-use cadre_tui::app::SessionInfo;
+use std::sync::{Arc, Mutex};
 
+use anyhow::{Result, bail};
+use cadre_core::driver::{Lifetime, OpenedLog, PendingResume, SessionHandle};
+use cadre_core::protocol::{Event, EventSink, Op};
+use cadre_tui::app::SessionInfo;
+use cadre_tui::host::{HostEnd, HostReply, HostRequest, SessionSwitch};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::commands::{self, Action, Command, CommandContext, SessionView};
 use crate::{AgentArgs, ModelArgs, PermissionArgs, ResumeArgs, UsageError, sessions, setup};
 
 /// True when the full-screen front end should run: not turned off with
@@ -24,7 +29,8 @@ pub fn wanted(no_tui: bool) -> bool {
         && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
-/// Runs the session in the TUI until the user leaves.
+/// Runs sessions in the TUI until the user leaves (`/clear` and `/resume ID`
+/// go on in another session in the same screen).
 pub async fn run(
     model: &ModelArgs,
     perms: &PermissionArgs,
@@ -37,7 +43,7 @@ pub async fn run(
         Some(id) if !resume.accept_unknown => confirm_resume(&runtime.home, id).await?,
         _ => resume.accept_unknown,
     };
-    let mut open = sessions::open(
+    let open = sessions::open(
         &runtime,
         resume.resume.as_deref(),
         accept_unknown,
@@ -45,39 +51,256 @@ pub async fn run(
         &sink,
     )
     .await?;
-    let (session, handle) = runtime
-        .open_session(
-            &open.id,
-            open.log.clone(),
-            std::mem::take(&mut open.messages),
-            runtime.warnings.clone(),
-            sink,
-            true,
-            Lifetime::UntilShutdown,
-        )
-        .await?;
-    crate::signals::background_on_sigusr1(handle.clone());
-    let info = SessionInfo {
-        model: runtime.client.config().model.clone(),
-        permission_mode: runtime.policy.mode.to_string(),
-        cwd: shown_path(&runtime.cwd),
-        git_branch: git_branch(&runtime.cwd),
+    let warnings = runtime.warnings.clone();
+    let mut host = TuiHost {
+        model,
+        perms,
+        agents: agent_args,
+        runtime,
+        next_model: None,
+        view: Arc::new(Mutex::new(SessionView::default())),
+        running: None,
+        shown: Arc::default(),
     };
-    let session = tokio::spawn(session.run());
-    let history = cadre_tui::history::history_path(&runtime.home, &runtime.cwd);
-    let exit = cadre_tui::run(handle.clone(), rx, info, Some(history)).await;
+    let first = host.start(open, sink, rx, warnings).await?;
+    // SIGUSR1 backgrounds the batch of whichever session is shown then.
+    let shown = host.shown.clone();
+    crate::signals::on_sigusr1(move || {
+        if let Some(handle) = shown.lock().ok().and_then(|h| h.clone()) {
+            handle.submit(Op::BackgroundBatch);
+        }
+        true
+    });
+    let history = cadre_tui::history::history_path(&host.runtime.home, &host.runtime.cwd);
+    let (tui_end, host_end) = cadre_tui::host::channel();
+    let exit = {
+        let tui = cadre_tui::run(
+            first.handle,
+            first.events,
+            first.info,
+            Some(history),
+            tui_end,
+        );
+        let serve = host.serve(host_end);
+        tokio::pin!(tui, serve);
+        let mut served = false;
+        loop {
+            tokio::select! {
+                exit = &mut tui => break exit,
+                () = &mut serve, if !served => served = true,
+            }
+        }
+    };
     // Whatever way the TUI ended, the session ends with it.
-    handle.submit(cadre_core::protocol::Op::Shutdown);
+    let Some(running) = host.running.take() else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    running.handle.submit(Op::Shutdown);
     let exit = exit?;
     if exit == cadre_tui::Exit::Left {
         // Its events have ended: it is finishing, not waiting on work.
-        let _ = session.await;
+        let _ = running.task.await;
     }
-    drop(open);
+    drop(running.open);
     Ok(match exit {
         cadre_tui::Exit::Left | cadre_tui::Exit::LeftAtOnce => ExitCode::SUCCESS,
         cadre_tui::Exit::Signal(code) => ExitCode::from(code),
     })
+}
+
+/// The session shown now.
+struct Running {
+    handle: SessionHandle,
+    task: tokio::task::JoinHandle<()>,
+    /// Its log and lock: dropped once it has ended, so it can be resumed.
+    open: OpenedLog,
+}
+
+/// The binary's side of the TUI: runs the commands that need the runtime
+/// (definitions, settings, other sessions) and starts the sessions.
+struct TuiHost<'a> {
+    model: &'a ModelArgs,
+    perms: &'a PermissionArgs,
+    agents: &'a AgentArgs,
+    runtime: setup::Runtime,
+    /// The model `/model NAME` chose for the next session.
+    next_model: Option<String>,
+    /// What `/permissions` shows of the running session (rules granted in it).
+    view: Arc<Mutex<SessionView>>,
+    running: Option<Running>,
+    /// The running session's handle, for the signal handler.
+    shown: Arc<Mutex<Option<SessionHandle>>>,
+}
+
+impl TuiHost<'_> {
+    /// The running session's handle (a closed one between sessions is never seen:
+    /// there is always one once the first started).
+    fn current_handle(&self) -> Option<SessionHandle> {
+        self.running.as_ref().map(|r| r.handle.clone())
+    }
+
+    /// Starts a session over an opened log; its events go to the TUI through
+    /// a follower that keeps [`SessionView`] up to date.
+    async fn start(
+        &mut self,
+        mut open: OpenedLog,
+        sink: EventSink,
+        mut rx: UnboundedReceiver<Event>,
+        warnings: Vec<String>,
+    ) -> Result<SessionSwitch> {
+        let (session, handle) = self
+            .runtime
+            .open_session(
+                &open.id,
+                open.log.clone(),
+                std::mem::take(&mut open.messages),
+                warnings,
+                sink,
+                true,
+                Lifetime::UntilShutdown,
+            )
+            .await?;
+        let view = Arc::new(Mutex::new(SessionView::default()));
+        self.view = view.clone();
+        let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                if let Ok(mut v) = view.lock() {
+                    v.follow(&event);
+                }
+                if tx.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+        let info = SessionInfo {
+            model: self.runtime.client.config().model.clone(),
+            permission_mode: self.runtime.policy.mode.to_string(),
+            cwd: shown_path(&self.runtime.cwd),
+            git_branch: git_branch(&self.runtime.cwd),
+        };
+        let task = tokio::spawn(async move {
+            let _ = session.run().await;
+        });
+        if let Ok(mut shown) = self.shown.lock() {
+            *shown = Some(handle.clone());
+        }
+        self.running = Some(Running {
+            handle: handle.clone(),
+            task,
+            open,
+        });
+        Ok(SessionSwitch {
+            handle,
+            events,
+            info,
+        })
+    }
+
+    /// Answers the TUI's requests until it goes.
+    async fn serve(&mut self, mut end: HostEnd) {
+        while let Some(request) = end.requests.recv().await {
+            let HostRequest::Command(command) = request;
+            for reply in self.command(command).await {
+                if end.replies.send(reply).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs one command into the TUI's replies.
+    async fn command(&mut self, command: Command) -> Vec<HostReply> {
+        let Some(handle) = self.current_handle() else {
+            return vec![HostReply::Warning("no session is running".into())];
+        };
+        let view = self.view.lock().map(|v| v.clone()).unwrap_or_default();
+        let outcome = commands::execute(
+            command,
+            &CommandContext {
+                runtime: &self.runtime,
+                perms: self.perms,
+                agents: self.agents,
+                session: &handle,
+                view: &view,
+                next_model: self.next_model.as_deref(),
+            },
+        )
+        .await;
+        let text = HostReply::Text(outcome.text);
+        match outcome.action {
+            Action::None => vec![text],
+            Action::Exit => vec![text, HostReply::Exit],
+            Action::Submit(op) => vec![text, HostReply::Submit(op)],
+            Action::NextModel(name) => {
+                self.next_model = Some(name);
+                vec![text]
+            }
+            Action::NewSession => self.switch(None, text).await,
+            Action::Resume(id) => self.switch(Some(id), text).await,
+        }
+    }
+
+    /// Ends the running session and starts the next (new, or `resume`'s);
+    /// when the next cannot be opened the running one goes on.
+    async fn switch(&mut self, resume: Option<String>, said: HostReply) -> Vec<HostReply> {
+        let runtime = match &self.next_model {
+            Some(name) => {
+                let model = ModelArgs {
+                    model: Some(name.clone()),
+                    ..self.model.clone()
+                };
+                match setup::prepare(&model, self.perms, self.agents) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        return vec![HostReply::Warning(format!(
+                            "cannot start a session with model {name}: {e:#}"
+                        ))];
+                    }
+                }
+            }
+            None => None,
+        };
+        let (sink, rx) = EventSink::channel();
+        let opened = sessions::open(
+            runtime.as_ref().unwrap_or(&self.runtime),
+            resume.as_deref(),
+            false,
+            None,
+            &sink,
+        )
+        .await;
+        let open = match opened {
+            Ok(open) => open,
+            Err(e) => {
+                let what = resume.map_or_else(
+                    || "cannot start a new session".to_string(),
+                    |id| format!("cannot resume {id}"),
+                );
+                return vec![HostReply::Warning(format!("{what}: {e:#}"))];
+            }
+        };
+        let mut replies = vec![said, HostReply::Switching];
+        if let Some(old) = self.running.take() {
+            old.handle.submit(Op::Shutdown);
+            let _ = old.task.await;
+            drop(old.open);
+        }
+        if let Some(runtime) = runtime {
+            self.runtime = runtime;
+            self.next_model = None;
+        }
+        match self.start(open, sink, rx, Vec::new()).await {
+            Ok(next) => replies.push(HostReply::Switched(Box::new(next))),
+            Err(e) => {
+                replies.push(HostReply::Warning(format!(
+                    "cannot start the session: {e:#}"
+                )));
+                replies.push(HostReply::Exit);
+            }
+        }
+        replies
+    }
 }
 
 /// For `--resume` of a session whose calls may have run: lists them and

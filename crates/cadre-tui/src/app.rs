@@ -12,7 +12,9 @@ use cadre_core::protocol::{
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::children::{Child, ChildState, Children, format_tokens};
-use crate::commands::{Command, HELP, parse_command};
+use crate::commands::{COMMANDS_HELP, Command, Input, parse};
+use crate::host::{HostReply, HostRequest};
+use crate::pane::{PaneOut, Panes};
 use crate::prompt::Prompt;
 use crate::transcript::{CallOutcome, Level, Transcript};
 
@@ -104,6 +106,10 @@ pub struct App {
     draft: String,
     /// Operations for the session, in order.
     pub outbox: Vec<Op>,
+    /// Requests for the host (commands the TUI does not answer itself), in order.
+    pub requests: Vec<HostRequest>,
+    /// Screens open over the transcript (`/tasks`, `/agents`…), the top one taking the keys.
+    pub panes: Panes,
     /// The user asked to leave.
     pub exit: bool,
 }
@@ -142,6 +148,8 @@ impl App {
             history_at: None,
             draft: String::new(),
             outbox: Vec::new(),
+            requests: Vec::new(),
+            panes: Panes::default(),
             exit: false,
         }
     }
@@ -497,6 +505,14 @@ impl App {
         if self.open_question().is_some() && self.dialog_key(key) {
             return;
         }
+        // A pane takes every key but Ctrl+C (which still clears and leaves).
+        let ctrl_c = ctrl && key.code == KeyCode::Char('c');
+        if !self.panes.is_empty() && !ctrl_c {
+            let mut out = PaneOut::default();
+            self.panes.key(key, &mut out);
+            self.pane_out(out);
+            return;
+        }
         match (key.code, ctrl) {
             (KeyCode::Char('c'), true) => self.ctrl_c(now),
             (KeyCode::Esc, _) if self.busy() || self.children.any_running() => {
@@ -656,22 +672,20 @@ impl App {
         }
         self.history_at = None;
         self.draft.clear();
-        match parse_command(&text) {
-            Command::Empty => return,
-            Command::Message(message) => {
+        match parse(&text) {
+            Input::Empty => return,
+            Input::Message(message) => {
                 self.transcript
                     .push(crate::transcript::EntryKind::User(message.clone()));
                 self.outbox.push(Op::UserMessage { text: message });
                 self.messages_owed += 1;
             }
-            Command::Help => self.transcript.notice(Level::Info, HELP),
-            Command::Exit => self.exit = true,
-            Command::Compact(focus) => {
-                self.transcript.notice(Level::Info, "/compact");
-                self.outbox.push(Op::Compact { focus });
-                self.compactions_owed += 1;
+            Input::Command(command) => {
+                self.transcript.notice(Level::Info, text.trim().to_string());
+                self.command(command);
             }
-            Command::Unknown(name) => self.transcript.notice(
+            Input::Usage(usage) => self.transcript.notice(Level::Warning, usage),
+            Input::Unknown(name) => self.transcript.notice(
                 Level::Warning,
                 format!("unknown command {name} (try /help)"),
             ),
@@ -679,4 +693,82 @@ impl App {
         self.prompt.take();
         self.scroll = 0;
     }
+
+    /// Runs a command: the few the screen answers itself here, the rest by the host.
+    pub fn command(&mut self, command: Command) {
+        match command {
+            Command::Help => self
+                .transcript
+                .notice(Level::Info, format!("{COMMANDS_HELP}\n{TUI_KEYS}")),
+            Command::Exit => self.exit = true,
+            Command::Compact(focus) => {
+                self.outbox.push(Op::Compact { focus });
+                self.compactions_owed += 1;
+            }
+            other => self.requests.push(HostRequest::Command(other)),
+        }
+    }
+
+    /// Applies what a pane asked for.
+    fn pane_out(&mut self, out: PaneOut) {
+        self.outbox.extend(out.ops);
+        for notice in out.notices {
+            self.transcript.notice(Level::Info, notice);
+        }
+        if let Some(text) = out.prompt {
+            self.prompt.take();
+            self.prompt.insert(&text);
+        }
+        for command in out.commands {
+            self.command(command);
+        }
+    }
+
+    /// Applies an answer of the host (all but a session switch, which the loop makes).
+    pub fn host_reply(&mut self, reply: HostReply) {
+        match reply {
+            HostReply::Text(text) if !text.is_empty() => self.transcript.notice(Level::Info, text),
+            HostReply::Text(_) => {}
+            HostReply::Warning(text) => self.transcript.notice(Level::Warning, text),
+            HostReply::Submit(op) => {
+                if matches!(op, Op::Compact { .. }) {
+                    self.compactions_owed += 1;
+                }
+                self.outbox.push(op);
+            }
+            HostReply::Open(pane) => self.panes.open(pane),
+            HostReply::Exit => self.exit = true,
+            HostReply::Switching => {
+                self.hint = Some("switching sessions… (stopping what still runs)".into());
+            }
+            HostReply::Switched(_) => {}
+        }
+    }
+
+    /// Starts over for another session: the conversation, children, questions
+    /// and counters go; the prompt, its history and the settings stay.
+    pub fn switch_session(&mut self, info: SessionInfo) {
+        let fresh = App::new(info);
+        self.info = fresh.info;
+        self.transcript = fresh.transcript;
+        self.children = fresh.children;
+        self.questions.clear();
+        self.instead = None;
+        self.turn_running = false;
+        self.messages_owed = 0;
+        self.compactions_owed = 0;
+        self.scroll = 0;
+        self.context = None;
+        self.tokens = 0;
+        self.cost_nanos = None;
+        self.background.clear();
+        self.hint = None;
+        self.panes.clear();
+    }
 }
+
+/// The TUI's keys, after the commands in `/help`.
+pub const TUI_KEYS: &str = "\
+Keys: Enter sends · Shift+Enter or Ctrl+J new line · Esc interrupts the turn · Ctrl+B sends the
+running subagents to the background · Ctrl+O verbose tool output · Shift+Tab permission mode ·
+PgUp/PgDn scroll · Ctrl+C clears the prompt, twice leaves";

@@ -1,56 +1,133 @@
-//! Slash commands typed at the TUI's prompt. They run in the front end and
-//! are never sent to the model; an unknown one says so.
+//! Slash commands: how a typed prompt is read, shared by both front ends
+//! (the binary's line front end uses this parser too). Commands are answered
+//! by the front end and never reach the model; an unknown one says so.
 
-/// What a submitted prompt asks for.
+/// What a typed line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// Nothing (blank).
+pub enum Input {
+    /// Nothing (a blank line).
     Empty,
     /// A message for the model.
     Message(String),
-    /// `/help`.
-    Help,
-    /// `/exit` or `/quit`.
-    Exit,
-    /// `/compact [focus]`.
-    Compact(Option<String>),
+    /// A command.
+    Command(Command),
     /// A `/word` that is no command.
     Unknown(String),
+    /// A command given arguments it does not take: how to call it.
+    Usage(String),
 }
 
-/// The commands, as `/help` lists them.
-pub const HELP: &str = "\
-/compact [focus]  summarise the conversation now to free context; the focus says what to keep
-/help             this list
-/exit, /quit      leave (Ctrl+C twice too)
-Keys: Enter sends · Shift+Enter or Ctrl+J new line · Esc interrupts the turn · Ctrl+B sends the
-running subagents to the background · Ctrl+O verbose tool output · Shift+Tab permission mode · PgUp/PgDn scroll
-A message starting with // is sent starting with /.";
+/// A slash command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `/help`.
+    Help,
+    /// `/agents [NAME]`: every definition, or one.
+    Agents(Option<String>),
+    /// `/tasks`, `/tasks stop ID`.
+    Tasks(TasksCommand),
+    /// `/clear`: end this session, start a new one.
+    Clear,
+    /// `/resume [ID]`: recent sessions, or switch to one.
+    Resume(Option<String>),
+    /// `/sessions`.
+    Sessions,
+    /// `/model [NAME]`.
+    Model(Option<String>),
+    /// `/permissions`.
+    Permissions,
+    /// `/compact [FOCUS]`.
+    Compact(Option<String>),
+    /// `/exit`, `/quit`.
+    Exit,
+}
 
-/// Reads a submitted prompt: a command when it starts with `/` (`//`
-/// escapes one), otherwise a message (sent as typed, minus surrounding blanks).
-pub fn parse_command(text: &str) -> Command {
-    let text = text.trim();
-    if text.is_empty() {
-        return Command::Empty;
+/// What `/tasks` does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TasksCommand {
+    /// List this session's tasks.
+    List,
+    /// Stop one.
+    Stop(String),
+}
+
+/// The commands, as `/help` lists them (each front end adds its keys).
+pub const COMMANDS_HELP: &str = "\
+/help                 this list
+/agents [NAME]        agent definitions with their sources and overrides, or one definition
+/tasks [stop ID]      this session's subagents and background shells, or stop one
+/clear                end this session (it stays resumable) and start a new one
+/resume [ID]          recent sessions, or end this one and continue session ID
+/sessions             every session
+/model [NAME]         the model in use, or the model for the next session this process starts
+/permissions          the permission mode and the rules in force, with where each comes from
+/compact [focus]      summarise the conversation now to free context; the focus says what to keep above all
+/exit, /quit          leave
+A line starting with // is sent as a message starting with /.";
+
+/// Every command name with what it does in a few words, for `/` completion.
+pub const COMMAND_NAMES: &[(&str, &str)] = &[
+    ("/agents", "agent definitions"),
+    ("/clear", "start a new session"),
+    ("/compact", "summarise the conversation"),
+    ("/exit", "leave"),
+    ("/help", "commands and keys"),
+    ("/model", "the model"),
+    ("/permissions", "mode and rules in force"),
+    ("/quit", "leave"),
+    ("/resume", "continue a past session"),
+    ("/sessions", "every session"),
+    ("/tasks", "subagents and background shells"),
+];
+
+/// Reads a typed line: a command when it starts with `/` (`//` escapes
+/// one), otherwise a message.
+pub fn parse(line: &str) -> Input {
+    let line = line.trim();
+    if line.is_empty() {
+        return Input::Empty;
     }
-    if let Some(escaped) = text.strip_prefix("//") {
-        return Command::Message(format!("/{escaped}"));
+    if let Some(escaped) = line.strip_prefix("//") {
+        return Input::Message(format!("/{escaped}"));
     }
-    let Some(command) = text.strip_prefix('/') else {
-        return Command::Message(text.to_string());
+    let Some(command) = line.strip_prefix('/') else {
+        return Input::Message(line.to_string());
     };
     let (name, rest) = command
         .split_once(char::is_whitespace)
         .unwrap_or((command, ""));
-    match name {
-        "exit" | "quit" => Command::Exit,
-        "help" => Command::Help,
-        "compact" => {
-            let focus = rest.trim();
-            Command::Compact((!focus.is_empty()).then(|| focus.to_string()))
+    let rest = rest.trim();
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let at_most_one = |usage: &str, make: fn(Option<String>) -> Command| match words.as_slice() {
+        [] => Input::Command(make(None)),
+        [one] => Input::Command(make(Some((*one).to_string()))),
+        _ => Input::Usage(format!("usage: {usage}")),
+    };
+    let none = |command: Command, usage: &str| {
+        if words.is_empty() {
+            Input::Command(command)
+        } else {
+            Input::Usage(format!("usage: {usage} (it takes no arguments)"))
         }
-        _ => Command::Unknown(format!("/{name}")),
+    };
+    match name {
+        "exit" | "quit" => Input::Command(Command::Exit),
+        "help" => Input::Command(Command::Help),
+        "compact" => Input::Command(Command::Compact(
+            (!rest.is_empty()).then(|| rest.to_string()),
+        )),
+        "agents" => at_most_one("/agents [NAME]", Command::Agents),
+        "resume" => at_most_one("/resume [SESSION_ID]", Command::Resume),
+        "model" => at_most_one("/model [NAME]", Command::Model),
+        "tasks" => match words.as_slice() {
+            [] | ["list"] => Input::Command(Command::Tasks(TasksCommand::List)),
+            ["stop", id] => Input::Command(Command::Tasks(TasksCommand::Stop((*id).to_string()))),
+            _ => Input::Usage("usage: /tasks, or /tasks stop TASK_ID".into()),
+        },
+        "clear" => none(Command::Clear, "/clear"),
+        "sessions" => none(Command::Sessions, "/sessions"),
+        "permissions" => none(Command::Permissions, "/permissions"),
+        _ => Input::Unknown(format!("/{name}")),
     }
 }
 
@@ -58,21 +135,83 @@ pub fn parse_command(text: &str) -> Command {
 mod tests {
     use super::*;
 
+    fn command(c: Command) -> Input {
+        Input::Command(c)
+    }
+
     #[test]
-    fn a_slash_starts_a_command_and_two_escape_it() {
-        assert_eq!(parse_command(" \n "), Command::Empty);
+    fn lines_starting_with_a_slash_are_commands() {
+        assert_eq!(parse("  "), Input::Empty);
+        assert_eq!(parse(" fix it "), Input::Message("fix it".into()));
+        assert_eq!(parse("/exit"), command(Command::Exit));
+        assert_eq!(parse("/quit "), command(Command::Exit));
+        assert_eq!(parse("/help"), command(Command::Help));
+        assert_eq!(parse("/compact"), command(Command::Compact(None)));
+        assert_eq!(parse("/compact   "), command(Command::Compact(None)));
         assert_eq!(
-            parse_command("fix it\nplease"),
-            Command::Message("fix it\nplease".into())
+            parse("/compact  keep the parser notes "),
+            command(Command::Compact(Some("keep the parser notes".into())))
         );
-        assert_eq!(parse_command("/help"), Command::Help);
-        assert_eq!(parse_command("/quit"), Command::Exit);
-        assert_eq!(parse_command("/compact"), Command::Compact(None));
+        assert_eq!(parse("/compactly now"), Input::Unknown("/compactly".into()));
+        assert_eq!(parse("/nonsense"), Input::Unknown("/nonsense".into()));
         assert_eq!(
-            parse_command("/compact keep the parser"),
-            Command::Compact(Some("keep the parser".into()))
+            parse("/etc/hosts is empty"),
+            Input::Unknown("/etc/hosts".into())
         );
-        assert_eq!(parse_command("/foo bar"), Command::Unknown("/foo".into()));
-        assert_eq!(parse_command("//foo"), Command::Message("/foo".into()));
+        assert_eq!(
+            parse("//etc/hosts is empty"),
+            Input::Message("/etc/hosts is empty".into())
+        );
+    }
+
+    #[test]
+    fn commands_take_their_arguments() {
+        assert_eq!(parse("/agents"), command(Command::Agents(None)));
+        assert_eq!(
+            parse("/agents  Explore "),
+            command(Command::Agents(Some("Explore".into())))
+        );
+        assert!(matches!(parse("/agents a b"), Input::Usage(u) if u.contains("/agents [NAME]")));
+        assert_eq!(parse("/tasks"), command(Command::Tasks(TasksCommand::List)));
+        assert_eq!(
+            parse("/tasks list"),
+            command(Command::Tasks(TasksCommand::List))
+        );
+        assert_eq!(
+            parse("/tasks stop t-0123456789ab"),
+            command(Command::Tasks(TasksCommand::Stop("t-0123456789ab".into())))
+        );
+        assert!(matches!(parse("/tasks stop"), Input::Usage(_)));
+        assert!(matches!(parse("/tasks kill t-1"), Input::Usage(_)));
+        assert_eq!(parse("/clear"), command(Command::Clear));
+        assert!(
+            matches!(parse("/clear everything"), Input::Usage(u) if u.contains("no arguments"))
+        );
+        assert_eq!(parse("/resume"), command(Command::Resume(None)));
+        assert_eq!(
+            parse("/resume 0190-abc"),
+            command(Command::Resume(Some("0190-abc".into())))
+        );
+        assert_eq!(parse("/sessions"), command(Command::Sessions));
+        assert_eq!(parse("/model"), command(Command::Model(None)));
+        assert_eq!(
+            parse("/model opus"),
+            command(Command::Model(Some("opus".into())))
+        );
+        assert!(matches!(parse("/model a b"), Input::Usage(_)));
+        assert_eq!(parse("/permissions"), command(Command::Permissions));
+        // Names are exact: a capital is no command.
+        assert_eq!(parse("/Help"), Input::Unknown("/Help".into()));
+    }
+
+    #[test]
+    fn help_and_completion_list_every_command() {
+        for (name, _) in COMMAND_NAMES {
+            assert!(COMMANDS_HELP.contains(name), "{name}");
+            assert!(
+                matches!(parse(name), Input::Command(_)),
+                "{name} is listed but not known"
+            );
+        }
     }
 }

@@ -14,6 +14,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::app::{App, SessionInfo};
+use crate::host::{Host, HostReply};
 use crate::terminal::TerminalGuard;
 use crate::theme::Theme;
 use crate::view;
@@ -48,11 +49,21 @@ pub enum TuiError {
 /// has wound down (its event receiver ends). The terminal is restored on
 /// the way out, whichever way that is.
 pub async fn run(
-    handle: SessionHandle,
+    mut handle: SessionHandle,
     mut events: mpsc::UnboundedReceiver<Event>,
     info: SessionInfo,
     history: Option<PathBuf>,
+    host: Host,
 ) -> Result<Exit, TuiError> {
+    let Host {
+        requests,
+        mut replies,
+    } = host;
+    let mut host_gone = false;
+    // Between `Switching` and `Switched` the old session's events end
+    // without the TUI ending.
+    let mut switching = false;
+    let mut events_done = false;
     let theme = Theme::from_env();
     let _guard = TerminalGuard::enter()?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
@@ -94,7 +105,8 @@ pub async fn run(
             dirty = false;
         }
         let next_frame = last_draw.map_or(now, |t| t + frame);
-        let ticking = app.busy() || app.children.any_running();
+        let pane_live = app.panes.top().is_some_and(|p| p.live());
+        let ticking = app.busy() || app.children.any_running() || pane_live;
         tokio::select! {
             key = keys.recv() => match key {
                 Some(TermEvent::Key(k)) => {
@@ -110,7 +122,28 @@ pub async fn run(
                 // The terminal is gone: leave as on a hang-up.
                 None => app.exit = true,
             },
-            event = events.recv() => match event {
+            reply = replies.recv(), if !host_gone => match reply {
+                Some(HostReply::Switched(next)) => {
+                    let next = *next;
+                    handle = next.handle;
+                    status = handle.clone();
+                    events = next.events;
+                    shown_question = None;
+                    switching = false;
+                    events_done = false;
+                    app.switch_session(next.info);
+                    dirty = true;
+                }
+                Some(reply) => {
+                    if matches!(reply, HostReply::Switching) {
+                        switching = true;
+                    }
+                    app.host_reply(reply);
+                    dirty = true;
+                }
+                None => host_gone = true,
+            },
+            event = events.recv(), if !events_done => match event {
                 Some(e) => {
                     let now = Instant::now();
                     // Scrolled up, the view stays on what it shows while rows arrive below.
@@ -127,6 +160,8 @@ pub async fn run(
                     }
                     dirty = true;
                 }
+                // The old session wound down for the next one: wait for it.
+                None if switching => events_done = true,
                 None => break,
             },
             changed = status.status_changed() => {
@@ -146,11 +181,24 @@ pub async fn run(
                 exit = Exit::Signal(code);
                 app.exit = true;
             }
-            _ = tick.tick(), if ticking => dirty = true,
+            _ = tick.tick(), if ticking => {
+                if let Some(pane) = app.panes.top_mut() {
+                    pane.refresh();
+                }
+                dirty = true;
+            }
             _ = tokio::time::sleep_until(next_frame.into()), if dirty => {}
         }
         for op in app.outbox.drain(..) {
             handle.submit(op);
+        }
+        for request in app.requests.drain(..) {
+            if requests.send(request).is_err() {
+                app.transcript.notice(
+                    crate::transcript::Level::Warning,
+                    "this command cannot be run here",
+                );
+            }
         }
         if let Some(path) = &history {
             for entry in std::mem::take(&mut app.history_added) {

@@ -12,6 +12,7 @@ use unicode_width::UnicodeWidthStr;
 
 use crate::app::App;
 use crate::children::{Batch, ChildState, format_tokens};
+use crate::pane::Pane;
 use crate::sanitize::{clean_line, clean_lines};
 use crate::theme::Theme;
 use crate::wrap::wrap_line;
@@ -81,6 +82,10 @@ pub fn render(frame: &mut Frame<'_>, app: &App, now: Instant, theme: &Theme) {
     }
     render_prompt(frame, app, a.prompt, theme);
     render_status(frame, app, a.status, theme);
+    if let Some(pane) = app.panes.top() {
+        let over = Rect::new(area.x, area.y, area.width, a.prompt.y - area.y);
+        render_pane(frame, pane, over, theme);
+    }
     if app.open_question().is_some() {
         let over = Rect::new(area.x, area.y, area.width, a.prompt.y - area.y);
         render_dialog(frame, app, over, theme);
@@ -377,6 +382,24 @@ fn render_status(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
     }
     let line = truncate(Line::styled(text, theme.status()), area.width);
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// A pane over the transcript and the panel: its border, title and keys.
+pub fn render_pane(frame: &mut Frame<'_>, pane: &dyn Pane, over: Rect, theme: &Theme) {
+    let block = Block::bordered()
+        .border_style(theme.border())
+        .title(Span::styled(
+            format!(" {} ", clean_line(&pane.title())),
+            theme.bold(),
+        ))
+        .title_bottom(Span::styled(
+            format!(" {} ", clean_line(&pane.keys_help())),
+            theme.dim(),
+        ));
+    let inner = block.inner(over);
+    frame.render_widget(Clear, over);
+    frame.render_widget(block, over);
+    pane.render(frame, inner, theme);
 }
 
 /// The approval dialog, centred over `over`.

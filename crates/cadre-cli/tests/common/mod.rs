@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod line_session;
+pub mod tmux;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
