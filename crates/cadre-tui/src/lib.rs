@@ -15,6 +15,7 @@ pub mod history;
 pub mod host;
 pub mod markdown;
 pub mod pane;
+pub mod panes;
 pub mod prompt;
 mod run;
 pub mod sanitize;

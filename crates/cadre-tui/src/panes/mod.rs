@@ -1,0 +1,1 @@
+//! The panes commands open over the transcript (see [`crate::pane`]).
