@@ -250,6 +250,11 @@ fn write_record(out: &mut impl Write, r: &LogRecord) -> std::io::Result<()> {
             writeln!(out, "  ← {status}: {}", first_line(content, 100))
         }
         RecordBody::TurnEnd { status } => writeln!(out, "  · turn ended ({status})"),
+        RecordBody::Rewind { messages, .. } => writeln!(
+            out,
+            "\n──── went back {} UTC: the conversation continues from its first {messages} message(s)",
+            utc_datetime(r.time_ms)
+        ),
         RecordBody::CompactBoundary {
             trigger,
             summary,

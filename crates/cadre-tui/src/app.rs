@@ -24,6 +24,14 @@ pub const MAIN: &str = "main";
 /// How soon a second Ctrl+C must follow the first to leave.
 pub const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
 
+/// How soon a second Esc on an empty prompt must follow the first to open
+/// the picker of messages to go back to.
+pub const DOUBLE_ESC: Duration = Duration::from_secs(1);
+
+/// How long a newly shown question ignores keys: what was being typed when
+/// it appeared must not answer it.
+pub const DIALOG_GRACE: Duration = Duration::from_millis(300);
+
 /// What the status line says about the session that events do not.
 #[derive(Debug, Clone, Default)]
 pub struct SessionInfo {
@@ -96,6 +104,12 @@ pub struct App {
     pub hint: Option<String>,
     /// When Ctrl+C was last pressed.
     last_ctrl_c: Option<Instant>,
+    /// When Esc was last pressed on an empty, idle prompt.
+    last_esc: Option<Instant>,
+    /// The question the dialog shows and since when (keys wait [`DIALOG_GRACE`]).
+    question_shown: Option<(u64, Instant)>,
+    /// A rewind asked for: (message, later sends of it skipped), until the session says it happened.
+    rewinding: Option<(String, usize)>,
     /// What was submitted at the prompt, oldest first (this session only).
     history: Vec<String>,
     /// Entries sent since the loop last saved them (to the project's history file).
@@ -143,6 +157,9 @@ impl App {
             hint: None,
             instead: None,
             last_ctrl_c: None,
+            last_esc: None,
+            question_shown: None,
+            rewinding: None,
             history: Vec::new(),
             history_added: Vec::new(),
             history_at: None,
@@ -168,6 +185,25 @@ impl App {
 
     /// Updates the model from one event of the session.
     pub fn apply(&mut self, event: &Event, now: Instant) {
+        self.apply_event(event, now);
+        self.track_question(now);
+    }
+
+    /// True once the open question has shown for [`DIALOG_GRACE`]: its keys answer it.
+    pub fn dialog_armed(&self, now: Instant) -> bool {
+        self.question_shown
+            .is_some_and(|(_, since)| now.saturating_duration_since(since) >= DIALOG_GRACE)
+    }
+
+    /// Notes when the question the dialog shows changed.
+    fn track_question(&mut self, now: Instant) {
+        let open = self.open_question().map(|(q, _)| q.id);
+        if open != self.question_shown.map(|(id, _)| id) {
+            self.question_shown = open.map(|id| (id, now));
+        }
+    }
+
+    fn apply_event(&mut self, event: &Event, now: Instant) {
         match event {
             Event::SessionStarted {
                 session_id, model, ..
@@ -179,6 +215,24 @@ impl App {
                         "cadre · session {session_id} · /help lists commands and keys · Ctrl+C twice leaves"
                     ),
                 );
+            }
+            Event::Rewound { agent, prompt, .. } if agent == MAIN => {
+                let later_same = match self.rewinding.take() {
+                    Some((p, later)) if p == *prompt => later,
+                    _ => 0,
+                };
+                self.transcript.cut_before_user(prompt, later_same);
+                self.transcript.notice(
+                    Level::Info,
+                    "went back: the conversation continues from before this message (files were not changed back)",
+                );
+                self.prompt.take();
+                self.prompt.insert(prompt);
+            }
+            Event::ModelChanged { agent, model } if agent == MAIN => {
+                self.info.model = model.clone();
+                self.transcript
+                    .notice(Level::Info, format!("model: {model} from the next request on"));
             }
             Event::ModeChanged { agent, mode } if agent == MAIN => {
                 self.info.permission_mode = mode.to_string();
@@ -501,9 +555,19 @@ impl App {
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.hint = None;
         }
-        // The dialog is modal: its keys first, and typing waits.
-        if self.open_question().is_some() && self.dialog_key(key) {
-            return;
+        // The dialog is modal: its keys first, and typing waits. Keys in
+        // its first moments are swallowed (they were meant for the prompt).
+        self.track_question(now);
+        if self.open_question().is_some() {
+            let passes = matches!(key.code, KeyCode::Esc | KeyCode::PageUp | KeyCode::PageDown)
+                || (ctrl && key.code == KeyCode::Char('c'));
+            if !self.dialog_armed(now) && !passes {
+                return;
+            }
+            if self.dialog_key(key) {
+                self.track_question(now);
+                return;
+            }
         }
         // A pane takes every key but Ctrl+C (which still clears and leaves).
         let ctrl_c = ctrl && key.code == KeyCode::Char('c');
@@ -518,6 +582,7 @@ impl App {
             (KeyCode::Esc, _) if self.busy() || self.children.any_running() => {
                 self.outbox.push(Op::Interrupt)
             }
+            (KeyCode::Esc, _) if self.prompt.is_empty() => self.esc_on_empty(now),
             (KeyCode::Char('b'), true) if self.children.any_running() => {
                 self.outbox.push(Op::BackgroundBatch)
             }
@@ -607,6 +672,34 @@ impl App {
                 answer,
             });
         }
+    }
+
+    /// Esc on an empty, idle prompt: twice opens the picker of messages to go back to.
+    fn esc_on_empty(&mut self, now: Instant) {
+        let twice = self
+            .last_esc
+            .is_some_and(|t| now.saturating_duration_since(t) < DOUBLE_ESC);
+        if !twice {
+            self.last_esc = Some(now);
+            self.hint = Some("Esc again to go back to an earlier message".into());
+            return;
+        }
+        self.last_esc = None;
+        let sent: Vec<String> = self
+            .transcript
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.kind {
+                crate::transcript::EntryKind::User(text) => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        if sent.is_empty() {
+            self.hint = Some("no message to go back to yet".into());
+            return;
+        }
+        self.panes
+            .open(Box::new(crate::panes::rewind::RewindPicker::new(sent)));
     }
 
     fn ctrl_c(&mut self, now: Instant) {
@@ -711,6 +804,11 @@ impl App {
 
     /// Applies what a pane asked for.
     fn pane_out(&mut self, out: PaneOut) {
+        for op in &out.ops {
+            if let Op::Rewind { prompt, later_same } = op {
+                self.rewinding = Some((prompt.clone(), *later_same));
+            }
+        }
         self.outbox.extend(out.ops);
         for notice in out.notices {
             self.transcript.notice(Level::Info, notice);

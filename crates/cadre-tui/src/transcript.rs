@@ -209,6 +209,25 @@ impl Transcript {
         self.entries.push(Entry::new(kind));
     }
 
+    /// Removes everything from the user's message `text` on (`later_same`
+    /// later sends of the same text skipped), as the conversation went back
+    /// to before it. Nothing changes when it is not shown.
+    pub fn cut_before_user(&mut self, text: &str, later_same: usize) {
+        let at = self
+            .entries
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, e)| matches!(&e.kind, EntryKind::User(t) if t == text))
+            .nth(later_same)
+            .map(|(i, _)| i);
+        if let Some(at) = at {
+            self.entries.truncate(at);
+            self.streaming = None;
+            self.calls.retain(|_, i| *i < at);
+        }
+    }
+
     /// Adds a notice.
     pub fn notice(&mut self, level: Level, text: impl Into<String>) {
         self.push(EntryKind::Notice(level, text.into()));

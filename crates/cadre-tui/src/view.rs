@@ -88,7 +88,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App, now: Instant, theme: &Theme) {
     }
     if app.open_question().is_some() {
         let over = Rect::new(area.x, area.y, area.width, a.prompt.y - area.y);
-        render_dialog(frame, app, over, theme);
+        render_dialog(frame, app, over, now, theme);
     }
 }
 
@@ -403,7 +403,7 @@ pub fn render_pane(frame: &mut Frame<'_>, pane: &dyn Pane, over: Rect, theme: &T
 }
 
 /// The approval dialog, centred over `over`.
-pub fn render_dialog(frame: &mut Frame<'_>, app: &App, over: Rect, theme: &Theme) {
+pub fn render_dialog(frame: &mut Frame<'_>, app: &App, over: Rect, now: Instant, theme: &Theme) {
     let Some((q, more)) = app.open_question() else {
         return;
     };
@@ -453,19 +453,24 @@ pub fn render_dialog(frame: &mut Frame<'_>, app: &App, over: Rect, theme: &Theme
         theme.dim(),
     ));
     lines.push(Line::default());
-    lines.push(Line::from(vec![
-        Span::styled("[y]", theme.ok()),
-        Span::raw(" Yes   "),
-        Span::styled("[a]", theme.ok()),
-        Span::raw(format!(
-            " Yes, and don't ask again for {}   ",
-            clean_line(&q.session_rule)
-        )),
-        Span::styled("[n]", theme.error()),
-        Span::raw(" No   "),
-        Span::styled("[i]", theme.error()),
-        Span::raw(" No, and tell the model what to do instead"),
-    ]));
+    // The choices show once keys answer (see `DIALOG_GRACE`).
+    if !app.dialog_armed(now) {
+        lines.push(Line::styled("…", theme.dim()));
+    } else {
+        lines.push(Line::from(vec![
+            Span::styled("[y]", theme.ok()),
+            Span::raw(" Yes   "),
+            Span::styled("[a]", theme.ok()),
+            Span::raw(format!(
+                " Yes, and don't ask again for {}   ",
+                clean_line(&q.session_rule)
+            )),
+            Span::styled("[n]", theme.error()),
+            Span::raw(" No   "),
+            Span::styled("[i]", theme.error()),
+            Span::raw(" No, and tell the model what to do instead"),
+        ]));
+    }
     if let Some(text) = &app.instead {
         lines.push(Line::from(vec![
             Span::styled("instead: ", theme.bold()),

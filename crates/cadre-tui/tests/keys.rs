@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use cadre_core::protocol::{ApprovalAnswer, ApprovalQuestion, Event, Op, PermissionMode};
-use cadre_tui::app::{App, DOUBLE_CTRL_C, SessionInfo};
+use cadre_tui::app::{App, DIALOG_GRACE, DOUBLE_CTRL_C, DOUBLE_ESC, SessionInfo};
 use cadre_tui::theme::Theme;
 use cadre_tui::view;
 use ratatui::Terminal;
@@ -147,7 +147,11 @@ fn the_dialog_answers_by_id_and_shows_the_next_question() {
         app.open_question().map(|(q, more)| (q.id, more)),
         Some((4, 1))
     );
+    // Keys typed as it appears were meant for the prompt: swallowed.
+    app.key(key(KeyCode::Char('y')), now);
+    assert!(app.outbox.is_empty());
     // Typing waits while the dialog shows; other keys are swallowed.
+    let now = now + DIALOG_GRACE;
     app.key(key(KeyCode::Char('x')), now);
     app.key(key(KeyCode::Char('a')), now);
     assert_eq!(
@@ -158,6 +162,10 @@ fn the_dialog_answers_by_id_and_shows_the_next_question() {
         }]
     );
     assert_eq!(app.open_question().map(|(q, _)| q.id), Some(5));
+    // The next question has its own moment before keys answer it.
+    app.key(key(KeyCode::Char('n')), now);
+    assert!(app.outbox.is_empty());
+    let now = now + DIALOG_GRACE;
     app.key(key(KeyCode::Char('n')), now);
     assert_eq!(
         app.outbox,
@@ -331,6 +339,7 @@ fn i_in_the_dialog_takes_what_to_do_instead_and_enter_sends_it() {
     let now = Instant::now();
     let mut app = App::new(SessionInfo::default());
     app.apply(&question(7, "main"), now);
+    let now = now + DIALOG_GRACE;
     app.key(key(KeyCode::Char('i')), now);
     typed(&mut app, "use rg", now);
     app.key(key(KeyCode::Backspace), now);
@@ -400,4 +409,71 @@ fn a_nested_child_hangs_under_its_parent_and_rows_show_the_calls_argument() {
         child.last_activity.as_deref(),
         Some("Grep \"parse_config\" in src: completed")
     );
+}
+
+#[test]
+fn esc_twice_on_an_empty_prompt_picks_a_message_to_go_back_to() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    // Nothing sent yet: nothing to pick.
+    app.key(key(KeyCode::Esc), now);
+    app.key(key(KeyCode::Esc), now);
+    assert!(app.panes.is_empty());
+    for text in ["first", "second"] {
+        typed(&mut app, text, now);
+        app.key(key(KeyCode::Enter), now);
+        app.apply(
+            &Event::TurnStarted {
+                agent: "main".into(),
+            },
+            now,
+        );
+        app.apply(
+            &Event::TurnEnded {
+                agent: "main".into(),
+                status: cadre_core::protocol::TurnStatus::Completed,
+                final_text: String::new(),
+                error: None,
+                requests: 1,
+                tool_calls: 0,
+                usage: Default::default(),
+                cost_usd: None,
+            },
+            now,
+        );
+    }
+    app.outbox.clear();
+    // Too slow a second Esc only arms again.
+    app.key(key(KeyCode::Esc), now);
+    let later = now + DOUBLE_ESC + Duration::from_millis(1);
+    app.key(key(KeyCode::Esc), later);
+    assert!(app.panes.is_empty());
+    app.key(key(KeyCode::Esc), later + Duration::from_millis(100));
+    assert_eq!(app.panes.len(), 1);
+    // ↑ to the first message, Enter goes back to before it.
+    app.key(key(KeyCode::Up), later);
+    app.key(key(KeyCode::Enter), later);
+    assert!(app.panes.is_empty());
+    assert_eq!(
+        app.outbox,
+        [Op::Rewind {
+            prompt: "first".into(),
+            later_same: 0
+        }]
+    );
+    // When the session says it went back, the transcript is cut there and
+    // the message is in the prompt to edit.
+    app.apply(
+        &Event::Rewound {
+            agent: "main".into(),
+            prompt: "first".into(),
+            messages: 1,
+        },
+        later,
+    );
+    assert_eq!(app.prompt.text(), "first");
+    assert!(!app.transcript.entries().iter().any(|e| matches!(
+        &e.kind,
+        cadre_tui::transcript::EntryKind::User(t) if t == "second"
+    )));
 }

@@ -266,7 +266,8 @@ fn approval_dialog_for_a_child() {
         },
         t0,
     );
-    let terminal = draw(&app, 80, 24, t0);
+    // Drawn once the dialog's keys are live (its choices show).
+    let terminal = draw(&app, 80, 24, t0 + cadre_tui::app::DIALOG_GRACE);
     insta::assert_snapshot!(terminal.backend());
 }
 
@@ -463,6 +464,6 @@ fn an_edit_question_shows_the_diff_it_would_make() {
         },
         t0,
     );
-    let terminal = draw(&app, 80, 24, t0);
+    let terminal = draw(&app, 80, 24, t0 + cadre_tui::app::DIALOG_GRACE);
     insta::assert_snapshot!(terminal.backend());
 }

@@ -11,8 +11,11 @@ mod compact;
 mod dispatch;
 mod permission;
 mod prompt;
+mod rewind;
 mod summary;
 mod turn;
+
+pub use rewind::{Cut, RewindError, apply_cut, find_prompt};
 
 use std::sync::Arc;
 

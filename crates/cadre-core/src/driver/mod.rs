@@ -384,6 +384,14 @@ impl Session {
                         run_turn(&mut agent, &mut ctl, text).await;
                     }
                     Queued::Compact(focus) => compact(&mut agent, &mut ctl, focus).await,
+                    Queued::Rewind { prompt, later_same } => {
+                        if let Err(e) = agent.rewind(&prompt, later_same).await {
+                            ctl.events.emit(Event::Warning {
+                                message: format!("cannot go back: {e}"),
+                            });
+                        }
+                    }
+                    Queued::SetModel(model) => agent.set_model(&model),
                 }
                 continue;
             }
@@ -428,6 +436,15 @@ enum Queued {
     Message(String),
     /// `/compact [focus]`.
     Compact(Option<String>),
+    /// Esc twice: back to before a message.
+    Rewind {
+        /// The message.
+        prompt: String,
+        /// Later sends of it to skip.
+        later_same: usize,
+    },
+    /// `/model NAME`.
+    SetModel(String),
 }
 
 /// Compacts the main agent's conversation, applying operations meanwhile
@@ -644,6 +661,14 @@ impl Control {
                 }
             }
             Op::SetMode { mode } => self.mode_switch.request(mode),
+            Op::Rewind { prompt, later_same } => {
+                self.queue.push_back(Queued::Rewind { prompt, later_same });
+                self.publish_queue();
+            }
+            Op::SetModel { model } => {
+                self.queue.push_back(Queued::SetModel(model));
+                self.publish_queue();
+            }
             Op::Shutdown => self.shutdown.cancel(),
         }
     }

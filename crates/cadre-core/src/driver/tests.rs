@@ -946,3 +946,94 @@ rules:
         "{result}"
     );
 }
+
+#[tokio::test]
+async fn going_back_cuts_the_conversation_and_the_log_and_a_new_model_takes_the_next_turn() {
+    let (project, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let opened = create_log(home.path(), project.path(), "anthropic", "mock-model").unwrap();
+    let id = opened.id.clone();
+    let log_path = opened.log.path().to_path_buf();
+    let script = r#"
+rules:
+  - name: main
+    step_by: requests
+    replies:
+      - text: "reply one"
+      - text: "reply two"
+      - text: "reply three"
+"#;
+    let (sink, events) = EventSink::channel();
+    let mut f = start_in(
+        script,
+        Options::default(),
+        project,
+        home,
+        Some(opened),
+        sink,
+        events,
+    )
+    .await;
+    for text in ["one", "two"] {
+        f.handle.submit(Op::UserMessage { text: text.into() });
+        f.until("turn_ended", main_turn_ended).await;
+    }
+    // A message that was never sent: nothing changes, and the user is told.
+    f.handle.submit(Op::Rewind {
+        prompt: "never sent".into(),
+        later_same: 0,
+    });
+    f.until("the warning", |e| {
+        matches!(e, Event::Warning { message } if message.starts_with("cannot go back"))
+    })
+    .await;
+    f.handle.submit(Op::Rewind {
+        prompt: "two".into(),
+        later_same: 0,
+    });
+    let rewound = f
+        .until("rewound", |e| matches!(e, Event::Rewound { .. }))
+        .await;
+    assert!(
+        matches!(&rewound, Event::Rewound { prompt, messages: 2, .. } if prompt == "two"),
+        "{rewound:?}"
+    );
+    f.handle.submit(Op::SetModel {
+        model: "other-model".into(),
+    });
+    f.until("model_changed", |e| {
+        matches!(e, Event::ModelChanged { model, .. } if model == "other-model")
+    })
+    .await;
+    f.handle.submit(Op::UserMessage {
+        text: "three".into(),
+    });
+    f.until("turn_ended", main_turn_ended).await;
+    f.handle.submit(Op::Shutdown);
+    let home = f._home.path().to_path_buf();
+    let keep_home = std::mem::replace(&mut f._home, tempfile::tempdir().unwrap());
+    let (_, _, records) = f.finish().await;
+    let sent = &records[2].body;
+    assert_eq!(sent["model"], "other-model");
+    let text = sent.to_string();
+    assert!(
+        text.contains("one") && text.contains("reply one") && text.contains("three"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("\"two\"") && !text.contains("reply two"),
+        "the message gone back before and its reply are not sent: {text}"
+    );
+    // The log keeps everything and says where it went back; a resume
+    // rebuilds the same conversation the live session had.
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("reply two") && log.contains("\"rewind\""), "{log}");
+    let (sink, _events) = EventSink::channel();
+    let resumed = PendingResume::load(&home, &id, &sink)
+        .unwrap()
+        .accept(&sink)
+        .unwrap();
+    let rebuilt = serde_json::to_string(&resumed.messages).unwrap();
+    assert_eq!(resumed.messages.len(), 4, "{rebuilt}");
+    assert!(!rebuilt.contains("reply two"), "{rebuilt}");
+    drop(keep_home);
+}

@@ -327,6 +327,23 @@ pub enum Event {
         /// The tasks announced.
         task_ids: Vec<String>,
     },
+    /// An agent's conversation went back to just before one of the user's
+    /// messages (`Op::Rewind`).
+    Rewound {
+        /// Agent id.
+        agent: String,
+        /// The message gone back before (the front end offers it for editing).
+        prompt: String,
+        /// Messages the conversation holds now.
+        messages: usize,
+    },
+    /// An agent talks to another model from its next request (`Op::SetModel`).
+    ModelChanged {
+        /// Agent id.
+        agent: String,
+        /// The model id now in use.
+        model: String,
+    },
     /// An agent's permission mode changed (the user switched it).
     ModeChanged {
         /// Agent id.

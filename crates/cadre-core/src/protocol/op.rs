@@ -49,6 +49,22 @@ pub enum Op {
         /// The new mode.
         mode: super::PermissionMode,
     },
+    /// Take the main agent's conversation back to just before the user sent
+    /// `prompt` (queued like a message while a turn runs). Files are not
+    /// changed back.
+    Rewind {
+        /// The message, exactly as sent.
+        prompt: String,
+        /// Later sends of the same text to skip (0: the most recent send).
+        #[serde(default)]
+        later_same: usize,
+    },
+    /// Talk to another model (an id) from the main agent's next turn on;
+    /// children that inherit the model follow.
+    SetModel {
+        /// The model id.
+        model: String,
+    },
     /// Stop everything and end the session.
     Shutdown,
 }

@@ -125,6 +125,15 @@ pub enum RecordBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cost_nanodollars: Option<u64>,
     },
+    /// The user went back to before one of their messages: from here on the
+    /// conversation is its first `messages` messages and `blocks` blocks of
+    /// the next (nothing before is deleted).
+    Rewind {
+        /// Messages kept whole.
+        messages: usize,
+        /// Blocks kept of the message after them.
+        blocks: usize,
+    },
     /// A model request failed transiently and is retried (diagnostic; resume ignores it).
     Retry {
         /// The try about to be made.
@@ -526,6 +535,23 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                 // with the messages that held them.
                 out.messages = crate::context::compacted_conversation(summary, kept);
                 out.unfinished.clear();
+            }
+            RecordBody::Rewind { messages, blocks } => {
+                crate::agent::apply_cut(
+                    &mut out.messages,
+                    crate::agent::Cut {
+                        messages: *messages,
+                        blocks: *blocks,
+                    },
+                );
+                // Calls cut away with their messages are no longer unfinished.
+                let kept: HashSet<String> = out
+                    .messages
+                    .iter()
+                    .flat_map(|m| m.tool_calls())
+                    .map(|c| c.id)
+                    .collect();
+                out.unfinished.retain(|u| kept.contains(&u.call_id));
             }
             RecordBody::Assistant { message, .. } => {
                 let calls = message.tool_calls();
