@@ -982,9 +982,10 @@ rules:
         prompt: "never sent".into(),
         later_same: 0,
     });
-    f.until("the warning", |e| {
-        matches!(e, Event::Warning { message } if message.starts_with("cannot go back"))
-    })
+    f.until(
+        "the warning",
+        |e| matches!(e, Event::Warning { message } if message.starts_with("cannot go back")),
+    )
     .await;
     f.handle.submit(Op::Rewind {
         prompt: "two".into(),
@@ -1000,9 +1001,10 @@ rules:
     f.handle.submit(Op::SetModel {
         model: "other-model".into(),
     });
-    f.until("model_changed", |e| {
-        matches!(e, Event::ModelChanged { model, .. } if model == "other-model")
-    })
+    f.until(
+        "model_changed",
+        |e| matches!(e, Event::ModelChanged { model, .. } if model == "other-model"),
+    )
     .await;
     f.handle.submit(Op::UserMessage {
         text: "three".into(),
@@ -1026,7 +1028,10 @@ rules:
     // The log keeps everything and says where it went back; a resume
     // rebuilds the same conversation the live session had.
     let log = std::fs::read_to_string(&log_path).unwrap();
-    assert!(log.contains("reply two") && log.contains("\"rewind\""), "{log}");
+    assert!(
+        log.contains("reply two") && log.contains("\"rewind\""),
+        "{log}"
+    );
     let (sink, _events) = EventSink::channel();
     let resumed = PendingResume::load(&home, &id, &sink)
         .unwrap()
