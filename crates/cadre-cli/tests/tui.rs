@@ -138,7 +138,9 @@ rules:
     pane.wait_text("mock-model").await;
     pane.type_text("go");
     pane.keys(&["Enter"]);
-    let screen = pane.wait_text("Permission needed").await;
+    pane.wait_text("Permission needed").await;
+    // The choices show once the dialog takes keys (a moment after it appears).
+    let screen = pane.wait_text("[y] Yes").await;
     assert!(
         screen.contains("Subagent: 1/1 runner: \"run-it\""),
         "the child's label: {screen}"
@@ -147,7 +149,6 @@ rules:
         screen.contains("touch approved.txt"),
         "the exact input: {screen}"
     );
-    assert!(screen.contains("[y] Yes"), "{screen}");
     assert!(
         !h.path("approved.txt").exists(),
         "nothing ran before the answer"
