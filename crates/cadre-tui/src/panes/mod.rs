@@ -1,1 +1,4 @@
 //! The panes commands open over the transcript (see [`crate::pane`]).
+
+pub mod tasks;
+pub mod transcript;
