@@ -229,5 +229,8 @@ fn a_narrow_status_line_drops_the_place_then_the_hint_and_stays_one_line() {
     assert!(narrow.ends_with("Tasks: 1 running, 1 unread"), "{narrow:?}");
     let tiny = status_line(&app, 40);
     assert!(tiny.ends_with('…'), "{tiny:?}");
-    assert!(unicode_width::UnicodeWidthStr::width(tiny.as_str()) <= 40, "{tiny:?}");
+    assert!(
+        unicode_width::UnicodeWidthStr::width(tiny.as_str()) <= 40,
+        "{tiny:?}"
+    );
 }

@@ -313,7 +313,10 @@ impl Pane for TasksPane {
             .iter()
             .filter(|r| r.status.is_active())
             .count();
-        format!("Tasks · {running} running · {} in all", self.listing.rows.len())
+        format!(
+            "Tasks · {running} running · {} in all",
+            self.listing.rows.len()
+        )
     }
 
     fn keys_help(&self) -> String {
