@@ -244,6 +244,14 @@ impl TranscriptPane {
         (self.top.unwrap_or(bottom).min(bottom), height.max(1))
     }
 
+    /// Scrolls up `rows` (nothing to scroll when everything fits: it keeps following).
+    fn scroll_up(&mut self, top: usize, rows: usize) {
+        let (total, height) = self.drawn.get();
+        if total > height {
+            self.top = Some(top.saturating_sub(rows));
+        }
+    }
+
     fn scroll_to(&mut self, top: usize) {
         let (total, height) = self.drawn.get();
         self.top = (top + height < total).then_some(top);
@@ -295,11 +303,11 @@ impl Pane for TranscriptPane {
         let (top, page) = self.view();
         match key.code {
             KeyCode::Esc => return PaneStep::Close,
-            KeyCode::Up => self.top = Some(top.saturating_sub(1)),
+            KeyCode::Up => self.scroll_up(top, 1),
             KeyCode::Down => self.scroll_to(top + 1),
-            KeyCode::PageUp => self.top = Some(top.saturating_sub(page.saturating_sub(1).max(1))),
+            KeyCode::PageUp => self.scroll_up(top, page.saturating_sub(1).max(1)),
             KeyCode::PageDown => self.scroll_to(top + page.saturating_sub(1).max(1)),
-            KeyCode::Home => self.top = Some(0),
+            KeyCode::Home => self.scroll_up(top, top),
             KeyCode::End => self.top = None,
             KeyCode::Char('x') => {
                 let status = self
@@ -423,7 +431,12 @@ mod tests {
             None,
             rx,
         );
-        tx.send(lines(0..10)).unwrap();
+        tx.send(lines(0..3)).unwrap();
+        assert!(pane.refresh());
+        draw(&pane, 4);
+        key(&mut pane, KeyCode::Up);
+        assert!(pane.following(), "all of it fits: nothing to scroll");
+        tx.send(lines(3..10)).unwrap();
         assert!(pane.refresh());
         let screen = draw(&pane, 4);
         assert!(screen.ends_with("line 9"), "{screen}");
