@@ -5,7 +5,7 @@
 //! the list. The files are read by a task of its own, which ends when the
 //! pane is dropped.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -172,6 +172,16 @@ pub struct TranscriptPane {
     said: Option<String>,
     /// Rows laid out and rows shown at the last draw (keys scroll by them).
     drawn: Cell<(usize, usize)>,
+    /// The lines laid out at a width, so a draw wraps only what is new.
+    laid_out: RefCell<LaidOut>,
+}
+
+/// [`TranscriptPane::lines`] wrapped at `width`: the rows of the first `lines`.
+#[derive(Default)]
+struct LaidOut {
+    width: u16,
+    lines: usize,
+    rows: Vec<Line<'static>>,
 }
 
 impl TranscriptPane {
@@ -208,6 +218,7 @@ impl TranscriptPane {
             top: None,
             said: None,
             drawn: Cell::new((0, 0)),
+            laid_out: RefCell::default(),
         }
     }
 
@@ -229,6 +240,7 @@ impl TranscriptPane {
                 let over = self.lines.len().saturating_sub(MAX_LINES);
                 if over > 0 {
                     self.lines.drain(..over);
+                    self.laid_out.get_mut().lines = usize::MAX;
                     // Rows shift up with them; a scrolled view stays roughly put.
                     self.top = self.top.map(|t| t.saturating_sub(over));
                 }
@@ -329,18 +341,25 @@ impl Pane for TranscriptPane {
     }
 
     fn render(&self, frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
+        let wrap =
+            |text: &str, style| wrap_line(&Line::styled(clean_line(text), style), area.width);
+        let mut laid_out = self.laid_out.borrow_mut();
+        if laid_out.width != area.width || laid_out.lines > self.lines.len() {
+            *laid_out = LaidOut {
+                width: area.width,
+                ..LaidOut::default()
+            };
+        }
+        for line in &self.lines[laid_out.lines..] {
+            let new = wrap(line, ratatui::style::Style::default());
+            laid_out.rows.extend(new);
+        }
+        laid_out.lines = self.lines.len();
+        // The laid-out rows, then what changes from one draw to the next.
         let mut rows: Vec<Line<'static>> = Vec::new();
-        let mut push = |text: &str, style| {
-            rows.extend(wrap_line(
-                &Line::styled(clean_line(text), style),
-                area.width,
-            ));
-        };
+        let mut push = |text: &str, style| rows.extend(wrap(text, style));
         if self.lines.is_empty() && self.partial.is_empty() && self.problem.is_none() {
             push(&format!("(no {} yet)", self.what()), theme.dim());
-        }
-        for line in &self.lines {
-            push(line, ratatui::style::Style::default());
         }
         if !self.partial.is_empty() {
             push(&self.partial, ratatui::style::Style::default());
@@ -353,9 +372,16 @@ impl Pane for TranscriptPane {
         }
         // The last row says what the last key did.
         let height = usize::from(area.height).saturating_sub(usize::from(self.said.is_some()));
-        self.drawn.set((rows.len(), height));
+        self.drawn.set((laid_out.rows.len() + rows.len(), height));
         let (top, _) = self.view();
-        let mut shown: Vec<Line<'static>> = rows.into_iter().skip(top).take(height).collect();
+        let mut shown: Vec<Line<'static>> = laid_out
+            .rows
+            .iter()
+            .chain(&rows)
+            .skip(top)
+            .take(height)
+            .cloned()
+            .collect();
         if let Some(said) = &self.said {
             shown.resize(height, Line::default());
             shown.push(Line::styled(clean_line(said), theme.warning()));
@@ -462,6 +488,34 @@ mod tests {
         tx.send(lines(12..13)).unwrap();
         pane.refresh();
         assert!(draw(&pane, 4).ends_with("line 12"));
+    }
+
+    #[test]
+    fn rows_are_laid_out_again_when_the_width_changes_or_old_lines_go() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut pane = TranscriptPane::with_updates(
+            row("t-1", TaskKind::Subagent, TaskStatus::Running),
+            None,
+            rx,
+        );
+        tx.send(Update::Lines {
+            lines: vec!["alpha beta gamma delta epsilon zeta eta theta".into()],
+            partial: String::new(),
+        })
+        .unwrap();
+        pane.refresh();
+        assert_eq!(draw(&pane, 4).lines().filter(|l| !l.is_empty()).count(), 2);
+        let mut terminal = Terminal::new(TestBackend::new(20, 4)).unwrap();
+        terminal
+            .draw(|f| pane.render(f, f.area(), &Theme { color: false }))
+            .unwrap();
+        assert_eq!(pane.drawn.get().0, 3, "three rows at 20 columns");
+        tx.send(lines(0..MAX_LINES)).unwrap();
+        pane.refresh();
+        assert_eq!(pane.lines().len(), MAX_LINES);
+        assert_eq!(pane.lines()[0], "line 0", "the oldest line went");
+        assert!(draw(&pane, 4).ends_with(&format!("line {}", MAX_LINES - 1)));
+        assert_eq!(pane.drawn.get().0, MAX_LINES);
     }
 
     #[test]
