@@ -8,9 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 use cadre_core::config::data_dir;
 use cadre_core::session::utc_datetime;
-use cadre_core::subagents::transcript::{
-    EntryKind, TranscriptEntry, TranscriptFollower, child_log_path,
-};
+use cadre_core::subagents::transcript::{TranscriptEntry, TranscriptFollower, child_log_path};
 use cadre_core::tasks::{TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, TaskTable};
 use clap::{Args, Subcommand};
 
@@ -411,8 +409,8 @@ async fn show_transcript(
         };
         {
             let mut out = std::io::stdout().lock();
-            for entry in &entries {
-                writeln!(out, "{}", transcript_line(entry))?;
+            for line in entries.iter().flat_map(TranscriptEntry::lines) {
+                writeln!(out, "{line}")?;
             }
             out.flush()?;
         }
@@ -424,73 +422,5 @@ async fn show_transcript(
             return Ok(());
         }
         tokio::time::sleep(FOLLOW_POLL).await;
-    }
-}
-
-/// One transcript entry as lines: `user:`/`assistant:` text (continued
-/// lines indented), `→` a tool call, `←` its result, notes in brackets.
-/// Control characters are replaced so a log cannot drive the terminal.
-fn transcript_line(entry: &TranscriptEntry) -> String {
-    let text: String = entry
-        .text
-        .chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                char::REPLACEMENT_CHARACTER
-            } else {
-                c
-            }
-        })
-        .collect();
-    let labelled = |label: &str| {
-        let indent = " ".repeat(label.len() + 1);
-        let mut lines = text.lines();
-        let mut out = format!("{label} {}", lines.next().unwrap_or(""));
-        for line in lines {
-            out.push('\n');
-            out.push_str(&indent);
-            out.push_str(line);
-        }
-        out
-    };
-    match entry.kind {
-        EntryKind::User => labelled("user:"),
-        EntryKind::Assistant => labelled("assistant:"),
-        EntryKind::ToolCall => format!("  → {text}"),
-        EntryKind::ToolResult => format!("    ← {text}"),
-        EntryKind::Note => format!("  ({text})"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn transcript_lines_are_labelled_and_safe() {
-        let entry = |kind, text: &str| TranscriptEntry {
-            kind,
-            text: text.into(),
-        };
-        assert_eq!(
-            transcript_line(&entry(EntryKind::User, "find it\nin src")),
-            "user: find it\n      in src"
-        );
-        assert_eq!(
-            transcript_line(&entry(EntryKind::Assistant, "done \u{1b}[2J")),
-            "assistant: done \u{fffd}[2J"
-        );
-        assert_eq!(
-            transcript_line(&entry(EntryKind::ToolCall, "Read src/x.rs")),
-            "  → Read src/x.rs"
-        );
-        assert_eq!(
-            transcript_line(&entry(EntryKind::ToolResult, "error: no such file")),
-            "    ← error: no such file"
-        );
-        assert_eq!(
-            transcript_line(&entry(EntryKind::Note, "turn ended: completed")),
-            "  (turn ended: completed)"
-        );
     }
 }

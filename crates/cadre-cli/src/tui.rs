@@ -214,6 +214,10 @@ impl TuiHost<'_> {
         let Some(handle) = self.current_handle() else {
             return vec![HostReply::Warning("no session is running".into())];
         };
+        if command == Command::Tasks(commands::TasksCommand::List) {
+            let pane = cadre_tui::panes::tasks::TasksPane::new(handle, self.runtime.home.clone());
+            return vec![HostReply::Open(Box::new(pane))];
+        }
         let view = self.view.lock().map(|v| v.clone()).unwrap_or_default();
         let outcome = commands::execute(
             command,

@@ -12,7 +12,7 @@ use cadre_core::protocol::{
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::children::{Child, ChildState, Children, format_tokens};
-use crate::commands::{COMMANDS_HELP, Command, Input, parse};
+use crate::commands::{COMMANDS_HELP, Command, Input, TasksCommand, parse};
 use crate::host::{HostReply, HostRequest};
 use crate::pane::{PaneOut, Panes};
 use crate::prompt::Prompt;
@@ -100,6 +100,10 @@ pub struct App {
     pub cost_nanos: Option<u64>,
     /// Background tasks running now.
     pub background: BTreeSet<String>,
+    /// Background tasks that ended since the user last opened `/tasks`.
+    pub unread: BTreeSet<String>,
+    /// `/tasks` was opened and its pane (or one over it) is still open: what ends is seen.
+    tasks_open: bool,
     /// A one-line hint over the prompt (`Press Ctrl+C again to leave`).
     pub hint: Option<String>,
     /// When Ctrl+C was last pressed.
@@ -154,6 +158,8 @@ impl App {
             tokens: 0,
             cost_nanos: None,
             background: BTreeSet::new(),
+            unread: BTreeSet::new(),
+            tasks_open: false,
             hint: None,
             instead: None,
             last_ctrl_c: None,
@@ -489,6 +495,9 @@ impl App {
                 status,
                 description,
             } if self.background.remove(task_id) => {
+                if !self.tasks_open {
+                    self.unread.insert(task_id.clone());
+                }
                 self.transcript.notice(
                     Level::Info,
                     format!("background task {task_id} ({description}) {status}"),
@@ -575,8 +584,11 @@ impl App {
             let mut out = PaneOut::default();
             self.panes.key(key, &mut out);
             self.pane_out(out);
+            self.tasks_open &= !self.panes.is_empty();
             return;
         }
+        // No pane is open (so neither is `/tasks`).
+        self.tasks_open = false;
         match (key.code, ctrl) {
             (KeyCode::Char('c'), true) => self.ctrl_c(now),
             (KeyCode::Esc, _) if self.busy() || self.children.any_running() => {
@@ -798,6 +810,13 @@ impl App {
                 self.outbox.push(Op::Compact { focus });
                 self.compactions_owed += 1;
             }
+            Command::Tasks(TasksCommand::List) => {
+                // Opening the list is seeing what ended.
+                self.unread.clear();
+                self.tasks_open = true;
+                self.requests
+                    .push(HostRequest::Command(Command::Tasks(TasksCommand::List)));
+            }
             other => self.requests.push(HostRequest::Command(other)),
         }
     }
@@ -860,6 +879,8 @@ impl App {
         self.tokens = 0;
         self.cost_nanos = None;
         self.background.clear();
+        self.unread.clear();
+        self.tasks_open = false;
         self.hint = None;
         self.panes.clear();
     }

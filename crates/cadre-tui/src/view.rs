@@ -341,6 +341,27 @@ fn render_prompt(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
 
 /// The status line's text; `with_place` adds the cwd and branch.
 pub fn status_text(app: &App, with_place: bool) -> String {
+    status_line(app, with_place, true)
+}
+
+/// `Tasks: 2 running, 1 unread — /tasks` (the hint with `with_hint`), when
+/// there is background work to tell of.
+pub fn tasks_status(app: &App, with_hint: bool) -> Option<String> {
+    let mut counts = Vec::new();
+    if !app.background.is_empty() {
+        counts.push(format!("{} running", app.background.len()));
+    }
+    if !app.unread.is_empty() {
+        counts.push(format!("{} unread", app.unread.len()));
+    }
+    if counts.is_empty() {
+        return None;
+    }
+    let hint = if with_hint { " — /tasks" } else { "" };
+    Some(format!("Tasks: {}{hint}", counts.join(", ")))
+}
+
+fn status_line(app: &App, with_place: bool, with_hint: bool) -> String {
     let mut parts = vec![
         clean_line(&app.info.model),
         app.info.permission_mode.clone(),
@@ -356,8 +377,8 @@ pub fn status_text(app: &App, with_place: bool) -> String {
         parts.push(cadre_core::context::Cost(n).to_string());
     }
     // Background work before the place: on a narrow terminal the end is cut.
-    if !app.background.is_empty() {
-        parts.push(format!("Tasks: {} running", app.background.len()));
+    if let Some(tasks) = tasks_status(app, with_hint) {
+        parts.push(tasks);
     }
     let mut place = clean_line(&app.info.cwd);
     if let Some(branch) = &app.info.git_branch {
@@ -376,6 +397,10 @@ fn render_status(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
     if text.width() > width {
         // The place goes first when it does not all fit.
         text = format!(" {}", status_text(app, false));
+    }
+    if text.width() > width {
+        // Then the `/tasks` hint; what still does not fit is cut.
+        text = format!(" {}", status_line(app, false, false));
     }
     if text.width() < width {
         text.push_str(&" ".repeat(width - text.width()));

@@ -39,6 +39,40 @@ pub struct TranscriptEntry {
     pub text: String,
 }
 
+impl TranscriptEntry {
+    /// The entry as plain lines for a person: `user:`/`assistant:` text
+    /// (continued lines indented), `→` a tool call, `←` its result, notes in
+    /// parentheses. Control characters but tabs are replaced, so a log
+    /// cannot drive a terminal.
+    pub fn lines(&self) -> Vec<String> {
+        let text: String = self
+            .text
+            .chars()
+            .map(|c| {
+                if c.is_control() && c != '\n' && c != '\t' {
+                    char::REPLACEMENT_CHARACTER
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let labelled = |label: &str| {
+            let indent = " ".repeat(label.len() + 1);
+            let mut lines = text.lines();
+            let mut out = vec![format!("{label} {}", lines.next().unwrap_or(""))];
+            out.extend(lines.map(|line| format!("{indent}{line}")));
+            out
+        };
+        match self.kind {
+            EntryKind::User => labelled("user:"),
+            EntryKind::Assistant => labelled("assistant:"),
+            EntryKind::ToolCall => vec![format!("  → {text}")],
+            EntryKind::ToolResult => vec![format!("    ← {text}")],
+            EntryKind::Note => vec![format!("  ({text})")],
+        }
+    }
+}
+
 /// The log of the child a subagent task ran, when its task folder names it
 /// (`agent.json`, written when the child was filed).
 pub fn child_log_path(home: &Path, row: &TaskRow) -> Option<PathBuf> {
@@ -202,6 +236,34 @@ mod tests {
             body,
         };
         format!("{}\n", serde_json::to_string(&record).unwrap())
+    }
+
+    #[test]
+    fn entries_read_as_labelled_safe_lines() {
+        let entry = |kind, text: &str| TranscriptEntry {
+            kind,
+            text: text.into(),
+        };
+        assert_eq!(
+            entry(EntryKind::User, "find it\nin src").lines(),
+            ["user: find it", "      in src"]
+        );
+        assert_eq!(
+            entry(EntryKind::Assistant, "done \u{1b}[2J").lines(),
+            ["assistant: done \u{fffd}[2J"]
+        );
+        assert_eq!(
+            entry(EntryKind::ToolCall, "Read src/x.rs").lines(),
+            ["  → Read src/x.rs"]
+        );
+        assert_eq!(
+            entry(EntryKind::ToolResult, "error: no such file").lines(),
+            ["    ← error: no such file"]
+        );
+        assert_eq!(
+            entry(EntryKind::Note, "turn ended: completed").lines(),
+            ["  (turn ended: completed)"]
+        );
     }
 
     #[test]

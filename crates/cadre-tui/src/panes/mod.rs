@@ -1,3 +1,5 @@
 //! The panes commands open over the transcript (see [`crate::pane`]).
 
 pub mod rewind;
+pub mod tasks;
+pub mod transcript;
