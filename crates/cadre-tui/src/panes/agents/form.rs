@@ -1,0 +1,558 @@
+//! The `n` form of `/agents`: name, description, tools, model and where,
+//! written as a new definition file in Claude Code's format (YAML
+//! frontmatter, then the prompt) that the catalog loads as it is.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cadre_core::tool_names::canonical_tool_name;
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::AgentEntry;
+use crate::pane::{Pane, PaneOut, PaneStep};
+use crate::sanitize::clean_line;
+use crate::theme::Theme;
+
+/// Where new definitions may go, and what the form checks against.
+#[derive(Debug, Clone, Default)]
+pub struct NewAgentPlaces {
+    /// The project's definitions directory (`<project>/.cadre/agents`).
+    pub project_dir: PathBuf,
+    /// The user's (`$CADRE_HOME/agents`).
+    pub user_dir: PathBuf,
+    /// How the project directory is shown (`.cadre/agents`).
+    pub project_shown: String,
+    /// How the user directory is shown (`~/.cadre/agents`).
+    pub user_shown: String,
+    /// The tool names a definition may list (canonical; aliases are
+    /// accepted through the core's alias table).
+    pub known_tools: Vec<String>,
+    /// The definitions in effect, to say when a name is taken.
+    pub existing: Vec<AgentEntry>,
+}
+
+/// Which directory a new definition goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// The project's `.cadre/agents/` (shared with the project, like any source file).
+    Project,
+    /// `$CADRE_HOME/agents/` (private to the user: the file 0600, a new directory 0700).
+    User,
+}
+
+impl Place {
+    fn as_str(self) -> &'static str {
+        match self {
+            Place::Project => "project",
+            Place::User => "user",
+        }
+    }
+}
+
+/// The form's fields, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormField {
+    /// `name`.
+    Name,
+    /// `description`.
+    Description,
+    /// `tools`, comma-separated.
+    Tools,
+    /// `model`.
+    Model,
+    /// Project or user.
+    Place,
+}
+
+const FIELDS: [FormField; 5] = [
+    FormField::Name,
+    FormField::Description,
+    FormField::Tools,
+    FormField::Model,
+    FormField::Place,
+];
+
+/// A definition to write, as typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewAgent {
+    /// `name`.
+    pub name: String,
+    /// `description`.
+    pub description: String,
+    /// `tools` as typed (comma-separated; empty: every tool, as the parent).
+    pub tools: String,
+    /// `model` (empty: the parent's).
+    pub model: String,
+    /// Where it goes.
+    pub place: Place,
+}
+
+/// A definition file just written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The file.
+    pub path: PathBuf,
+    /// The file as shown (`.cadre/agents/x.md`).
+    pub shown: String,
+}
+
+/// Why a name cannot be used, if it cannot: lowercase letters, digits and
+/// hyphens, as Claude Code names agents (and not starting with a hyphen).
+pub fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("a name is required".into());
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        return Some(format!(
+            "`{name}`: a name is lowercase letters, digits and hyphens"
+        ));
+    }
+    if name.starts_with('-') {
+        return Some(format!("`{name}`: a name must not start with a hyphen"));
+    }
+    None
+}
+
+impl NewAgent {
+    /// An empty form's values.
+    pub fn empty() -> NewAgent {
+        NewAgent {
+            name: String::new(),
+            description: String::new(),
+            tools: String::new(),
+            model: String::new(),
+            place: Place::Project,
+        }
+    }
+
+    /// The tool names listed, trimmed, empty entries dropped.
+    pub fn tool_list(&self) -> Vec<String> {
+        self.tools
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The listed tools that name no tool (`Bash(git *)` and `Agent(x)`
+    /// are their tool; `mcp__…` names a server's tool, known only when it runs).
+    pub fn unknown_tools(&self, known: &[String]) -> Vec<String> {
+        self.tool_list()
+            .into_iter()
+            .filter(|t| {
+                let base = t.split('(').next().unwrap_or(t).trim();
+                let canonical = canonical_tool_name(base);
+                !(base == "*"
+                    || base.starts_with("mcp__")
+                    || known.iter().any(|k| k == base || k == canonical))
+            })
+            .collect()
+    }
+
+    /// The first problem that keeps it from being written, with its field.
+    pub fn problem(&self, places: &NewAgentPlaces) -> Option<(FormField, String)> {
+        if let Some(p) = name_problem(&self.name) {
+            return Some((FormField::Name, p));
+        }
+        if self.description.trim().is_empty() {
+            return Some((FormField::Description, "a description is required".into()));
+        }
+        let source = self.place.as_str();
+        if let Some(taken) = places
+            .existing
+            .iter()
+            .find(|e| e.name == self.name && e.source == source)
+        {
+            let place = taken.file.as_deref().unwrap_or(source);
+            return Some((
+                FormField::Name,
+                format!(
+                    "{} is already defined in {place}; edit that file or pick another name",
+                    self.name
+                ),
+            ));
+        }
+        None
+    }
+
+    /// The file it goes to.
+    pub fn path(&self, places: &NewAgentPlaces) -> PathBuf {
+        self.dir(places).join(format!("{}.md", self.name))
+    }
+
+    fn dir<'a>(&self, places: &'a NewAgentPlaces) -> &'a Path {
+        match self.place {
+            Place::Project => &places.project_dir,
+            Place::User => &places.user_dir,
+        }
+    }
+
+    /// The file as shown.
+    pub fn shown_path(&self, places: &NewAgentPlaces) -> String {
+        let dir = match self.place {
+            Place::Project => &places.project_shown,
+            Place::User => &places.user_shown,
+        };
+        let name = if self.name.is_empty() {
+            "NAME"
+        } else {
+            &self.name
+        };
+        format!("{}/{name}.md", dir.trim_end_matches('/'))
+    }
+
+    /// The file's text: Claude Code's frontmatter, then a placeholder
+    /// prompt asking to be replaced.
+    pub fn file_text(&self) -> String {
+        let description = self.description.trim();
+        let mut text = format!(
+            "---\nname: {}\ndescription: {}\n",
+            self.name,
+            yaml_scalar(description)
+        );
+        let tools = self.tool_list();
+        if !tools.is_empty() {
+            text.push_str(&format!("tools: {}\n", yaml_scalar(&tools.join(", "))));
+        }
+        let model = self.model.trim();
+        if !model.is_empty() {
+            text.push_str(&format!("model: {}\n", yaml_scalar(model)));
+        }
+        text.push_str(&format!(
+            "---\nYou are the {} agent. Your task: {description}\n\n\
+             This prompt is a placeholder written by /agents: replace it with what the agent \
+             should do, how it should work and what it should report back.\n",
+            self.name
+        ));
+        text
+    }
+
+    /// Writes the file; never over an existing one. A project file is made
+    /// like any source file (the umask decides); a user file is private
+    /// (0600, and 0700 for a directory made for it), as cadre's data files are.
+    pub fn write(&self, places: &NewAgentPlaces) -> Result<Written, String> {
+        if let Some((_, problem)) = self.problem(places) {
+            return Err(problem);
+        }
+        let dir = self.dir(places);
+        let path = self.path(places);
+        let shown = self.shown_path(places);
+        let mut dirs = std::fs::DirBuilder::new();
+        dirs.recursive(true);
+        let mut file = std::fs::OpenOptions::new();
+        file.write(true).create_new(true);
+        #[cfg(unix)]
+        if self.place == Place::User {
+            use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+            dirs.mode(0o700);
+            file.mode(0o600);
+        }
+        dirs.create(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let mut opened = file.open(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => {
+                format!("{shown} already exists; it was not overwritten")
+            }
+            _ => format!("cannot write {shown}: {e}"),
+        })?;
+        if let Err(e) = opened.write_all(self.file_text().as_bytes()) {
+            // A half-written definition would load broken: take it away.
+            drop(opened);
+            let _ = std::fs::remove_file(&path);
+            return Err(format!("cannot write {shown}: {e}"));
+        }
+        Ok(Written { path, shown })
+    }
+}
+
+/// `value` as a YAML scalar on one line: plain when it reads back as the
+/// same string, else double-quoted.
+fn yaml_scalar(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value.trim() == value
+        && !value.starts_with([
+            '-', '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%',
+            '@', '`',
+        ])
+        && !value.contains(": ")
+        && !value.contains(" #")
+        && !value.ends_with(':')
+        && !value.chars().any(char::is_control)
+        && !matches!(
+            value.to_ascii_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "~"
+        )
+        && value.parse::<f64>().is_err();
+    if plain {
+        return value.to_string();
+    }
+    let mut quoted = String::from("\"");
+    for c in value.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            '\t' => quoted.push_str("\\t"),
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
+}
+
+/// The form pane.
+pub struct AgentForm {
+    places: NewAgentPlaces,
+    values: NewAgent,
+    focus: FormField,
+    /// What keeps it from being written, shown under the fields.
+    error: Option<String>,
+    /// Unknown tools were pointed out; the next write goes ahead.
+    confirmed_unknown: bool,
+    /// Tells the list which name was written, to select it.
+    created: Arc<Mutex<Option<String>>>,
+}
+
+impl AgentForm {
+    /// An empty form writing to `places`; the name written goes to `created`.
+    pub fn new(places: NewAgentPlaces, created: Arc<Mutex<Option<String>>>) -> AgentForm {
+        AgentForm {
+            places,
+            values: NewAgent::empty(),
+            focus: FormField::Name,
+            error: None,
+            confirmed_unknown: false,
+            created,
+        }
+    }
+
+    /// The values typed so far.
+    pub fn values(&self) -> &NewAgent {
+        &self.values
+    }
+
+    /// The field with the focus.
+    pub fn focus(&self) -> FormField {
+        self.focus
+    }
+
+    /// What keeps it from being written, if anything was tried.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    fn text_mut(&mut self) -> Option<&mut String> {
+        match self.focus {
+            FormField::Name => Some(&mut self.values.name),
+            FormField::Description => Some(&mut self.values.description),
+            FormField::Tools => Some(&mut self.values.tools),
+            FormField::Model => Some(&mut self.values.model),
+            FormField::Place => None,
+        }
+    }
+
+    fn step(&mut self, forward: bool) {
+        let at = FIELDS.iter().position(|f| *f == self.focus).unwrap_or(0);
+        let next = if forward {
+            (at + 1) % FIELDS.len()
+        } else {
+            (at + FIELDS.len() - 1) % FIELDS.len()
+        };
+        self.focus = FIELDS[next];
+    }
+
+    fn edited(&mut self) {
+        self.error = None;
+        self.confirmed_unknown = false;
+    }
+
+    fn submit(&mut self, out: &mut PaneOut) -> PaneStep {
+        if let Some((field, problem)) = self.values.problem(&self.places) {
+            self.focus = field;
+            self.error = Some(problem);
+            return PaneStep::Stay;
+        }
+        let unknown = self.values.unknown_tools(&self.places.known_tools);
+        if !unknown.is_empty() && !self.confirmed_unknown {
+            self.confirmed_unknown = true;
+            self.error = Some(format!(
+                "unknown tool(s): {}; a child gets only tools that exist. \
+                 Write again (Ctrl+S) to keep them anyway",
+                unknown.join(", ")
+            ));
+            return PaneStep::Stay;
+        }
+        match self.values.write(&self.places) {
+            Ok(written) => {
+                *self.created.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(self.values.name.clone());
+                out.notices.push(format!(
+                    "created agent {} in {}; its prompt is a placeholder: edit the file to give it instructions",
+                    self.values.name, written.shown
+                ));
+                PaneStep::Close
+            }
+            Err(e) => {
+                self.error = Some(e);
+                PaneStep::Stay
+            }
+        }
+    }
+
+    fn field_line(&self, field: FormField, theme: &Theme) -> Line<'static> {
+        let (label, value) = match field {
+            FormField::Name => ("Name", self.values.name.as_str()),
+            FormField::Description => ("Description", self.values.description.as_str()),
+            FormField::Tools => ("Tools", self.values.tools.as_str()),
+            FormField::Model => ("Model", self.values.model.as_str()),
+            FormField::Place => ("Where", ""),
+        };
+        let focused = self.focus == field;
+        let label_style = if focused {
+            theme.bold().add_modifier(Modifier::REVERSED)
+        } else {
+            theme.bold()
+        };
+        let mut spans = vec![
+            Span::styled(format!(" {label:<12}"), label_style),
+            Span::raw(" "),
+        ];
+        if field == FormField::Place {
+            for place in [Place::Project, Place::User] {
+                let chosen = self.values.place == place;
+                let style = if chosen {
+                    theme.ok().add_modifier(Modifier::BOLD)
+                } else {
+                    theme.dim()
+                };
+                let mark = if chosen { "(•) " } else { "( ) " };
+                spans.push(Span::styled(format!("{mark}{}  ", place.as_str()), style));
+            }
+            spans.push(Span::styled(
+                format!("→ {}", clean_line(&self.values.shown_path(&self.places))),
+                theme.dim(),
+            ));
+        } else {
+            spans.push(Span::raw(clean_line(value)));
+            if focused {
+                spans.push(Span::styled(
+                    " ",
+                    Style::new().add_modifier(Modifier::REVERSED),
+                ));
+            }
+        }
+        Line::from(spans)
+    }
+
+    fn hint(&self, field: FormField) -> &'static str {
+        match field {
+            FormField::Name => "lowercase letters, digits and hyphens (the subagent_type)",
+            FormField::Description => "when to use it: the model reads this to choose it",
+            FormField::Tools => "comma-separated, e.g. Read, Grep, Glob; empty: every tool",
+            FormField::Model => "e.g. sonnet, haiku or a model id; empty: the parent's model",
+            FormField::Place => "Space or ←/→ switches: project (shared) or user (yours)",
+        }
+    }
+}
+
+impl Pane for AgentForm {
+    fn title(&self) -> String {
+        "New agent".into()
+    }
+
+    fn keys_help(&self) -> String {
+        "Tab/Shift+Tab field · Enter next (on Where: write) · Ctrl+S write · Esc cancel".into()
+    }
+
+    fn key(&mut self, key: KeyEvent, out: &mut PaneOut) -> PaneStep {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Esc => return PaneStep::Close,
+            KeyCode::Char('s') if ctrl => return self.submit(out),
+            KeyCode::Enter if self.focus == FormField::Place => return self.submit(out),
+            KeyCode::Enter | KeyCode::Tab | KeyCode::Down => self.step(true),
+            KeyCode::BackTab | KeyCode::Up => self.step(false),
+            KeyCode::Char(' ') | KeyCode::Left | KeyCode::Right
+                if self.focus == FormField::Place =>
+            {
+                self.values.place = match self.values.place {
+                    Place::Project => Place::User,
+                    Place::User => Place::Project,
+                };
+                self.edited();
+            }
+            KeyCode::Char('u') if ctrl => {
+                if let Some(text) = self.text_mut() {
+                    text.clear();
+                }
+                self.edited();
+            }
+            KeyCode::Backspace => {
+                if let Some(text) = self.text_mut() {
+                    text.pop();
+                }
+                self.edited();
+            }
+            KeyCode::Char(c) if !ctrl && !key.modifiers.contains(KeyModifiers::ALT) => {
+                if let Some(text) = self.text_mut()
+                    && !c.is_control()
+                {
+                    text.push(c);
+                }
+                self.edited();
+            }
+            _ => {}
+        }
+        PaneStep::Stay
+    }
+
+    fn render(&self, frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
+        let mut lines = vec![Line::raw("")];
+        for field in FIELDS {
+            lines.push(self.field_line(field, theme));
+            if self.focus == field {
+                lines.push(Line::styled(
+                    format!("{:14}{}", "", self.hint(field)),
+                    theme.dim(),
+                ));
+            }
+        }
+        lines.push(Line::raw(""));
+        let unknown = self.values.unknown_tools(&self.places.known_tools);
+        if let Some(error) = &self.error {
+            lines.push(Line::styled(format!(" {}", clean_line(error)), theme.error()));
+        } else if !unknown.is_empty() {
+            lines.push(Line::styled(
+                format!(" unknown tool(s): {}", clean_line(&unknown.join(", "))),
+                theme.warning(),
+            ));
+        }
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn odd_text_is_quoted_and_plain_text_is_not() {
+        assert_eq!(yaml_scalar("Finds things."), "Finds things.");
+        assert_eq!(yaml_scalar("Use it: when"), "\"Use it: when\"");
+        assert_eq!(yaml_scalar("*"), "\"*\"");
+        assert_eq!(yaml_scalar("yes"), "\"yes\"");
+        assert_eq!(yaml_scalar("1.5"), "\"1.5\"");
+        assert_eq!(yaml_scalar("say \"hi\" \\"), "say \"hi\" \\");
+        assert_eq!(yaml_scalar("\"hi\""), "\"\\\"hi\\\"\"");
+    }
+}
