@@ -22,31 +22,27 @@ use crate::setup::Runtime;
 
 /// The `/agents` pane over the runtime's definition sources.
 pub fn pane(runtime: &Runtime, perms: &PermissionArgs) -> Box<dyn Pane> {
-    let mut catalog = Catalog {
+    let catalog = Catalog {
         cache: CatalogCache::new(runtime.sources.clone()),
         last: None,
         perms: perms.clone(),
         settings: runtime.settings.clone(),
         cwd: runtime.cwd.clone(),
     };
-    let listing = catalog.changed();
+    let user_dir = runtime.sources.data_dir.join("agents");
     let places = NewAgentPlaces {
         project_dir: runtime.cwd.join(".cadre").join("agents"),
-        user_dir: runtime.sources.data_dir.join("agents"),
+        user_shown: shown(&user_dir, &runtime.cwd),
+        user_dir,
         project_shown: ".cadre/agents".into(),
-        user_shown: shown(&runtime.sources.data_dir.join("agents"), &runtime.cwd),
         known_tools: session_tools()
             .names()
             .into_iter()
             .map(str::to_string)
             .collect(),
-        existing: listing
-            .as_ref()
-            .map(|l| l.entries.clone())
-            .unwrap_or_default(),
+        // The pane fills it in from its list.
+        existing: Vec::new(),
     };
-    // The pane's first `changed()` must give the listing again.
-    catalog.last = None;
     Box::new(AgentsPane::new(Box::new(catalog), places))
 }
 

@@ -261,10 +261,12 @@ impl Pane for AgentsPane {
             }
             KeyCode::Char('n') if !key.modifiers.contains(KeyModifiers::CONTROL) => {
                 self.message = None;
-                return PaneStep::Open(Box::new(AgentForm::new(
-                    self.places.clone(),
-                    self.created.clone(),
-                )));
+                // The form says when a name is taken, as the list is now.
+                let places = NewAgentPlaces {
+                    existing: self.listing.entries.clone(),
+                    ..self.places.clone()
+                };
+                return PaneStep::Open(Box::new(AgentForm::new(places, self.created.clone())));
             }
             _ => {}
         }

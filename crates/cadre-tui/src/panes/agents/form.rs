@@ -544,6 +544,227 @@ impl Pane for AgentForm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ratatui::crossterm::event::KeyEventKind;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn ctrl(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+    }
+
+    fn places(root: &Path) -> NewAgentPlaces {
+        NewAgentPlaces {
+            project_dir: root.join("project/.cadre/agents"),
+            user_dir: root.join("home/agents"),
+            project_shown: ".cadre/agents".into(),
+            user_shown: "~/.cadre/agents".into(),
+            known_tools: ["Read", "Grep", "Glob", "Bash", "Edit", "Agent"]
+                .map(String::from)
+                .to_vec(),
+            existing: Vec::new(),
+        }
+    }
+
+    fn form(root: &Path) -> (AgentForm, Arc<Mutex<Option<String>>>) {
+        let created = Arc::new(Mutex::new(None));
+        (AgentForm::new(places(root), created.clone()), created)
+    }
+
+    /// Types `text` into the focused field.
+    fn type_text(form: &mut AgentForm, text: &str) {
+        for c in text.chars() {
+            assert!(matches!(
+                form.key(key(KeyCode::Char(c)), &mut PaneOut::default()),
+                PaneStep::Stay
+            ));
+        }
+    }
+
+    fn press(form: &mut AgentForm, event: KeyEvent, out: &mut PaneOut) -> PaneStep {
+        assert_eq!(event.kind, KeyEventKind::Press);
+        form.key(event, out)
+    }
+
+    #[test]
+    fn names_are_lowercase_letters_digits_and_hyphens() {
+        for good in ["reviewer", "code-reviewer", "a1", "x-2-y"] {
+            assert_eq!(name_problem(good), None, "{good}");
+        }
+        for bad in ["", "Reviewer", "code_reviewer", "a b", "plugin:x", "-x", "ré"] {
+            assert!(name_problem(bad).is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tab_and_shift_tab_move_between_fields_and_typing_fills_the_focused_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut form, _) = form(dir.path());
+        let mut out = PaneOut::default();
+        type_text(&mut form, "finder");
+        press(&mut form, key(KeyCode::Tab), &mut out);
+        assert_eq!(form.focus(), FormField::Description);
+        type_text(&mut form, "Finds it");
+        press(&mut form, key(KeyCode::Backspace), &mut out);
+        press(&mut form, key(KeyCode::BackTab), &mut out);
+        assert_eq!(form.focus(), FormField::Name);
+        type_text(&mut form, "x");
+        press(&mut form, key(KeyCode::BackTab), &mut out);
+        assert_eq!(form.focus(), FormField::Place, "Shift+Tab wraps to the last");
+        press(&mut form, key(KeyCode::Char(' ')), &mut out);
+        assert_eq!(form.values().place, Place::User);
+        press(&mut form, key(KeyCode::Left), &mut out);
+        assert_eq!(form.values().place, Place::Project);
+        assert_eq!(form.values().name, "finderx");
+        assert_eq!(form.values().description, "Finds i");
+        // Enter on a field before the last moves on; nothing is written.
+        press(&mut form, key(KeyCode::Tab), &mut out);
+        press(&mut form, key(KeyCode::Enter), &mut out);
+        assert_eq!(form.focus(), FormField::Description);
+        assert!(out.notices.is_empty());
+        assert!(!dir.path().join("project").exists());
+    }
+
+    #[test]
+    fn a_bad_name_or_no_description_is_said_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut form, created) = form(dir.path());
+        let mut out = PaneOut::default();
+        type_text(&mut form, "Bad_Name");
+        press(&mut form, key(KeyCode::Tab), &mut out);
+        let step = press(&mut form, ctrl('s'), &mut out);
+        assert!(matches!(step, PaneStep::Stay));
+        assert!(form.error().unwrap().contains("lowercase letters, digits and hyphens"));
+        assert_eq!(form.focus(), FormField::Name, "the focus goes to the field");
+        press(&mut form, ctrl('u'), &mut out);
+        type_text(&mut form, "good");
+        assert_eq!(form.error(), None, "an edit clears it");
+        press(&mut form, ctrl('s'), &mut out);
+        assert_eq!(form.error(), Some("a description is required"));
+        assert_eq!(form.focus(), FormField::Description);
+        assert!(out.notices.is_empty());
+        assert!(created.lock().unwrap().is_none());
+        assert!(!dir.path().join("project").exists());
+    }
+
+    #[test]
+    fn unknown_tools_are_warned_once_then_written_as_typed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut form, _) = form(dir.path());
+        let mut out = PaneOut::default();
+        type_text(&mut form, "runner");
+        press(&mut form, key(KeyCode::Tab), &mut out);
+        type_text(&mut form, "Runs things");
+        press(&mut form, key(KeyCode::Tab), &mut out);
+        type_text(&mut form, "Bash(git *), Task, mcp__gh__issue, Frobnicate, Grpe");
+        assert_eq!(
+            form.values().unknown_tools(&places(dir.path()).known_tools),
+            ["Frobnicate", "Grpe"],
+            "patterns, aliases and MCP tools are known"
+        );
+        let step = press(&mut form, ctrl('s'), &mut out);
+        assert!(matches!(step, PaneStep::Stay));
+        assert!(form.error().unwrap().contains("unknown tool(s): Frobnicate, Grpe"));
+        let path = dir.path().join("project/.cadre/agents/runner.md");
+        assert!(!path.exists());
+        let step = press(&mut form, ctrl('s'), &mut out);
+        assert!(matches!(step, PaneStep::Close));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("\ntools: Bash(git *), Task, mcp__gh__issue, Frobnicate, Grpe\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn enter_on_the_last_field_writes_a_file_the_core_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut form, created) = form(dir.path());
+        let mut out = PaneOut::default();
+        type_text(&mut form, "code-reviewer");
+        press(&mut form, key(KeyCode::Tab), &mut out);
+        type_text(&mut form, "Use it: after edits, # always");
+        press(&mut form, key(KeyCode::Tab), &mut out);
+        type_text(&mut form, "Read, Grep, Glob");
+        press(&mut form, key(KeyCode::Tab), &mut out);
+        type_text(&mut form, "haiku");
+        press(&mut form, key(KeyCode::Tab), &mut out);
+        let step = press(&mut form, key(KeyCode::Enter), &mut out);
+        assert!(matches!(step, PaneStep::Close), "{:?}", form.error());
+        assert_eq!(created.lock().unwrap().as_deref(), Some("code-reviewer"));
+        assert_eq!(out.notices.len(), 1);
+        assert!(out.notices[0].contains(".cadre/agents/code-reviewer.md"), "{:?}", out.notices);
+        let path = dir.path().join("project/.cadre/agents/code-reviewer.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let outcome = cadre_core::subagents::definition::parse_definition(
+            &text,
+            &path,
+            cadre_core::subagents::DefinitionSource::Project,
+        );
+        assert!(outcome.issues.is_empty(), "{:?}\n{text}", outcome.issues);
+        let def = outcome.definition.unwrap();
+        assert_eq!(def.name, "code-reviewer");
+        assert_eq!(def.description, "Use it: after edits, # always");
+        assert_eq!(
+            def.tools,
+            Some(vec!["Read".into(), "Grep".into(), "Glob".into()])
+        );
+        assert_eq!(def.model.as_deref(), Some("haiku"));
+        assert!(def.prompt.contains("placeholder"), "{}", def.prompt);
+    }
+
+    #[test]
+    fn a_user_file_is_private_and_an_existing_file_is_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let places = places(dir.path());
+        let agent = NewAgent {
+            name: "helper".into(),
+            description: "Helps.".into(),
+            tools: String::new(),
+            model: String::new(),
+            place: Place::User,
+        };
+        let written = agent.write(&places).unwrap();
+        assert_eq!(written.path, dir.path().join("home/agents/helper.md"));
+        assert_eq!(written.shown, "~/.cadre/agents/helper.md");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&written.path), 0o600);
+            assert_eq!(mode(&dir.path().join("home/agents")), 0o700);
+        }
+        let text = std::fs::read_to_string(&written.path).unwrap();
+        assert!(!text.contains("tools:") && !text.contains("model:"), "{text}");
+        std::fs::write(&written.path, "mine").unwrap();
+        let again = agent.write(&places).unwrap_err();
+        assert_eq!(
+            again,
+            "~/.cadre/agents/helper.md already exists; it was not overwritten"
+        );
+        assert_eq!(std::fs::read_to_string(&written.path).unwrap(), "mine");
+        // A name the same place already defines (in another file) is refused too.
+        let taken = NewAgentPlaces {
+            existing: vec![super::super::AgentEntry {
+                name: "other".into(),
+                source: "user".into(),
+                file: Some("~/.cadre/agents/misc.md".into()),
+                description: String::new(),
+                overrides: Vec::new(),
+            }],
+            ..places
+        };
+        let other = NewAgent {
+            name: "other".into(),
+            ..agent
+        };
+        let problem = other.problem(&taken).unwrap();
+        assert_eq!(problem.0, FormField::Name);
+        assert!(problem.1.contains("already defined in ~/.cadre/agents/misc.md"));
+        assert!(other.write(&taken).is_err());
+        assert!(!dir.path().join("home/agents/other.md").exists());
+    }
 
     #[test]
     fn odd_text_is_quoted_and_plain_text_is_not() {
