@@ -7,11 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cadre_core::agent::ProjectContext;
+use cadre_core::subagents::AgentDefinition;
 use cadre_core::subagents::catalog::{CatalogCache, DefinitionCatalog};
 use cadre_core::subagents::definition::IssueLevel;
 use cadre_core::subagents::session_tools;
 use cadre_core::subagents::spec::child_system_prompt;
-use cadre_core::subagents::AgentDefinition;
 use cadre_tui::pane::Pane;
 use cadre_tui::panes::agents::{
     AgentCatalog, AgentEntry, AgentsListing, AgentsPane, BrokenDefinition, NewAgentPlaces,
@@ -77,8 +77,13 @@ impl AgentCatalog for Catalog {
 
     fn show(&self, name: &str) -> String {
         let mut out = Vec::new();
-        let result =
-            crate::agents::write_show(&mut out, name, self.cache.sources(), &self.perms, &self.settings);
+        let result = crate::agents::write_show(
+            &mut out,
+            name,
+            self.cache.sources(),
+            &self.perms,
+            &self.settings,
+        );
         let mut text = String::from_utf8_lossy(&out).trim_end().to_string();
         if let Err(e) = result {
             text.push_str(&format!("\nerror: {e:#}"));
@@ -89,7 +94,10 @@ impl AgentCatalog for Catalog {
         };
         if let Some(def) = catalog.get(name) {
             text.push_str("\n\nsystem prompt (the child's first instructions):\n\n");
-            text.push_str(&child_system_prompt(def, &ProjectContext::read_now(&self.cwd)));
+            text.push_str(&child_system_prompt(
+                def,
+                &ProjectContext::read_now(&self.cwd),
+            ));
         }
         text
     }

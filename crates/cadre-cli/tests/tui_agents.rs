@@ -155,7 +155,10 @@ rules:
     pane.keys(&["Enter"]);
     let screen = pane.wait_text("created reviewer").await;
     let reviewer = row(&screen, "reviewer").unwrap_or_else(|| panic!("listed: {screen}"));
-    assert!(reviewer.starts_with("▸ ") || reviewer.contains("▸ reviewer"), "selected: {reviewer}");
+    assert!(
+        reviewer.starts_with("▸ ") || reviewer.contains("▸ reviewer"),
+        "selected: {reviewer}"
+    );
     assert!(reviewer.contains(" project "), "{reviewer}");
     let text = h.read(".cadre/agents/reviewer.md");
     assert!(
@@ -194,7 +197,9 @@ rules:
     assert_eq!(tools, ["Grep", "Read"], "its tools");
 
     // And `cadre agents` accepts it.
-    let validate = h.cadre(&["agents", "validate", ".cadre/agents/reviewer.md"]).await;
+    let validate = h
+        .cadre(&["agents", "validate", ".cadre/agents/reviewer.md"])
+        .await;
     assert!(validate.status.success(), "{}", stdout(&validate));
     let checked = stdout(&validate);
     assert!(
@@ -252,7 +257,13 @@ async fn the_form_writes_a_private_user_definition_and_never_overwrites_a_file()
     }
 
     // The same name again in the same place: refused, the file untouched.
+    // (Under another name, so that only the file is in the way; the list
+    // picks the edit up by itself.)
     std::fs::write(&path, "---\nname: other\ndescription: Mine.\n---\nMine.\n").unwrap();
+    pane.wait_for("the list to show the edit", |s| {
+        row(s, "other").is_some() && row(s, "helper-2").is_none()
+    })
+    .await;
     pane.keys(&["n"]);
     pane.wait_text("New agent").await;
     pane.type_text("helper-2");
@@ -261,9 +272,18 @@ async fn the_form_writes_a_private_user_definition_and_never_overwrites_a_file()
     pane.keys(&["Tab", "Tab", "Tab", "Space", "Enter"]);
     let screen = pane.wait_text("was not overwritten").await;
     assert!(screen.contains("helper-2.md already exists"), "{screen}");
-    assert!(std::fs::read_to_string(&path).unwrap().contains("name: other"));
-    pane.keys(&["Escape", "Escape"]);
-    pane.wait_for("the panes to close", |s| !s.contains("New agent") && !s.contains("n new"))
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("name: other")
+    );
+    pane.keys(&["Escape"]);
+    pane.wait_for("the list", |s| {
+        !s.contains("New agent") && s.contains("n new")
+    })
+    .await;
+    pane.keys(&["Escape"]);
+    pane.wait_for("the list to close", |s| !s.contains("n new"))
         .await;
     pane.keys(&["C-c", "C-c"]);
     assert_eq!(pane.exit_status().await, 0);

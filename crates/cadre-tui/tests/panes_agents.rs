@@ -160,17 +160,26 @@ fn the_definition_view_scrolls_within_its_text() {
     draw(text.as_ref(), 40, 10);
     text.key(key(KeyCode::End), &mut PaneOut::default());
     let screen = format!("{:?}", draw(text.as_ref(), 40, 10).backend());
-    assert!(screen.contains("line 30") && screen.contains("line 23"), "{screen}");
+    assert!(
+        screen.contains("line 30") && screen.contains("line 23"),
+        "{screen}"
+    );
     assert!(!screen.contains("line 22 "), "{screen}");
     for _ in 0..5 {
         text.key(key(KeyCode::Down), &mut PaneOut::default());
     }
     text.key(key(KeyCode::Up), &mut PaneOut::default());
     let screen = format!("{:?}", draw(text.as_ref(), 40, 10).backend());
-    assert!(screen.contains("line 29") && screen.contains("line 22"), "{screen}");
+    assert!(
+        screen.contains("line 29") && screen.contains("line 22"),
+        "{screen}"
+    );
     text.key(key(KeyCode::Home), &mut PaneOut::default());
     let screen = format!("{:?}", draw(text.as_ref(), 40, 10).backend());
-    assert!(screen.contains("line 1 ") && screen.contains("line 8"), "{screen}");
+    assert!(
+        screen.contains("line 1 ") && screen.contains("line 8"),
+        "{screen}"
+    );
 }
 
 #[test]
@@ -210,8 +219,12 @@ fn n_opens_the_form_and_the_list_selects_what_it_wrote_once_listed() {
 
     // The catalog reloads the changed directory: the list selects the new one.
     let mut next = listing();
-    next.entries
-        .push(entry("zeta", "project", Some(".cadre/agents/zeta.md"), "Last one."));
+    next.entries.push(entry(
+        "zeta",
+        "project",
+        Some(".cadre/agents/zeta.md"),
+        "Last one.",
+    ));
     *catalog.next.lock().unwrap() = Some(next);
     assert!(panes.top_mut().unwrap().refresh());
     let screen = format!("{:?}", draw(panes.top().unwrap(), 80, 16).backend());

@@ -184,10 +184,7 @@ impl AgentsPane {
         if !self.listing.broken.is_empty() {
             lines.push(Line::raw(""));
             lines.push(Line::styled(
-                format!(
-                    "{} definition file(s) skipped:",
-                    self.listing.broken.len()
-                ),
+                format!("{} definition file(s) skipped:", self.listing.broken.len()),
                 theme.error(),
             ));
             for broken in &self.listing.broken {
@@ -253,10 +250,7 @@ impl Pane for AgentsPane {
             KeyCode::Enter => {
                 if let Some(name) = self.selected().map(str::to_string) {
                     let text = self.catalog.show(&name);
-                    return PaneStep::Open(Box::new(TextPane::new(
-                        format!("Agent {name}"),
-                        &text,
-                    )));
+                    return PaneStep::Open(Box::new(TextPane::new(format!("Agent {name}"), &text)));
                 }
             }
             KeyCode::Char('n') if !key.modifiers.contains(KeyModifiers::CONTROL) => {

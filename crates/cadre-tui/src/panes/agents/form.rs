@@ -530,7 +530,10 @@ impl Pane for AgentForm {
         lines.push(Line::raw(""));
         let unknown = self.values.unknown_tools(&self.places.known_tools);
         if let Some(error) = &self.error {
-            lines.push(Line::styled(format!(" {}", clean_line(error)), theme.error()));
+            lines.push(Line::styled(
+                format!(" {}", clean_line(error)),
+                theme.error(),
+            ));
         } else if !unknown.is_empty() {
             lines.push(Line::styled(
                 format!(" unknown tool(s): {}", clean_line(&unknown.join(", "))),
@@ -592,7 +595,15 @@ mod tests {
         for good in ["reviewer", "code-reviewer", "a1", "x-2-y"] {
             assert_eq!(name_problem(good), None, "{good}");
         }
-        for bad in ["", "Reviewer", "code_reviewer", "a b", "plugin:x", "-x", "ré"] {
+        for bad in [
+            "",
+            "Reviewer",
+            "code_reviewer",
+            "a b",
+            "plugin:x",
+            "-x",
+            "ré",
+        ] {
             assert!(name_problem(bad).is_some(), "{bad}");
         }
     }
@@ -611,7 +622,11 @@ mod tests {
         assert_eq!(form.focus(), FormField::Name);
         type_text(&mut form, "x");
         press(&mut form, key(KeyCode::BackTab), &mut out);
-        assert_eq!(form.focus(), FormField::Place, "Shift+Tab wraps to the last");
+        assert_eq!(
+            form.focus(),
+            FormField::Place,
+            "Shift+Tab wraps to the last"
+        );
         press(&mut form, key(KeyCode::Char(' ')), &mut out);
         assert_eq!(form.values().place, Place::User);
         press(&mut form, key(KeyCode::Left), &mut out);
@@ -635,7 +650,11 @@ mod tests {
         press(&mut form, key(KeyCode::Tab), &mut out);
         let step = press(&mut form, ctrl('s'), &mut out);
         assert!(matches!(step, PaneStep::Stay));
-        assert!(form.error().unwrap().contains("lowercase letters, digits and hyphens"));
+        assert!(
+            form.error()
+                .unwrap()
+                .contains("lowercase letters, digits and hyphens")
+        );
         assert_eq!(form.focus(), FormField::Name, "the focus goes to the field");
         press(&mut form, ctrl('u'), &mut out);
         type_text(&mut form, "good");
@@ -657,7 +676,10 @@ mod tests {
         press(&mut form, key(KeyCode::Tab), &mut out);
         type_text(&mut form, "Runs things");
         press(&mut form, key(KeyCode::Tab), &mut out);
-        type_text(&mut form, "Bash(git *), Task, mcp__gh__issue, Frobnicate, Grpe");
+        type_text(
+            &mut form,
+            "Bash(git *), Task, mcp__gh__issue, Frobnicate, Grpe",
+        );
         assert_eq!(
             form.values().unknown_tools(&places(dir.path()).known_tools),
             ["Frobnicate", "Grpe"],
@@ -665,7 +687,11 @@ mod tests {
         );
         let step = press(&mut form, ctrl('s'), &mut out);
         assert!(matches!(step, PaneStep::Stay));
-        assert!(form.error().unwrap().contains("unknown tool(s): Frobnicate, Grpe"));
+        assert!(
+            form.error()
+                .unwrap()
+                .contains("unknown tool(s): Frobnicate, Grpe")
+        );
         let path = dir.path().join("project/.cadre/agents/runner.md");
         assert!(!path.exists());
         let step = press(&mut form, ctrl('s'), &mut out);
@@ -694,7 +720,11 @@ mod tests {
         assert!(matches!(step, PaneStep::Close), "{:?}", form.error());
         assert_eq!(created.lock().unwrap().as_deref(), Some("code-reviewer"));
         assert_eq!(out.notices.len(), 1);
-        assert!(out.notices[0].contains(".cadre/agents/code-reviewer.md"), "{:?}", out.notices);
+        assert!(
+            out.notices[0].contains(".cadre/agents/code-reviewer.md"),
+            "{:?}",
+            out.notices
+        );
         let path = dir.path().join("project/.cadre/agents/code-reviewer.md");
         let text = std::fs::read_to_string(&path).unwrap();
         let outcome = cadre_core::subagents::definition::parse_definition(
@@ -736,7 +766,10 @@ mod tests {
             assert_eq!(mode(&dir.path().join("home/agents")), 0o700);
         }
         let text = std::fs::read_to_string(&written.path).unwrap();
-        assert!(!text.contains("tools:") && !text.contains("model:"), "{text}");
+        assert!(
+            !text.contains("tools:") && !text.contains("model:"),
+            "{text}"
+        );
         std::fs::write(&written.path, "mine").unwrap();
         let again = agent.write(&places).unwrap_err();
         assert_eq!(
@@ -761,7 +794,11 @@ mod tests {
         };
         let problem = other.problem(&taken).unwrap();
         assert_eq!(problem.0, FormField::Name);
-        assert!(problem.1.contains("already defined in ~/.cadre/agents/misc.md"));
+        assert!(
+            problem
+                .1
+                .contains("already defined in ~/.cadre/agents/misc.md")
+        );
         assert!(other.write(&taken).is_err());
         assert!(!dir.path().join("home/agents/other.md").exists());
     }
