@@ -14,6 +14,7 @@ mod setup;
 mod signals;
 mod tasks;
 mod tui;
+mod tui_agents;
 
 use std::process::ExitCode;
 

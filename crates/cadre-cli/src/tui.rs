@@ -211,6 +211,12 @@ impl TuiHost<'_> {
 
     /// Runs one command into the TUI's replies.
     async fn command(&mut self, command: Command) -> Vec<HostReply> {
+        if command == Command::Agents(None) {
+            return vec![HostReply::Open(crate::tui_agents::pane(
+                &self.runtime,
+                self.perms,
+            ))];
+        }
         let Some(handle) = self.current_handle() else {
             return vec![HostReply::Warning("no session is running".into())];
         };

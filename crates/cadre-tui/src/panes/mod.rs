@@ -1,5 +1,6 @@
 //! The panes commands open over the transcript (see [`crate::pane`]).
 
+pub mod agents;
 pub mod rewind;
 pub mod tasks;
 pub mod transcript;
