@@ -1,1 +1,3 @@
 //! The panes commands open over the transcript (see [`crate::pane`]).
+
+pub mod todos;
