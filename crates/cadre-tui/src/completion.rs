@@ -12,6 +12,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use unicode_width::UnicodeWidthStr;
 
 use crate::app::App;
 use crate::commands::COMMAND_NAMES;
@@ -377,6 +378,15 @@ pub fn render_popup(frame: &mut Frame<'_>, popup: &Popup, over: Rect, theme: &Th
     let shown = popup.candidates.len().min(MAX_SHOWN);
     // Keep the selection in view when it is past the first rows.
     let first = (popup.selected + 1).saturating_sub(shown);
+    // Details line up in a column after the longest name shown.
+    let name_width = popup
+        .candidates
+        .iter()
+        .skip(first)
+        .take(shown)
+        .map(|c| clean_line(&c.text).width())
+        .max()
+        .unwrap_or(0);
     let lines: Vec<Line<'static>> = popup
         .candidates
         .iter()
@@ -395,24 +405,26 @@ pub fn render_popup(frame: &mut Frame<'_>, popup: &Popup, over: Rect, theme: &Th
                 Span::styled(clean_line(&c.text), style),
             ];
             if !c.detail.is_empty() {
+                let pad = name_width.saturating_sub(clean_line(&c.text).width());
                 spans.push(Span::styled(
-                    format!("  {}", clean_line(&c.detail)),
+                    format!("{}  {}", " ".repeat(pad), clean_line(&c.detail)),
                     theme.dim(),
                 ));
             }
             Line::from(spans)
         })
         .collect();
-    let content_width = lines.iter().map(Line::width).max().unwrap_or(0) as u16;
-    let width = (content_width + 3).clamp(20, over.width);
-    let height = (shown as u16 + 1).min(over.height);
-    let area = Rect::new(over.x, over.bottom() - height, width, height);
     let more = popup.candidates.len().saturating_sub(shown);
     let title = match (popup.token.kind, more) {
         (Kind::File, 0) => " files · Tab accepts · Esc closes ".to_string(),
         (Kind::File, n) => format!(" files · {n} more · Tab accepts · Esc closes "),
         (Kind::Command, _) => " commands · Tab completes · Esc closes ".to_string(),
     };
+    let content_width = lines.iter().map(Line::width).max().unwrap_or(0);
+    let width = (content_width + 3).max(title.width() + 2) as u16;
+    let width = width.min(over.width);
+    let height = (shown as u16 + 1).min(over.height);
+    let area = Rect::new(over.x, over.bottom() - height, width, height);
     let block = Block::new()
         .borders(Borders::TOP)
         .border_style(theme.border())
