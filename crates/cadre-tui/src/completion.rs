@@ -12,7 +12,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
-use unicode_width::UnicodeWidthStr;
+use unicode_width::UnicodeWidthStr as _;
 
 use crate::app::App;
 use crate::commands::COMMAND_NAMES;
@@ -420,11 +420,9 @@ pub fn render_popup(frame: &mut Frame<'_>, popup: &Popup, over: Rect, theme: &Th
         (Kind::File, n) => format!(" files · {n} more · Tab accepts · Esc closes "),
         (Kind::Command, _) => " commands · Tab completes · Esc closes ".to_string(),
     };
-    let content_width = lines.iter().map(Line::width).max().unwrap_or(0);
-    let width = (content_width + 3).max(title.width() + 2) as u16;
-    let width = width.min(over.width);
+    // The whole width: transcript text beside the popup would read as part of it.
     let height = (shown as u16 + 1).min(over.height);
-    let area = Rect::new(over.x, over.bottom() - height, width, height);
+    let area = Rect::new(over.x, over.bottom() - height, over.width, height);
     let block = Block::new()
         .borders(Borders::TOP)
         .border_style(theme.border())

@@ -93,6 +93,9 @@ fn todo_pane_with_each_status() {
         },
         now,
     );
-    app.key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL), now);
+    app.key(
+        KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL),
+        now,
+    );
     insta::assert_snapshot!(draw(&app, now).backend());
 }
