@@ -158,3 +158,55 @@ async fn a_bracketed_paste_of_200_lines_is_one_placeholder_and_all_of_it_is_sent
     pane.keys(&["C-c", "C-c"]);
     assert_eq!(pane.exit_status().await, 0);
 }
+
+/// The pane's mouse modes as tmux sees them: any-motion tracking and SGR reports.
+fn mouse_flags(pane: &Pane) -> String {
+    let out = pane.tmux(&[
+        "display-message",
+        "-p",
+        "#{mouse_any_flag}#{mouse_sgr_flag}",
+    ]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test]
+async fn mouse_capture_is_off_by_default_and_the_setting_turns_it_on_for_the_wheel() {
+    if !tmux_available() {
+        return;
+    }
+    let long: String = (1..=80).map(|i| format!("reply line {i}\\n\\n")).collect();
+    let script = format!(
+        "rules:\n  - name: chat\n    when: {{ system: \"You are cadre\" }}\n    replies:\n      - text: \"{long}\"\n"
+    );
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    let pane = Pane::start(&h, &[]);
+    pane.wait_text("mock-model").await;
+    assert_eq!(mouse_flags(&pane), "00", "off by default: selection works");
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.exit_status().await, 0);
+    drop(pane);
+
+    let pane = Pane::start_env(&h, &[], &[("CADRE_TUI_MOUSE", "1")]);
+    pane.wait_text("mock-model").await;
+    assert_eq!(mouse_flags(&pane), "11", "captured with CADRE_TUI_MOUSE=1");
+    pane.type_text("talk at length");
+    pane.keys(&["Enter"]);
+    pane.wait_text("reply line 80").await;
+    // A wheel notch up, as the terminal reports it (SGR: button 64 at 10,10).
+    let wheel_up: Vec<String> = "\u{1b}[<64;10;10M"
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut args = vec!["send-keys", "-H"];
+    args.extend(wheel_up.iter().map(String::as_str));
+    assert!(pane.tmux(&args).status.success());
+    let screen = pane.wait_text("3 rows up").await;
+    assert!(!screen.contains("reply line 80"), "{screen}");
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.exit_status().await, 0);
+    assert_eq!(
+        mouse_flags(&pane),
+        "00",
+        "capture is off again after leaving"
+    );
+}
