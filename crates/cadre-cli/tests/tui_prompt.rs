@@ -41,11 +41,7 @@ fn user_text(body: &Value) -> String {
 
 /// The prompt's row: the last line that starts with the prompt mark.
 fn prompt_row(screen: &str) -> &str {
-    screen
-        .lines()
-        .filter(|l| l.starts_with("› "))
-        .last()
-        .unwrap_or("")
+    screen.lines().rfind(|l| l.starts_with("› ")).unwrap_or("")
 }
 
 #[tokio::test]

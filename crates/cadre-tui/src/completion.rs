@@ -240,14 +240,15 @@ pub fn token_at(text: &str, cursor: usize) -> Option<Token> {
             query: query.to_string(),
         });
     }
-    if start == 0 && !word.starts_with("//") {
-        if let Some(query) = word.strip_prefix('/') {
-            return Some(Token {
-                kind: Kind::Command,
-                start,
-                query: query.to_string(),
-            });
-        }
+    if start == 0
+        && !word.starts_with("//")
+        && let Some(query) = word.strip_prefix('/')
+    {
+        return Some(Token {
+            kind: Kind::Command,
+            start,
+            query: query.to_string(),
+        });
     }
     None
 }
