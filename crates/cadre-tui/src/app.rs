@@ -597,7 +597,9 @@ impl App {
 
     /// The mouse wheel (when capture is on): the transcript scrolls [`WHEEL_ROWS`].
     pub fn wheel(&mut self, up: bool) {
-        if up {
+        if !self.panes.is_empty() {
+            // The transcript is under the pane: scrolling it would go unseen.
+        } else if up {
             self.scroll += WHEEL_ROWS;
         } else {
             self.scroll = self.scroll.saturating_sub(WHEEL_ROWS);

@@ -43,7 +43,7 @@ pub struct Completer {
     /// The start of the word whose popup Esc closed: it stays closed until another word.
     dismissed: Option<usize>,
     /// The project's paths from the last walk.
-    files: Vec<String>,
+    files: FileList,
     /// When the last walk ended.
     files_at: Option<Instant>,
     /// A walk should start (the loop takes it with [`App::take_walk`]).
@@ -67,10 +67,12 @@ impl App {
     }
 
     /// The project's paths, from a walk that ended at `now`.
-    pub fn files_walked(&mut self, files: Vec<String>, now: Instant) {
-        self.completion.files = files;
+    pub fn files_walked(&mut self, files: impl Into<FileList>, now: Instant) {
+        self.completion.files = files.into();
         self.completion.files_at = Some(now);
         self.completion.walking = false;
+        // Asked for again while it ran: this walk answers that too.
+        self.completion.walk_wanted = false;
         self.refresh_completion(now);
     }
 
@@ -90,12 +92,13 @@ impl App {
             Kind::Command => command_matches(&token.query),
             Kind::File => {
                 let c = &mut self.completion;
-                if c.files_at
-                    .is_none_or(|t| now.saturating_duration_since(t) > FILES_FRESH)
+                if !c.walking
+                    && c.files_at
+                        .is_none_or(|t| now.saturating_duration_since(t) > FILES_FRESH)
                 {
                     c.walk_wanted = true;
                 }
-                file_matches(&c.files, &token.query, MAX_CANDIDATES)
+                c.files.matches(&token.query, MAX_CANDIDATES)
             }
         };
         // The same candidates keep their selection (a walk that found nothing new).
@@ -280,56 +283,189 @@ pub fn command_matches(query: &str) -> Vec<Candidate> {
         .collect()
 }
 
+/// The project's paths with what matching needs worked out once per walk
+/// (matching runs on every key, over up to [`MAX_WALK_ENTRIES`] paths).
+#[derive(Debug, Default)]
+pub struct FileList {
+    entries: Vec<FileEntry>,
+    /// The first [`MAX_CANDIDATES`] entries in the order an empty query ranks them.
+    top: Vec<usize>,
+    /// The last query (lower case) and the indices of every entry it matched.
+    last: std::sync::Mutex<Option<(String, Vec<usize>)>>,
+}
+
+#[derive(Debug, Clone)]
+struct FileEntry {
+    path: String,
+    /// `path` in lower case.
+    lower: String,
+    /// Where its last component starts in `lower` (a directory's trailing `/` excluded).
+    name_start: usize,
+    /// How many directories up it is from the root.
+    depth: usize,
+}
+
+impl From<Vec<String>> for FileList {
+    fn from(paths: Vec<String>) -> FileList {
+        let entries = paths
+            .into_iter()
+            .map(|path| {
+                let lower = path.to_lowercase();
+                let trimmed = lower.trim_end_matches('/');
+                let name_start = trimmed.rfind('/').map_or(0, |i| i + 1);
+                let depth = trimmed.matches('/').count();
+                FileEntry {
+                    path,
+                    lower,
+                    name_start,
+                    depth,
+                }
+            })
+            .collect::<Vec<FileEntry>>();
+        let mut top: Vec<usize> = (0..entries.len()).collect();
+        let order = |a: &usize, b: &usize| {
+            let (a, b) = (&entries[*a], &entries[*b]);
+            (a.depth, a.path.len(), &a.path).cmp(&(b.depth, b.path.len(), &b.path))
+        };
+        if top.len() > MAX_CANDIDATES {
+            top.select_nth_unstable_by(MAX_CANDIDATES - 1, order);
+            top.truncate(MAX_CANDIDATES);
+        }
+        top.sort_by(order);
+        FileList {
+            entries,
+            top,
+            last: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl FileList {
+    /// How many paths it holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
 /// The project's paths that match `query`, best first, at most `limit`.
 /// Case does not matter. Ranked: the name starts with the query, then the
 /// name contains it, then the whole path contains it, then the query's
 /// characters appear in order in the path; within a rank shallower and
 /// shorter paths first. An empty query lists the top of the project.
-pub fn file_matches(entries: &[String], query: &str, limit: usize) -> Vec<Candidate> {
-    let query = query.to_lowercase();
-    let mut ranked: Vec<(u8, usize, usize, &str)> = entries
+pub fn file_matches(files: &FileList, query: &str, limit: usize) -> Vec<Candidate> {
+    files.matches(query, limit)
+}
+
+impl FileList {
+    /// [`file_matches`], narrowing the last query's hits when this query
+    /// extends it (typing on): whatever matches `ab` in any rank matched `a`.
+    pub fn matches(&self, query: &str, limit: usize) -> Vec<Candidate> {
+        let query = query.to_lowercase();
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let (found, hits) = match last.take() {
+            Some((q, hits)) if query.starts_with(q.as_str()) => {
+                rank(&self.entries, &hits, &query, limit)
+            }
+            // Everything matches nothing typed; the best are the shallowest, in `top`'s order.
+            _ if query.is_empty() => (
+                self.top
+                    .iter()
+                    .take(limit)
+                    .filter_map(|&i| self.entries.get(i))
+                    .map(|e| Candidate {
+                        text: e.path.clone(),
+                        detail: String::new(),
+                    })
+                    .collect(),
+                (0..self.entries.len()).collect(),
+            ),
+            _ => {
+                let all: Vec<usize> = (0..self.entries.len()).collect();
+                rank(&self.entries, &all, &query, limit)
+            }
+        };
+        *last = Some((query, hits));
+        found
+    }
+}
+
+/// The best `limit` of `pool`'s entries for `query` (lower case), and every hit.
+fn rank(
+    entries: &[FileEntry],
+    pool: &[usize],
+    query: &str,
+    limit: usize,
+) -> (Vec<Candidate>, Vec<usize>) {
+    let mut hits = Vec::new();
+    let mut ranked: Vec<(u8, usize, usize, &str)> = pool
         .iter()
-        .filter_map(|path| {
-            let lower = path.to_lowercase();
+        .filter_map(|&i| {
+            let e = entries.get(i)?;
             // A directory typed out in full offers what is in it, not itself.
-            if query.ends_with('/') && lower == query {
+            if query.ends_with('/') && e.lower == *query {
                 return None;
             }
-            let name = lower
-                .trim_end_matches('/')
-                .rsplit('/')
-                .next()
-                .unwrap_or(&lower);
-            let rank = if name.starts_with(&query) {
+            let name = e.lower[e.name_start..].trim_end_matches('/');
+            let rank = if name.starts_with(query) {
                 0
-            } else if name.contains(&query) {
+            } else if name.contains(query) {
                 1
-            } else if lower.contains(&query) {
+            } else if e.lower.contains(query) {
                 2
-            } else if in_order(&lower, &query) {
+            } else if in_order(&e.lower, query) {
                 3
             } else {
                 return None;
             };
-            let depth = path.trim_end_matches('/').matches('/').count();
-            Some((rank, depth, path.len(), path.as_str()))
+            hits.push(i);
+            Some((rank, e.depth, e.path.len(), e.path.as_str()))
         })
         .collect();
-    ranked.sort();
-    ranked
+    // Only the best `limit` need an order: a short query matches nearly everything.
+    if limit == 0 {
+        return (Vec::new(), hits);
+    }
+    if ranked.len() > limit {
+        ranked.select_nth_unstable(limit - 1);
+        ranked.truncate(limit);
+    }
+    ranked.sort_unstable();
+    let found = ranked
         .into_iter()
-        .take(limit)
         .map(|(.., path)| Candidate {
             text: path.to_string(),
             detail: String::new(),
         })
-        .collect()
+        .collect();
+    (found, hits)
 }
 
 /// True when the characters of `needle` appear in `hay` in order.
 fn in_order(hay: &str, needle: &str) -> bool {
-    let mut rest = hay.chars();
-    needle.chars().all(|n| rest.any(|h| h == n))
+    // By bytes: UTF-8 keeps a character's bytes together, and it is the
+    // loop that runs over every path the other ranks missed.
+    let mut at = 0usize;
+    let hay = hay.as_bytes();
+    for &n in needle.as_bytes() {
+        match memchr_from(hay, n, at) {
+            Some(i) => at = i + 1,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The index of `byte` in `hay` at or after `from`.
+fn memchr_from(hay: &[u8], byte: u8, from: usize) -> Option<usize> {
+    hay.get(from..)?
+        .iter()
+        .position(|&b| b == byte)
+        .map(|i| from + i)
 }
 
 /// The files and directories under `root`, relative, `/`-separated,
@@ -438,8 +574,8 @@ pub fn render_popup(frame: &mut Frame<'_>, popup: &Popup, over: Rect, theme: &Th
 mod tests {
     use super::*;
 
-    fn paths(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn paths(list: &[&str]) -> FileList {
+        FileList::from(list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     }
 
     fn texts(candidates: &[Candidate]) -> Vec<&str> {
@@ -502,6 +638,23 @@ mod tests {
         assert_eq!(texts(&file_matches(&entries, "RDME", 10)), ["README.md"]);
         assert_eq!(texts(&file_matches(&entries, "", 2)), ["src/", "README.md"]);
         assert!(file_matches(&entries, "zzz", 10).is_empty());
+        // Typing on narrows the last hits; a shorter or other query looks at everything again.
+        assert_eq!(texts(&entries.matches("m", 10)).len(), 6);
+        assert_eq!(texts(&entries.matches("ma", 1)), ["src/main.rs"]);
+        assert_eq!(
+            texts(&entries.matches("mai", 10)),
+            [
+                "src/main.rs",
+                "docs/maintenance.md",
+                "crates/x/src/main.rs",
+                "src/domain.rs"
+            ]
+        );
+        assert_eq!(
+            texts(&entries.matches("re", 10)),
+            ["README.md", "crates/x/src/main.rs"]
+        );
+        assert_eq!(texts(&entries.matches("m", 10)).len(), 6);
     }
 
     #[test]

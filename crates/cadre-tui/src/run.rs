@@ -84,7 +84,7 @@ pub async fn run(
     let mut dirty = true;
     let mut leaving = false;
     let mut exit = Exit::Left;
-    let (walk_done, mut walked) = mpsc::unbounded_channel::<Vec<String>>();
+    let (walk_done, mut walked) = mpsc::unbounded_channel::<crate::completion::FileList>();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -209,10 +209,8 @@ pub async fn run(
         if let Some(root) = app.take_walk() {
             let tx = walk_done.clone();
             tokio::task::spawn_blocking(move || {
-                let _ = tx.send(crate::completion::walk(
-                    &root,
-                    crate::completion::MAX_WALK_ENTRIES,
-                ));
+                let paths = crate::completion::walk(&root, crate::completion::MAX_WALK_ENTRIES);
+                let _ = tx.send(crate::completion::FileList::from(paths));
             });
         }
         for op in app.outbox.drain(..) {

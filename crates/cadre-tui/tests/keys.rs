@@ -408,7 +408,7 @@ fn with_files(files: &[&str], now: Instant) -> App {
         root: std::path::PathBuf::from("/project"),
         ..SessionInfo::default()
     });
-    app.files_walked(files.iter().map(|f| f.to_string()).collect(), now);
+    app.files_walked(files.iter().map(|f| f.to_string()).collect::<Vec<_>>(), now);
     app
 }
 
@@ -510,7 +510,7 @@ fn the_popup_is_drawn_above_the_prompt_and_the_walk_is_asked_for() {
         "the first @ asks for a walk"
     );
     assert_eq!(app.take_walk(), None, "one walk at a time");
-    app.files_walked(vec!["Cargo.toml".into(), "src/".into()], now);
+    app.files_walked(vec!["Cargo.toml".to_string(), "src/".to_string()], now);
     assert_eq!(popup_texts(&app), ["src/", "Cargo.toml"]);
     typed(&mut app, "C", now);
     assert_eq!(app.take_walk(), None, "a fresh list is used as it is");

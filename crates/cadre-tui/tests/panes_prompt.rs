@@ -56,7 +56,7 @@ fn at_popup_over_the_prompt() {
         ]
         .iter()
         .map(|s| s.to_string())
-        .collect(),
+        .collect::<Vec<_>>(),
         now,
     );
     typed(&mut app, "look at @ma", now);
