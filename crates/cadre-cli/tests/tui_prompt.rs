@@ -206,3 +206,73 @@ async fn mouse_capture_is_off_by_default_and_the_setting_turns_it_on_for_the_whe
         "capture is off again after leaving"
     );
 }
+
+#[tokio::test]
+async fn slash_then_tab_completes_a_command_that_runs_without_reaching_the_model() {
+    if !tmux_available() {
+        return;
+    }
+    let h = Harness::new(CHAT, Wire::Anthropic).await;
+    let pane = Pane::start(&h, &[]);
+    pane.wait_text("mock-model").await;
+    pane.type_text("/he");
+    // The popup's row (the prompt itself shows `› /he`).
+    let screen = pane.wait_text("› /help").await;
+    assert!(screen.contains("commands · Tab completes"), "{screen}");
+    pane.keys(&["Tab"]);
+    pane.wait_for("the completed command", |s| {
+        prompt_row(s).trim_end() == "› /help"
+    })
+    .await;
+    pane.keys(&["Enter"]);
+    pane.wait_text("Ctrl+T the todo list").await;
+    assert!(h.records().is_empty(), "a command never reaches the model");
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.exit_status().await, 0);
+}
+
+#[tokio::test]
+async fn ctrl_t_shows_the_todo_list_the_model_wrote() {
+    if !tmux_available() {
+        return;
+    }
+    let script = r#"
+rules:
+  - name: planner
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls:
+          - name: TodoWrite
+            input:
+              todos:
+                - { content: "Read the parser", status: completed }
+                - { content: "Fix the window check", status: in_progress, activeForm: "Fixing the window check" }
+                - { content: "Run the tests", status: pending }
+      - text: "Plan written."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let pane = Pane::start(&h, &[]);
+    pane.wait_text("mock-model").await;
+    pane.keys(&["C-t"]);
+    pane.wait_text("No todo list yet").await;
+    pane.keys(&["C-t"]);
+    pane.wait_for("the pane to close", |s| !s.contains("No todo list yet"))
+        .await;
+    pane.type_text("plan it");
+    pane.keys(&["Enter"]);
+    pane.wait_text("Plan written.").await;
+    pane.keys(&["C-t"]);
+    let screen = pane.wait_text("Todos · 1/3 done").await;
+    for row in [
+        "● Read the parser",
+        "◐ Fix the window check",
+        "○ Run the tests",
+    ] {
+        assert!(screen.contains(row), "{row}: {screen}");
+    }
+    pane.keys(&["Escape"]);
+    pane.wait_for("the pane to close", |s| !s.contains("Todos · 1/3 done"))
+        .await;
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.exit_status().await, 0);
+}
