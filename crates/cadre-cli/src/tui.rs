@@ -178,6 +178,7 @@ impl TuiHost<'_> {
             permission_mode: self.runtime.policy.mode.to_string(),
             cwd: shown_path(&self.runtime.cwd),
             git_branch: git_branch(&self.runtime.cwd),
+            root: self.runtime.cwd.clone(),
         };
         let task = tokio::spawn(async move {
             let _ = session.run().await;

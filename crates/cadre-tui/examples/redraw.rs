@@ -27,6 +27,7 @@ fn transcript(width: u16, theme: &Theme) -> (App, usize) {
         permission_mode: "default".into(),
         cwd: "~/src/cadre".into(),
         git_branch: Some("main".into()),
+        ..SessionInfo::default()
     });
     let t0 = Instant::now();
     let mut i = 0;

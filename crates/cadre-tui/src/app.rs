@@ -13,13 +13,18 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::children::{Child, ChildState, Children, format_tokens};
 use crate::commands::{COMMANDS_HELP, Command, Input, TasksCommand, parse};
+use crate::completion::Completer;
 use crate::host::{HostReply, HostRequest};
 use crate::pane::{PaneOut, Panes};
+use crate::panes::todos::{TodoBoard, TodosPane};
 use crate::prompt::Prompt;
 use crate::transcript::{CallOutcome, Level, Transcript};
 
 /// The agent id of the top-level agent.
 pub const MAIN: &str = "main";
+
+/// Rows one notch of the mouse wheel scrolls.
+pub const WHEEL_ROWS: usize = 3;
 
 /// How soon a second Ctrl+C must follow the first to leave.
 pub const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
@@ -43,6 +48,8 @@ pub struct SessionInfo {
     pub cwd: String,
     /// The git branch of the working directory, if any.
     pub git_branch: Option<String>,
+    /// The working directory itself, whose files `@` completes (none: no file completion).
+    pub root: std::path::PathBuf,
 }
 
 /// The main agent's context use, from its last `context_usage`.
@@ -128,6 +135,10 @@ pub struct App {
     pub requests: Vec<HostRequest>,
     /// Screens open over the transcript (`/tasks`, `/agents`…), the top one taking the keys.
     pub panes: Panes,
+    /// `@path` and `/` completion: the popup and the project's files.
+    pub completion: Completer,
+    /// The main agent's latest todo list (Ctrl+T shows it).
+    pub todos: TodoBoard,
     /// The user asked to leave.
     pub exit: bool,
 }
@@ -173,6 +184,8 @@ impl App {
             outbox: Vec::new(),
             requests: Vec::new(),
             panes: Panes::default(),
+            completion: Completer::default(),
+            todos: TodoBoard::default(),
             exit: false,
         }
     }
@@ -278,7 +291,12 @@ impl App {
                 tool,
                 input,
                 summary,
-            } if agent == MAIN => self.transcript.call_started(call_id, tool, summary, input),
+            } if agent == MAIN => {
+                if tool == "TodoWrite" {
+                    self.todos.write(input);
+                }
+                self.transcript.call_started(call_id, tool, summary, input)
+            }
             Event::ToolCallEnded {
                 agent,
                 call_id,
@@ -589,6 +607,9 @@ impl App {
         }
         // No pane is open (so neither is `/tasks`).
         self.tasks_open = false;
+        if self.completion_key(key, now) {
+            return;
+        }
         match (key.code, ctrl) {
             (KeyCode::Char('c'), true) => self.ctrl_c(now),
             (KeyCode::Esc, _) if self.busy() || self.children.any_running() => {
@@ -599,6 +620,9 @@ impl App {
                 self.outbox.push(Op::BackgroundBatch)
             }
             (KeyCode::Char('o'), true) => self.verbose = !self.verbose,
+            (KeyCode::Char('t'), true) => self
+                .panes
+                .open(Box::new(TodosPane::new(self.todos.clone()))),
             (KeyCode::BackTab, _) => self.cycle_mode(),
             (KeyCode::Char('j'), true) => self.prompt.insert("\n"),
             (KeyCode::Enter, _)
@@ -629,12 +653,33 @@ impl App {
             (KeyCode::PageDown, _) => self.scroll = self.scroll.saturating_sub(self.page.max(1)),
             _ => {}
         }
+        // Typing opens the popup; moving (a prompt recalled with ↑) only updates an open one.
+        let edits = matches!(
+            key.code,
+            KeyCode::Char(_) | KeyCode::Backspace | KeyCode::Delete
+        );
+        if edits || self.completion.popup.is_some() {
+            self.refresh_completion(now);
+        }
     }
 
-    /// Pasted text goes into the prompt as one piece (newlines kept).
+    /// Pasted text goes into the prompt as one piece (newlines kept; a
+    /// large paste as one block, see [`Prompt::paste`]).
     pub fn paste(&mut self, text: &str) {
-        if self.open_question().is_none() {
-            self.prompt.insert(text);
+        if self.open_question().is_none() && self.panes.is_empty() {
+            self.prompt.paste(text);
+            self.refresh_completion(Instant::now());
+        }
+    }
+
+    /// The mouse wheel (when capture is on): the transcript scrolls [`WHEEL_ROWS`].
+    pub fn wheel(&mut self, up: bool) {
+        if !self.panes.is_empty() {
+            // The transcript is under the pane: scrolling it would go unseen.
+        } else if up {
+            self.scroll += WHEEL_ROWS;
+        } else {
+            self.scroll = self.scroll.saturating_sub(WHEEL_ROWS);
         }
     }
 
@@ -770,7 +815,7 @@ impl App {
 
     /// Enter: a command runs here, a message goes to the session.
     fn submit(&mut self) {
-        let text = self.prompt.text().to_string();
+        let text = self.prompt.expanded();
         if !text.trim().is_empty() && self.history.last() != Some(&text) {
             self.history.push(text.clone());
             self.history_added.push(text.clone());
@@ -883,6 +928,7 @@ impl App {
         self.tasks_open = false;
         self.hint = None;
         self.panes.clear();
+        self.todos.clear();
     }
 }
 
@@ -890,4 +936,6 @@ impl App {
 pub const TUI_KEYS: &str = "\
 Keys: Enter sends · Shift+Enter or Ctrl+J new line · Esc interrupts the turn · Ctrl+B sends the
 running subagents to the background · Ctrl+O verbose tool output · Shift+Tab permission mode ·
-PgUp/PgDn scroll · Ctrl+C clears the prompt, twice leaves";
+PgUp/PgDn scroll (the mouse wheel too with CADRE_TUI_MOUSE=1) · Ctrl+T the todo list ·
+@ completes a project path and / a command (↑/↓ choose, Tab or Enter takes, Esc closes) ·
+a large paste stays one block · Ctrl+C clears the prompt, twice leaves";

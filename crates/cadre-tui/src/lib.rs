@@ -10,6 +10,7 @@
 pub mod app;
 pub mod children;
 pub mod commands;
+pub mod completion;
 pub mod diff;
 pub mod history;
 pub mod host;

@@ -65,7 +65,7 @@ pub async fn run(
     let mut switching = false;
     let mut events_done = false;
     let theme = Theme::from_env();
-    let _guard = TerminalGuard::enter()?;
+    let _guard = TerminalGuard::enter_with_mouse(crate::terminal::mouse_wanted())?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
     let mut keys = read_terminal_events();
@@ -84,6 +84,7 @@ pub async fn run(
     let mut dirty = true;
     let mut leaving = false;
     let mut exit = Exit::Left;
+    let (walk_done, mut walked) = mpsc::unbounded_channel::<crate::completion::FileList>();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -117,6 +118,17 @@ pub async fn run(
                     app.paste(&text);
                     dirty = true;
                 }
+                Some(TermEvent::Mouse(m)) => match m.kind {
+                    term::MouseEventKind::ScrollUp => {
+                        app.wheel(true);
+                        dirty = true;
+                    }
+                    term::MouseEventKind::ScrollDown => {
+                        app.wheel(false);
+                        dirty = true;
+                    }
+                    _ => {}
+                },
                 Some(TermEvent::Resize(..)) => dirty = true,
                 Some(_) => {}
                 // The terminal is gone: leave as on a hang-up.
@@ -187,7 +199,19 @@ pub async fn run(
                 }
                 dirty = true;
             }
+            Some(files) = walked.recv() => {
+                app.files_walked(files, Instant::now());
+                dirty = true;
+            }
             _ = tokio::time::sleep_until(next_frame.into()), if dirty => {}
+        }
+        // The `@` popup's file list: walked off the loop, filled in when ready.
+        if let Some(root) = app.take_walk() {
+            let tx = walk_done.clone();
+            tokio::task::spawn_blocking(move || {
+                let paths = crate::completion::walk(&root, crate::completion::MAX_WALK_ENTRIES);
+                let _ = tx.send(crate::completion::FileList::from(paths));
+            });
         }
         for op in app.outbox.drain(..) {
             handle.submit(op);

@@ -1,16 +1,34 @@
 //! The terminal's modes while the TUI runs: raw input, the alternate
-//! screen, bracketed paste. They are restored on every way out — a normal
+//! screen, bracketed paste, and mouse capture when asked for (off by
+//! default: it takes the terminal's own selection away). They are restored on every way out — a normal
 //! exit, an error (the guard's drop), a panic (the hook), and
 //! `std::process::exit` (an `atexit` handler) — exactly once.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ratatui::crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use ratatui::crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
 use ratatui::crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 use ratatui::crossterm::{cursor, execute};
+
+/// The environment variable that turns mouse capture on (`1`): the wheel
+/// then scrolls the transcript, and selecting text needs the terminal's
+/// modifier (often Shift).
+pub const MOUSE_ENV: &str = "CADRE_TUI_MOUSE";
+
+/// True when the environment asks for mouse capture (`CADRE_TUI_MOUSE=1`, `true`, `on` or `yes`).
+pub fn mouse_wanted() -> bool {
+    std::env::var(MOUSE_ENV).is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "on" | "yes"
+        )
+    })
+}
 
 /// True while the terminal is in the TUI's modes.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -22,11 +40,20 @@ impl TerminalGuard {
     /// Enters raw mode, the alternate screen and bracketed paste, and makes
     /// sure a panic or an exit restores them.
     pub fn enter() -> std::io::Result<TerminalGuard> {
+        TerminalGuard::enter_with_mouse(false)
+    }
+
+    /// [`TerminalGuard::enter`], with mouse capture too when `mouse`.
+    pub fn enter_with_mouse(mouse: bool) -> std::io::Result<TerminalGuard> {
         install_hooks();
         enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
         let mut out = std::io::stdout();
-        if let Err(e) = execute!(out, EnterAlternateScreen, EnableBracketedPaste) {
+        let mut entered = execute!(out, EnterAlternateScreen, EnableBracketedPaste);
+        if mouse && entered.is_ok() {
+            entered = execute!(out, EnableMouseCapture);
+        }
+        if let Err(e) = entered {
             restore();
             return Err(e);
         }
@@ -40,8 +67,9 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Leaves the TUI's modes if it is in them: paste off, alternate screen
-/// left, cursor shown, raw mode off. Safe to call more than once.
+/// Leaves the TUI's modes if it is in them: mouse capture and paste off
+/// (capture always, whether it was on or not: turning it off is harmless),
+/// alternate screen left, cursor shown, raw mode off. Safe to call more than once.
 pub fn restore() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return;
@@ -49,6 +77,7 @@ pub fn restore() {
     let mut out = std::io::stdout();
     let _ = execute!(
         out,
+        DisableMouseCapture,
         DisableBracketedPaste,
         LeaveAlternateScreen,
         cursor::Show

@@ -82,6 +82,13 @@ pub fn render(frame: &mut Frame<'_>, app: &App, now: Instant, theme: &Theme) {
     }
     render_prompt(frame, app, a.prompt, theme);
     render_status(frame, app, a.status, theme);
+    if let Some(popup) = &app.completion.popup
+        && app.panes.is_empty()
+        && app.open_question().is_none()
+    {
+        let over = Rect::new(area.x, area.y, area.width, a.prompt.y - area.y);
+        crate::completion::render_popup(frame, popup, over, theme);
+    }
     if let Some(pane) = app.panes.top() {
         let over = Rect::new(area.x, area.y, area.width, a.prompt.y - area.y);
         render_pane(frame, pane, over, theme);

@@ -477,3 +477,276 @@ fn esc_twice_on_an_empty_prompt_picks_a_message_to_go_back_to() {
         cadre_tui::transcript::EntryKind::User(t) if t == "second"
     )));
 }
+
+/// A model whose project walk found `files` (as the loop hands it over).
+fn with_files(files: &[&str], now: Instant) -> App {
+    let mut app = App::new(SessionInfo {
+        root: std::path::PathBuf::from("/project"),
+        ..SessionInfo::default()
+    });
+    app.files_walked(files.iter().map(|f| f.to_string()).collect::<Vec<_>>(), now);
+    app
+}
+
+fn popup_texts(app: &App) -> Vec<String> {
+    app.completion
+        .popup
+        .as_ref()
+        .map(|p| p.candidates.iter().map(|c| c.text.clone()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn at_completes_a_project_path_with_tab_and_sends_it() {
+    let now = Instant::now();
+    let mut app = with_files(
+        &["README.md", "src/", "src/main.rs", "src/map.rs", "docs/"],
+        now,
+    );
+    typed(&mut app, "look at @src/ma", now);
+    assert_eq!(popup_texts(&app), ["src/map.rs", "src/main.rs"]);
+    app.key(key(KeyCode::Up), now);
+    assert_eq!(
+        app.completion.popup.as_ref().unwrap().selected,
+        1,
+        "↑ wraps"
+    );
+    app.key(key(KeyCode::Down), now);
+    app.key(key(KeyCode::Down), now);
+    assert_eq!(app.completion.popup.as_ref().unwrap().selected, 1);
+    assert_eq!(
+        app.prompt.text(),
+        "look at @src/ma",
+        "the arrows chose, they walked no history"
+    );
+    app.key(key(KeyCode::Tab), now);
+    assert_eq!(app.prompt.text(), "look at @src/main.rs ");
+    assert!(app.completion.popup.is_none(), "a file ends the word");
+    typed(&mut app, "please", now);
+    app.key(key(KeyCode::Enter), now);
+    assert_eq!(
+        app.outbox,
+        [Op::UserMessage {
+            text: "look at @src/main.rs please".into()
+        }]
+    );
+}
+
+#[test]
+fn enter_takes_a_directory_and_its_entries_show_next() {
+    let now = Instant::now();
+    let mut app = with_files(&["src/", "src/main.rs", "srclib.txt"], now);
+    typed(&mut app, "@sr", now);
+    assert_eq!(popup_texts(&app), ["src/", "srclib.txt", "src/main.rs"]);
+    app.key(key(KeyCode::Enter), now);
+    assert_eq!(app.prompt.text(), "@src/");
+    assert!(
+        app.outbox.is_empty(),
+        "Enter took the path, it sent nothing"
+    );
+    assert_eq!(popup_texts(&app), ["src/main.rs"]);
+}
+
+#[test]
+fn esc_closes_the_popup_without_interrupting() {
+    let now = Instant::now();
+    let mut app = with_files(&["src/main.rs"], now);
+    app.apply(
+        &Event::TurnStarted {
+            agent: "main".into(),
+        },
+        now,
+    );
+    typed(&mut app, "@main", now);
+    assert_eq!(popup_texts(&app), ["src/main.rs"]);
+    app.key(key(KeyCode::Esc), now);
+    assert!(app.completion.popup.is_none());
+    assert!(app.outbox.is_empty(), "no interrupt: {:?}", app.outbox);
+    // It stays closed while the same word is typed; Tab is a tab again.
+    typed(&mut app, ".", now);
+    assert!(app.completion.popup.is_none());
+    app.key(key(KeyCode::Esc), now);
+    assert_eq!(app.outbox, [Op::Interrupt], "with no popup Esc interrupts");
+    // A new word opens it again.
+    typed(&mut app, " @src", now);
+    assert_eq!(popup_texts(&app), ["src/main.rs"]);
+}
+
+#[test]
+fn the_popup_is_drawn_above_the_prompt_and_the_walk_is_asked_for() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo {
+        root: std::path::PathBuf::from("/project"),
+        ..SessionInfo::default()
+    });
+    typed(&mut app, "@", now);
+    assert_eq!(
+        app.take_walk(),
+        Some(std::path::PathBuf::from("/project")),
+        "the first @ asks for a walk"
+    );
+    assert_eq!(app.take_walk(), None, "one walk at a time");
+    app.files_walked(vec!["Cargo.toml".to_string(), "src/".to_string()], now);
+    assert_eq!(popup_texts(&app), ["src/", "Cargo.toml"]);
+    typed(&mut app, "C", now);
+    assert_eq!(app.take_walk(), None, "a fresh list is used as it is");
+    let mut terminal = Terminal::new(TestBackend::new(60, 14)).unwrap();
+    terminal
+        .draw(|f| view::render(f, &app, now, &Theme { color: false }))
+        .unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    let row = |y: u16| {
+        (0..60)
+            .map(|x| buffer[(x, y)].symbol().to_string())
+            .collect::<String>()
+    };
+    // 14 rows: the prompt's rule at 11, its text at 12; the popup just above.
+    assert!(row(8).contains("files"), "{}", row(8));
+    assert!(row(9).starts_with("› Cargo.toml"), "{}", row(9));
+    assert!(row(10).starts_with("  src/"), "{}", row(10));
+    assert!(row(12).starts_with("› @C"), "{}", row(12));
+    // Without a root (no project) nothing is walked and nothing offered.
+    let mut bare = App::new(SessionInfo::default());
+    typed(&mut bare, "@", now);
+    assert_eq!(bare.take_walk(), None);
+    assert!(bare.completion.popup.is_none());
+}
+
+#[test]
+fn slash_completes_command_names_and_enter_runs_a_complete_one() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    typed(&mut app, "/he", now);
+    let popup = app.completion.popup.as_ref().unwrap();
+    assert_eq!(popup.candidates[0].text, "/help");
+    assert_eq!(popup.candidates[0].detail, "commands and keys");
+    app.key(key(KeyCode::Enter), now);
+    assert_eq!(app.prompt.text(), "/help ", "Enter completed the name");
+    assert!(app.completion.popup.is_none());
+    app.prompt.take();
+    app.refresh_completion(now);
+    typed(&mut app, "/exit", now);
+    assert!(app.completion.popup.is_some());
+    app.key(key(KeyCode::Enter), now);
+    assert!(app.exit, "a complete name runs as typed");
+    // Not after a word, and not for `//`.
+    let mut app = App::new(SessionInfo::default());
+    typed(&mut app, "say /he", now);
+    assert!(app.completion.popup.is_none());
+}
+
+#[test]
+fn a_large_paste_is_one_block_backspace_takes_it_and_enter_sends_it_all() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    let pasted: String = (1..=120).map(|i| format!("row {i}\n")).collect();
+    typed(&mut app, "see ", now);
+    app.paste(&pasted);
+    assert_eq!(app.prompt.text(), "see [Pasted text #1 +120 lines]");
+    app.key(key(KeyCode::Backspace), now);
+    assert_eq!(app.prompt.text(), "see ", "one backspace took the block");
+    app.paste(&pasted);
+    assert_eq!(app.prompt.text(), "see [Pasted text #2 +120 lines]");
+    // The placeholder is what the prompt shows: one row.
+    let mut terminal = Terminal::new(TestBackend::new(60, 14)).unwrap();
+    terminal
+        .draw(|f| view::render(f, &app, now, &Theme { color: false }))
+        .unwrap();
+    let screen: String = terminal
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    assert!(screen.contains("› see [Pasted text #2 +120 lines]"));
+    assert!(!screen.contains("row 1"), "{screen}");
+    app.key(key(KeyCode::Enter), now);
+    let [Op::UserMessage { text }] = app.outbox.as_slice() else {
+        panic!("{:?}", app.outbox);
+    };
+    assert!(text.starts_with("see row 1\nrow 2\n"), "{text}");
+    assert_eq!(text.lines().count(), 120);
+    assert!(text.ends_with("row 120"), "sent trimmed, in full: {text}");
+    // A small paste is typed text; escapes in a paste never reach the prompt raw.
+    app.paste("two\nlines \u{1b}[2J\u{7}done");
+    assert_eq!(app.prompt.text(), "two\nlines [2Jdone");
+}
+
+#[test]
+fn ctrl_t_shows_the_main_agents_latest_todo_list() {
+    let now = Instant::now();
+    let mut app = App::new(SessionInfo::default());
+    let todo_call = |agent: &str, todos: serde_json::Value| Event::ToolCallStarted {
+        agent: agent.into(),
+        call_id: "t".into(),
+        tool: "TodoWrite".into(),
+        input: serde_json::json!({ "todos": todos }),
+        summary: String::new(),
+    };
+    app.key(ctrl('t'), now);
+    assert_eq!(app.panes.len(), 1);
+    let text = |app: &App| {
+        let mut terminal = Terminal::new(TestBackend::new(60, 14)).unwrap();
+        terminal
+            .draw(|f| view::render(f, app, now, &Theme { color: false }))
+            .unwrap();
+        terminal
+            .backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect::<String>()
+    };
+    assert!(text(&app).contains("No todo list yet"), "{}", text(&app));
+    app.apply(
+        &todo_call(
+            "main",
+            serde_json::json!([
+                {"content": "Read the parser", "status": "completed"},
+                {"content": "Fix the bug", "status": "in_progress"},
+                {"content": "Run the tests", "status": "pending"}
+            ]),
+        ),
+        now,
+    );
+    // A child's list is its own, not the main agent's.
+    app.apply(
+        &todo_call(
+            "child-1",
+            serde_json::json!([{"content": "child work", "status": "pending"}]),
+        ),
+        now,
+    );
+    let shown = text(&app);
+    assert!(shown.contains("● Read the parser"), "{shown}");
+    assert!(shown.contains("◐ Fix the bug"), "{shown}");
+    assert!(shown.contains("○ Run the tests"), "{shown}");
+    assert!(shown.contains("1/3 done"), "{shown}");
+    assert!(!shown.contains("child work"), "{shown}");
+    typed(&mut app, "x", now);
+    assert!(app.prompt.is_empty(), "the pane takes the keys");
+    app.key(ctrl('t'), now);
+    assert!(app.panes.is_empty(), "Ctrl+T closes it");
+    app.key(ctrl('t'), now);
+    app.key(key(KeyCode::Esc), now);
+    assert!(app.panes.is_empty(), "Esc closes it");
+    assert!(app.outbox.is_empty());
+    app.apply(&todo_call("main", serde_json::json!([])), now);
+    app.key(ctrl('t'), now);
+    assert!(text(&app).contains("The todo list is empty."));
+}
+
+#[test]
+fn the_wheel_scrolls_three_rows() {
+    let mut app = App::new(SessionInfo::default());
+    app.wheel(true);
+    app.wheel(true);
+    assert_eq!(app.scroll, 6);
+    app.wheel(false);
+    assert_eq!(app.scroll, 3);
+    app.wheel(false);
+    app.wheel(false);
+    assert_eq!(app.scroll, 0);
+}

@@ -20,6 +20,7 @@ fn app() -> App {
         permission_mode: "default".into(),
         cwd: "~/src/cadre".into(),
         git_branch: Some("main".into()),
+        ..SessionInfo::default()
     })
 }
 

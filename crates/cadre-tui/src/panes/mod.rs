@@ -3,4 +3,5 @@
 pub mod agents;
 pub mod rewind;
 pub mod tasks;
+pub mod todos;
 pub mod transcript;
