@@ -13,7 +13,9 @@ use cadre_core::agent::{
     Agent, AgentSetup, EventSink, TurnLimits, build_system_prompt, read_project_instructions,
 };
 use cadre_core::background::BackgroundWork;
-use cadre_core::config::{Settings, data_dir, ensure_private_dir};
+use cadre_core::config::{
+    DEFAULT_MANAGED_SETTINGS_DIR, Settings, SettingsPaths, data_dir, ensure_private_dir,
+};
 use cadre_core::driver::{
     AgentParts, Lifetime, NoticeTiming, Session, SessionHandle, SessionSetup,
 };
@@ -95,7 +97,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let home = data_dir()?;
     ensure_private_dir(&home)?;
-    let settings = Settings::load(&home, &cwd)?;
+    let settings = Settings::load_with(&settings_paths(&home, &cwd))?;
     let mut warnings = settings.warnings.clone();
     warnings.extend(read_project_instructions(&cwd).1);
     let file = &settings.file;
@@ -144,12 +146,24 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     if let Err(e) = cadre_core::model::parse_base_url(&base_url) {
         bail!(UsageError(format!("bad base URL: {e}")));
     }
-    let model_name = args
-        .model
-        .clone()
-        .or_else(|| env_nonempty("CADRE_MODEL"))
-        .or_else(|| file.model.clone())
-        .unwrap_or_else(|| provider.default_model().to_string());
+    let asked_model = args.model.clone().or_else(|| env_nonempty("CADRE_MODEL"));
+    // Managed settings win over the command line and the environment too.
+    let model_name = match (&settings.managed_model, asked_model) {
+        (Some((managed, path)), asked) => {
+            if let Some(asked) = asked.filter(|a| a != managed) {
+                warnings.push(format!(
+                    "model {asked} ignored: {} sets the model to {managed}",
+                    path.display()
+                ));
+            }
+            managed.clone()
+        }
+        (None, Some(asked)) => asked,
+        (None, None) => file
+            .model
+            .clone()
+            .unwrap_or_else(|| provider.default_model().to_string()),
+    };
     let model = settings.resolve_model(provider, &model_name);
     let api_key = crate::keys::key(provider.key_env());
 
@@ -232,7 +246,15 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             warnings.extend(spec.warnings(name));
             // The definition's mode applies through the same ratchet, unless a flag set one.
             if perms.permission_mode.is_none() {
-                mode = spec.mode.mode;
+                match &settings.bypass_disabled_by {
+                    Some(by) if spec.mode.mode == PermissionMode::BypassPermissions => {
+                        warnings.push(format!(
+                            "--agent {name}: permission mode bypassPermissions ignored: {} disables it",
+                            by.display()
+                        ));
+                    }
+                    _ => mode = spec.mode.mode,
+                }
             }
             Some(spec)
         }
@@ -248,13 +270,9 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
                 .into(),
         );
     }
-    let policy = Arc::new(PermissionPolicy::new(
-        mode,
-        rules,
-        &cwd,
-        &home,
-        sandbox.is_some(),
-    ));
+    let mut policy = PermissionPolicy::new(mode, rules, &cwd, &home, sandbox.is_some());
+    policy.bypass_disabled = settings.bypass_disabled_by.is_some();
+    let policy = Arc::new(policy);
     let context = context_policy(&settings, &client);
     Ok(Runtime {
         context,
@@ -294,6 +312,21 @@ pub fn catalog_sources(
     }
 }
 
+/// Where the settings files are. `CADRE_MANAGED_SETTINGS_DIR` moves the
+/// managed directory (as `CADRE_MANAGED_AGENTS_DIR` moves managed agents).
+pub fn settings_paths(home: &std::path::Path, cwd: &std::path::Path) -> SettingsPaths {
+    SettingsPaths {
+        data_dir: home.to_path_buf(),
+        home_dir: dirs_home(),
+        project: cwd.to_path_buf(),
+        managed_dir: Some(
+            std::env::var_os("CADRE_MANAGED_SETTINGS_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_MANAGED_SETTINGS_DIR)),
+        ),
+    }
+}
+
 /// `[subagents]` from config, with defaults and clamps.
 pub fn subagent_settings(settings: &Settings) -> SubagentSettings {
     let f = &settings.file.subagents;
@@ -321,54 +354,56 @@ pub fn subagent_settings(settings: &Settings) -> SubagentSettings {
     }
 }
 
-/// Flag, else the user's default mode; a project's default mode applies only
-/// if it is at least as strict.
+/// The flag, else the mode the settings files choose (see
+/// [`Settings::file_mode`]). Managed settings win over the flag unless the
+/// flag is at least as strict; a file that disables `bypassPermissions`
+/// refuses it from the flag.
 fn permission_mode(
     perms: &PermissionArgs,
     settings: &Settings,
     warnings: &mut Vec<String>,
 ) -> Result<PermissionMode> {
-    if let Some(m) = perms.permission_mode {
-        return Ok(m);
-    }
-    let parse = |s: &str| s.parse::<PermissionMode>().map_err(UsageError);
-    let mut mode = match &settings.user_permissions.default_mode {
-        Some(m) => parse(m)?,
-        None => PermissionMode::Default,
+    let from_files = settings.file_mode(warnings).map_err(UsageError)?;
+    let Some(flag) = perms.permission_mode else {
+        return Ok(from_files.map_or(PermissionMode::Default, |c| c.mode));
     };
-    if let Some(p) = &settings.project_permissions.default_mode {
-        let project = parse(p)?;
-        if project.strictness() >= mode.strictness() {
-            mode = project;
-        } else {
-            warnings.push(format!(
-                "the project config asks for permission mode {project}, which is wider than {mode}; ignored"
-            ));
-        }
+    if flag == PermissionMode::BypassPermissions
+        && let Some(by) = &settings.bypass_disabled_by
+    {
+        bail!(UsageError(format!(
+            "--permission-mode bypassPermissions is disabled by {}",
+            by.display()
+        )));
     }
-    Ok(mode)
+    match from_files {
+        Some(managed) if managed.managed && flag.strictness() < managed.mode.strictness() => {
+            warnings.push(format!(
+                "--permission-mode {flag} ignored: {} sets {}, and a flag may only narrow it",
+                managed.source, managed.mode
+            ));
+            Ok(managed.mode)
+        }
+        _ => Ok(flag),
+    }
 }
 
-/// Rules from flags, the user file and the project file (its allow rules were dropped on load).
+/// Rules from flags and every settings file (project allow rules were dropped on load).
 fn permission_rules(perms: &PermissionArgs, settings: &Settings) -> Result<RuleSet> {
     let home = dirs_home();
     let mut set = RuleSet::new();
-    let sources = [
+    let flags = [
         (RuleKind::Allow, &perms.allow),
         (RuleKind::Ask, &perms.ask),
         (RuleKind::Deny, &perms.deny),
-        (RuleKind::Allow, &settings.user_permissions.allow),
-        (RuleKind::Ask, &settings.user_permissions.ask),
-        (RuleKind::Deny, &settings.user_permissions.deny),
-        (RuleKind::Ask, &settings.project_permissions.ask),
-        (RuleKind::Deny, &settings.project_permissions.deny),
     ];
-    for (kind, texts) in sources {
-        for text in texts {
-            let rule =
-                parse_rule(kind, text, home.as_deref()).map_err(|e| UsageError(e.to_string()))?;
-            set.add(rule);
-        }
+    let flag_rules = flags
+        .into_iter()
+        .flat_map(|(kind, texts)| texts.iter().map(move |t| (kind, t.clone())));
+    let file_rules = settings.rules().into_iter().map(|r| (r.kind, r.text));
+    for (kind, text) in flag_rules.chain(file_rules) {
+        let rule =
+            parse_rule(kind, &text, home.as_deref()).map_err(|e| UsageError(e.to_string()))?;
+        set.add(rule);
     }
     Ok(set)
 }
@@ -435,6 +470,13 @@ impl Runtime {
         ctx.sandbox = self.sandbox.clone();
         ctx.background = background.map(|w| w as Arc<dyn cadre_core::tools::BackgroundTasks>);
         ctx.policy = Some(self.policy.clone());
+        ctx.command_env = Arc::new(
+            self.settings
+                .env
+                .iter()
+                .map(|(k, (v, _))| (k.clone(), v.clone()))
+                .collect(),
+        );
         let gate = Arc::new(ApprovalGate::new(approvals, events.clone()));
         let mut tools = session_tools();
         let mut allowed_types = None;

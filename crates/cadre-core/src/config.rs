@@ -13,7 +13,13 @@ use crate::context::{
     DEFAULT_AUTO_COMPACT_PERCENT, ModelOverride, ModelTable, Prices, builtin_prices,
 };
 use crate::model::{Provider, parse_base_url, url_is_loopback};
+use crate::permissions::PermissionMode;
+use crate::permissions::rules::RuleKind;
 use crate::small_file::{SmallFileError, read_small_text};
+
+pub mod json;
+
+pub use json::{DEFAULT_MANAGED_SETTINGS_DIR, JsonSettings, SettingsPaths, SettingsScope};
 
 /// Largest config file read: a hand-written config is a few KB; anything near
 /// a megabyte is a mistake or an attack (a symlink to a device, a huge file).
@@ -514,6 +520,67 @@ pub struct Settings {
     pub project_provider_unbound: bool,
     /// `provider` as the user file set it (before the project's).
     pub user_provider: Option<String>,
+    /// `$CADRE_HOME/config.toml`, as named in sources.
+    pub user_config_path: PathBuf,
+    /// `.cadre/config.toml`, as named in sources.
+    pub project_config_path: PathBuf,
+    /// The JSON settings files found, lowest precedence first, each with what
+    /// applies of it (entries a scope may not set are already dropped).
+    pub json: Vec<LoadedJson>,
+    /// Entries of settings files that do not apply, with why (unknown keys too).
+    pub ignored: Vec<IgnoredEntry>,
+    /// `env` for the commands cadre starts: name → (value, file).
+    pub env: BTreeMap<String, (String, PathBuf)>,
+    /// The file `file.model` comes from.
+    pub model_source: Option<PathBuf>,
+    /// `model` of the managed file: it wins over flags and the environment too.
+    pub managed_model: Option<(String, PathBuf)>,
+    /// A file with `permissions.disableBypassPermissionsMode: "disable"`.
+    pub bypass_disabled_by: Option<PathBuf>,
+}
+
+/// A JSON settings file as loaded.
+#[derive(Debug, Clone)]
+pub struct LoadedJson {
+    /// Which scope it belongs to.
+    pub scope: SettingsScope,
+    /// Its path.
+    pub path: PathBuf,
+    /// What applies of it.
+    pub settings: JsonSettings,
+}
+
+/// An entry of a settings file that does not apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredEntry {
+    /// The file.
+    pub path: PathBuf,
+    /// Dotted key (`permissions.allow`), with the values when they matter.
+    pub key: String,
+    /// Why it does not apply.
+    pub why: String,
+}
+
+/// A permission rule with the file (or flag) it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcedRule {
+    /// Allow, ask or deny.
+    pub kind: RuleKind,
+    /// The rule as written.
+    pub text: String,
+    /// Where it comes from (`user settings (/home/u/.claude/settings.json)`).
+    pub source: String,
+}
+
+/// The permission mode the settings files choose, and the file that chose it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModeChoice {
+    /// The mode.
+    pub mode: PermissionMode,
+    /// Where it comes from, as shown to the user.
+    pub source: String,
+    /// It comes from managed settings (which a flag may only narrow).
+    pub managed: bool,
 }
 
 impl Settings {
@@ -572,6 +639,11 @@ impl Settings {
         let project_provider_unbound =
             project_file.provider.is_some() && project_file.base_url.is_none();
         let user_provider = file.provider.clone();
+        let model_source = match (&file.model, &project_file.model) {
+            (_, Some(_)) => Some(project_path.clone()),
+            (Some(_), None) => Some(home.join("config.toml")),
+            _ => None,
+        };
         file.merge(project_file);
         Ok(Settings {
             file,
@@ -580,7 +652,264 @@ impl Settings {
             warnings,
             project_provider_unbound,
             user_provider,
+            user_config_path: home.join("config.toml"),
+            project_config_path: project_path,
+            json: Vec::new(),
+            ignored: Vec::new(),
+            env: BTreeMap::new(),
+            model_source,
+            managed_model: None,
+            bypass_disabled_by: None,
         })
+    }
+
+    /// Loads the config.toml files (as [`Settings::load`]) and the JSON
+    /// settings files of `paths` over them. Precedence, lowest first: user,
+    /// shared project, local project, (the command line, applied by the
+    /// binary), managed. Project files may narrow permissions, never widen
+    /// them: their allow rules, wider modes and `env` are dropped with a
+    /// warning (workspace trust will let a trusted folder's apply).
+    pub fn load_with(paths: &SettingsPaths) -> Result<Settings, ConfigError> {
+        let mut s = Settings::load(&paths.data_dir, &paths.project)?;
+        if !s.project_permissions.allow.is_empty() {
+            s.ignored.push(IgnoredEntry {
+                path: s.project_config_path.clone(),
+                key: format!(
+                    "permissions.allow ({})",
+                    s.project_permissions.allow.join(", ")
+                ),
+                why: "a project file may not add allow rules".into(),
+            });
+        }
+        // config.toml's model sits below every JSON file of its scope and above
+        // the lower scopes': find the project config's place by its scope.
+        let project_toml_model = s
+            .model_source
+            .as_ref()
+            .filter(|p| **p == s.project_config_path)
+            .and_then(|_| s.file.model.clone());
+        let mut model: Option<(String, PathBuf)> =
+            s.file.model.clone().zip(s.model_source.clone());
+        if project_toml_model.is_some() {
+            // Restored after the user JSON files below.
+            model = None;
+        }
+        let mut project_model_pending = project_toml_model.map(|m| (m, s.project_config_path.clone()));
+        for (scope, path) in paths.json_files() {
+            let Some(mut js) = JsonSettings::load(&path)? else {
+                continue;
+            };
+            if scope >= SettingsScope::Project
+                && let Some(pending) = project_model_pending.take()
+            {
+                model = Some(pending);
+            }
+            s.apply_json(scope, &path, &mut js, &mut model);
+            s.json.push(LoadedJson {
+                scope,
+                path,
+                settings: js,
+            });
+        }
+        if let Some(pending) = project_model_pending {
+            model = Some(pending);
+        }
+        s.file.model = model.as_ref().map(|(m, _)| m.clone());
+        s.model_source = model.map(|(_, p)| p);
+        Ok(s)
+    }
+
+    /// Drops what `scope` may not set from `js` (with warnings), and merges
+    /// `env`, `model` and the bypass switch into `self`.
+    fn apply_json(
+        &mut self,
+        scope: SettingsScope,
+        path: &Path,
+        js: &mut JsonSettings,
+        model: &mut Option<(String, PathBuf)>,
+    ) {
+        let shown = path.display();
+        let mut ignore = |key: String, why: &str, warn: Option<String>| {
+            self.ignored.push(IgnoredEntry {
+                path: path.to_path_buf(),
+                key,
+                why: why.to_string(),
+            });
+            if let Some(w) = warn {
+                self.warnings.push(w);
+            }
+        };
+        for key in &js.unknown {
+            ignore(key.clone(), "cadre does not read this key", None);
+        }
+        if !js.hook_events.is_empty() {
+            let events = js.hook_events.join(", ");
+            ignore(
+                format!("hooks ({events})"),
+                "hooks are not supported yet",
+                Some(format!(
+                    "{shown}: hooks ({events}) are not supported yet; they will not run"
+                )),
+            );
+        }
+        if !js.additional_directories.is_empty() {
+            let dirs = js.additional_directories.join(", ");
+            ignore(
+                format!("permissions.additionalDirectories ({dirs})"),
+                "additional directories are not supported yet",
+                Some(format!(
+                    "{shown}: permissions.additionalDirectories ({dirs}) ignored: not supported yet"
+                )),
+            );
+        }
+        if !scope.is_trusted() {
+            // Workspace trust will let a trusted folder's allow rules and env apply.
+            if !js.permissions.allow.is_empty() {
+                let rules = js.permissions.allow.join(", ");
+                ignore(
+                    format!("permissions.allow ({rules})"),
+                    "a project file may not add allow rules",
+                    Some(format!(
+                        "{shown}: permissions.allow ignored ({rules}): a project file may add ask and deny rules, not allow rules; put them in your user settings or pass --allow"
+                    )),
+                );
+                js.permissions.allow.clear();
+            }
+            if !js.env.is_empty() {
+                let names: Vec<&str> = js.env.keys().map(String::as_str).collect();
+                let names = names.join(", ");
+                ignore(
+                    format!("env ({names})"),
+                    "a project file may not set the environment of commands",
+                    Some(format!(
+                        "{shown}: env ignored ({names}): a project file may not set the environment of commands; put it in your user settings"
+                    )),
+                );
+                js.env.clear();
+            }
+        }
+        for (name, value) in &js.env {
+            self.env
+                .insert(name.clone(), (value.clone(), path.to_path_buf()));
+        }
+        if let Some(m) = &js.model {
+            if scope == SettingsScope::Managed {
+                self.managed_model = Some((m.clone(), path.to_path_buf()));
+            }
+            *model = Some((m.clone(), path.to_path_buf()));
+        }
+        if js.disable_bypass
+            && (self.bypass_disabled_by.is_none() || scope == SettingsScope::Managed)
+        {
+            self.bypass_disabled_by = Some(path.to_path_buf());
+        }
+    }
+
+    /// Every permission rule of the settings files, each with its source:
+    /// user files, then project files, then managed (allow rules a scope may
+    /// not give are already gone). Deny beats allow wherever each comes from.
+    pub fn rules(&self) -> Vec<SourcedRule> {
+        let mut out = Vec::new();
+        let mut add = |p: &PermissionsFile, source: String| {
+            for (kind, texts) in [
+                (RuleKind::Allow, &p.allow),
+                (RuleKind::Ask, &p.ask),
+                (RuleKind::Deny, &p.deny),
+            ] {
+                for text in texts {
+                    out.push(SourcedRule {
+                        kind,
+                        text: text.trim().to_string(),
+                        source: source.clone(),
+                    });
+                }
+            }
+        };
+        let user = format!("user config ({})", self.user_config_path.display());
+        let project = format!("project config ({})", self.project_config_path.display());
+        add(&self.user_permissions, user);
+        for scope in [
+            SettingsScope::User,
+            SettingsScope::Project,
+            SettingsScope::Local,
+            SettingsScope::Managed,
+        ] {
+            if scope == SettingsScope::Project {
+                add(&self.project_permissions, project.clone());
+            }
+            for j in self.json.iter().filter(|j| j.scope == scope) {
+                add(
+                    &j.settings.permissions,
+                    format!("{} ({})", scope.label(), j.path.display()),
+                );
+            }
+        }
+        out
+    }
+
+    /// The permission mode the files choose (`None`: none sets one), warning
+    /// in `warnings` of each mode not applied. A user or managed file's mode
+    /// replaces the one below it; a project file's applies only when at least
+    /// as strict; `bypassPermissions` never applies when a file disables it.
+    /// Err: a config.toml names a mode cadre does not know.
+    pub fn file_mode(&self, warnings: &mut Vec<String>) -> Result<Option<ModeChoice>, String> {
+        let mut layers: Vec<(SettingsScope, String, &str, bool)> = Vec::new();
+        let user = format!("user config ({})", self.user_config_path.display());
+        let project = format!("project config ({})", self.project_config_path.display());
+        if let Some(m) = &self.user_permissions.default_mode {
+            layers.push((SettingsScope::User, user, m, true));
+        }
+        for scope in [
+            SettingsScope::User,
+            SettingsScope::Project,
+            SettingsScope::Local,
+            SettingsScope::Managed,
+        ] {
+            if scope == SettingsScope::Project
+                && let Some(m) = &self.project_permissions.default_mode
+            {
+                layers.push((SettingsScope::Project, project.clone(), m, true));
+            }
+            for j in self.json.iter().filter(|j| j.scope == scope) {
+                if let Some(m) = &j.settings.permissions.default_mode {
+                    let label = format!("{} ({})", scope.label(), j.path.display());
+                    layers.push((scope, label, m, false));
+                }
+            }
+        }
+        let mut chosen: Option<ModeChoice> = None;
+        for (scope, source, text, toml) in layers {
+            let mode = match text.parse::<PermissionMode>() {
+                Ok(m) => m,
+                Err(e) if toml => return Err(e),
+                Err(e) => {
+                    warnings.push(format!("{source}: permissions.defaultMode ignored: {e}"));
+                    continue;
+                }
+            };
+            if mode == PermissionMode::BypassPermissions
+                && let Some(by) = &self.bypass_disabled_by
+            {
+                warnings.push(format!(
+                    "{source}: permission mode bypassPermissions ignored: {} disables it",
+                    by.display()
+                ));
+                continue;
+            }
+            let current = chosen.as_ref().map_or(PermissionMode::Default, |c| c.mode);
+            if scope.is_trusted() || mode.strictness() >= current.strictness() {
+                chosen = Some(ModeChoice {
+                    mode,
+                    source,
+                    managed: scope == SettingsScope::Managed,
+                });
+            } else {
+                warnings.push(format!(
+                    "{source} asks for permission mode {mode}, which is wider than {current}; ignored (a project file may only narrow the mode)"
+                ));
+            }
+        }
+        Ok(chosen)
     }
 
     /// Resolves a model alias (`sonnet`, `opus`, `haiku`) for `provider`

@@ -10,45 +10,36 @@ use super::CommandContext;
 pub fn describe(ctx: &CommandContext<'_>) -> String {
     let runtime = ctx.runtime;
     let settings = &runtime.settings;
-    let user_file = runtime.home.join("config.toml");
-    let project_file = runtime.cwd.join(".cadre").join("config.toml");
-    let user = format!("user config ({})", user_file.display());
-    let project = format!("project config ({})", project_file.display());
     let mode = runtime.policy.mode;
+    // The settings files' choice (every file, managed included) stands in for the user's.
+    let file_mode = settings.file_mode(&mut Vec::new()).ok().flatten();
     let mode_source = mode_source(
         mode,
-        ctx.perms.permission_mode.is_some(),
+        // A managed mode wins over a wider flag.
+        ctx.perms.permission_mode.is_some()
+            && !file_mode.as_ref().is_some_and(|c| c.managed && c.mode == mode),
         ctx.agents.agent.as_deref(),
-        (settings.user_permissions.default_mode.as_deref(), &user),
         (
-            settings.project_permissions.default_mode.as_deref(),
-            &project,
+            file_mode.as_ref().map(|c| c.mode.as_str()),
+            file_mode.as_ref().map_or("", |c| c.source.as_str()),
         ),
+        (None, ""),
     );
     let mut lines = vec![format!("permission mode: {mode} (from {mode_source})")];
     let sources = [
         (RuleKind::Allow, &ctx.perms.allow, "--allow".to_string()),
         (RuleKind::Ask, &ctx.perms.ask, "--ask".to_string()),
         (RuleKind::Deny, &ctx.perms.deny, "--deny".to_string()),
-        (
-            RuleKind::Allow,
-            &settings.user_permissions.allow,
-            user.clone(),
-        ),
-        (RuleKind::Ask, &settings.user_permissions.ask, user.clone()),
-        (RuleKind::Deny, &settings.user_permissions.deny, user),
-        (
-            RuleKind::Ask,
-            &settings.project_permissions.ask,
-            project.clone(),
-        ),
-        (RuleKind::Deny, &settings.project_permissions.deny, project),
     ];
     let mut rules: Vec<(RuleKind, String, String)> = Vec::new();
     for (kind, texts, source) in sources {
         for text in texts {
             rules.push((kind, text.trim().to_string(), source.clone()));
         }
+    }
+    // Every settings file's rules (config.toml and settings.json), each with its file.
+    for r in settings.rules() {
+        rules.push((r.kind, r.text, r.source));
     }
     for (agent, rule) in ctx.view.granted() {
         let whose = if agent == "main" {
@@ -83,7 +74,7 @@ pub fn describe(ctx: &CommandContext<'_>) -> String {
         .to_string(),
     );
     lines.push(
-        "a project config's allow rules are never applied; it may only add ask and deny rules"
+        "a project file's allow rules are never applied; it may only add ask and deny rules"
             .to_string(),
     );
     lines.join("\n")

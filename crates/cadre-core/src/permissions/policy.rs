@@ -39,6 +39,9 @@ pub struct PermissionPolicy {
     pub data_dir: PathBuf,
     /// Whether `Bash` commands can actually be sandboxed here.
     pub sandbox_available: bool,
+    /// A settings file disables `bypassPermissions`: the mode then lets
+    /// nothing more run than `default` does (children included).
+    pub bypass_disabled: bool,
 }
 
 /// A mode change asked for by the user (Shift+Tab, `/permissions`), taken
@@ -185,6 +188,7 @@ impl PermissionPolicy {
             project_dir: canon(project_dir),
             data_dir: canon(data_dir),
             sandbox_available,
+            bypass_disabled: false,
         }
     }
 
@@ -268,7 +272,7 @@ impl PermissionPolicy {
         {
             return Decision::Deny(why);
         }
-        if self.mode == PermissionMode::BypassPermissions {
+        if self.mode == PermissionMode::BypassPermissions && !self.bypass_disabled {
             return Decision::Allow;
         }
         // Plan mode is read-only whatever allow rules or approvals say;

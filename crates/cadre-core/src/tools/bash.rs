@@ -233,7 +233,7 @@ async fn run(
     }
     // One pipe for both streams keeps stdout and stderr in arrival order.
     let (reader, writer) = io::pipe()?;
-    let mut child = spawn(command, &ctx.cwd, writer, sandbox)?;
+    let mut child = spawn(command, &ctx.cwd, &ctx.command_env, writer, sandbox)?;
     let pgid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
@@ -470,6 +470,7 @@ pub const SECRET_ENV: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
 fn spawn(
     command: &str,
     cwd: &Path,
+    env: &[(String, String)],
     writer: io::PipeWriter,
     sandbox: Option<std::sync::Arc<PreparedSandbox>>,
 ) -> io::Result<Child> {
@@ -484,6 +485,7 @@ fn spawn(
             .stderr(writer.try_clone()?)
             .process_group(0)
             .kill_on_drop(true);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         // The model's commands never see cadre's credentials.
         for key in SECRET_ENV {
             cmd.env_remove(key);

@@ -113,6 +113,8 @@ pub struct ToolContext {
     pub delegation: Option<Arc<dyn Delegation>>,
     /// The calling agent, set by the agent loop for a batch of calls.
     pub caller: Option<Arc<Caller>>,
+    /// Variables the settings files' `env` adds to the commands `Bash` starts.
+    pub command_env: Arc<Vec<(String, String)>>,
 }
 
 impl ToolContext {
@@ -131,6 +133,7 @@ impl ToolContext {
             decided_path: None,
             delegation: None,
             caller: None,
+            command_env: Arc::default(),
         }
     }
 

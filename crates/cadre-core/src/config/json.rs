@@ -1,0 +1,254 @@
+//! Claude Code's JSON settings files (`settings.json`, `settings.local.json`,
+//! `managed-settings.json`), read in Claude Code's format for cadre's own
+//! files too. Only the keys cadre honours are kept; the rest are listed as
+//! unknown so `cadre config show` can name them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{ConfigError, MAX_CONFIG_BYTES, PermissionsFile};
+use crate::small_file::read_small_text;
+
+/// Where a settings file sits, lowest precedence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SettingsScope {
+    /// The user's own files (trusted).
+    User,
+    /// A project's shared files (untrusted: may narrow, never widen).
+    Project,
+    /// A project's local files (`*.local.json`; as untrusted as the shared ones).
+    Local,
+    /// The administrator's managed file (wins over everything).
+    Managed,
+}
+
+impl SettingsScope {
+    /// How the scope is named in messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            SettingsScope::User => "user settings",
+            SettingsScope::Project => "project settings",
+            SettingsScope::Local => "local project settings",
+            SettingsScope::Managed => "managed settings",
+        }
+    }
+
+    /// Whether entries that widen permissions or run code apply from this scope.
+    /// Project files will be trusted per folder later (workspace trust); until
+    /// then they may only narrow.
+    pub fn is_trusted(self) -> bool {
+        matches!(self, SettingsScope::User | SettingsScope::Managed)
+    }
+}
+
+/// The keys of one JSON settings file that cadre reads.
+#[derive(Debug, Clone, Default)]
+pub struct JsonSettings {
+    /// `permissions.allow/ask/deny/defaultMode`.
+    pub permissions: PermissionsFile,
+    /// `permissions.additionalDirectories`.
+    pub additional_directories: Vec<String>,
+    /// `permissions.disableBypassPermissionsMode` is `"disable"`.
+    pub disable_bypass: bool,
+    /// `env`: variables for the commands cadre starts.
+    pub env: BTreeMap<String, String>,
+    /// `model`.
+    pub model: Option<String>,
+    /// Events named under `hooks` (hooks are not run yet).
+    pub hook_events: Vec<String>,
+    /// Dotted keys cadre does not read.
+    pub unknown: Vec<String>,
+}
+
+fn parse_error(path: &Path, message: impl Into<String>) -> ConfigError {
+    ConfigError::Parse {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+fn strings(path: &Path, key: &str, v: &Value) -> Result<Vec<String>, ConfigError> {
+    let err = || parse_error(path, format!("{key} must be a list of strings"));
+    v.as_array()
+        .ok_or_else(err)?
+        .iter()
+        .map(|s| s.as_str().map(str::to_string).ok_or_else(err))
+        .collect()
+}
+
+impl JsonSettings {
+    /// Reads one file; `None` when it does not exist.
+    pub fn load(path: &Path) -> Result<Option<JsonSettings>, ConfigError> {
+        let text = match read_small_text(path, MAX_CONFIG_BYTES) {
+            Ok(t) => t,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        JsonSettings::parse(path, &text).map(Some)
+    }
+
+    /// Parses the text of the file at `path` (named in errors).
+    pub fn parse(path: &Path, text: &str) -> Result<JsonSettings, ConfigError> {
+        let root: Value =
+            serde_json::from_str(text).map_err(|e| parse_error(path, e.to_string()))?;
+        let Value::Object(root) = root else {
+            return Err(parse_error(path, "a settings file holds one JSON object"));
+        };
+        let mut out = JsonSettings::default();
+        for (key, value) in &root {
+            match key.as_str() {
+                "permissions" => out.read_permissions(path, value)?,
+                "env" => {
+                    let Value::Object(vars) = value else {
+                        return Err(parse_error(path, "env must be an object of strings"));
+                    };
+                    for (name, v) in vars {
+                        // Claude Code takes numbers and booleans as their text.
+                        let text = match v {
+                            Value::String(s) => s.clone(),
+                            Value::Number(n) => n.to_string(),
+                            Value::Bool(b) => b.to_string(),
+                            _ => {
+                                return Err(parse_error(
+                                    path,
+                                    format!("env.{name} must be a string"),
+                                ));
+                            }
+                        };
+                        out.env.insert(name.clone(), text);
+                    }
+                }
+                "model" => {
+                    let m = value
+                        .as_str()
+                        .ok_or_else(|| parse_error(path, "model must be a string"))?;
+                    out.model = Some(m.to_string());
+                }
+                "hooks" => {
+                    let Value::Object(events) = value else {
+                        return Err(parse_error(path, "hooks must be an object of events"));
+                    };
+                    out.hook_events = events.keys().cloned().collect();
+                }
+                // The schema reference editors use; not a setting.
+                "$schema" => {}
+                other => out.unknown.push(other.to_string()),
+            }
+        }
+        Ok(out)
+    }
+
+    fn read_permissions(&mut self, path: &Path, value: &Value) -> Result<(), ConfigError> {
+        let Value::Object(map) = value else {
+            return Err(parse_error(path, "permissions must be an object"));
+        };
+        for (key, v) in map {
+            let dotted = format!("permissions.{key}");
+            match key.as_str() {
+                "allow" => self.permissions.allow = strings(path, &dotted, v)?,
+                "ask" => self.permissions.ask = strings(path, &dotted, v)?,
+                "deny" => self.permissions.deny = strings(path, &dotted, v)?,
+                "additionalDirectories" => {
+                    self.additional_directories = strings(path, &dotted, v)?
+                }
+                "defaultMode" => {
+                    let m = v
+                        .as_str()
+                        .ok_or_else(|| parse_error(path, format!("{dotted} must be a string")))?;
+                    self.permissions.default_mode = Some(m.to_string());
+                }
+                "disableBypassPermissionsMode" => {
+                    self.disable_bypass = v.as_str() == Some("disable");
+                }
+                _ => self.unknown.push(dotted),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where the JSON settings files are: the user's, the project's and the
+/// managed one, each scope's files in the order they apply (later wins).
+#[derive(Debug, Clone)]
+pub struct SettingsPaths {
+    /// cadre's data directory (`$CADRE_HOME`).
+    pub data_dir: PathBuf,
+    /// The user's home directory (for `~/.claude`), when there is one.
+    pub home_dir: Option<PathBuf>,
+    /// The project directory.
+    pub project: PathBuf,
+    /// The directory of `managed-settings.json` ([`DEFAULT_MANAGED_SETTINGS_DIR`] normally).
+    pub managed_dir: Option<PathBuf>,
+}
+
+/// Where managed settings live unless `CADRE_MANAGED_SETTINGS_DIR` moves them.
+pub const DEFAULT_MANAGED_SETTINGS_DIR: &str = "/etc/cadre";
+
+impl SettingsPaths {
+    /// The JSON files with their scopes, lowest precedence first: Claude
+    /// Code's file of a scope before cadre's own, shared before local.
+    pub fn json_files(&self) -> Vec<(SettingsScope, PathBuf)> {
+        let mut files = Vec::new();
+        if let Some(home) = &self.home_dir {
+            files.push((
+                SettingsScope::User,
+                home.join(".claude").join("settings.json"),
+            ));
+        }
+        files.push((SettingsScope::User, self.data_dir.join("settings.json")));
+        let claude = self.project.join(".claude");
+        let cadre = self.project.join(".cadre");
+        files.push((SettingsScope::Project, claude.join("settings.json")));
+        files.push((SettingsScope::Project, cadre.join("settings.json")));
+        files.push((SettingsScope::Local, claude.join("settings.local.json")));
+        files.push((SettingsScope::Local, cadre.join("settings.local.json")));
+        if let Some(dir) = &self.managed_dir {
+            files.push((SettingsScope::Managed, dir.join("managed-settings.json")));
+        }
+        files
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_known_keys_and_lists_unknown_ones() {
+        let s = JsonSettings::parse(
+            Path::new("s.json"),
+            r#"{"$schema": "x", "model": "opus", "env": {"A": "1", "N": 2},
+                "permissions": {"allow": ["Read"], "deny": ["Bash"], "defaultMode": "plan",
+                  "disableBypassPermissionsMode": "disable", "additionalDirectories": ["../x"],
+                  "colour": 1},
+                "hooks": {"PreToolUse": [], "Stop": []}, "statusLine": {}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.model.as_deref(), Some("opus"));
+        assert_eq!(s.env.get("N").map(String::as_str), Some("2"));
+        assert_eq!(s.permissions.allow, ["Read"]);
+        assert_eq!(s.permissions.deny, ["Bash"]);
+        assert_eq!(s.permissions.default_mode.as_deref(), Some("plan"));
+        assert!(s.disable_bypass);
+        assert_eq!(s.additional_directories, ["../x"]);
+        assert_eq!(s.hook_events, ["PreToolUse", "Stop"]);
+        assert_eq!(s.unknown, ["permissions.colour", "statusLine"]);
+    }
+
+    #[test]
+    fn wrong_shapes_name_the_file_and_key() {
+        for (text, key) in [
+            (r#"{"permissions": {"deny": "Bash"}}"#, "permissions.deny"),
+            (r#"{"env": {"A": []}}"#, "env.A"),
+            ("[1]", "one JSON object"),
+            ("{", "EOF"),
+        ] {
+            let err = JsonSettings::parse(Path::new("p/settings.json"), text)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("p/settings.json") && err.contains(key), "{err}");
+        }
+    }
+}
