@@ -4,6 +4,7 @@
 mod agents;
 mod approve;
 mod commands;
+mod config_cmd;
 mod eval;
 mod exec;
 mod interactive;
@@ -116,6 +117,8 @@ enum Command {
     Tasks(tasks::TasksArgs),
     /// Run evaluation cases (offline against the scripted model, or --live).
     Eval(eval::EvalArgs),
+    /// Show the settings in force, each with the file it comes from.
+    Config(config_cmd::ConfigArgs),
 }
 
 fn main() -> ExitCode {
@@ -144,6 +147,7 @@ fn main() -> ExitCode {
             Some(Command::Agents(args)) => agents::run(&cli.permissions, &cli.agent, args),
             Some(Command::Eval(args)) => eval::run(args).await,
             Some(Command::Tasks(args)) => tasks::run(args).await,
+            Some(Command::Config(args)) => config_cmd::run(args),
             None if tui::wanted(cli.no_tui) => {
                 tui::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await
             }

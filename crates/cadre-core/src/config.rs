@@ -739,9 +739,6 @@ impl Settings {
                 self.warnings.push(w);
             }
         };
-        for key in &js.unknown {
-            ignore(key.clone(), "cadre does not read this key", None);
-        }
         if !js.hook_events.is_empty() {
             let events = js.hook_events.join(", ");
             ignore(

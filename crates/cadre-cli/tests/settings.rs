@@ -1,0 +1,325 @@
+//! Claude Code's settings files (`.claude/settings.json` and friends), cadre's
+//! own JSON settings and managed settings, through the binary against the mock.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Harness, Wire, events, stderr, stdout, tool_results};
+use serde_json::Value;
+
+/// One Bash call, then a final reply.
+fn bash_script(command: &str) -> String {
+    format!(
+        r#"
+rules:
+  - name: cmd
+    replies:
+      - tool_calls:
+          - {{ name: Bash, input: {{ command: "{command}", description: "run it" }} }}
+      - text: "done"
+"#
+    )
+}
+
+/// Writes `text` to `rel` under the harness's HOME (the user's home directory).
+fn write_home(h: &Harness, rel: &str, text: &str) {
+    let p = h.home.path().join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// The text of every warning event of a `--json` run.
+fn warnings(out: &std::process::Output) -> Vec<String> {
+    events(out)
+        .iter()
+        .filter(|e| e["type"] == "warning")
+        .map(|e| e["message"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// The first tool result the model got back.
+fn first_result(h: &Harness) -> (String, bool) {
+    let records = h.records();
+    assert_eq!(records.len(), 2, "one call, then the final request");
+    tool_results(&records[1].body).remove(0)
+}
+
+#[tokio::test]
+async fn a_claude_project_deny_rule_stops_bash_even_when_a_flag_allows_it() {
+    let h = Harness::new(&bash_script("echo ran > ran.txt"), Wire::Anthropic).await;
+    h.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"deny": ["Bash"]}}"#,
+    );
+    let out = h
+        .cadre(&["exec", "--json", "--allow", "Bash", "go"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, is_error) = first_result(&h);
+    assert!(is_error, "{text}");
+    assert_eq!(text, "denied by the rule Bash");
+    assert!(!h.path("ran.txt").exists(), "Bash must not have run");
+}
+
+#[tokio::test]
+async fn a_project_allow_rule_is_ignored_with_a_warning_while_the_users_applies() {
+    // Project allow only: ignored, so the headless run is refused the call.
+    let h = Harness::new(&bash_script("echo ran > ran.txt"), Wire::Anthropic).await;
+    h.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash(echo:*)"]}}"#,
+    );
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, _) = first_result(&h);
+    assert!(text.starts_with("denied"), "{text}");
+    assert!(!h.path("ran.txt").exists());
+    let w = warnings(&out);
+    assert!(
+        w.iter().any(|w| w.contains(".claude/settings.json")
+            && w.contains("permissions.allow ignored (Bash(echo:*))")),
+        "{w:?}"
+    );
+
+    // The same rule in the user's ~/.claude/settings.json applies.
+    let h = Harness::new(&bash_script("echo ran > ran.txt"), Wire::Anthropic).await;
+    write_home(
+        &h,
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash(echo:*)"]}}"#,
+    );
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, is_error) = first_result(&h);
+    assert!(!is_error, "{text}");
+    assert_eq!(h.read("ran.txt"), "ran\n");
+    assert!(warnings(&out).iter().all(|w| !w.contains("ignored")));
+}
+
+#[tokio::test]
+async fn managed_settings_win_and_forbid_bypass_permissions() {
+    let h = Harness::new(&bash_script("echo ran > ran.txt"), Wire::Anthropic).await;
+    let managed = tempfile::tempdir().unwrap();
+    std::fs::write(
+        managed.path().join("managed-settings.json"),
+        r#"{"permissions": {"deny": ["Bash(echo:*)"], "disableBypassPermissionsMode": "disable"}}"#,
+    )
+    .unwrap();
+    // The user allows the command; the managed deny rule still wins.
+    write_home(
+        &h,
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash(echo:*)"], "defaultMode": "bypassPermissions"}}"#,
+    );
+    let dir = managed.path().to_str().unwrap();
+    let env = [("CADRE_MANAGED_SETTINGS_DIR", dir)];
+    // The flag asking for bypassPermissions is refused outright.
+    let out = h
+        .cadre_env(
+            &["exec", "--permission-mode", "bypassPermissions", "go"],
+            &env,
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("bypassPermissions is disabled by")
+            && stderr(&out).contains("managed-settings.json"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(h.records().is_empty(), "refused before any request");
+
+    // The user's bypassPermissions default is ignored with a warning; the deny applies.
+    let out = h.cadre_env(&["exec", "--json", "go"], &env).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let w = warnings(&out);
+    assert!(
+        w.iter()
+            .any(|w| w.contains("bypassPermissions ignored") && w.contains("managed-settings.json")),
+        "{w:?}"
+    );
+    let (text, is_error) = first_result(&h);
+    assert!(is_error);
+    assert_eq!(text, "denied by the rule Bash(echo:*)");
+    assert!(!h.path("ran.txt").exists());
+}
+
+#[tokio::test]
+async fn managed_mode_wins_over_a_wider_flag() {
+    let h = Harness::new(&bash_script("echo ran > ran.txt"), Wire::Anthropic).await;
+    let managed = tempfile::tempdir().unwrap();
+    std::fs::write(
+        managed.path().join("managed-settings.json"),
+        r#"{"permissions": {"defaultMode": "plan"}}"#,
+    )
+    .unwrap();
+    let dir = managed.path().to_str().unwrap();
+    let out = h
+        .cadre_env(
+            &["exec", "--json", "--permission-mode", "acceptEdits", "go"],
+            &[("CADRE_MANAGED_SETTINGS_DIR", dir)],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, _) = first_result(&h);
+    assert_eq!(text, "denied: plan mode is read-only");
+    assert!(
+        warnings(&out)
+            .iter()
+            .any(|w| w.contains("--permission-mode acceptEdits ignored")),
+        "{:?}",
+        warnings(&out)
+    );
+}
+
+#[tokio::test]
+async fn user_env_reaches_bash_and_project_env_is_ignored_with_a_warning() {
+    let h = Harness::new(
+        &bash_script("echo \\\"$FROM_USER/$FROM_PROJECT\\\" > env.txt"),
+        Wire::Anthropic,
+    )
+    .await;
+    write_home(
+        &h,
+        ".claude/settings.json",
+        r#"{"env": {"FROM_USER": "user-value"}}"#,
+    );
+    h.write(
+        ".cadre/settings.json",
+        r#"{"env": {"FROM_PROJECT": "project-value"}}"#,
+    );
+    let out = h
+        .cadre(&["exec", "--json", "--allow", "Bash", "go"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, is_error) = first_result(&h);
+    assert!(!is_error, "{text}");
+    assert_eq!(h.read("env.txt"), "user-value/\n");
+    let w = warnings(&out);
+    assert_eq!(
+        w.iter().filter(|w| w.contains("env ignored")).count(),
+        1,
+        "{w:?}"
+    );
+    assert!(
+        w.iter()
+            .any(|w| w.contains(".cadre/settings.json") && w.contains("env ignored (FROM_PROJECT)")),
+        "{w:?}"
+    );
+}
+
+#[tokio::test]
+async fn hooks_in_a_settings_file_are_announced_as_not_supported() {
+    let script = r#"
+rules:
+  - name: hi
+    replies:
+      - text: "hello"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/settings.json",
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "exit 2"}]}],
+            "Stop": []}}"#,
+    );
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let w = warnings(&out);
+    let hooks: Vec<&String> = w.iter().filter(|w| w.contains("hooks")).collect();
+    assert_eq!(hooks.len(), 1, "{w:?}");
+    assert!(
+        hooks[0].contains(".claude/settings.json")
+            && hooks[0].contains("PreToolUse, Stop")
+            && hooks[0].contains("are not supported yet; they will not run"),
+        "{}",
+        hooks[0]
+    );
+}
+
+#[tokio::test]
+async fn config_show_lists_settings_with_sources_and_unknown_keys() {
+    let h = Harness::new("rules: []", Wire::Anthropic).await;
+    write_home(
+        &h,
+        ".claude/settings.json",
+        r#"{"model": "opus", "env": {"TOKEN": "s3cret"}, "permissions": {"allow": ["Read"]}, "statusLine": {"type": "command"}}"#,
+    );
+    h.write(
+        ".claude/settings.local.json",
+        r#"{"permissions": {"deny": ["Bash(rm:*)"], "allow": ["Bash"], "colour": "red"}}"#,
+    );
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[limits]\nmax_requests_per_turn = 7\n",
+    )
+    .unwrap();
+    let out = h.cadre(&["config", "show", "--json"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let user_json = h.home.path().join(".claude/settings.json");
+    let local_json = h.path(".claude/settings.local.json");
+    let src = |p: &std::path::Path| p.display().to_string();
+    let find = |key: &str| -> Vec<Value> {
+        report["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["key"] == key)
+            .cloned()
+            .collect()
+    };
+    assert_eq!(find("model")[0]["value"], "opus");
+    assert_eq!(find("model")[0]["source"], src(&user_json));
+    assert_eq!(find("limits.max_requests_per_turn")[0]["value"], 7);
+    assert_eq!(
+        find("limits.max_requests_per_turn")[0]["source"],
+        src(&h.data_dir().join("config.toml"))
+    );
+    let allow = find("permissions.allow");
+    assert_eq!(allow.len(), 1, "the local file's allow rule is not in force");
+    assert_eq!(allow[0]["value"], "Read");
+    assert!(
+        allow[0]["source"].as_str().unwrap().contains(&src(&user_json)),
+        "{allow:?}"
+    );
+    let deny = find("permissions.deny");
+    assert_eq!(deny[0]["value"], "Bash(rm:*)");
+    assert!(
+        deny[0]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("local project settings ({}", src(&local_json))),
+        "{deny:?}"
+    );
+    let env = find("env.TOKEN");
+    assert_eq!(env[0]["source"], src(&user_json));
+    assert!(!stdout(&out).contains("s3cret"), "env values are not shown");
+    let unknown: Vec<(String, String)> = report["unknown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["key"].as_str().unwrap().to_string(),
+                u["source"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(unknown.contains(&("statusLine".into(), src(&user_json))), "{unknown:?}");
+    assert!(
+        unknown.contains(&("permissions.colour".into(), src(&local_json))),
+        "{unknown:?}"
+    );
+    let ignored = report["ignored"].as_array().unwrap();
+    assert!(
+        ignored
+            .iter()
+            .any(|i| i["key"] == "permissions.allow (Bash)" && i["source"] == src(&local_json)),
+        "{ignored:?}"
+    );
+    // The text form names the same things.
+    let out = h.cadre(&["config", "show"]).await;
+    let text = stdout(&out);
+    assert!(text.contains("statusLine") && text.contains("model = opus"), "{text}");
+}
