@@ -136,11 +136,12 @@ fn report(settings: &Settings) -> Result<Value, ConfigError> {
 
 /// A config.toml as a TOML table; `None` when missing.
 fn read_toml(path: &Path) -> Result<Option<toml::Table>, ConfigError> {
-    let text = match cadre_core::small_file::read_small_text(path, cadre_core::config::MAX_CONFIG_BYTES) {
-        Ok(t) => t,
-        Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
+    let text =
+        match cadre_core::small_file::read_small_text(path, cadre_core::config::MAX_CONFIG_BYTES) {
+            Ok(t) => t,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
     toml::from_str(&text)
         .map(Some)
         .map_err(|e| ConfigError::Parse {

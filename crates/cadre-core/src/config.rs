@@ -688,13 +688,13 @@ impl Settings {
             .as_ref()
             .filter(|p| **p == s.project_config_path)
             .and_then(|_| s.file.model.clone());
-        let mut model: Option<(String, PathBuf)> =
-            s.file.model.clone().zip(s.model_source.clone());
+        let mut model: Option<(String, PathBuf)> = s.file.model.clone().zip(s.model_source.clone());
         if project_toml_model.is_some() {
             // Restored after the user JSON files below.
             model = None;
         }
-        let mut project_model_pending = project_toml_model.map(|m| (m, s.project_config_path.clone()));
+        let mut project_model_pending =
+            project_toml_model.map(|m| (m, s.project_config_path.clone()));
         for (scope, path) in paths.json_files() {
             let Some(mut js) = JsonSettings::load(&path)? else {
                 continue;
@@ -1194,5 +1194,274 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("threshold"), "{err}");
+    }
+
+    /// A data dir, a home and a project, each empty, plus a managed dir.
+    struct Dirs {
+        data: tempfile::TempDir,
+        home: tempfile::TempDir,
+        project: tempfile::TempDir,
+        managed: tempfile::TempDir,
+    }
+
+    impl Dirs {
+        fn new() -> Dirs {
+            Dirs {
+                data: tempfile::tempdir().unwrap(),
+                home: tempfile::tempdir().unwrap(),
+                project: tempfile::tempdir().unwrap(),
+                managed: tempfile::tempdir().unwrap(),
+            }
+        }
+        fn paths(&self) -> SettingsPaths {
+            SettingsPaths {
+                data_dir: self.data.path().to_path_buf(),
+                home_dir: Some(self.home.path().to_path_buf()),
+                project: self.project.path().to_path_buf(),
+                managed_dir: Some(self.managed.path().to_path_buf()),
+            }
+        }
+        fn write(dir: &tempfile::TempDir, rel: &str, text: &str) -> PathBuf {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, text).unwrap();
+            p
+        }
+        fn load(&self) -> Settings {
+            Settings::load_with(&self.paths()).unwrap()
+        }
+    }
+
+    #[test]
+    fn model_follows_user_then_project_then_local_then_managed() {
+        let d = Dirs::new();
+        Dirs::write(&d.data, "config.toml", "model = \"toml-user\"\n");
+        let claude_user = Dirs::write(
+            &d.home,
+            ".claude/settings.json",
+            r#"{"model": "claude-user"}"#,
+        );
+        let s = d.load();
+        assert_eq!(s.file.model.as_deref(), Some("claude-user"));
+        assert_eq!(s.model_source.as_ref(), Some(&claude_user));
+        let cadre_user = Dirs::write(&d.data, "settings.json", r#"{"model": "cadre-user"}"#);
+        assert_eq!(d.load().model_source, Some(cadre_user));
+        // The project's config.toml beats every user file.
+        let project_toml = Dirs::write(
+            &d.project,
+            ".cadre/config.toml",
+            "model = \"toml-project\"\n",
+        );
+        let s = d.load();
+        assert_eq!(s.file.model.as_deref(), Some("toml-project"));
+        assert_eq!(s.model_source, Some(project_toml));
+        Dirs::write(
+            &d.project,
+            ".claude/settings.json",
+            r#"{"model": "claude-project"}"#,
+        );
+        assert_eq!(d.load().file.model.as_deref(), Some("claude-project"));
+        Dirs::write(
+            &d.project,
+            ".cadre/settings.json",
+            r#"{"model": "cadre-project"}"#,
+        );
+        assert_eq!(d.load().file.model.as_deref(), Some("cadre-project"));
+        Dirs::write(
+            &d.project,
+            ".claude/settings.local.json",
+            r#"{"model": "claude-local"}"#,
+        );
+        assert_eq!(d.load().file.model.as_deref(), Some("claude-local"));
+        Dirs::write(
+            &d.project,
+            ".cadre/settings.local.json",
+            r#"{"model": "cadre-local"}"#,
+        );
+        let s = d.load();
+        assert_eq!(s.file.model.as_deref(), Some("cadre-local"));
+        assert_eq!(s.managed_model, None);
+        let managed = Dirs::write(
+            &d.managed,
+            "managed-settings.json",
+            r#"{"model": "managed"}"#,
+        );
+        let s = d.load();
+        assert_eq!(s.file.model.as_deref(), Some("managed"));
+        assert_eq!(s.managed_model, Some(("managed".into(), managed)));
+    }
+
+    #[test]
+    fn project_files_narrow_the_mode_and_managed_wins() {
+        let d = Dirs::new();
+        let mode = |s: &Settings| {
+            let mut w = Vec::new();
+            let m = s.file_mode(&mut w).unwrap().map(|c| (c.mode, c.managed));
+            (m, w)
+        };
+        Dirs::write(
+            &d.home,
+            ".claude/settings.json",
+            r#"{"permissions": {"defaultMode": "acceptEdits"}}"#,
+        );
+        assert_eq!(
+            mode(&d.load()).0,
+            Some((PermissionMode::AcceptEdits, false))
+        );
+        // A wider project mode is ignored with a warning naming the file.
+        Dirs::write(
+            &d.project,
+            ".claude/settings.json",
+            r#"{"permissions": {"defaultMode": "bypassPermissions"}}"#,
+        );
+        let (m, w) = mode(&d.load());
+        assert_eq!(m, Some((PermissionMode::AcceptEdits, false)));
+        assert!(
+            w.len() == 1 && w[0].contains("project settings (") && w[0].contains("wider"),
+            "{w:?}"
+        );
+        // A stricter local mode applies.
+        Dirs::write(
+            &d.project,
+            ".claude/settings.local.json",
+            r#"{"permissions": {"defaultMode": "plan"}}"#,
+        );
+        assert_eq!(mode(&d.load()).0, Some((PermissionMode::Plan, false)));
+        // Managed replaces everything, even with a wider mode.
+        Dirs::write(
+            &d.managed,
+            "managed-settings.json",
+            r#"{"permissions": {"defaultMode": "default"}}"#,
+        );
+        assert_eq!(mode(&d.load()).0, Some((PermissionMode::Default, true)));
+        // An unknown mode in a JSON file is a warning, not an error.
+        Dirs::write(
+            &d.managed,
+            "managed-settings.json",
+            r#"{"permissions": {"defaultMode": "auto"}}"#,
+        );
+        let (m, w) = mode(&d.load());
+        assert_eq!(m, Some((PermissionMode::Plan, false)));
+        assert!(
+            w.iter()
+                .any(|w| w.contains("unknown permission mode 'auto'")),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn bypass_is_refused_when_any_file_disables_it() {
+        let d = Dirs::new();
+        Dirs::write(
+            &d.data,
+            "settings.json",
+            r#"{"permissions": {"defaultMode": "bypassPermissions"}}"#,
+        );
+        let mut w = Vec::new();
+        let m = d.load().file_mode(&mut w).unwrap().map(|c| c.mode);
+        assert_eq!(m, Some(PermissionMode::BypassPermissions));
+        let managed = Dirs::write(
+            &d.managed,
+            "managed-settings.json",
+            r#"{"permissions": {"disableBypassPermissionsMode": "disable"}}"#,
+        );
+        let s = d.load();
+        assert_eq!(s.bypass_disabled_by.as_ref(), Some(&managed));
+        let m = s.file_mode(&mut w).unwrap();
+        assert_eq!(m, None);
+        assert!(
+            w.iter().any(|w| w.contains("bypassPermissions ignored")),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn rules_keep_their_sources_and_project_allow_rules_are_dropped() {
+        let d = Dirs::new();
+        Dirs::write(
+            &d.data,
+            "config.toml",
+            "[permissions]\nallow = [\"Read\"]\n",
+        );
+        let user = Dirs::write(
+            &d.home,
+            ".claude/settings.json",
+            r#"{"permissions": {"allow": ["Bash(ls:*)"], "deny": ["WebFetch"]}}"#,
+        );
+        let project = Dirs::write(
+            &d.project,
+            ".claude/settings.json",
+            r#"{"permissions": {"allow": ["Bash"], "ask": ["Edit"], "deny": ["Bash(rm:*)"]}, "env": {"X": "1"}}"#,
+        );
+        let managed = Dirs::write(
+            &d.managed,
+            "managed-settings.json",
+            r#"{"permissions": {"deny": ["Bash(curl:*)"]}, "env": {"Y": "2"}}"#,
+        );
+        Dirs::write(
+            &d.data,
+            "settings.json",
+            r#"{"env": {"Y": "user", "Z": "3"}}"#,
+        );
+        let s = d.load();
+        let rules: Vec<(RuleKind, String, String)> = s
+            .rules()
+            .into_iter()
+            .map(|r| (r.kind, r.text, r.source))
+            .collect();
+        let shown = |scope: &str, p: &Path| format!("{scope} ({})", p.display());
+        assert_eq!(
+            rules,
+            vec![
+                (
+                    RuleKind::Allow,
+                    "Read".into(),
+                    shown("user config", &d.data.path().join("config.toml"))
+                ),
+                (
+                    RuleKind::Allow,
+                    "Bash(ls:*)".into(),
+                    shown("user settings", &user)
+                ),
+                (
+                    RuleKind::Deny,
+                    "WebFetch".into(),
+                    shown("user settings", &user)
+                ),
+                (
+                    RuleKind::Ask,
+                    "Edit".into(),
+                    shown("project settings", &project)
+                ),
+                (
+                    RuleKind::Deny,
+                    "Bash(rm:*)".into(),
+                    shown("project settings", &project)
+                ),
+                (
+                    RuleKind::Deny,
+                    "Bash(curl:*)".into(),
+                    shown("managed settings", &managed)
+                ),
+            ]
+        );
+        let warned = |what: &str| s.warnings.iter().filter(|w| w.contains(what)).count();
+        assert_eq!(
+            warned("permissions.allow ignored (Bash)"),
+            1,
+            "{:?}",
+            s.warnings
+        );
+        assert_eq!(warned("env ignored (X)"), 1, "{:?}", s.warnings);
+        let env: Vec<(&str, &str)> = s
+            .env
+            .iter()
+            .map(|(k, (v, _))| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            env,
+            [("Y", "2"), ("Z", "3")],
+            "managed env wins; project env dropped"
+        );
     }
 }

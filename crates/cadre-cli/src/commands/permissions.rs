@@ -17,7 +17,9 @@ pub fn describe(ctx: &CommandContext<'_>) -> String {
         mode,
         // A managed mode wins over a wider flag.
         ctx.perms.permission_mode.is_some()
-            && !file_mode.as_ref().is_some_and(|c| c.managed && c.mode == mode),
+            && !file_mode
+                .as_ref()
+                .is_some_and(|c| c.managed && c.mode == mode),
         ctx.agents.agent.as_deref(),
         (
             file_mode.as_ref().map(|c| c.mode.as_str()),

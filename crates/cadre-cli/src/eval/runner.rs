@@ -218,6 +218,11 @@ async fn run_in(
         .env("CADRE_HOME", &dirs.data)
         // No managed definitions from /etc: the case's project is the only source.
         .env("CADRE_MANAGED_AGENTS_DIR", dirs.root.join("managed-agents"))
+        // Nor managed settings: a machine's policy would change the cases' outcomes.
+        .env(
+            "CADRE_MANAGED_SETTINGS_DIR",
+            dirs.root.join("managed-settings"),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

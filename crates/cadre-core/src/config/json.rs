@@ -150,9 +150,7 @@ impl JsonSettings {
                 "allow" => self.permissions.allow = strings(path, &dotted, v)?,
                 "ask" => self.permissions.ask = strings(path, &dotted, v)?,
                 "deny" => self.permissions.deny = strings(path, &dotted, v)?,
-                "additionalDirectories" => {
-                    self.additional_directories = strings(path, &dotted, v)?
-                }
+                "additionalDirectories" => self.additional_directories = strings(path, &dotted, v)?,
                 "defaultMode" => {
                     let m = v
                         .as_str()
@@ -248,7 +246,10 @@ mod tests {
             let err = JsonSettings::parse(Path::new("p/settings.json"), text)
                 .unwrap_err()
                 .to_string();
-            assert!(err.contains("p/settings.json") && err.contains(key), "{err}");
+            assert!(
+                err.contains("p/settings.json") && err.contains(key),
+                "{err}"
+            );
         }
     }
 }
