@@ -331,3 +331,54 @@ async fn config_show_lists_settings_with_sources_and_unknown_keys() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn permissions_command_names_each_settings_file() {
+    use common::Pty;
+    use common::line_session::Interactive;
+    let h = Harness::new("rules: []", Wire::Anthropic).await;
+    write_home(
+        &h,
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash(ls:*)"], "defaultMode": "acceptEdits"}}"#,
+    );
+    h.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"deny": ["Bash(rm:*)"]}}"#,
+    );
+    let pty = Pty::open();
+    let mut cadre = Interactive::start(&h, &pty, &[]);
+    pty.type_line("/permissions");
+    cadre.wait_for_stderr("rules:", 1).await;
+    pty.type_line("/exit");
+    assert!(cadre.exit_status().await, "{}", cadre.stderr());
+    let err = cadre.stderr();
+    let user = h.home.path().join(".claude/settings.json");
+    let project = h.path(".claude/settings.json");
+    assert!(
+        err.contains(&format!(
+            "permission mode: acceptEdits (from user settings ({}))",
+            user.display()
+        )),
+        "{err}"
+    );
+    let row = |kind: &str, text: &str, source: String| {
+        assert!(
+            err.lines().any(|l| {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                words.len() >= 3 && words[0] == kind && words[1] == text && l.contains(&source)
+            }),
+            "no {kind} {text} from {source}: {err}"
+        );
+    };
+    row(
+        "allow",
+        "Bash(ls:*)",
+        format!("user settings ({})", user.display()),
+    );
+    row(
+        "deny",
+        "Bash(rm:*)",
+        format!("project settings ({})", project.display()),
+    );
+}
