@@ -13,8 +13,7 @@ use crate::context::{
     DEFAULT_AUTO_COMPACT_PERCENT, ModelOverride, ModelTable, Prices, builtin_prices,
 };
 use crate::model::{Provider, parse_base_url, url_is_loopback};
-use crate::permissions::PermissionMode;
-use crate::permissions::rules::RuleKind;
+use crate::protocol::{PermissionMode, RuleKind};
 use crate::small_file::{SmallFileError, read_small_text};
 
 pub mod json;

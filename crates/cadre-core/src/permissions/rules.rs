@@ -28,31 +28,8 @@ use super::bash_rules::{BashPattern, parse_bash_spec};
 use super::path_rules::{PathGlob, normalize};
 use super::shell::{ShellParse, parse_shell};
 
-/// Which list a rule belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RuleKind {
-    Allow,
-    Ask,
-    Deny,
-}
-
-impl RuleKind {
-    /// The lowercase name, as in settings (`allow`, `ask`, `deny`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuleKind::Allow => "allow",
-            RuleKind::Ask => "ask",
-            RuleKind::Deny => "deny",
-        }
-    }
-}
-
-impl fmt::Display for RuleKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Which list a rule belongs to (defined beside the modes, where config can name it too).
+pub use crate::protocol::RuleKind;
 
 /// One parsed permission rule.
 #[derive(Debug, Clone)]

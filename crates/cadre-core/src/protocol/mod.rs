@@ -12,6 +12,6 @@ mod status;
 
 pub use approval::{ApprovalAnswer, ApprovalQuestion, PendingApproval};
 pub use event::{Event, EventSink, child_place};
-pub use mode::PermissionMode;
+pub use mode::{PermissionMode, RuleKind};
 pub use op::Op;
 pub use status::{ChildStatus, ChildTag, CompactTrigger, TaskKind, TaskStatus, TurnStatus};
