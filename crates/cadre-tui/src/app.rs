@@ -110,6 +110,11 @@ pub struct App {
     pub requests: Vec<HostRequest>,
     /// Screens open over the transcript (`/tasks`, `/agents`…), the top one taking the keys.
     pub panes: Panes,
+    /// Host requests not answered in full yet ([`HostReply::Done`] not seen).
+    pub host_pending: usize,
+    /// Messages typed while the host was busy (a session switch waits for
+    /// the old session to wind down): sent when it is done, to the session shown then.
+    pub held: Vec<String>,
     /// The user asked to leave.
     pub exit: bool,
 }
@@ -150,6 +155,8 @@ impl App {
             outbox: Vec::new(),
             requests: Vec::new(),
             panes: Panes::default(),
+            host_pending: 0,
+            held: Vec::new(),
             exit: false,
         }
     }
@@ -677,8 +684,12 @@ impl App {
             Input::Message(message) => {
                 self.transcript
                     .push(crate::transcript::EntryKind::User(message.clone()));
-                self.outbox.push(Op::UserMessage { text: message });
-                self.messages_owed += 1;
+                if self.host_pending > 0 {
+                    self.held.push(message);
+                } else {
+                    self.outbox.push(Op::UserMessage { text: message });
+                    self.messages_owed += 1;
+                }
             }
             Input::Command(command) => {
                 self.transcript.notice(Level::Info, text.trim().to_string());
@@ -705,7 +716,22 @@ impl App {
                 self.outbox.push(Op::Compact { focus });
                 self.compactions_owed += 1;
             }
-            other => self.requests.push(HostRequest::Command(other)),
+            other => {
+                self.host_pending += 1;
+                self.requests.push(HostRequest::Command(other));
+            }
+        }
+    }
+
+    /// One host request is answered in full (or can never be): once none
+    /// is left, the messages held meanwhile go to the session.
+    pub fn host_done(&mut self) {
+        self.host_pending = self.host_pending.saturating_sub(1);
+        if self.host_pending == 0 {
+            for text in std::mem::take(&mut self.held) {
+                self.outbox.push(Op::UserMessage { text });
+                self.messages_owed += 1;
+            }
         }
     }
 
@@ -742,6 +768,7 @@ impl App {
                 self.hint = Some("switching sessions… (stopping what still runs)".into());
             }
             HostReply::Switched(_) => {}
+            HostReply::Done => self.host_done(),
         }
     }
 
@@ -764,6 +791,11 @@ impl App {
         self.background.clear();
         self.hint = None;
         self.panes.clear();
+        // Messages typed during the switch are the new session's.
+        for text in &self.held {
+            self.transcript
+                .push(crate::transcript::EntryKind::User(text.clone()));
+        }
     }
 }
 

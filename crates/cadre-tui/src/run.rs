@@ -141,7 +141,13 @@ pub async fn run(
                     app.host_reply(reply);
                     dirty = true;
                 }
-                None => host_gone = true,
+                None => {
+                    host_gone = true;
+                    // Nothing more will be answered: held messages go now.
+                    while app.host_pending > 0 {
+                        app.host_done();
+                    }
+                }
             },
             event = events.recv(), if !events_done => match event {
                 Some(e) => {
@@ -192,8 +198,9 @@ pub async fn run(
         for op in app.outbox.drain(..) {
             handle.submit(op);
         }
-        for request in app.requests.drain(..) {
+        for request in std::mem::take(&mut app.requests) {
             if requests.send(request).is_err() {
+                app.host_done();
                 app.transcript.notice(
                     crate::transcript::Level::Warning,
                     "this command cannot be run here",

@@ -1,1 +1,2 @@
 //! The panes commands open over the transcript (see [`crate::pane`]).
+pub mod sessions;

@@ -1,0 +1,255 @@
+//! `/resume`'s panes: the picker of past sessions (this project's first;
+//! Enter resumes one) and the question asked before resuming a session
+//! whose calls may have run when it stopped.
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use tokio::sync::oneshot;
+
+use crate::children::format_tokens;
+use crate::commands::Command;
+use crate::pane::{Pane, PaneOut, PaneStep};
+use crate::sanitize::{clean_line, clean_lines};
+use crate::theme::Theme;
+
+/// A past session as the picker lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    /// Session id.
+    pub id: String,
+    /// Start time, ms since the Unix epoch.
+    pub started_ms: u64,
+    /// When it started, as shown (`2026-12-01 05:40`, UTC).
+    pub started: String,
+    /// Its first prompt (empty when it has none).
+    pub first_prompt: String,
+    /// Tokens it used, subagents included.
+    pub tokens: u64,
+    /// What it cost, when known (`$0.0123`).
+    pub cost: Option<String>,
+    /// The directory it ran in.
+    pub cwd: String,
+    /// True when it ran in this project's directory.
+    pub this_project: bool,
+}
+
+/// The picker: ↑/↓ move, Enter resumes the selected session, Esc closes.
+pub struct SessionPicker {
+    rows: Vec<SessionRow>,
+    selected: usize,
+    now_ms: u64,
+}
+
+impl SessionPicker {
+    /// A picker over `rows` (the session shown now is left out by the
+    /// caller): this project's sessions first, each group newest first.
+    /// `now_ms` is the time ages are counted from.
+    pub fn new(mut rows: Vec<SessionRow>, now_ms: u64) -> SessionPicker {
+        rows.sort_by(|a, b| {
+            b.this_project
+                .cmp(&a.this_project)
+                .then(b.started_ms.cmp(&a.started_ms))
+                .then(b.id.cmp(&a.id))
+        });
+        SessionPicker {
+            rows,
+            selected: 0,
+            now_ms,
+        }
+    }
+
+    /// The sessions in the order shown.
+    pub fn rows(&self) -> &[SessionRow] {
+        &self.rows
+    }
+
+    /// The index of the selected session.
+    pub fn selected(&self) -> usize {
+        self.selected
+    }
+
+    /// The lines one session takes: its first prompt, then when, tokens and id.
+    fn session_lines(&self, row: &SessionRow, selected: bool, theme: &Theme) -> [Line<'static>; 2] {
+        let marker = if selected { "› " } else { "  " };
+        let prompt = if row.first_prompt.trim().is_empty() {
+            Span::styled("(no messages)", theme.dim())
+        } else {
+            let flat = row.first_prompt.split_whitespace().collect::<Vec<_>>();
+            Span::styled(
+                clean_line(&flat.join(" ")),
+                if selected { theme.bold() } else { theme.user() },
+            )
+        };
+        let mut about = format!(
+            "{} · {} · {} tokens",
+            age(self.now_ms.saturating_sub(row.started_ms)),
+            row.started,
+            format_tokens(row.tokens)
+        );
+        if let Some(cost) = &row.cost {
+            about.push_str(&format!(" · {cost}"));
+        }
+        about.push_str(&format!(" · {}", row.id));
+        if !row.this_project {
+            about.push_str(&format!(" · in {}", row.cwd));
+        }
+        [
+            Line::from(vec![Span::styled(marker, theme.bold()), prompt]),
+            Line::from(vec![
+                Span::raw("  "),
+                Span::styled(clean_line(&about), theme.dim()),
+            ]),
+        ]
+    }
+}
+
+/// `just now`, `5m ago`, `3h ago`, `2d ago`.
+fn age(ms: u64) -> String {
+    let secs = ms / 1000;
+    match secs {
+        0..60 => "just now".to_string(),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86_400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86_400),
+    }
+}
+
+/// Lines a session takes in the picker.
+const ROWS_PER_SESSION: usize = 2;
+
+impl Pane for SessionPicker {
+    fn title(&self) -> String {
+        format!("Resume a session ({})", self.rows.len())
+    }
+
+    fn keys_help(&self) -> String {
+        "↑/↓ move · Enter resume · Esc back".to_string()
+    }
+
+    fn key(&mut self, key: KeyEvent, out: &mut PaneOut) -> PaneStep {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let last = self.rows.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Esc => return PaneStep::Close,
+            KeyCode::Char('q') if !ctrl => return PaneStep::Close,
+            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Char('p') if ctrl => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => self.selected = (self.selected + 1).min(last),
+            KeyCode::Char('n') if ctrl => self.selected = (self.selected + 1).min(last),
+            KeyCode::Home => self.selected = 0,
+            KeyCode::End => self.selected = last,
+            KeyCode::PageUp => self.selected = self.selected.saturating_sub(5),
+            KeyCode::PageDown => self.selected = (self.selected + 5).min(last),
+            KeyCode::Enter => {
+                if let Some(row) = self.rows.get(self.selected) {
+                    out.commands.push(Command::Resume(Some(row.id.clone())));
+                    return PaneStep::Close;
+                }
+            }
+            _ => {}
+        }
+        PaneStep::Stay
+    }
+
+    fn render(&self, frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
+        if self.rows.is_empty() {
+            frame.render_widget(
+                Paragraph::new(Line::styled("no other sessions to resume", theme.dim())),
+                area,
+            );
+            return;
+        }
+        // Whole sessions, scrolled so the selected one is always in view.
+        let fits = (usize::from(area.height) / ROWS_PER_SESSION).max(1);
+        let first = self.selected.saturating_sub(fits - 1);
+        let lines: Vec<Line<'static>> = self
+            .rows
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(fits)
+            .flat_map(|(i, row)| self.session_lines(row, i == self.selected, theme))
+            .collect();
+        // Long lines are cut at the edge: one session stays two rows.
+        let cut: Vec<Line<'static>> = lines
+            .into_iter()
+            .map(|line| {
+                crate::wrap::wrap_line(&line, area.width)
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default()
+            })
+            .collect();
+        frame.render_widget(Paragraph::new(cut), area);
+    }
+}
+
+/// Asked before resuming a session whose calls may have run: `y` resumes
+/// (they are recorded as `unknown`, never run again), `n` or Esc stays in
+/// the session shown now. The answer goes back to whoever asked.
+pub struct ResumeConfirm {
+    id: String,
+    calls: Vec<String>,
+    answer: Option<oneshot::Sender<bool>>,
+}
+
+impl ResumeConfirm {
+    /// Asks about resuming `id`, listing `calls` (one line each); the answer
+    /// is sent on `answer` (closing the pane any other way says no).
+    pub fn new(id: String, calls: Vec<String>, answer: oneshot::Sender<bool>) -> ResumeConfirm {
+        ResumeConfirm {
+            id,
+            calls,
+            answer: Some(answer),
+        }
+    }
+
+    fn answer(&mut self, yes: bool) -> PaneStep {
+        if let Some(tx) = self.answer.take() {
+            // The asker may be gone (cadre is leaving): nothing to tell then.
+            let _ = tx.send(yes);
+        }
+        PaneStep::Close
+    }
+}
+
+impl Pane for ResumeConfirm {
+    fn title(&self) -> String {
+        format!("Resume session {}?", self.id)
+    }
+
+    fn keys_help(&self) -> String {
+        "y resume · n or Esc stay in this session".to_string()
+    }
+
+    fn key(&mut self, key: KeyEvent, _out: &mut PaneOut) -> PaneStep {
+        match key.code {
+            KeyCode::Char('y' | 'Y') => self.answer(true),
+            KeyCode::Char('n' | 'N') | KeyCode::Esc => self.answer(false),
+            _ => PaneStep::Stay,
+        }
+    }
+
+    fn render(&self, frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
+        let mut lines = vec![Line::from(
+            "cadre stopped while these calls were running; they may or may not have run:",
+        )];
+        for call in &self.calls {
+            for line in clean_lines(call) {
+                lines.push(Line::styled(format!("  {line}"), theme.code()));
+            }
+        }
+        lines.push(Line::from(
+            "They will be recorded as `unknown` and not run again.",
+        ));
+        lines.push(Line::from(""));
+        lines.push(Line::styled(
+            "Continue that session? [y] yes · [n] no, stay in this one",
+            theme.bold(),
+        ));
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    }
+}
