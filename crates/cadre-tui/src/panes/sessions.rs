@@ -8,6 +8,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use tokio::sync::oneshot;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::children::format_tokens;
 use crate::commands::Command;
@@ -71,39 +72,78 @@ impl SessionPicker {
         self.selected
     }
 
-    /// The lines one session takes: its first prompt, then when, tokens and id.
-    fn session_lines(&self, row: &SessionRow, selected: bool, theme: &Theme) -> [Line<'static>; 2] {
+    /// The lines one session takes, each cut to `width`: its first prompt,
+    /// then when, tokens, where (another directory) and its id.
+    fn session_lines(
+        &self,
+        row: &SessionRow,
+        selected: bool,
+        width: usize,
+        theme: &Theme,
+    ) -> [Line<'static>; 2] {
         let marker = if selected { "› " } else { "  " };
+        let room = width.saturating_sub(2);
         let prompt = if row.first_prompt.trim().is_empty() {
             Span::styled("(no messages)", theme.dim())
         } else {
             let flat = row.first_prompt.split_whitespace().collect::<Vec<_>>();
             Span::styled(
-                clean_line(&flat.join(" ")),
+                cut(&clean_line(&flat.join(" ")), room),
                 if selected { theme.bold() } else { theme.user() },
             )
         };
-        let mut about = format!(
-            "{} · {} · {} tokens",
-            age(self.now_ms.saturating_sub(row.started_ms)),
-            row.started,
-            format_tokens(row.tokens)
-        );
-        if let Some(cost) = &row.cost {
-            about.push_str(&format!(" · {cost}"));
-        }
-        about.push_str(&format!(" · {}", row.id));
-        if !row.this_project {
-            about.push_str(&format!(" · in {}", row.cwd));
-        }
+        // The date goes first when the line is too long: the age says enough.
+        let about = [true, false]
+            .into_iter()
+            .map(|with_date| self.about(row, with_date))
+            .find(|a| a.width() <= room)
+            .unwrap_or_else(|| self.about(row, false));
         [
             Line::from(vec![Span::styled(marker, theme.bold()), prompt]),
             Line::from(vec![
                 Span::raw("  "),
-                Span::styled(clean_line(&about), theme.dim()),
+                Span::styled(cut(&about, room), theme.dim()),
             ]),
         ]
     }
+}
+
+impl SessionPicker {
+    /// `5m ago · 2026-12-01 05:40 · 12.3k tokens · $0.01 · in DIR · ID`.
+    fn about(&self, row: &SessionRow, with_date: bool) -> String {
+        let mut about = age(self.now_ms.saturating_sub(row.started_ms));
+        if with_date {
+            about.push_str(&format!(" · {}", row.started));
+        }
+        about.push_str(&format!(" · {} tokens", format_tokens(row.tokens)));
+        if let Some(cost) = &row.cost {
+            about.push_str(&format!(" · {cost}"));
+        }
+        if !row.this_project {
+            about.push_str(&format!(" · in {}", row.cwd));
+        }
+        about.push_str(&format!(" · {}", row.id));
+        clean_line(&about)
+    }
+}
+
+/// `text` cut to `width` columns, ending in `…` when cut.
+fn cut(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
 }
 
 /// `just now`, `5m ago`, `3h ago`, `2d ago`.
@@ -171,19 +211,12 @@ impl Pane for SessionPicker {
             .enumerate()
             .skip(first)
             .take(fits)
-            .flat_map(|(i, row)| self.session_lines(row, i == self.selected, theme))
-            .collect();
-        // Long lines are cut at the edge: one session stays two rows.
-        let cut: Vec<Line<'static>> = lines
-            .into_iter()
-            .map(|line| {
-                crate::wrap::wrap_line(&line, area.width)
-                    .into_iter()
-                    .next()
-                    .unwrap_or_default()
+            // Long lines are cut at the edge: a session stays two rows.
+            .flat_map(|(i, row)| {
+                self.session_lines(row, i == self.selected, usize::from(area.width), theme)
             })
             .collect();
-        frame.render_widget(Paragraph::new(cut), area);
+        frame.render_widget(Paragraph::new(lines), area);
     }
 }
 
@@ -251,5 +284,22 @@ impl Pane for ResumeConfirm {
             theme.bold(),
         ));
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_and_cut_lines() {
+        assert_eq!(age(59_000), "just now");
+        assert_eq!(age(61_000), "1m ago");
+        assert_eq!(age(2 * 3_600_000), "2h ago");
+        assert_eq!(age(3 * 86_400_000), "3d ago");
+        assert_eq!(cut("abcdef", 6), "abcdef");
+        assert_eq!(cut("abcdefg", 6), "abcde…");
+        // Wide characters count two columns.
+        assert_eq!(cut("日本語です", 6), "日本…");
     }
 }
