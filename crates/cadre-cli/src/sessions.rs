@@ -48,7 +48,8 @@ enum SessionsCommand {
     },
 }
 
-fn one_line(s: &str, max: usize) -> String {
+/// `s` on one line (whitespace runs made one space), cut to `max` characters.
+pub fn one_line(s: &str, max: usize) -> String {
     let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {
         format!("{}…", flat.chars().take(max).collect::<String>())

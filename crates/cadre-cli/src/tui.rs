@@ -268,7 +268,8 @@ impl TuiHost<'_> {
         let here = self.runtime.cwd.display().to_string();
         let rows: Vec<SessionRow> = list_sessions(&self.runtime.home)
             .into_iter()
-            .filter(|s| s.id != current)
+            // Nothing to go back to in a session without a message.
+            .filter(|s| s.id != current && !s.first_prompt.trim().is_empty())
             .map(|s| SessionRow {
                 this_project: s.cwd == here,
                 started: utc_datetime(s.started_ms),

@@ -405,9 +405,19 @@ async fn text_commands_show_in_the_transcript_and_never_reach_the_model() {
     send(&pane, "/sessions");
     let screen = pane.wait_text(&earlier).await;
     assert!(screen.contains("earlier question"), "{screen}");
+    assert!(
+        screen.contains(&format!("{shown} · ")) && screen.contains(" · this session"),
+        "{screen}"
+    );
     send(&pane, "/permissions");
-    let screen = pane.wait_text("permission mode:").await;
-    assert!(screen.contains("(from "), "{screen}");
+    let screen = pane.wait_text("permission mode: default (from ").await;
+    assert!(screen.contains("sandbox:"), "{screen}");
+    // Shift+Tab changes the mode: /permissions says the one in force now.
+    pane.keys(&["BTab"]);
+    pane.wait_text("permission mode: acceptEdits").await;
+    send(&pane, "/permissions");
+    pane.wait_text("permission mode: acceptEdits (changed in this session; started as default")
+        .await;
     send(&pane, "/model");
     let screen = pane.wait_text("model: mock-model").await;
     assert!(screen.contains("/model NAME"), "{screen}");

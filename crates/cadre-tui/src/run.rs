@@ -140,6 +140,10 @@ pub async fn run(
                     }
                     app.host_reply(reply);
                     dirty = true;
+                    // The session ended while a command ran, and none replaced it.
+                    if events_done && !switching && app.host_pending == 0 {
+                        break;
+                    }
                 }
                 None => {
                     host_gone = true;
@@ -167,7 +171,9 @@ pub async fn run(
                     dirty = true;
                 }
                 // The old session wound down for the next one: wait for it.
-                None if switching => events_done = true,
+                // A command still running may be such a switch (its
+                // `Switching` can be read after this): wait for its end too.
+                None if switching || (app.host_pending > 0 && !leaving) => events_done = true,
                 None => break,
             },
             changed = status.status_changed() => {
