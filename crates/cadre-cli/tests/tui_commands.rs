@@ -365,6 +365,33 @@ async fn resuming_a_session_whose_calls_may_have_run_asks_in_the_tui() {
     leave(&pane).await;
 }
 
+#[tokio::test]
+async fn resume_at_start_asks_on_the_plain_terminal_before_the_full_screen() {
+    if !tmux_available() {
+        return;
+    }
+    let h = Harness::new(CHAT, Wire::Anthropic).await;
+    let crashed = crash_mid_call(&h).await;
+    let pane = Pane::start(&h, &["--resume", &crashed]);
+    let screen = pane.wait_text("Continue the session? [y/N]").await;
+    assert!(screen.contains("echo $$ >> runs.txt; sleep 30"), "{screen}");
+    assert_eq!(
+        screen.matches("may or may not have run").count(),
+        1,
+        "the calls are listed once: {screen}"
+    );
+    pane.keys(&["y", "Enter"]);
+    pane.wait_text(&format!("resumed session {crashed}")).await;
+    send(&pane, "continue");
+    pane.wait_text("Resumed fine.").await;
+    assert_eq!(
+        user_messages(&log_of(&h, &crashed)),
+        ["run the slow thing", "continue"]
+    );
+    assert_eq!(h.read("runs.txt").lines().count(), 1, "nothing was re-run");
+    leave(&pane).await;
+}
+
 /// Starts a headless run whose Bash call sleeps, kills cadre with SIGKILL
 /// once the command runs, and returns the session id.
 async fn crash_mid_call(h: &Harness) -> String {

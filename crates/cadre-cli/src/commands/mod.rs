@@ -378,4 +378,17 @@ mod tests {
             [("main".to_string(), "Bash(cargo test:*)".to_string())]
         );
     }
+
+    #[test]
+    fn the_view_keeps_the_main_agents_mode_once_changed() {
+        let mut view = SessionView::default();
+        assert_eq!(view.mode(), None);
+        let changed = |agent: &str, mode| Event::ModeChanged {
+            agent: agent.into(),
+            mode,
+        };
+        view.follow(&changed("main", PermissionMode::AcceptEdits));
+        view.follow(&changed("a1", PermissionMode::Plan));
+        assert_eq!(view.mode(), Some(PermissionMode::AcceptEdits));
+    }
 }
