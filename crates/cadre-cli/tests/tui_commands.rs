@@ -151,16 +151,30 @@ async fn resume_opens_a_picker_and_enter_continues_the_chosen_session() {
     }
     let h = Harness::new(CHAT, Wire::Anthropic).await;
     let earlier = earlier_session(&h).await;
+    // A newer one, listed first.
+    let out = h.cadre(&["exec", "a newer question"]).await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let newer = session_with_message(&h, "a newer question").unwrap();
     let (pane, shown) = start(&h).await;
     send(&pane, "/resume");
-    let screen = pane.wait_text("Resume a session (1)").await;
-    assert!(screen.contains("earlier question"), "{screen}");
-    assert!(screen.contains(&earlier), "{screen}");
+    let screen = pane.wait_text("Resume a session (2)").await;
+    let at = |text: &str| {
+        screen
+            .find(text)
+            .unwrap_or_else(|| panic!("{text} not shown: {screen}"))
+    };
     assert!(
-        !screen.contains(&format!("· {shown}")),
+        at("› a newer question") < at("earlier question"),
+        "newest first, the first selected: {screen}"
+    );
+    assert!(at(&newer) < at(&earlier), "{screen}");
+    assert!(
+        !screen.contains(&shown),
         "the session shown is not listed: {screen}"
     );
     assert!(screen.contains("Enter resume"), "{screen}");
+    pane.keys(&["Down"]);
+    pane.wait_text("› earlier question").await;
     pane.keys(&["Enter"]);
     pane.wait_text(&format!("resumed session {earlier}")).await;
     let screen = pane.wait_text("ends here (it stays resumable").await;

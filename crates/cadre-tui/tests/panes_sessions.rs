@@ -128,9 +128,43 @@ fn esc_closes_the_picker_without_resuming() {
     let (out, open) = press(Box::new(picker()), &[KeyCode::Down, KeyCode::Esc]);
     assert!(!open);
     assert!(out.commands.is_empty() && out.ops.is_empty());
-    let (out, open) = press(Box::new(picker()), &[KeyCode::Char('x')]);
+    let (out, open) = press(Box::new(picker()), &[KeyCode::Tab, KeyCode::Left]);
     assert!(open, "other keys leave it open");
     assert!(out.commands.is_empty());
+}
+
+#[test]
+fn typing_searches_prompts_ids_and_directories() {
+    let typed = |text: &str| text.chars().map(KeyCode::Char).collect::<Vec<_>>();
+    let mut keys = typed("PARSER");
+    keys.push(KeyCode::Enter);
+    let (out, open) = press(Box::new(picker()), &keys);
+    assert!(!open);
+    assert_eq!(out.commands, [Command::Resume(Some("s-old-here".into()))]);
+    // By directory; Backspace widens the search again.
+    let mut keys = typed("otherx");
+    keys.extend([KeyCode::Backspace, KeyCode::Enter]);
+    let (out, _) = press(Box::new(picker()), &keys);
+    assert_eq!(
+        out.commands,
+        [Command::Resume(Some("s-new-elsewhere".into()))]
+    );
+    // Nothing matches: Enter resumes nothing.
+    let mut keys = typed("zzz");
+    keys.push(KeyCode::Enter);
+    let (out, open) = press(Box::new(picker()), &keys);
+    assert!(open);
+    assert!(out.commands.is_empty());
+    let mut p = picker();
+    let mut out = PaneOut::default();
+    for c in "01a2303a".chars() {
+        cadre_tui::pane::Pane::key(&mut p, key(KeyCode::Char(c)), &mut out);
+    }
+    assert_eq!(
+        cadre_tui::pane::Pane::title(&p),
+        "Resume a session (1 of 4)"
+    );
+    assert_eq!(ids(&p), ["01a2303a-90e1-74b0-ab1c-146fcce57b6a"]);
 }
 
 #[test]

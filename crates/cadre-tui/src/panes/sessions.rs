@@ -37,9 +37,15 @@ pub struct SessionRow {
     pub this_project: bool,
 }
 
-/// The picker: ↑/↓ move, Enter resumes the selected session, Esc closes.
+/// The picker: typing narrows the list (by first prompt, id or
+/// directory), ↑/↓ move, Enter resumes the selected session, Esc closes.
 pub struct SessionPicker {
     rows: Vec<SessionRow>,
+    /// What was typed to search.
+    query: String,
+    /// Indexes into `rows` of the sessions that match `query`, in order.
+    shown: Vec<usize>,
+    /// The selected one, as an index into `shown`.
     selected: usize,
     now_ms: u64,
 }
@@ -56,20 +62,40 @@ impl SessionPicker {
                 .then(b.id.cmp(&a.id))
         });
         SessionPicker {
+            shown: (0..rows.len()).collect(),
             rows,
+            query: String::new(),
             selected: 0,
             now_ms,
         }
     }
 
-    /// The sessions in the order shown.
-    pub fn rows(&self) -> &[SessionRow] {
-        &self.rows
+    /// The sessions shown (those matching the search), in order.
+    pub fn rows(&self) -> Vec<&SessionRow> {
+        self.shown
+            .iter()
+            .filter_map(|&i| self.rows.get(i))
+            .collect()
     }
 
-    /// The index of the selected session.
+    /// The index of the selected session among those shown.
     pub fn selected(&self) -> usize {
         self.selected
+    }
+
+    /// Narrows the list to the sessions matching the search (any case).
+    fn search(&mut self) {
+        let query = self.query.to_lowercase();
+        self.shown = (0..self.rows.len())
+            .filter(|&i| {
+                let r = &self.rows[i];
+                query.is_empty()
+                    || [&r.first_prompt, &r.id, &r.cwd]
+                        .iter()
+                        .any(|field| field.to_lowercase().contains(&query))
+            })
+            .collect();
+        self.selected = 0;
     }
 
     /// The lines one session takes, each cut to `width`: its first prompt,
@@ -162,29 +188,53 @@ const ROWS_PER_SESSION: usize = 2;
 
 impl Pane for SessionPicker {
     fn title(&self) -> String {
-        format!("Resume a session ({})", self.rows.len())
+        if self.query.is_empty() {
+            format!("Resume a session ({})", self.rows.len())
+        } else {
+            format!(
+                "Resume a session ({} of {})",
+                self.shown.len(),
+                self.rows.len()
+            )
+        }
     }
 
     fn keys_help(&self) -> String {
-        "↑/↓ move · Enter resume · Esc back".to_string()
+        "type to search · ↑/↓ move · Enter resume · Esc back".to_string()
     }
 
     fn key(&mut self, key: KeyEvent, out: &mut PaneOut) -> PaneStep {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let last = self.rows.len().saturating_sub(1);
+        let last = self.shown.len().saturating_sub(1);
         match key.code {
             KeyCode::Esc => return PaneStep::Close,
-            KeyCode::Char('q') if !ctrl => return PaneStep::Close,
-            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
             KeyCode::Char('p') if ctrl => self.selected = self.selected.saturating_sub(1),
-            KeyCode::Down | KeyCode::Char('j') => self.selected = (self.selected + 1).min(last),
+            KeyCode::Down => self.selected = (self.selected + 1).min(last),
             KeyCode::Char('n') if ctrl => self.selected = (self.selected + 1).min(last),
             KeyCode::Home => self.selected = 0,
             KeyCode::End => self.selected = last,
             KeyCode::PageUp => self.selected = self.selected.saturating_sub(5),
             KeyCode::PageDown => self.selected = (self.selected + 5).min(last),
+            KeyCode::Char('u') if ctrl => {
+                self.query.clear();
+                self.search();
+            }
+            KeyCode::Char(c) if !ctrl => {
+                self.query.push(c);
+                self.search();
+            }
+            KeyCode::Backspace => {
+                if self.query.pop().is_some() {
+                    self.search();
+                }
+            }
             KeyCode::Enter => {
-                if let Some(row) = self.rows.get(self.selected) {
+                let chosen = self
+                    .shown
+                    .get(self.selected)
+                    .and_then(|&i| self.rows.get(i));
+                if let Some(row) = chosen {
                     out.commands.push(Command::Resume(Some(row.id.clone())));
                     return PaneStep::Close;
                 }
@@ -195,27 +245,44 @@ impl Pane for SessionPicker {
     }
 
     fn render(&self, frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
-        if self.rows.is_empty() {
-            frame.render_widget(
-                Paragraph::new(Line::styled("no other sessions to resume", theme.dim())),
-                area,
-            );
+        let mut lines: Vec<Line<'static>> = Vec::new();
+        if !self.query.is_empty() {
+            lines.push(Line::from(vec![
+                Span::styled("search: ", theme.dim()),
+                Span::styled(
+                    cut(
+                        &clean_line(&self.query),
+                        usize::from(area.width).saturating_sub(8),
+                    ),
+                    theme.bold(),
+                ),
+            ]));
+        }
+        if self.shown.is_empty() {
+            let none = if self.rows.is_empty() {
+                "no other sessions to resume"
+            } else {
+                "no session matches"
+            };
+            lines.push(Line::styled(none, theme.dim()));
+            frame.render_widget(Paragraph::new(lines), area);
             return;
         }
         // Whole sessions, scrolled so the selected one is always in view.
-        let fits = (usize::from(area.height) / ROWS_PER_SESSION).max(1);
+        let room = usize::from(area.height).saturating_sub(lines.len());
+        let fits = (room / ROWS_PER_SESSION).max(1);
         let first = self.selected.saturating_sub(fits - 1);
-        let lines: Vec<Line<'static>> = self
-            .rows
-            .iter()
-            .enumerate()
-            .skip(first)
-            .take(fits)
-            // Long lines are cut at the edge: a session stays two rows.
-            .flat_map(|(i, row)| {
-                self.session_lines(row, i == self.selected, usize::from(area.width), theme)
-            })
-            .collect();
+        lines.extend(
+            self.rows()
+                .into_iter()
+                .enumerate()
+                .skip(first)
+                .take(fits)
+                // Long lines are cut at the edge: a session stays two rows.
+                .flat_map(|(i, row)| {
+                    self.session_lines(row, i == self.selected, usize::from(area.width), theme)
+                }),
+        );
         frame.render_widget(Paragraph::new(lines), area);
     }
 }
