@@ -224,11 +224,7 @@ impl Pane for SessionPicker {
                 self.query.push(c);
                 self.search();
             }
-            KeyCode::Backspace => {
-                if self.query.pop().is_some() {
-                    self.search();
-                }
-            }
+            KeyCode::Backspace if self.query.pop().is_some() => self.search(),
             KeyCode::Enter => {
                 let chosen = self
                     .shown
