@@ -12,12 +12,11 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use cadre_core::driver::{Lifetime, OpenedLog, SessionHandle};
 use cadre_core::protocol::{Event, EventSink, Op};
+use cadre_core::session::{list_sessions, session_path, utc_datetime};
 use cadre_tui::app::SessionInfo;
 use cadre_tui::host::{HostEnd, HostReply, HostRequest, SessionSwitch};
 use cadre_tui::panes::sessions::{ResumeConfirm, SessionPicker, SessionRow};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
-
-use cadre_core::session::{list_sessions, session_path, utc_datetime};
 
 use crate::commands::{self, Action, Command, CommandContext, SessionView};
 use crate::{AgentArgs, ModelArgs, PermissionArgs, ResumeArgs, UsageError, sessions, setup};

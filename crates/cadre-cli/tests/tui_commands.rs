@@ -419,10 +419,16 @@ async fn crash_mid_call(h: &Harness) -> String {
     let started = run.wait_for("session_started", 1).await;
     let id = started["session_id"].as_str().unwrap().to_string();
     let marker = h.path("runs.txt");
-    common::wait_until("the command to start", || marker.exists()).await;
+    // The file can exist before the shell has written its pid into it.
+    let pid = || {
+        std::fs::read_to_string(&marker)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+    };
+    common::wait_until("the command to start", || pid().is_some()).await;
     run.kill().await;
     // The orphaned shell is its own process group; end it too.
-    let pid: i32 = h.read("runs.txt").trim().parse().unwrap();
+    let pid = pid().unwrap();
     // SAFETY: signalling a process group this test started.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     id

@@ -151,6 +151,9 @@ pub async fn run(
                     while app.host_pending > 0 {
                         app.host_done();
                     }
+                    if events_done && !switching {
+                        break;
+                    }
                 }
             },
             event = events.recv(), if !events_done => match event {
