@@ -137,7 +137,8 @@ async fn slash_commands_answer_in_cadre_and_never_reach_the_model() {
     shows("usage: /tasks, or /tasks stop TASK_ID");
     // /sessions lists this one; /resume has no other.
     assert!(
-        err.lines().any(|l| l.starts_with(&format!("{session}  "))),
+        err.lines()
+            .any(|l| l.starts_with(&format!("{session} · ")) && l.ends_with(" · this session")),
         "/sessions lists {session}: {err}"
     );
     shows("no other sessions to resume");

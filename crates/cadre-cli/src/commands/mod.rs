@@ -9,6 +9,7 @@ mod permissions;
 use std::collections::HashMap;
 
 use cadre_core::driver::SessionHandle;
+use cadre_core::permissions::PermissionMode;
 use cadre_core::protocol::{ApprovalAnswer, Event, Op};
 use cadre_core::session::list_sessions;
 
@@ -63,6 +64,8 @@ pub struct SessionView {
     offered: HashMap<(String, String), String>,
     /// Granted rules: (agent, rule), in order.
     granted: Vec<(String, String)>,
+    /// The main agent's mode, once the user changed it in the session (Shift+Tab).
+    mode: Option<PermissionMode>,
 }
 
 impl SessionView {
@@ -87,6 +90,7 @@ impl SessionView {
                     self.granted.push((agent.clone(), rule));
                 }
             }
+            Event::ModeChanged { agent, mode } if agent == "main" => self.mode = Some(*mode),
             _ => {}
         }
     }
@@ -94,6 +98,11 @@ impl SessionView {
     /// The rules granted so far: (agent, rule).
     pub fn granted(&self) -> &[(String, String)] {
         &self.granted
+    }
+
+    /// The main agent's mode when the user changed it in the session.
+    pub fn mode(&self) -> Option<PermissionMode> {
+        self.mode
     }
 }
 
@@ -161,7 +170,8 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
             if list.is_empty() {
                 return Outcome::text("no sessions yet");
             }
-            Outcome::text(written(|out| crate::sessions::write_list(out, &list)))
+            let current = ctx.session.session_id();
+            Outcome::text(written(|out| write_sessions(out, &list, current)))
         }
         Command::Model(None) => model(ctx),
         Command::Model(Some(name)) => {
@@ -283,9 +293,40 @@ fn recent_sessions(ctx: &CommandContext<'_>) -> Outcome {
     if list.is_empty() {
         return Outcome::text("no other sessions to resume");
     }
-    let mut text = written(|out| crate::sessions::write_list(out, &list));
+    let mut text = written(|out| write_sessions(out, &list, current));
     text.push_str("\n/resume ID ends this session and continues that one");
     Outcome::text(text)
+}
+
+/// Sessions two lines each, to read in 80 columns: id, start, tokens and
+/// cost; then the directory and the first prompt.
+fn write_sessions(
+    out: &mut impl std::io::Write,
+    list: &[cadre_core::session::SessionSummary],
+    current: &str,
+) -> std::io::Result<()> {
+    for s in list {
+        let mut head = format!(
+            "{} · {} · {} tok",
+            s.id,
+            cadre_core::session::utc_datetime(s.started_ms),
+            s.totals.tokens()
+        );
+        if let Some(cost) = s.totals.cost {
+            head.push_str(&format!(" · {cost}"));
+        }
+        if s.id == current {
+            head.push_str(" · this session");
+        }
+        writeln!(out, "{head}")?;
+        let prompt = crate::sessions::one_line(&s.first_prompt, 60);
+        if prompt.is_empty() {
+            writeln!(out, "  in {} · (no messages)", s.cwd)?;
+        } else {
+            writeln!(out, "  in {} · {prompt}", s.cwd)?;
+        }
+    }
+    Ok(())
 }
 
 fn model(ctx: &CommandContext<'_>) -> Outcome {
@@ -336,5 +377,18 @@ mod tests {
             view.granted(),
             [("main".to_string(), "Bash(cargo test:*)".to_string())]
         );
+    }
+
+    #[test]
+    fn the_view_keeps_the_main_agents_mode_once_changed() {
+        let mut view = SessionView::default();
+        assert_eq!(view.mode(), None);
+        let changed = |agent: &str, mode| Event::ModeChanged {
+            agent: agent.into(),
+            mode,
+        };
+        view.follow(&changed("main", PermissionMode::AcceptEdits));
+        view.follow(&changed("a1", PermissionMode::Plan));
+        assert_eq!(view.mode(), Some(PermissionMode::AcceptEdits));
     }
 }
