@@ -123,7 +123,7 @@ struct TuiHost<'a> {
     perms: &'a PermissionArgs,
     agents: &'a AgentArgs,
     runtime: setup::Runtime,
-    /// The model `/model NAME` chose for the next session.
+    /// The model `/model NAME` chose: this session's now, and the next ones'.
     next_model: Option<String>,
     /// What `/permissions` shows of the running session (rules granted in it).
     view: Arc<Mutex<SessionView>>,
@@ -262,9 +262,9 @@ impl TuiHost<'_> {
             Action::None => vec![text],
             Action::Exit => vec![text, HostReply::Exit],
             Action::Submit(op) => vec![text, HostReply::Submit(op)],
-            Action::NextModel(name) => {
+            Action::Model { name, id } => {
                 self.next_model = Some(name);
-                vec![text]
+                vec![text, HostReply::Submit(Op::SetModel { model: id })]
             }
             Action::NewSession => self.switch(None, text).await,
             Action::Resume(id) => self.switch(Some(id), text).await,

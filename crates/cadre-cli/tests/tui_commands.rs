@@ -489,3 +489,30 @@ async fn text_commands_show_in_the_transcript_and_never_reach_the_model() {
     }
     leave(&pane).await;
 }
+
+#[tokio::test]
+async fn model_name_switches_the_running_session_from_its_next_turn() {
+    if !tmux_available() {
+        return;
+    }
+    let h = Harness::new(CHAT, Wire::Anthropic).await;
+    let (pane, _) = start(&h).await;
+    send(&pane, "/model other-model");
+    let screen = pane.wait_text("from the next turn on").await;
+    assert!(screen.contains("model: other-model"), "{screen}");
+    // The status line follows once the session has switched.
+    pane.wait_for("the status line's model", |s| {
+        s.lines()
+            .filter(|l| !l.trim().is_empty())
+            .last()
+            .is_some_and(|l| l.trim_start().starts_with("other-model ·"))
+    })
+    .await;
+    let before = h.records().len();
+    send(&pane, "next message");
+    pane.wait_text("Next answer.").await;
+    let records = h.records();
+    assert_eq!(records.len(), before + 1);
+    assert_eq!(records[before].body["model"], "other-model");
+    leave(&pane).await;
+}

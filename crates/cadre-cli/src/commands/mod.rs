@@ -34,8 +34,14 @@ pub enum Action {
     NewSession,
     /// End this session and continue the one with this id (as `--resume`).
     Resume(String),
-    /// Use this model (as given) for the next session this process starts.
-    NextModel(String),
+    /// Talk to this model from the next turn on (`Op::SetModel` with `id`),
+    /// and start the sessions `/clear` and `/resume` open with it (`name`, as given).
+    Model {
+        /// As the user typed it (an alias or an id).
+        name: String,
+        /// The model id it resolves to.
+        id: String,
+    },
 }
 
 /// A command's result.
@@ -119,7 +125,7 @@ pub struct CommandContext<'a> {
     pub session: &'a SessionHandle,
     /// What was followed of its events.
     pub view: &'a SessionView,
-    /// The model `/model NAME` chose for the next session, if any.
+    /// The model `/model NAME` chose (for this session and the next ones), if any.
     pub next_model: Option<&'a str>,
 }
 
@@ -179,11 +185,10 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
             let id = ctx.runtime.settings.resolve_model(config.provider, &name);
             Outcome {
                 text: format!(
-                    "the next session this process starts (/clear, or /resume ID) talks to {id}; \
-                     this session keeps {}, as a running session's model cannot be changed",
-                    config.model
+                    "model: {id} from the next turn on (was {}); sessions /clear or /resume start from here use it too",
+                    current_model(ctx)
                 ),
-                action: Action::NextModel(name),
+                action: Action::Model { name, id },
             }
         }
         Command::Permissions => Outcome::text(permissions::describe(ctx)),
@@ -329,16 +334,25 @@ fn write_sessions(
     Ok(())
 }
 
+/// The model the session talks to now: the one `/model NAME` chose, else the configured one.
+fn current_model(ctx: &CommandContext<'_>) -> String {
+    let config = ctx.runtime.client.config();
+    match ctx.next_model {
+        Some(name) => ctx.runtime.settings.resolve_model(config.provider, name),
+        None => config.model.clone(),
+    }
+}
+
 fn model(ctx: &CommandContext<'_>) -> Outcome {
     let config = ctx.runtime.client.config();
-    let mut text = format!("model: {} ({})", config.model, config.provider);
-    if let Some(next) = ctx.next_model {
-        let id = ctx.runtime.settings.resolve_model(config.provider, next);
+    let mut text = format!("model: {} ({})", current_model(ctx), config.provider);
+    if ctx.next_model.is_some() {
         text.push_str(&format!(
-            "\nthe next session this process starts talks to {id}"
+            " · chosen with /model; started with {}",
+            config.model
         ));
     }
-    text.push_str("\n/model NAME picks the model for the next session (/clear or /resume ID)");
+    text.push_str("\n/model NAME switches from the next turn on (an alias such as sonnet, opus, haiku, or a model id)");
     Outcome::text(text)
 }
 
