@@ -503,8 +503,8 @@ async fn model_name_switches_the_running_session_from_its_next_turn() {
     // The status line follows once the session has switched.
     pane.wait_for("the status line's model", |s| {
         s.lines()
-            .filter(|l| !l.trim().is_empty())
-            .last()
+            .rev()
+            .find(|l| !l.trim().is_empty())
             .is_some_and(|l| l.trim_start().starts_with("other-model ·"))
     })
     .await;
