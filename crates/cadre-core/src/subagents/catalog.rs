@@ -838,7 +838,7 @@ mod tests {
         );
         write(
             &dir.join("broken.md"),
-            "---\nname: broken\ndescription: d\ntools: [a\n---\n",
+            "---\nname: broken\ndescription: d\n  bad: indent\n---\n",
         );
         write(&dir.join("noname.md"), "---\ndescription: d\n---\nb");
         write(&dir.join("good.md"), &agent("good", "fine"));
