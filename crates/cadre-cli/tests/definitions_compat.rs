@@ -95,3 +95,116 @@ async fn validate_groups_a_repeated_warning_and_lists_it_under_verbose() {
     }
     assert!(!text.contains("files):"), "{text}");
 }
+
+/// The tool names a request offered.
+fn offered_tools(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn subagent_type_matches_ignoring_case_and_separators_and_fable_is_an_alias() {
+    let script = r#"
+rules:
+  - name: reviewer
+    when: { first_user: "review-task" }
+    replies:
+      - text: "REVIEWED"
+  - name: bare
+    when: { first_user: "bare-task" }
+    replies:
+      - text: "BARE"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "review", prompt: "review-task", subagent_type: "Code Reviewer" } }
+          - { name: Agent, input: { description: "bare", prompt: "bare-task", subagent_type: "no_tools" } }
+      - text: "parent done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/agents/code-reviewer.md",
+        "---\nname: code-reviewer\ndescription: Reviews code.\nmodel: fable\ntools: Read\n---\nYou are MY-REVIEWER.\n",
+    );
+    h.write(
+        ".claude/agents/no-tools.md",
+        "---\nname: no-tools\ndescription: Answers from its prompt alone.\ntools: []\n---\nYou have no tools.\n",
+    );
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let reviewer = rule_records(&records, "reviewer");
+    assert_eq!(reviewer.len(), 1, "the reviewer ran once");
+    let body = &reviewer[0].body;
+    assert!(body["system"].to_string().contains("MY-REVIEWER"));
+    assert_eq!(body["model"], "claude-fable-5-2");
+    assert_eq!(offered_tools(body), ["Read"]);
+    // `tools: []` starts the child with no tools at all, as Claude Code does.
+    let bare = rule_records(&records, "bare");
+    assert_eq!(bare.len(), 1, "the tool-less child ran");
+    assert_eq!(offered_tools(&bare[0].body), Vec::<String>::new());
+    let parent = rule_records(&records, "parent");
+    let results = tool_results(&parent[1].body);
+    assert!(
+        results
+            .iter()
+            .any(|(text, error)| !error && text.contains("REVIEWED")),
+        "{results:?}"
+    );
+    assert!(
+        results
+            .iter()
+            .any(|(text, error)| !error && text.contains("BARE")),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: \"hi\"\n",
+        Wire::Anthropic,
+    )
+    .await;
+    h.write(
+        ".claude/agents/a.md",
+        "---\nname: a\ndescription: d\nhooks:\n  Stop:\n    - hooks:\n        - { type: command, command: \"true\" }\nmemory: project\n---\nBody\n",
+    );
+    h.write(
+        ".claude/agents/b.md",
+        "---\nname: b\ndescription: d\nmemory: user\nskills: lint\n---\nBody\n",
+    );
+    let out = h.cadre(&["agents", "validate"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    let a = h.path(".claude/agents/a.md").display().to_string();
+    let b = h.path(".claude/agents/b.md").display().to_string();
+    for want in [
+        format!("warning {a}:4: `hooks`: not supported yet (ignored)"),
+        format!("warning {b}:5: `skills`: not supported yet (ignored)"),
+        "warning (2 files): `memory`: not supported yet (ignored) — `cadre agents validate --verbose` lists them".to_string(),
+    ] {
+        assert!(text.lines().any(|l| l == want), "missing `{want}`:\n{text}");
+    }
+
+    let out = h.cadre(&["exec", "--json", "hello"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warnings: Vec<String> = events(&out)
+        .iter()
+        .filter(|e| e["type"] == "warning")
+        .filter_map(|e| e["message"].as_str().map(str::to_string))
+        .filter(|m| m.contains("not supported yet"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "agent definitions: `hooks` is not supported yet and is ignored in: a",
+            "agent definitions: `skills` is not supported yet and is ignored in: b",
+            "agent definitions: `memory` is not supported yet and is ignored in: a, b",
+        ],
+    );
+}
