@@ -313,6 +313,14 @@ fn show(
     if def.background {
         writeln!(out, "background:  true")?;
     }
+    let unsupported = cadre_core::subagents::definition::unsupported_fields(&def);
+    if !unsupported.is_empty() {
+        writeln!(
+            out,
+            "unsupported: {} (not supported yet, ignored)",
+            unsupported.join(", ")
+        )?;
+    }
     if !def.unknown_fields.is_empty() {
         let keys: Vec<&String> = def.unknown_fields.keys().collect();
         writeln!(out, "unknown:     {keys:?} (kept, ignored)")?;

@@ -191,6 +191,16 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
         assert!(text.lines().any(|l| l == want), "missing `{want}`:\n{text}");
     }
 
+    let out = h.cadre(&["agents", "show", "a"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out)
+            .lines()
+            .any(|l| l == "unsupported: hooks, memory (not supported yet, ignored)"),
+        "{}",
+        stdout(&out)
+    );
+
     let out = h.cadre(&["exec", "--json", "hello"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let warnings: Vec<String> = events(&out)
