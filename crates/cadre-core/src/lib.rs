@@ -8,6 +8,7 @@ pub mod context;
 pub mod driver;
 pub mod model;
 pub mod permissions;
+pub mod project_root;
 pub mod protocol;
 pub mod sandbox;
 pub mod secrets;

@@ -9,6 +9,7 @@
 
 mod compact;
 mod dispatch;
+pub mod instructions;
 mod permission;
 mod prompt;
 mod rewind;
