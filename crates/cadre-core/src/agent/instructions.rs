@@ -129,7 +129,10 @@ impl InstructionSources {
 pub fn load(sources: &InstructionSources) -> LoadedInstructions {
     let mut loader = Loader::new(sources.home_dir.clone());
     if let Some(home) = &sources.home_dir {
-        loader.add_top(&home.join(".claude").join("CLAUDE.md"), InstructionKind::User);
+        loader.add_top(
+            &home.join(".claude").join("CLAUDE.md"),
+            InstructionKind::User,
+        );
     }
     if let Some(data) = &sources.data_dir {
         loader.add_top(&data.join("AGENTS.md"), InstructionKind::User);
@@ -360,7 +363,9 @@ pub fn find_imports(text: &str) -> Vec<String> {
         {
             fence = match fence {
                 None => Some((ch, run)),
-                Some((open, len)) if open == ch && run >= len && trimmed[run..].trim().is_empty() => {
+                Some((open, len))
+                    if open == ch && run >= len && trimmed[run..].trim().is_empty() =>
+                {
                     None
                 }
                 still => still,
@@ -620,10 +625,7 @@ mod tests {
                     \n    @indented.md\n\
                     mail me@example.com, see @c.md.\n\
                     @ alone, @~/home.md";
-        assert_eq!(
-            find_imports(text),
-            ["a.md", "b.md", "c.md", "~/home.md"]
-        );
+        assert_eq!(find_imports(text), ["a.md", "b.md", "c.md", "~/home.md"]);
     }
 
     #[test]
@@ -647,10 +649,24 @@ mod tests {
         assert!(loaded.files[1].text.ends_with("first 40 kB are used]"));
         assert_eq!(loaded.files[0].size, MAX_FILE_BYTES * 2);
         let last = loaded.files.last().unwrap();
-        assert!(last.text.contains("fit in the 160 kB total"), "{}", last.path.display());
+        assert!(
+            last.text.contains("fit in the 160 kB total"),
+            "{}",
+            last.path.display()
+        );
         assert!(!loaded.render().unwrap().contains("never"));
-        assert!(loaded.warnings.iter().any(|w| w.contains("CLAUDE.local.md: not used")));
-        assert!(loaded.warnings.iter().any(|w| w.contains("only its first 40 kB")));
+        assert!(
+            loaded
+                .warnings
+                .iter()
+                .any(|w| w.contains("CLAUDE.local.md: not used"))
+        );
+        assert!(
+            loaded
+                .warnings
+                .iter()
+                .any(|w| w.contains("only its first 40 kB"))
+        );
     }
 
     #[test]
@@ -658,7 +674,10 @@ mod tests {
         let cwd = Path::new("/p/repo");
         assert_eq!(
             nested_dirs(cwd, Path::new("/p/repo/src/parser/lex.rs")),
-            [PathBuf::from("/p/repo/src"), PathBuf::from("/p/repo/src/parser")]
+            [
+                PathBuf::from("/p/repo/src"),
+                PathBuf::from("/p/repo/src/parser")
+            ]
         );
         assert!(nested_dirs(cwd, Path::new("/p/repo/main.rs")).is_empty());
         assert!(nested_dirs(cwd, Path::new("/p/other/x.rs")).is_empty());

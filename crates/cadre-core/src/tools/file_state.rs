@@ -97,11 +97,17 @@ impl FileStateCache {
     /// Of `dirs`, those whose instruction files this agent has not been
     /// offered yet, now marked as offered; none when it runs without them.
     pub fn claim_instruction_dirs(&self, dirs: Vec<PathBuf>) -> Vec<PathBuf> {
-        if self.no_instructions.load(std::sync::atomic::Ordering::Relaxed) {
+        if self
+            .no_instructions
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
             return Vec::new();
         }
         match self.instruction_dirs.lock() {
-            Ok(mut offered) => dirs.into_iter().filter(|d| offered.insert(d.clone())).collect(),
+            Ok(mut offered) => dirs
+                .into_iter()
+                .filter(|d| offered.insert(d.clone()))
+                .collect(),
             Err(_) => Vec::new(),
         }
     }
