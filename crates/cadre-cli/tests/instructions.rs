@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::line_session::Interactive;
 use common::{Harness, Wire, events, rule_records, stderr, tool_results};
 use serde_json::Value;
 
@@ -198,4 +199,28 @@ rules:
     assert!(system_text(&general[0].body).contains("PROJECT-RULES"));
     let parent = rule_records(&records, "parent");
     assert!(system_text(&parent[0].body).contains("PROJECT-RULES"));
+}
+
+#[tokio::test]
+async fn memory_lists_the_loaded_files_with_sizes() {
+    let h = Harness::new("rules:\n  - replies: [{ text: ok }]\n", Wire::Anthropic).await;
+    std::fs::create_dir_all(h.path(".git")).unwrap();
+    h.write("CLAUDE.md", "rules @notes.md");
+    h.write("notes.md", &"n".repeat(3000));
+    let pty = common::Pty::open();
+    let mut cadre = Interactive::start(&h, &pty, &[]);
+    pty.type_line("/memory");
+    let claude_line = format!("  {}  15 B  (project)", h.path("CLAUDE.md").display());
+    cadre.wait_for_stderr(&claude_line, 1).await;
+    pty.type_line("/exit");
+    assert!(cadre.exit_status().await, "{}", cadre.stderr());
+    let err = cadre.stderr();
+    let notes_line = format!(
+        "  {}  2.9 kB  (imported by {})",
+        h.path("notes.md").display(),
+        h.path("CLAUDE.md").display()
+    );
+    assert!(err.contains(&notes_line), "{err}");
+    // Answered in cadre: nothing reached the model.
+    assert!(h.records().is_empty());
 }
