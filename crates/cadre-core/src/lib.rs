@@ -6,6 +6,7 @@ pub mod background;
 pub mod config;
 pub mod context;
 pub mod driver;
+pub mod instructions;
 pub mod model;
 pub mod permissions;
 pub mod project_root;

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use cadre_core::agent::instructions::{
+use cadre_core::instructions::{
     InstructionKind, InstructionSources, LoadedInstructions, MAX_FILE_BYTES, MAX_TOTAL_BYTES, load,
 };
 

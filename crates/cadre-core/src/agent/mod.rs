@@ -9,7 +9,6 @@
 
 mod compact;
 mod dispatch;
-pub mod instructions;
 mod permission;
 mod prompt;
 mod rewind;

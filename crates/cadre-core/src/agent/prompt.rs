@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::instructions::InstructionSources;
 use crate::session::civil_from_days;
 use crate::small_file::read_small_text;
 
@@ -98,7 +99,7 @@ impl ProjectContext {
 }
 
 /// The project's instructions for a session in `cwd` (see
-/// [`super::instructions::load`]), as one prompt block, if any.
+/// [`crate::instructions::load`]), as one prompt block, if any.
 pub fn project_instructions(cwd: &Path) -> Option<String> {
     read_project_instructions(cwd).0
 }
@@ -106,7 +107,14 @@ pub fn project_instructions(cwd: &Path) -> Option<String> {
 /// The project's instructions for a session in `cwd`, and the warnings met
 /// reading them (import cycles, missing imports, unreadable files, cuts).
 pub fn read_project_instructions(cwd: &Path) -> (Option<String>, Vec<String>) {
-    let loaded = super::instructions::load(&super::instructions::InstructionSources::from_env(cwd));
+    let sources = InstructionSources {
+        cwd: cwd.to_path_buf(),
+        home_dir: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(std::path::PathBuf::from),
+        data_dir: crate::config::data_dir().ok(),
+    };
+    let loaded = crate::instructions::load(&sources);
     (loaded.render(), loaded.warnings)
 }
 

@@ -93,7 +93,7 @@ impl Tool for ReadTool {
             let out = util::blocking(move || read_lines(&p, offset, limit, cap)).await;
             if !out.is_error {
                 ctx.file_state.record(&path);
-                let dirs = crate::agent::instructions::nested_dirs(&ctx.cwd, &path);
+                let dirs = crate::instructions::nested_dirs(&ctx.cwd, &path);
                 let dirs = ctx.file_state.claim_instruction_dirs(dirs);
                 if !dirs.is_empty() {
                     let reminder =
@@ -115,7 +115,7 @@ fn nested_reminder(dirs: &[std::path::PathBuf]) -> String {
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(std::path::PathBuf::from);
-    let loaded = crate::agent::instructions::load_nested(dirs, home);
+    let loaded = crate::instructions::load_nested(dirs, home);
     match loaded.render() {
         Some(text) => format!(
             "\n\n<system-reminder>\nInstruction files from the directories of the file just read; they apply to work in those directories.\n\n{text}\n</system-reminder>"

@@ -15,7 +15,7 @@ pub const MAX_TOTAL_BYTES: usize = 160 << 10;
 /// How many levels of `@path` imports are followed below a file.
 pub const MAX_IMPORT_DEPTH: usize = 5;
 /// Larger files are refused unread (they are cut to [`MAX_FILE_BYTES`] anyway).
-const MAX_READ_BYTES: u64 = 4 << 20;
+pub const MAX_READ_BYTES: u64 = 4 << 20;
 /// The project files looked for in each directory, in prompt order.
 const PROJECT_NAMES: [(&str, InstructionKind); 3] = [
     ("AGENTS.md", InstructionKind::Project),
@@ -108,19 +108,6 @@ pub struct InstructionSources {
     pub home_dir: Option<PathBuf>,
     /// `$CADRE_HOME`: `AGENTS.md` there.
     pub data_dir: Option<PathBuf>,
-}
-
-impl InstructionSources {
-    /// The sources for `cwd` from the environment (`HOME`, `CADRE_HOME`).
-    pub fn from_env(cwd: &Path) -> InstructionSources {
-        InstructionSources {
-            cwd: cwd.to_path_buf(),
-            home_dir: std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(PathBuf::from),
-            data_dir: crate::config::data_dir().ok(),
-        }
-    }
 }
 
 /// Reads every instruction file for a session in `sources.cwd`: the user's
@@ -243,7 +230,8 @@ impl Loader {
         if !self.seen.insert(canonical.clone()) {
             return;
         }
-        let text = match read_small_text(&canonical, MAX_READ_BYTES) {
+        // Read by the name found, so a warning names the file the user wrote.
+        let text = match read_small_text(path, MAX_READ_BYTES) {
             Ok(text) => text,
             Err(e) if e.is_not_found() => return,
             Err(e) => {
