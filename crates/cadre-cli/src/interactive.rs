@@ -155,7 +155,7 @@ struct Front<'a> {
     runtime: Runtime,
     lines: StdinLines,
     current: Current,
-    /// The model `/model NAME` chose for the next session.
+    /// The model `/model NAME` chose: this session's now, and the next ones'.
     next_model: Option<String>,
 }
 
@@ -364,7 +364,8 @@ impl Front<'_> {
                                         }
                                         prompt();
                                     }
-                                    Action::NextModel(name) => {
+                                    Action::Model { name, id } => {
+                                        handle.submit(Op::SetModel { model: id });
                                         self.next_model = Some(name);
                                         prompt();
                                     }

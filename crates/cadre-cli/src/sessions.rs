@@ -48,7 +48,8 @@ enum SessionsCommand {
     },
 }
 
-fn one_line(s: &str, max: usize) -> String {
+/// `s` on one line (whitespace runs made one space), cut to `max` characters.
+pub fn one_line(s: &str, max: usize) -> String {
     let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {
         format!("{}…", flat.chars().take(max).collect::<String>())
@@ -310,18 +311,13 @@ pub async fn open(
         .map_err(open_usage);
     };
     let pending = PendingResume::load(&runtime.home, id, events).map_err(open_usage)?;
-    let maybe_ran = pending.may_have_run();
+    let maybe_ran = may_have_run(&pending);
     if !maybe_ran.is_empty() {
         let mut text = String::from(
             "cadre stopped while these calls were running; they may or may not have run:\n",
         );
-        for c in &maybe_ran {
-            text.push_str(&format!(
-                "  {} {} ({})\n",
-                c.tool,
-                one_line(&c.input, 100),
-                c.call_id
-            ));
+        for call in &maybe_ran {
+            text.push_str(&format!("  {call}\n"));
         }
         text.push_str("They will be recorded as `unknown` and not run again.");
         eprintln!("{text}");
@@ -341,6 +337,38 @@ pub async fn open(
         }
     }
     pending.accept(events).map_err(open_usage)
+}
+
+/// The calls of a session being resumed that may have run, one line each
+/// (`Bash {"command":"make"} (call-1)`).
+fn may_have_run(pending: &PendingResume) -> Vec<String> {
+    pending
+        .may_have_run()
+        .iter()
+        .map(|c| format!("{} {} ({})", c.tool, one_line(&c.input, 100), c.call_id))
+        .collect()
+}
+
+/// Reopens session `id` for a front end that asks its own way (the TUI):
+/// when calls may have run, `ask` gets them (one line each) and says
+/// whether to go on; nothing is printed. `None` when the answer was no.
+/// The session stays held while the question is open.
+pub async fn resume_asking<F, A>(
+    runtime: &Runtime,
+    id: &str,
+    events: &EventSink,
+    ask: F,
+) -> Result<Option<OpenedLog>>
+where
+    F: FnOnce(Vec<String>) -> A,
+    A: std::future::Future<Output = bool>,
+{
+    let pending = PendingResume::load(&runtime.home, id, events).map_err(open_usage)?;
+    let maybe_ran = may_have_run(&pending);
+    if !maybe_ran.is_empty() && !ask(maybe_ran).await {
+        return Ok(None);
+    }
+    Ok(Some(pending.accept(events).map_err(open_usage)?))
 }
 
 fn open_usage(e: OpenError) -> anyhow::Error {

@@ -9,12 +9,14 @@ use std::process::ExitCode;
 
 use std::sync::{Arc, Mutex};
 
-use anyhow::{Result, bail};
-use cadre_core::driver::{Lifetime, OpenedLog, PendingResume, SessionHandle};
+use anyhow::Result;
+use cadre_core::driver::{Lifetime, OpenedLog, SessionHandle};
 use cadre_core::protocol::{Event, EventSink, Op};
+use cadre_core::session::{list_sessions, session_path, utc_datetime};
 use cadre_tui::app::SessionInfo;
 use cadre_tui::host::{HostEnd, HostReply, HostRequest, SessionSwitch};
-use tokio::sync::mpsc::UnboundedReceiver;
+use cadre_tui::panes::sessions::{ResumeConfirm, SessionPicker, SessionRow};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use crate::commands::{self, Action, Command, CommandContext, SessionView};
 use crate::{AgentArgs, ModelArgs, PermissionArgs, ResumeArgs, UsageError, sessions, setup};
@@ -39,19 +41,17 @@ pub async fn run(
 ) -> Result<ExitCode> {
     let runtime = setup::prepare(model, perms, agent_args)?;
     let (sink, rx) = EventSink::channel();
-    let accept_unknown = match resume.resume.as_deref() {
-        Some(id) if !resume.accept_unknown => confirm_resume(&runtime.home, id).await?,
-        _ => resume.accept_unknown,
+    let open = match resume.resume.as_deref() {
+        // Asked on the plain terminal: the full screen has not started yet.
+        Some(id) => sessions::resume_asking(&runtime, id, &sink, |calls| async move {
+            resume.accept_unknown || confirm_resume(calls).await
+        })
+        .await?
+        .ok_or_else(|| UsageError("not resumed".into()))?,
+        None => sessions::open(&runtime, None, false, None, &sink).await?,
     };
-    let open = sessions::open(
-        &runtime,
-        resume.resume.as_deref(),
-        accept_unknown,
-        None,
-        &sink,
-    )
-    .await?;
     let warnings = runtime.warnings.clone();
+    let (tui_end, host_end) = cadre_tui::host::channel();
     let mut host = TuiHost {
         model,
         perms,
@@ -61,6 +61,7 @@ pub async fn run(
         view: Arc::new(Mutex::new(SessionView::default())),
         running: None,
         shown: Arc::default(),
+        replies: host_end.replies.clone(),
     };
     let first = host.start(open, sink, rx, warnings).await?;
     // SIGUSR1 backgrounds the batch of whichever session is shown then.
@@ -72,7 +73,6 @@ pub async fn run(
         true
     });
     let history = cadre_tui::history::history_path(&host.runtime.home, &host.runtime.cwd);
-    let (tui_end, host_end) = cadre_tui::host::channel();
     let exit = {
         let tui = cadre_tui::run(
             first.handle,
@@ -123,13 +123,16 @@ struct TuiHost<'a> {
     perms: &'a PermissionArgs,
     agents: &'a AgentArgs,
     runtime: setup::Runtime,
-    /// The model `/model NAME` chose for the next session.
+    /// The model `/model NAME` chose: this session's now, and the next ones'.
     next_model: Option<String>,
     /// What `/permissions` shows of the running session (rules granted in it).
     view: Arc<Mutex<SessionView>>,
     running: Option<Running>,
     /// The running session's handle, for the signal handler.
     shown: Arc<Mutex<Option<SessionHandle>>>,
+    /// Replies sent while a command still runs (a switch says it has begun,
+    /// a resume asks about calls that may have run).
+    replies: UnboundedSender<HostReply>,
 }
 
 impl TuiHost<'_> {
@@ -202,7 +205,10 @@ impl TuiHost<'_> {
     async fn serve(&mut self, mut end: HostEnd) {
         while let Some(request) = end.requests.recv().await {
             let HostRequest::Command(command) = request;
-            for reply in self.command(command).await {
+            let mut replies = self.command(command).await;
+            // Messages typed meanwhile wait for this.
+            replies.push(HostReply::Done);
+            for reply in replies {
                 if end.replies.send(reply).is_err() {
                     return;
                 }
@@ -225,6 +231,19 @@ impl TuiHost<'_> {
             let pane = cadre_tui::panes::tasks::TasksPane::new(handle, self.runtime.home.clone());
             return vec![HostReply::Open(Box::new(pane))];
         }
+        if command == Command::Resume(None) {
+            return vec![self.resume_picker(&handle)];
+        }
+        // A session that is not there is a warning here (the shared text is plain).
+        if let Command::Resume(Some(id)) = &command
+            && id != handle.session_id()
+            && let Err(e) = session_path(&self.runtime.home, id)
+        {
+            return vec![HostReply::Warning(format!(
+                "cannot resume {id}: {e}; still in session {}",
+                handle.session_id()
+            ))];
+        }
         let view = self.view.lock().map(|v| v.clone()).unwrap_or_default();
         let outcome = commands::execute(
             command,
@@ -243,13 +262,42 @@ impl TuiHost<'_> {
             Action::None => vec![text],
             Action::Exit => vec![text, HostReply::Exit],
             Action::Submit(op) => vec![text, HostReply::Submit(op)],
-            Action::NextModel(name) => {
+            Action::Model { name, id } => {
                 self.next_model = Some(name);
-                vec![text]
+                vec![text, HostReply::Submit(Op::SetModel { model: id })]
             }
             Action::NewSession => self.switch(None, text).await,
             Action::Resume(id) => self.switch(Some(id), text).await,
         }
+    }
+
+    /// `/resume` with no id: a picker of the other sessions (this project's
+    /// first); Enter there runs `/resume ID`.
+    fn resume_picker(&self, handle: &SessionHandle) -> HostReply {
+        let current = handle.session_id();
+        let here = self.runtime.cwd.display().to_string();
+        let rows: Vec<SessionRow> = list_sessions(&self.runtime.home)
+            .into_iter()
+            // Nothing to go back to in a session without a message.
+            .filter(|s| s.id != current && !s.first_prompt.trim().is_empty())
+            .map(|s| SessionRow {
+                this_project: s.cwd == here,
+                started: utc_datetime(s.started_ms),
+                tokens: s.totals.tokens(),
+                cost: s.totals.cost.map(|c| c.to_string()),
+                id: s.id,
+                started_ms: s.started_ms,
+                first_prompt: s.first_prompt,
+                cwd: s.cwd,
+            })
+            .collect();
+        if rows.is_empty() {
+            return HostReply::Text("no other sessions to resume".into());
+        }
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        HostReply::Open(Box::new(SessionPicker::new(rows, now_ms)))
     }
 
     /// Ends the running session and starts the next (new, or `resume`'s);
@@ -273,25 +321,54 @@ impl TuiHost<'_> {
             None => None,
         };
         let (sink, rx) = EventSink::channel();
-        let opened = sessions::open(
-            runtime.as_ref().unwrap_or(&self.runtime),
-            resume.as_deref(),
-            false,
-            None,
-            &sink,
-        )
-        .await;
+        let next_runtime = runtime.as_ref().unwrap_or(&self.runtime);
+        let opened = match resume.as_deref() {
+            None => sessions::open(next_runtime, None, false, None, &sink)
+                .await
+                .map(Some),
+            Some(id) => {
+                let replies = self.replies.clone();
+                sessions::resume_asking(next_runtime, id, &sink, |calls| {
+                    ask_in_pane(replies, id.to_string(), calls)
+                })
+                .await
+            }
+        };
         let open = match opened {
-            Ok(open) => open,
+            Ok(Some(open)) => open,
+            Ok(None) => {
+                let current = self
+                    .current_handle()
+                    .map(|h| h.session_id().to_string())
+                    .unwrap_or_default();
+                return vec![HostReply::Text(format!(
+                    "not resumed; still in session {current}"
+                ))];
+            }
             Err(e) => {
                 let what = resume.map_or_else(
                     || "cannot start a new session".to_string(),
                     |id| format!("cannot resume {id}"),
                 );
-                return vec![HostReply::Warning(format!("{what}: {e:#}"))];
+                let current = self
+                    .current_handle()
+                    .map(|h| h.session_id().to_string())
+                    .unwrap_or_default();
+                return vec![HostReply::Warning(format!(
+                    "{what}: {e:#}; still in session {current}"
+                ))];
             }
         };
-        let mut replies = vec![said, HostReply::Switching];
+        // Said before waiting for the old session to wind down (the screen
+        // holds what is typed meanwhile for the next session), and again in
+        // the next session's transcript, which starts empty.
+        let again = match &said {
+            HostReply::Text(text) => Some(HostReply::Text(text.clone())),
+            _ => None,
+        };
+        let _ = self.replies.send(said);
+        let _ = self.replies.send(HostReply::Switching);
+        let mut replies = Vec::new();
         if let Some(old) = self.running.take() {
             old.handle.submit(Op::Shutdown);
             let _ = old.task.await;
@@ -302,7 +379,10 @@ impl TuiHost<'_> {
             self.next_model = None;
         }
         match self.start(open, sink, rx, Vec::new()).await {
-            Ok(next) => replies.push(HostReply::Switched(Box::new(next))),
+            Ok(next) => {
+                replies.push(HostReply::Switched(Box::new(next)));
+                replies.extend(again);
+            }
             Err(e) => {
                 replies.push(HostReply::Warning(format!(
                     "cannot start the session: {e:#}"
@@ -316,24 +396,11 @@ impl TuiHost<'_> {
 
 /// For `--resume` of a session whose calls may have run: lists them and
 /// asks on the plain terminal (before the full screen starts) whether to go
-/// on; true when the user agrees. Nothing to ask is false: nothing to accept.
-async fn confirm_resume(home: &Path, id: &str) -> Result<bool> {
-    // Any problem loading is reported by the real open that follows.
-    let Ok(pending) = PendingResume::load(home, id, &EventSink::discard()) else {
-        return Ok(false);
-    };
-    let calls: Vec<String> = pending
-        .may_have_run()
-        .iter()
-        .map(|c| format!("  {} ({})", c.tool, c.call_id))
-        .collect();
-    drop(pending);
-    if calls.is_empty() {
-        return Ok(false);
-    }
+/// on; true when the user agrees.
+async fn confirm_resume(calls: Vec<String>) -> bool {
     eprintln!(
-        "cadre stopped while these calls were running; they may or may not have run:\n{}\nThey will be recorded as `unknown` and not run again.",
-        calls.join("\n")
+        "cadre stopped while these calls were running; they may or may not have run:\n  {}\nThey will be recorded as `unknown` and not run again.",
+        calls.join("\n  ")
     );
     eprint!("Continue the session? [y/N] ");
     let _ = std::io::stderr().flush();
@@ -341,11 +408,20 @@ async fn confirm_resume(home: &Path, id: &str) -> Result<bool> {
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line).map(|_| line)
     })
-    .await??;
-    if !matches!(answer.trim(), "y" | "Y" | "yes") {
-        bail!(UsageError("not resumed".into()));
+    .await;
+    matches!(answer, Ok(Ok(a)) if matches!(a.trim(), "y" | "Y" | "yes"))
+}
+
+/// For `/resume ID` of a session whose calls may have run: asks in a pane
+/// over the transcript; true when the user agrees (a pane closed any
+/// other way, or a screen that is gone, is a no).
+async fn ask_in_pane(replies: UnboundedSender<HostReply>, id: String, calls: Vec<String>) -> bool {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let pane = ResumeConfirm::new(id, calls, tx);
+    if replies.send(HostReply::Open(Box::new(pane))).is_err() {
+        return false;
     }
-    Ok(true)
+    rx.await.unwrap_or(false)
 }
 
 /// `path` with the home directory shown as `~`.

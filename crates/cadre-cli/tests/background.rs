@@ -287,7 +287,7 @@ async fn forty_children_finishing_together_are_announced_in_two_notices() {
         .map(|i| format!("          - {{ name: Agent, input: {{ description: \"n{i}\", prompt: \"many-{i}\", subagent_type: \"helper\", run_in_background: true }} }}"))
         .collect();
     let script = format!(
-        "rules:\n  - name: parent\n    when: {{ system: \"You are cadre\" }}\n    replies:\n      - tool_calls:\n{}\n      - text: \"started\"\n      - text: \"got some\"\n      - text: \"got the rest\"\n  - name: child\n    when: {{ system: \"You are HELPER\" }}\n    replies:\n      - latency_ms: 300\n        text: \"small report\"\n",
+        "rules:\n  - name: parent\n    when: {{ system: \"You are cadre\" }}\n    replies:\n      - tool_calls:\n{}\n      - text: \"started\"\n      - text: \"got some\"\n      - text: \"got the rest\"\n      - text: \"got more\"\n      - text: \"got more\"\n      - text: \"got more\"\n  - name: child\n    when: {{ system: \"You are HELPER\" }}\n    replies:\n      - latency_ms: 300\n        text: \"small report\"\n",
         calls.join("\n")
     );
     let h = Harness::new(&script, Wire::Anthropic).await;
@@ -309,7 +309,8 @@ async fn forty_children_finishing_together_are_announced_in_two_notices() {
     assert_eq!(notices.iter().sum::<usize>(), 40, "{notices:?}");
     assert!(notices.iter().all(|n| *n <= 32), "{notices:?}");
     // Finishing together, they come as 32 + 8; a slow machine may split the
-    // burst further, but never past 32 per notice.
+    // burst further (the script has replies for up to five notices), but
+    // never past 32 per notice.
     if notices.len() == 2 {
         assert_eq!(notices, [32, 8], "a burst is cut at 32");
     }

@@ -104,15 +104,12 @@ async fn slash_commands_answer_in_cadre_and_never_reach_the_model() {
         "/permissions",
         "/clear",
         "/foo",
-        "other-model",
     ] {
         assert!(!body.contains(word), "{word} was sent: {body}");
     }
+    // `/model other-model` switched the running session: its next request goes there.
+    assert_eq!(records[0].body["model"], "other-model", "{body}");
     assert!(last_user(&records[0]).ends_with("hello"));
-    assert_eq!(
-        records[0].body["model"], "mock-model",
-        "the session keeps its model"
-    );
 
     let err = cadre.stderr();
     let [session] = cadre.sessions().try_into().unwrap();
@@ -137,20 +134,17 @@ async fn slash_commands_answer_in_cadre_and_never_reach_the_model() {
     shows("usage: /tasks, or /tasks stop TASK_ID");
     // /sessions lists this one; /resume has no other.
     assert!(
-        err.lines().any(|l| l.starts_with(&format!("{session}  "))),
+        err.lines()
+            .any(|l| l.starts_with(&format!("{session} · ")) && l.ends_with(" · this session")),
         "/sessions lists {session}: {err}"
     );
     shows("no other sessions to resume");
-    // /model, before and after choosing one for the next session.
-    assert_eq!(
-        err.matches("model: mock-model (anthropic)").count(),
-        2,
-        "{err}"
-    );
+    // /model, before and after switching: the switch is the session's from the next turn.
+    shows("model: mock-model (anthropic)");
     shows(
-        "the next session this process starts (/clear, or /resume ID) talks to other-model; this session keeps mock-model",
+        "model: other-model from the next turn on (was mock-model); sessions /clear or /resume start from here use it too",
     );
-    shows("the next session this process starts talks to other-model");
+    shows("model: other-model (anthropic) · chosen with /model; started with mock-model");
     // /permissions: the mode and each rule with its source.
     shows("permission mode: acceptEdits (from --permission-mode)");
     let rule = |kind: &str, text: &str, source: &str| {

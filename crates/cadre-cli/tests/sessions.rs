@@ -45,7 +45,10 @@ async fn crash_mid_call(h: &Harness) -> String {
     let started = run.wait_for("session_started", 1).await;
     let id = started["session_id"].as_str().unwrap().to_string();
     tokio::time::timeout(Duration::from_secs(10), async {
-        while !h.path("runs.txt").exists() {
+        // The file exists before the shell has written its pid into it.
+        while !std::fs::read_to_string(h.path("runs.txt"))
+            .is_ok_and(|t| t.ends_with('\n') && t.trim().parse::<i32>().is_ok())
+        {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })

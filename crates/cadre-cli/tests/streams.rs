@@ -469,7 +469,10 @@ rules:
     let started = run.wait_for("session_started", 1).await;
     let id = started["session_id"].as_str().unwrap().to_string();
     tokio::time::timeout(std::time::Duration::from_secs(20), async {
-        while !h.path("runs.txt").exists() {
+        // The file exists before the shell has written its pid into it.
+        while !std::fs::read_to_string(h.path("runs.txt"))
+            .is_ok_and(|t| t.ends_with('\n') && t.trim().parse::<i32>().is_ok())
+        {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     })

@@ -139,6 +139,11 @@ pub struct App {
     pub completion: Completer,
     /// The main agent's latest todo list (Ctrl+T shows it).
     pub todos: TodoBoard,
+    /// Host requests not answered in full yet ([`HostReply::Done`] not seen).
+    pub host_pending: usize,
+    /// Messages typed while the host was busy (a session switch waits for
+    /// the old session to wind down): sent when it is done, to the session shown then.
+    pub held: Vec<String>,
     /// The user asked to leave.
     pub exit: bool,
 }
@@ -186,6 +191,8 @@ impl App {
             panes: Panes::default(),
             completion: Completer::default(),
             todos: TodoBoard::default(),
+            host_pending: 0,
+            held: Vec::new(),
             exit: false,
         }
     }
@@ -827,8 +834,12 @@ impl App {
             Input::Message(message) => {
                 self.transcript
                     .push(crate::transcript::EntryKind::User(message.clone()));
-                self.outbox.push(Op::UserMessage { text: message });
-                self.messages_owed += 1;
+                if self.host_pending > 0 {
+                    self.held.push(message);
+                } else {
+                    self.outbox.push(Op::UserMessage { text: message });
+                    self.messages_owed += 1;
+                }
             }
             Input::Command(command) => {
                 self.transcript.notice(Level::Info, text.trim().to_string());
@@ -859,10 +870,26 @@ impl App {
                 // Opening the list is seeing what ended.
                 self.unread.clear();
                 self.tasks_open = true;
+                self.host_pending += 1;
                 self.requests
                     .push(HostRequest::Command(Command::Tasks(TasksCommand::List)));
             }
-            other => self.requests.push(HostRequest::Command(other)),
+            other => {
+                self.host_pending += 1;
+                self.requests.push(HostRequest::Command(other));
+            }
+        }
+    }
+
+    /// One host request is answered in full (or can never be): once none
+    /// is left, the messages held meanwhile go to the session.
+    pub fn host_done(&mut self) {
+        self.host_pending = self.host_pending.saturating_sub(1);
+        if self.host_pending == 0 {
+            for text in std::mem::take(&mut self.held) {
+                self.outbox.push(Op::UserMessage { text });
+                self.messages_owed += 1;
+            }
         }
     }
 
@@ -904,6 +931,7 @@ impl App {
                 self.hint = Some("switching sessions… (stopping what still runs)".into());
             }
             HostReply::Switched(_) => {}
+            HostReply::Done => self.host_done(),
         }
     }
 
@@ -929,6 +957,11 @@ impl App {
         self.hint = None;
         self.panes.clear();
         self.todos.clear();
+        // Messages typed during the switch are the new session's.
+        for text in &self.held {
+            self.transcript
+                .push(crate::transcript::EntryKind::User(text.clone()));
+        }
     }
 }
 

@@ -59,7 +59,7 @@ pub const COMMANDS_HELP: &str = "\
 /agents [NAME]        agent definitions with their sources and overrides, or one definition
 /tasks [stop ID]      this session's subagents and background shells, or stop one
 /clear                end this session (it stays resumable) and start a new one
-/resume [ID]          recent sessions, or end this one and continue session ID
+/resume [ID]          pick a recent session, or end this one and continue session ID
 /sessions             every session
 /model [NAME]         the model in use, or the model for the next session this process starts
 /permissions          the permission mode and the rules in force, with where each comes from

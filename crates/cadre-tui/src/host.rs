@@ -46,6 +46,9 @@ pub enum HostReply {
     Switched(Box<SessionSwitch>),
     /// Leave.
     Exit,
+    /// The request is answered in full (sent last, once per request):
+    /// messages typed while it ran are sent now.
+    Done,
 }
 
 /// The TUI's ends of the channels to its host.

@@ -152,8 +152,21 @@ pub async fn run(
                     }
                     app.host_reply(reply);
                     dirty = true;
+                    // The session ended while a command ran, and none replaced it.
+                    if events_done && !switching && app.host_pending == 0 {
+                        break;
+                    }
                 }
-                None => host_gone = true,
+                None => {
+                    host_gone = true;
+                    // Nothing more will be answered: held messages go now.
+                    while app.host_pending > 0 {
+                        app.host_done();
+                    }
+                    if events_done && !switching {
+                        break;
+                    }
+                }
             },
             event = events.recv(), if !events_done => match event {
                 Some(e) => {
@@ -173,7 +186,9 @@ pub async fn run(
                     dirty = true;
                 }
                 // The old session wound down for the next one: wait for it.
-                None if switching => events_done = true,
+                // A command still running may be such a switch (its
+                // `Switching` can be read after this): wait for its end too.
+                None if switching || (app.host_pending > 0 && !leaving) => events_done = true,
                 None => break,
             },
             changed = status.status_changed() => {
@@ -216,8 +231,9 @@ pub async fn run(
         for op in app.outbox.drain(..) {
             handle.submit(op);
         }
-        for request in app.requests.drain(..) {
+        for request in std::mem::take(&mut app.requests) {
             if requests.send(request).is_err() {
+                app.host_done();
                 app.transcript.notice(
                     crate::transcript::Level::Warning,
                     "this command cannot be run here",

@@ -10,6 +10,7 @@ mod permissions;
 use std::collections::HashMap;
 
 use cadre_core::driver::SessionHandle;
+use cadre_core::permissions::PermissionMode;
 use cadre_core::protocol::{ApprovalAnswer, Event, Op};
 use cadre_core::session::list_sessions;
 
@@ -34,8 +35,14 @@ pub enum Action {
     NewSession,
     /// End this session and continue the one with this id (as `--resume`).
     Resume(String),
-    /// Use this model (as given) for the next session this process starts.
-    NextModel(String),
+    /// Talk to this model from the next turn on (`Op::SetModel` with `id`),
+    /// and start the sessions `/clear` and `/resume` open with it (`name`, as given).
+    Model {
+        /// As the user typed it (an alias or an id).
+        name: String,
+        /// The model id it resolves to.
+        id: String,
+    },
 }
 
 /// A command's result.
@@ -64,6 +71,8 @@ pub struct SessionView {
     offered: HashMap<(String, String), String>,
     /// Granted rules: (agent, rule), in order.
     granted: Vec<(String, String)>,
+    /// The main agent's mode, once the user changed it in the session (Shift+Tab).
+    mode: Option<PermissionMode>,
 }
 
 impl SessionView {
@@ -88,6 +97,7 @@ impl SessionView {
                     self.granted.push((agent.clone(), rule));
                 }
             }
+            Event::ModeChanged { agent, mode } if agent == "main" => self.mode = Some(*mode),
             _ => {}
         }
     }
@@ -95,6 +105,11 @@ impl SessionView {
     /// The rules granted so far: (agent, rule).
     pub fn granted(&self) -> &[(String, String)] {
         &self.granted
+    }
+
+    /// The main agent's mode when the user changed it in the session.
+    pub fn mode(&self) -> Option<PermissionMode> {
+        self.mode
     }
 }
 
@@ -111,7 +126,7 @@ pub struct CommandContext<'a> {
     pub session: &'a SessionHandle,
     /// What was followed of its events.
     pub view: &'a SessionView,
-    /// The model `/model NAME` chose for the next session, if any.
+    /// The model `/model NAME` chose (for this session and the next ones), if any.
     pub next_model: Option<&'a str>,
 }
 
@@ -162,7 +177,8 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
             if list.is_empty() {
                 return Outcome::text("no sessions yet");
             }
-            Outcome::text(written(|out| crate::sessions::write_list(out, &list)))
+            let current = ctx.session.session_id();
+            Outcome::text(written(|out| write_sessions(out, &list, current)))
         }
         Command::Model(None) => model(ctx),
         Command::Model(Some(name)) => {
@@ -170,11 +186,10 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
             let id = ctx.runtime.settings.resolve_model(config.provider, &name);
             Outcome {
                 text: format!(
-                    "the next session this process starts (/clear, or /resume ID) talks to {id}; \
-                     this session keeps {}, as a running session's model cannot be changed",
-                    config.model
+                    "model: {id} from the next turn on (was {}); sessions /clear or /resume start from here use it too",
+                    current_model(ctx)
                 ),
-                action: Action::NextModel(name),
+                action: Action::Model { name, id },
             }
         }
         Command::Permissions => Outcome::text(permissions::describe(ctx)),
@@ -285,21 +300,61 @@ fn recent_sessions(ctx: &CommandContext<'_>) -> Outcome {
     if list.is_empty() {
         return Outcome::text("no other sessions to resume");
     }
-    let mut text = written(|out| crate::sessions::write_list(out, &list));
+    let mut text = written(|out| write_sessions(out, &list, current));
     text.push_str("\n/resume ID ends this session and continues that one");
     Outcome::text(text)
 }
 
+/// Sessions two lines each, to read in 80 columns: id, start, tokens and
+/// cost; then the directory and the first prompt.
+fn write_sessions(
+    out: &mut impl std::io::Write,
+    list: &[cadre_core::session::SessionSummary],
+    current: &str,
+) -> std::io::Result<()> {
+    for s in list {
+        let mut head = format!(
+            "{} · {} · {} tok",
+            s.id,
+            cadre_core::session::utc_datetime(s.started_ms),
+            s.totals.tokens()
+        );
+        if let Some(cost) = s.totals.cost {
+            head.push_str(&format!(" · {cost}"));
+        }
+        if s.id == current {
+            head.push_str(" · this session");
+        }
+        writeln!(out, "{head}")?;
+        let prompt = crate::sessions::one_line(&s.first_prompt, 60);
+        if prompt.is_empty() {
+            writeln!(out, "  in {} · (no messages)", s.cwd)?;
+        } else {
+            writeln!(out, "  in {} · {prompt}", s.cwd)?;
+        }
+    }
+    Ok(())
+}
+
+/// The model the session talks to now: the one `/model NAME` chose, else the configured one.
+fn current_model(ctx: &CommandContext<'_>) -> String {
+    let config = ctx.runtime.client.config();
+    match ctx.next_model {
+        Some(name) => ctx.runtime.settings.resolve_model(config.provider, name),
+        None => config.model.clone(),
+    }
+}
+
 fn model(ctx: &CommandContext<'_>) -> Outcome {
     let config = ctx.runtime.client.config();
-    let mut text = format!("model: {} ({})", config.model, config.provider);
-    if let Some(next) = ctx.next_model {
-        let id = ctx.runtime.settings.resolve_model(config.provider, next);
+    let mut text = format!("model: {} ({})", current_model(ctx), config.provider);
+    if ctx.next_model.is_some() {
         text.push_str(&format!(
-            "\nthe next session this process starts talks to {id}"
+            " · chosen with /model; started with {}",
+            config.model
         ));
     }
-    text.push_str("\n/model NAME picks the model for the next session (/clear or /resume ID)");
+    text.push_str("\n/model NAME switches from the next turn on (an alias such as sonnet, opus, haiku, or a model id)");
     Outcome::text(text)
 }
 
@@ -338,5 +393,18 @@ mod tests {
             view.granted(),
             [("main".to_string(), "Bash(cargo test:*)".to_string())]
         );
+    }
+
+    #[test]
+    fn the_view_keeps_the_main_agents_mode_once_changed() {
+        let mut view = SessionView::default();
+        assert_eq!(view.mode(), None);
+        let changed = |agent: &str, mode| Event::ModeChanged {
+            agent: agent.into(),
+            mode,
+        };
+        view.follow(&changed("main", PermissionMode::AcceptEdits));
+        view.follow(&changed("a1", PermissionMode::Plan));
+        assert_eq!(view.mode(), Some(PermissionMode::AcceptEdits));
     }
 }

@@ -25,7 +25,15 @@ pub fn describe(ctx: &CommandContext<'_>) -> String {
             &project,
         ),
     );
-    let mut lines = vec![format!("permission mode: {mode} (from {mode_source})")];
+    let mut lines = vec![match ctx.view.mode() {
+        // Changed in the session: that is the mode in force now.
+        Some(now) if now != mode => {
+            format!(
+                "permission mode: {now} (changed in this session; started as {mode}, from {mode_source})"
+            )
+        }
+        _ => format!("permission mode: {mode} (from {mode_source})"),
+    }];
     let sources = [
         (RuleKind::Allow, &ctx.perms.allow, "--allow".to_string()),
         (RuleKind::Ask, &ctx.perms.ask, "--ask".to_string()),

@@ -15,7 +15,7 @@ mod rewind;
 mod summary;
 mod turn;
 
-pub use rewind::{Cut, RewindError, apply_cut, find_prompt};
+pub use rewind::RewindError;
 
 use std::sync::Arc;
 

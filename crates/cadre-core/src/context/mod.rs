@@ -9,6 +9,7 @@
 mod compaction;
 mod estimate;
 mod pricing;
+mod rewind;
 mod window;
 
 use std::collections::BTreeMap;
@@ -21,6 +22,7 @@ pub use compaction::{
 };
 pub use estimate::{estimate_message_tokens, estimate_messages_tokens, estimate_text_tokens};
 pub use pricing::{Cost, Prices, builtin_prices};
+pub use rewind::{Cut, apply_cut, find_prompt};
 pub use window::{DEFAULT_CONTEXT_WINDOW, builtin_context_window};
 
 use crate::model::Provider;

@@ -537,9 +537,9 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                 out.unfinished.clear();
             }
             RecordBody::Rewind { messages, blocks } => {
-                crate::agent::apply_cut(
+                crate::context::apply_cut(
                     &mut out.messages,
-                    crate::agent::Cut {
+                    crate::context::Cut {
                         messages: *messages,
                         blocks: *blocks,
                     },

@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod rewind;
+pub mod sessions;
 pub mod tasks;
 pub mod todos;
 pub mod transcript;

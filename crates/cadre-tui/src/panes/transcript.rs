@@ -277,19 +277,25 @@ impl TranscriptPane {
     }
 }
 
-impl Pane for TranscriptPane {
-    fn title(&self) -> String {
-        let status = self
-            .rows
+impl TranscriptPane {
+    /// The task's row as the list last read it (as opened when never read again).
+    fn current_row(&self) -> TaskRow {
+        self.rows
             .as_ref()
             .and_then(|rows| {
                 rows.borrow()
                     .rows
                     .iter()
                     .find(|r| r.id == self.row.id)
-                    .map(|r| r.status)
+                    .cloned()
             })
-            .unwrap_or(self.row.status);
+            .unwrap_or_else(|| self.row.clone())
+    }
+}
+
+impl Pane for TranscriptPane {
+    fn title(&self) -> String {
+        let status = self.current_row().status;
         let who = match (&self.row.kind, &self.row.agent_type) {
             (TaskKind::Subagent, Some(t)) => format!("{t}: "),
             _ => String::new(),
@@ -322,17 +328,7 @@ impl Pane for TranscriptPane {
             KeyCode::Home => self.scroll_up(top, top),
             KeyCode::End => self.top = None,
             KeyCode::Char('x') => {
-                let status = self
-                    .rows
-                    .as_ref()
-                    .and_then(|rows| {
-                        rows.borrow()
-                            .rows
-                            .iter()
-                            .find(|r| r.id == self.row.id)
-                            .cloned()
-                    })
-                    .unwrap_or_else(|| self.row.clone());
+                let status = self.current_row();
                 self.said = Some(stop_request(&status, out));
             }
             _ => {}
