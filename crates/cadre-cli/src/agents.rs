@@ -36,6 +36,9 @@ enum AgentsCommand {
     Validate {
         /// A file or directory to check instead of every source.
         path: Option<PathBuf>,
+        /// List every file of a repeated warning instead of one line with a count.
+        #[arg(long)]
+        verbose: bool,
     },
 }
 
@@ -53,6 +56,44 @@ fn print_issue(out: &mut impl Write, i: &DefinitionIssue) -> std::io::Result<()>
         (None, _) => "--agents".to_string(),
     };
     writeln!(out, "{:<7} {place}: {}", i.level.as_str(), i.message)
+}
+
+/// Writes validation issues: warnings and notes first, a message repeated
+/// across files as one line with the count (each file under `verbose`), then
+/// every error on its own line, so that errors stand out at the end.
+fn write_issues(
+    out: &mut impl Write,
+    issues: &[DefinitionIssue],
+    verbose: bool,
+) -> std::io::Result<()> {
+    let mut groups: Vec<(IssueLevel, &str, Vec<&DefinitionIssue>)> = Vec::new();
+    for issue in issues.iter().filter(|i| i.level != IssueLevel::Error) {
+        match groups
+            .iter_mut()
+            .find(|(level, message, _)| *level == issue.level && *message == issue.message)
+        {
+            Some((_, _, members)) => members.push(issue),
+            None => groups.push((issue.level, &issue.message, vec![issue])),
+        }
+    }
+    for (level, message, members) in &groups {
+        if members.len() == 1 || verbose {
+            for issue in members {
+                print_issue(out, issue)?;
+            }
+        } else {
+            writeln!(
+                out,
+                "{:<7} ({} files): {message} — `cadre agents validate --verbose` lists them",
+                level.as_str(),
+                members.len()
+            )?;
+        }
+    }
+    for issue in issues.iter().filter(|i| i.level == IssueLevel::Error) {
+        print_issue(out, issue)?;
+    }
+    Ok(())
 }
 
 /// Runs `cadre agents …`.
@@ -73,7 +114,7 @@ pub fn run(perms: &PermissionArgs, agent: &AgentArgs, args: AgentsArgs) -> Resul
         AgentsCommand::Show { name } => {
             write_show(&mut out, &name, &src, perms, &settings)?;
         }
-        AgentsCommand::Validate { path } => {
+        AgentsCommand::Validate { path, verbose } => {
             let issues: Vec<DefinitionIssue> = match path {
                 Some(p) => {
                     if !p.exists() {
@@ -103,9 +144,7 @@ pub fn run(perms: &PermissionArgs, agent: &AgentArgs, args: AgentsArgs) -> Resul
                     }
                 },
             };
-            for i in &issues {
-                print_issue(&mut out, i)?;
-            }
+            write_issues(&mut out, &issues, verbose)?;
             if issues.iter().any(|i| i.level == IssueLevel::Error) {
                 return Ok(ExitCode::from(1));
             }
@@ -273,6 +312,14 @@ fn show(
     }
     if def.background {
         writeln!(out, "background:  true")?;
+    }
+    let unsupported = cadre_core::subagents::definition::unsupported_fields(&def);
+    if !unsupported.is_empty() {
+        writeln!(
+            out,
+            "unsupported: {} (not supported yet, ignored)",
+            unsupported.join(", ")
+        )?;
     }
     if !def.unknown_fields.is_empty() {
         let keys: Vec<&String> = def.unknown_fields.keys().collect();

@@ -23,7 +23,7 @@ use cadre_core::permissions::{ApprovalGate, ApprovalSource, PermissionMode, Perm
 use cadre_core::sandbox::{SandboxPolicy, SandboxSupport, probe};
 use cadre_core::session::{SessionLog, sessions_dir};
 use cadre_core::subagents::catalog::{CatalogSources, DEFAULT_MANAGED_DIR, DefinitionCatalog};
-use cadre_core::subagents::definition::IssueLevel;
+use cadre_core::subagents::definition::{self, IssueLevel};
 use cadre_core::subagents::runtime::{Spawner, SubagentRuntime, SubagentSettings};
 use cadre_core::subagents::{ChildCall, ChildSpec, ParentView, session_tools};
 use cadre_core::tasks::TaskTable;
@@ -186,9 +186,20 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     // Skipped or odd definition files are announced at start-up (files
     // without a name are documentation and stay silent).
     for issue in catalog.issues() {
-        if issue.level != IssueLevel::Info {
+        if issue.level != IssueLevel::Info
+            && !issue
+                .message
+                .ends_with(definition::NOT_SUPPORTED_YET_SUFFIX)
+        {
             warnings.push(format!("agent definition {issue}"));
         }
+    }
+    // Fields read but not acted on yet: once per field, not once per file.
+    for (field, names) in catalog.unsupported_fields() {
+        warnings.push(format!(
+            "agent definitions: `{field}` is not supported yet and is ignored in: {}",
+            names.join(", ")
+        ));
     }
     let support = probe();
     let sandbox = match support {

@@ -592,7 +592,12 @@ async fn claude_code_files_load_crlf_bom_comma_tools_examples_color_model_unknow
         .collect();
     assert_eq!(sorted(tools), strings(&["Glob", "Grep", "Read"]));
     assert_eq!(show_field(&out, "model"), "claude-3-5-sonnet-20241022");
-    assert_eq!(show_field(&out, "description"), description);
+    // The literal `\n`s are newlines, as Claude Code reads them: `show`
+    // prints the first line.
+    assert_eq!(
+        show_field(&out, "description"),
+        "Use this agent after writing code to review it."
+    );
     assert_eq!(
         show_field(&out, "source"),
         format!(

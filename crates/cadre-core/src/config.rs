@@ -598,6 +598,7 @@ impl Settings {
             (Provider::Anthropic, "sonnet") => "claude-sonnet-4-5".into(),
             (Provider::Anthropic, "opus") => "claude-opus-4-1".into(),
             (Provider::Anthropic, "haiku") => "claude-haiku-4-5".into(),
+            (Provider::Anthropic, "fable") => "claude-fable-5-2".into(),
             (Provider::OpenAI, "sonnet" | "opus") => "gpt-4.1".into(),
             (Provider::OpenAI, "haiku") => "gpt-4.1-mini".into(),
             (_, other) => other.to_string(),

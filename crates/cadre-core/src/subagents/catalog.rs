@@ -152,6 +152,14 @@ fn duplicate_issue(loser: &AgentDefinition, winner: &AgentDefinition) -> Definit
     }
 }
 
+/// A name lower-cased without separators (space, `-`, `_`), for loose matching.
+fn loose_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| !matches!(c, ' ' | '-' | '_'))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
 /// Namespaces a plugin definition (`plugin:name`) and drops the fields a
 /// plugin may not set.
 fn restrict_plugin_definition(
@@ -171,6 +179,9 @@ fn restrict_plugin_definition(
         ignored.push("mcpServers");
     }
     for field in ignored {
+        // "Ignored in plugin agents" replaces "not supported yet" for this file.
+        let unsupported = format!("`{field}`{}", super::definition::NOT_SUPPORTED_YET_SUFFIX);
+        issues.retain(|i| !(i.path == def.path && i.message == unsupported));
         issues.push(DefinitionIssue {
             path: def.path.clone(),
             level: IssueLevel::Warning,
@@ -384,7 +395,38 @@ impl DefinitionCatalog {
 
     /// The active definition of this exact name.
     pub fn get(&self, name: &str) -> Option<&AgentDefinition> {
-        self.entries.get(name).map(|entry| &entry.definition)
+        if let Some(entry) = self.entries.get(name) {
+            return Some(&entry.definition);
+        }
+        // As Claude Code matches `subagent_type`: ignoring case and
+        // separators (`"Code Reviewer"` → `code-reviewer`), when one name fits.
+        let wanted = loose_name(name);
+        let mut fits = self
+            .entries
+            .values()
+            .filter(|entry| loose_name(&entry.definition.name) == wanted);
+        match (fits.next(), fits.next()) {
+            (Some(entry), None) if !wanted.is_empty() => Some(&entry.definition),
+            _ => None,
+        }
+    }
+
+    /// Each not-supported-yet field set by an active definition, with the
+    /// names of the definitions setting it (sorted), in field order.
+    pub fn unsupported_fields(&self) -> Vec<(&'static str, Vec<String>)> {
+        let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
+        for field in super::definition::NOT_SUPPORTED_YET {
+            let names: Vec<String> = self
+                .entries
+                .values()
+                .filter(|e| super::definition::unsupported_fields(&e.definition).contains(field))
+                .map(|e| e.definition.name.clone())
+                .collect();
+            if !names.is_empty() {
+                out.push((field, names));
+            }
+        }
+        out
     }
 
     /// Every name with its active definition and what it shadows, sorted by name.
@@ -709,7 +751,17 @@ mod tests {
         );
         let roster = cat.roster();
         assert_eq!(roster[2], ("a".to_string(), "managed".to_string()));
-        assert!(cat.get("A").is_none());
+        // Case and separators are ignored when one name fits, as in Claude Code.
+        assert_eq!(cat.get("A").map(|d| d.name.as_str()), Some("a"));
+        assert_eq!(
+            cat.get("general purpose").map(|d| d.name.as_str()),
+            Some("general-purpose")
+        );
+        assert_eq!(
+            cat.get("GENERAL_PURPOSE").map(|d| d.name.as_str()),
+            Some("general-purpose")
+        );
+        assert!(cat.get("d").is_none() && cat.get(" ").is_none());
     }
 
     #[test]
@@ -838,7 +890,7 @@ mod tests {
         );
         write(
             &dir.join("broken.md"),
-            "---\nname: broken\ndescription: d\ntools: [a\n---\n",
+            "---\nname: broken\ndescription: d\n  bad: indent\n---\n",
         );
         write(&dir.join("noname.md"), "---\ndescription: d\n---\nb");
         write(&dir.join("good.md"), &agent("good", "fine"));

@@ -226,6 +226,12 @@ pub fn resolve_tools(input: &FilterInput<'_>) -> Result<FilteredTools, FilterErr
         });
     };
 
+    // `tools: []` (or an empty string): a child with no tools, as Claude Code
+    // starts it; only a list whose entries all resolve to nothing is refused.
+    if entries.is_empty() {
+        return Ok(FilteredTools::default());
+    }
+
     let parsed: Vec<(&String, Pattern<'_>)> =
         entries.iter().map(|e| (e, parse_pattern(e))).collect();
 
@@ -790,13 +796,6 @@ mod tests {
                 },
                 &["Bash"],
             ),
-            (
-                Case {
-                    tools: Some(&[]),
-                    ..BASE
-                },
-                &[],
-            ),
         ];
         for (case, expected) in cases {
             match run(case) {
@@ -814,6 +813,22 @@ mod tests {
                 Ok(got) => panic!("tools {:?}: expected an error, got {got:?}", case.tools),
             }
         }
+    }
+
+    #[test]
+    fn an_empty_tools_list_is_a_child_with_no_tools() {
+        let available = strings(&["Read", "Bash"]);
+        let got = resolve_tools(&FilterInput {
+            available: &available,
+            agent_allowed: true,
+            builtin_definition: false,
+            custom_deny: &[],
+            background: false,
+            tools: Some(&[]),
+            disallowed: &[],
+            main_session: false,
+        });
+        assert_eq!(got, Ok(FilteredTools::default()));
     }
 
     #[test]

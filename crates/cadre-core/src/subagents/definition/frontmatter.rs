@@ -90,16 +90,37 @@ fn yaml_error(err: &serde_saphyr::Error) -> (Option<usize>, String) {
 pub(super) enum QuoteReason {
     /// The value contains `: ` (or ends with `:`).
     Colon,
-    /// The value starts with a character YAML reserves (`` ` ``, `@`, `%`).
-    Reserved(char),
+    /// The value contains a character YAML gives a meaning (`*`, `#`, `@`, …).
+    Special(char),
 }
 
-/// Quotes every one-line `key: value` whose plain value contains `: ` or
-/// ends with `:` (which YAML refuses but Claude Code tolerates), or starts
-/// with a reserved indicator (`` ` ``, `@`, `%`), as a single-quoted scalar.
-/// Returns the rewritten frontmatter and the 0-based indices of rewritten
-/// lines with the reason. Lines inside block scalars (`key: |` / `key: >`)
-/// are left alone.
+/// The characters whose presence in a plain value makes Claude Code's retry
+/// quote it (with `: `).
+const SPECIAL_CHARS: &[char] = &[
+    '{', '}', '[', ']', '*', '&', '#', '!', '|', '>', '%', '@', '`',
+];
+
+/// Why Claude Code's retry would quote this plain value, if it would.
+fn quote_reason(value: &str) -> Option<QuoteReason> {
+    if value.contains(": ") || value.ends_with(':') {
+        return Some(QuoteReason::Colon);
+    }
+    value
+        .chars()
+        .find(|c| SPECIAL_CHARS.contains(c))
+        .map(QuoteReason::Special)
+}
+
+/// Claude Code's quote-and-retry rule: every one-line `key: value` whose
+/// value contains `: ` (or ends with `:`) or any of
+/// `` { } [ ] * & # ! | > % @ ` `` is rewritten as a single-quoted scalar
+/// (so `description: **ROLE**: …` reads as text, not an alias). Values
+/// already quoted are left alone. Where Claude Code would break a valid
+/// construct, cadre keeps it: block scalars (`key: |` / `key: >`, and their
+/// indented lines) and flow collections that parse on their own
+/// (`tools: [Read, Grep]`). Nested `key: value` lines are treated like
+/// top-level ones. Returns the rewritten frontmatter (same line count) and
+/// the 0-based indices of rewritten lines with the reason.
 pub(super) fn quote_colon_values(frontmatter: &str) -> (String, Vec<(usize, QuoteReason)>) {
     let mut out = Vec::new();
     let mut rewritten = Vec::new();
@@ -127,16 +148,22 @@ pub(super) fn quote_colon_values(frontmatter: &str) -> (String, Vec<(usize, Quot
             continue;
         }
         let value = value.trim();
-        if value.starts_with(['|', '>']) {
+        let block_header = value
+            .strip_prefix(['|', '>'])
+            .is_some_and(|rest| rest.chars().all(|c| matches!(c, '-' | '+' | '0'..='9')));
+        if block_header {
             block_indent = Some(indent);
             out.push(line.to_string());
             continue;
         }
-        let reason = match value.chars().next() {
-            Some(c @ ('`' | '@' | '%')) => Some(QuoteReason::Reserved(c)),
-            Some('\'' | '"' | '[' | '{' | '#' | '&' | '*' | '!') | None => None,
-            Some(_) if value.contains(": ") || value.ends_with(':') => Some(QuoteReason::Colon),
-            Some(_) => None,
+        let already_quoted = value.len() >= 2
+            && ((value.starts_with('"') && value.ends_with('"'))
+                || (value.starts_with('\'') && value.ends_with('\'')));
+        let flow_collection =
+            value.starts_with(['[', '{']) && parse_yaml(&format!("v: {value}")).is_ok();
+        let reason = match already_quoted || flow_collection {
+            true => None,
+            false => quote_reason(value),
         };
         match reason {
             Some(reason) => {
@@ -232,8 +259,13 @@ fn parse_into(
         Ok(value) => value,
         Err(first) => {
             let (quoted, lines) = quote_colon_values(&frontmatter);
-            match (lines.is_empty(), parse_yaml(&quoted)) {
-                (false, Ok(value)) => {
+            if lines.is_empty() {
+                let (line, message) = yaml_error(&first);
+                issues.push(IssueLevel::Error, line, message);
+                return None;
+            }
+            match parse_yaml(&quoted) {
+                Ok(value) => {
                     for (index, reason) in lines {
                         let line = index + 2;
                         let message = match reason {
@@ -241,16 +273,18 @@ fn parse_into(
                                 "a value with ': ' was quoted to parse (as Claude Code does)"
                                     .to_string()
                             }
-                            QuoteReason::Reserved(c) => {
-                                format!("a value starting with '{c}' was quoted to parse")
-                            }
+                            QuoteReason::Special(c) => format!(
+                                "a value containing '{c}' was quoted to parse (as Claude Code does)"
+                            ),
                         };
                         issues.push(IssueLevel::Warning, Some(line), message);
                     }
                     value
                 }
-                _ => {
-                    let (line, message) = yaml_error(&first);
+                // The quoted text has the same lines, so the retry's error
+                // names the line that still fails, not one quoting fixed.
+                Err(retry) => {
+                    let (line, message) = yaml_error(&retry);
                     issues.push(IssueLevel::Error, line, message);
                     return None;
                 }
@@ -293,7 +327,8 @@ fn parse_into(
         return None;
     }
     let description = match map.remove("description") {
-        Some(value) => scalar_string(&value).map(|s| s.trim().to_string()),
+        // A literal two-character `\n` is a newline, as Claude Code reads it.
+        Some(value) => scalar_string(&value).map(|s| s.replace("\\n", "\n").trim().to_string()),
         None => None,
     }
     .unwrap_or_default();
@@ -315,6 +350,13 @@ fn parse_into(
             IssueLevel::Warning,
             key_line(&frontmatter, field),
             format!("`{field}`: {}", problem.message),
+        );
+    }
+    for field in super::unsupported_fields(&def) {
+        issues.push(
+            IssueLevel::Warning,
+            key_line(&frontmatter, field),
+            format!("`{field}`{}", super::NOT_SUPPORTED_YET_SUFFIX),
         );
     }
     for key in def.unknown_fields.keys() {

@@ -21,6 +21,40 @@ pub(crate) use fields::blank_definition;
 pub use frontmatter::{definitions_from_json, parse_definition};
 pub use tool_list::{normalize_tool_name, parse_tool_list};
 
+/// Fields Claude Code documents that cadre reads but does not act on yet
+/// (each until its issue lands): `cadre agents validate` names them per file
+/// and start-up warns once per field, so none is ignored silently.
+pub const NOT_SUPPORTED_YET: &[&str] = &[
+    "hooks",
+    "skills",
+    "mcpServers",
+    "memory",
+    "isolation",
+    "effort",
+    "initialPrompt",
+];
+
+/// How the per-file issue for a not-supported-yet field ends.
+pub const NOT_SUPPORTED_YET_SUFFIX: &str = ": not supported yet (ignored)";
+
+/// The not-supported-yet fields `def` sets, in [`NOT_SUPPORTED_YET`] order.
+pub fn unsupported_fields(def: &AgentDefinition) -> Vec<&'static str> {
+    NOT_SUPPORTED_YET
+        .iter()
+        .copied()
+        .filter(|field| match *field {
+            "hooks" => def.hooks.is_some(),
+            "skills" => !def.skills.is_empty(),
+            "mcpServers" => def.mcp_servers.is_some(),
+            "memory" => def.memory.is_some(),
+            "isolation" => def.isolation.is_some(),
+            "effort" => def.effort.is_some(),
+            "initialPrompt" => def.initial_prompt.is_some(),
+            _ => false,
+        })
+        .collect()
+}
+
 /// How serious an issue is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -164,7 +164,7 @@ fn multi_line_descriptions() {
         "---\nname: reviewer\ndescription: {ONE_LINE_EXAMPLES}\ntools: Read, Grep\ncolor: blue\n---\nYou review."
     );
     let (def, issues) = loaded(&text);
-    assert_eq!(def.description, ONE_LINE_EXAMPLES);
+    assert_eq!(def.description, ONE_LINE_EXAMPLES.replace("\\n", "\n"));
     assert_eq!(
         def.tools,
         Some(vec!["Read".to_string(), "Grep".to_string()])
@@ -172,23 +172,17 @@ fn multi_line_descriptions() {
     assert_eq!(issues.len(), 1, "{issues:?}");
     assert_eq!(issues[0].line, Some(3));
 
-    // The same, single-quoted: kept as written (literal backslash-n).
+    // The same, single-quoted: the literal backslash-n is a newline too.
     let quoted = ONE_LINE_EXAMPLES.replace('\'', "''");
     let text = format!("---\nname: reviewer\ndescription: '{quoted}'\n---\nb");
     let (def, issues) = loaded(&text);
-    assert_eq!(def.description, ONE_LINE_EXAMPLES);
+    assert_eq!(def.description, ONE_LINE_EXAMPLES.replace("\\n", "\n"));
     assert!(issues.is_empty(), "{issues:?}");
 
     // Double-quoted: YAML escapes apply (\n is a newline).
     let text = "---\nname: r\ndescription: \"Use it.\\n<example>\\nuser: hi\\n</example>\"\n---\nb";
     let (def, issues) = loaded(text);
     assert_eq!(def.description, "Use it.\n<example>\nuser: hi\n</example>");
-    assert!(issues.is_empty(), "{issues:?}");
-
-    // Unquoted without ": " parses directly, literal \n kept.
-    let text = "---\nname: r\ndescription: Use it.\\n<example>hi</example>\n---\nb";
-    let (def, issues) = loaded(text);
-    assert_eq!(def.description, "Use it.\\n<example>hi</example>");
     assert!(issues.is_empty(), "{issues:?}");
 }
 
@@ -203,6 +197,7 @@ fn unquoted_colon_value_is_quoted_with_warning() {
         lines,
         vec![
             (IssueLevel::Warning, Some(4)),
+            (IssueLevel::Warning, Some(5)),
             (IssueLevel::Warning, Some(5))
         ]
     );
@@ -249,7 +244,52 @@ fn unknown_fields_kept_and_warned() {
 fn all_fields() {
     let text = "---\nname: full\ndescription: d\nmodel: inherit\nskills: a, b\nmcpServers:\n  - github\nhooks:\n  PreToolUse:\n    - matcher: Bash\nmemory: project\nbackground: true\nisolation: worktree\neffort: high\ninitialPrompt: go\n---\nb";
     let (def, issues) = loaded(text);
-    assert!(issues.is_empty(), "{issues:?}");
+    // Read, and each named as not supported yet at its line.
+    let named: Vec<_> = issues
+        .iter()
+        .map(|i| (i.level, i.line, i.message.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        vec![
+            (
+                IssueLevel::Warning,
+                Some(8),
+                "`hooks`: not supported yet (ignored)"
+            ),
+            (
+                IssueLevel::Warning,
+                Some(5),
+                "`skills`: not supported yet (ignored)"
+            ),
+            (
+                IssueLevel::Warning,
+                Some(6),
+                "`mcpServers`: not supported yet (ignored)"
+            ),
+            (
+                IssueLevel::Warning,
+                Some(11),
+                "`memory`: not supported yet (ignored)"
+            ),
+            (
+                IssueLevel::Warning,
+                Some(13),
+                "`isolation`: not supported yet (ignored)"
+            ),
+            (
+                IssueLevel::Warning,
+                Some(14),
+                "`effort`: not supported yet (ignored)"
+            ),
+            (
+                IssueLevel::Warning,
+                Some(15),
+                "`initialPrompt`: not supported yet (ignored)"
+            ),
+        ]
+    );
+    assert_eq!(unsupported_fields(&def), NOT_SUPPORTED_YET);
     assert_eq!(def.model.as_deref(), Some("inherit"));
     assert_eq!(def.skills, vec!["a", "b"]);
     assert_eq!(def.mcp_servers, Some(serde_json::json!(["github"])));
@@ -351,14 +391,17 @@ fn skip_rules() {
 
 #[test]
 fn bad_yaml_reports_file_line() {
+    // An unclosed flow list is quoted by the retry, as Claude Code does: the
+    // file loads (the odd entry is then unresolved), with a warning.
     let text = "---\nname: a\ndescription: d\ntools: [Read, Grep\nmodel: sonnet\n---\nb";
-    let out = parse(text);
-    assert!(out.definition.is_none());
-    assert_eq!(out.issues.len(), 1);
-    let issue = &out.issues[0];
-    assert_eq!(issue.level, IssueLevel::Error);
-    assert!(issue.message.starts_with("invalid YAML"), "{issue:?}");
-    assert!(matches!(issue.line, Some(4..=6)), "{issue:?}");
+    let (def, issues) = loaded(text);
+    assert_eq!(
+        def.tools,
+        Some(vec!["[Read".to_string(), "Grep".to_string()])
+    );
+    assert_eq!(issues.len(), 1, "{issues:?}");
+    assert_eq!(issues[0].line, Some(4));
+    assert!(issues[0].message.contains("'['"), "{issues:?}");
 
     let text = "---\nname: a\ndescription: d\n  bad: indent\n---\nb";
     let out = parse(text);
@@ -380,7 +423,7 @@ fn quoting_leaves_block_scalars_alone() {
         lines,
         vec![
             (2, QuoteReason::Colon),
-            (5, QuoteReason::Reserved('`')),
+            (5, QuoteReason::Special('`')),
             (6, QuoteReason::Colon)
         ]
     );
@@ -392,7 +435,7 @@ fn quoting_leaves_block_scalars_alone() {
     assert_eq!(def.description, "`code` reviewer");
     assert_eq!(
         issues[0].message,
-        "a value starting with '`' was quoted to parse"
+        "a value containing '`' was quoted to parse (as Claude Code does)"
     );
 }
 
@@ -510,4 +553,56 @@ fn permission_mode_is_parsed_when_read() {
         "`permissionMode`: unknown permission mode `Plan` (ignored; expected one of default, manual, acceptEdits, plan, dontAsk, bypassPermissions)"
     );
     assert_eq!(issues[0].line, Some(4));
+}
+
+#[test]
+fn role_descriptions_load_as_in_claude_code() {
+    // Three shapes of published definitions whose description starts with
+    // `**ROLE**`: YAML reads `*ROLE**` as an alias, Claude Code's retry quotes it.
+    let shapes = [
+        "**ROLE**: Senior reviewer. Use PROACTIVELY after code changes.",
+        "**ROLE** Backend architect — designs APIs & services",
+        "**ROLE**: Security auditor: checks `unsafe` code, #secrets and @mentions; it's thorough",
+    ];
+    for description in shapes {
+        let text =
+            format!("---\nname: role\ndescription: {description}\ntools: Read, Grep\n---\nBody");
+        let (def, issues) = loaded(&text);
+        assert_eq!(def.description, description);
+        assert_eq!(
+            def.tools,
+            Some(vec!["Read".to_string(), "Grep".to_string()])
+        );
+        let w = warnings(&issues);
+        assert_eq!(w.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].line, Some(3));
+        assert!(w[0].contains("was quoted to parse"), "{w:?}");
+    }
+}
+
+#[test]
+fn literal_backslash_n_in_description_becomes_newline() {
+    let (def, issues) =
+        loaded("---\nname: r\ndescription: Use it.\\n<example>hi</example>\n---\nb");
+    assert_eq!(def.description, "Use it.\n<example>hi</example>");
+    assert!(issues.is_empty(), "{issues:?}");
+    // Also after the quoting retry (a `: ` in it).
+    let text = format!("---\nname: reviewer\ndescription: {ONE_LINE_EXAMPLES}\n---\nb");
+    let (def, _) = loaded(&text);
+    assert_eq!(def.description, ONE_LINE_EXAMPLES.replace("\\n", "\n"));
+    assert_eq!(def.description.lines().count(), 10);
+}
+
+#[test]
+fn error_after_retry_names_the_line_that_still_fails() {
+    // Line 3 needs quoting (and is fixed by it); line 5's unclosed quote is
+    // what still fails after the retry.
+    let text = "---\nname: a\ndescription: a: b\nmodel: sonnet\ntools: \"Read\n---\nb";
+    let out = parse(text);
+    assert!(out.definition.is_none());
+    assert_eq!(out.issues.len(), 1, "{:?}", out.issues);
+    let issue = &out.issues[0];
+    assert_eq!(issue.level, IssueLevel::Error);
+    assert!(issue.message.starts_with("invalid YAML"), "{issue:?}");
+    assert!(matches!(issue.line, Some(5..=6)), "{issue:?}");
 }
