@@ -36,6 +36,8 @@ pub enum Command {
     Model(Option<String>),
     /// `/permissions`.
     Permissions,
+    /// `/memory`: the instruction files loaded, with their sizes.
+    Memory,
     /// `/compact [FOCUS]`.
     Compact(Option<String>),
     /// `/exit`, `/quit`.
@@ -61,6 +63,7 @@ pub const COMMANDS_HELP: &str = "\
 /sessions             every session
 /model [NAME]         the model in use, or the model for the next session this process starts
 /permissions          the permission mode and the rules in force, with where each comes from
+/memory               the instruction files (CLAUDE.md, AGENTS.md, imports) loaded, with their sizes
 /compact [focus]      summarise the conversation now to free context; the focus says what to keep above all
 /exit, /quit          leave
 A line starting with // is sent as a message starting with /.";
@@ -72,6 +75,7 @@ pub const COMMAND_NAMES: &[(&str, &str)] = &[
     ("/compact", "summarise the conversation"),
     ("/exit", "leave"),
     ("/help", "commands and keys"),
+    ("/memory", "instruction files loaded"),
     ("/model", "the model"),
     ("/permissions", "mode and rules in force"),
     ("/quit", "leave"),
@@ -127,6 +131,7 @@ pub fn parse(line: &str) -> Input {
         "clear" => none(Command::Clear, "/clear"),
         "sessions" => none(Command::Sessions, "/sessions"),
         "permissions" => none(Command::Permissions, "/permissions"),
+        "memory" => none(Command::Memory, "/memory"),
         _ => Input::Unknown(format!("/{name}")),
     }
 }

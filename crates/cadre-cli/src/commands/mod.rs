@@ -4,6 +4,7 @@
 //! task), an [`Action`]. Nothing here prints or reads the terminal, and no
 //! command ever reaches the model.
 
+mod memory;
 mod permissions;
 
 use std::collections::HashMap;
@@ -192,6 +193,7 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
             }
         }
         Command::Permissions => Outcome::text(permissions::describe(ctx)),
+        Command::Memory => Outcome::text(memory::describe(ctx)),
     }
 }
 

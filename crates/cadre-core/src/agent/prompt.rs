@@ -1,9 +1,11 @@
 //! The main agent's system prompt: what cadre is, how to work, facts about the
-//! environment, and the project's own instructions (`AGENTS.md`/`CLAUDE.md`).
+//! environment, and the project's own instructions (`AGENTS.md`/`CLAUDE.md`,
+//! found by `instructions`).
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::instructions::InstructionSources;
 use crate::session::civil_from_days;
 use crate::small_file::read_small_text;
 
@@ -96,32 +98,24 @@ impl ProjectContext {
     }
 }
 
-/// Largest instruction file read: it goes into every request's system prompt,
-/// and 256 KiB (~64k tokens) is already more than a prompt should carry.
-pub const MAX_INSTRUCTIONS_BYTES: u64 = 256 << 10;
-
-/// The first of `AGENTS.md`, `CLAUDE.md` found in `cwd`, if any.
+/// The project's instructions for a session in `cwd` (see
+/// [`crate::instructions::load`]), as one prompt block, if any.
 pub fn project_instructions(cwd: &Path) -> Option<String> {
     read_project_instructions(cwd).0
 }
 
-/// The first readable of `AGENTS.md`, `CLAUDE.md` in `cwd`, and why any file
-/// found before it was skipped (not a regular file, too large, not text).
+/// The project's instructions for a session in `cwd`, and the warnings met
+/// reading them (import cycles, missing imports, unreadable files, cuts).
 pub fn read_project_instructions(cwd: &Path) -> (Option<String>, Vec<String>) {
-    let mut skipped = Vec::new();
-    for name in ["AGENTS.md", "CLAUDE.md"] {
-        match read_small_text(&cwd.join(name), MAX_INSTRUCTIONS_BYTES) {
-            Ok(text) => {
-                let text = text.trim();
-                if !text.is_empty() {
-                    return (Some(format!("From {name}:\n\n{text}")), skipped);
-                }
-            }
-            Err(e) if e.is_not_found() => {}
-            Err(e) => skipped.push(format!("{e}; its instructions are not used")),
-        }
-    }
-    (None, skipped)
+    let sources = InstructionSources {
+        cwd: cwd.to_path_buf(),
+        home_dir: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(std::path::PathBuf::from),
+        data_dir: crate::config::data_dir().ok(),
+    };
+    let loaded = crate::instructions::load(&sources);
+    (loaded.render(), loaded.warnings)
 }
 
 /// Today's date as YYYY-MM-DD (UTC), without a date crate.
@@ -172,13 +166,18 @@ mod tests {
     }
 
     #[test]
-    fn instructions_prefer_agents_md() {
+    fn instructions_are_labelled_with_their_paths() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("CLAUDE.md"), "claude").unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "agents").unwrap();
-        assert!(project_instructions(dir.path()).unwrap().contains("agents"));
+        let text = project_instructions(dir.path()).unwrap();
+        // Both files, AGENTS.md first.
+        assert!(text.find("agents").unwrap() < text.find("claude").unwrap());
         let prompt = build_system_prompt(dir.path());
-        assert!(prompt.contains("From AGENTS.md"));
+        assert!(prompt.contains(&format!(
+            "Contents of {} (project instructions",
+            dir.path().join("AGENTS.md").display()
+        )));
         assert!(prompt.contains("Not a git repository"));
     }
 }

@@ -194,20 +194,20 @@ fn restrict_plugin_definition(
 /// The directories searched for project definitions, closest first: `cwd` and
 /// its parents up to the repository root, or `cwd` alone outside a repository.
 fn project_dirs(cwd: &Path, probes: &mut Probes) -> Vec<PathBuf> {
-    let cwd = std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
-    let ancestors: Vec<&Path> = cwd.ancestors().collect();
-    for (index, dir) in ancestors.iter().enumerate() {
-        let marker = dir.join(".git");
-        let exists = marker.exists();
-        probes.list.push(Probe::Exists(marker, exists));
-        if exists {
-            return ancestors[..=index]
-                .iter()
-                .map(|d| d.to_path_buf())
-                .collect();
+    let found = crate::project_root::project_dirs(cwd);
+    // Every `.git` looked for: absent in each directory but a found root's.
+    let last = found.closest_first.len().saturating_sub(1);
+    for (index, dir) in found.closest_first.iter().enumerate() {
+        let exists = found.in_repository && index == last;
+        probes.list.push(Probe::Exists(dir.join(".git"), exists));
+    }
+    if !found.in_repository {
+        // Outside a repository every parent was looked in too.
+        for dir in found.closest_first[last].ancestors().skip(1) {
+            probes.list.push(Probe::Exists(dir.join(".git"), false));
         }
     }
-    vec![cwd.clone()]
+    found.closest_first
 }
 
 /// Reads and parses one file; read problems become an `Error` issue.

@@ -32,6 +32,10 @@ impl FileStamp {
 pub struct FileStateCache {
     stamps: Mutex<HashMap<PathBuf, FileStamp>>,
     written: Mutex<std::collections::BTreeSet<PathBuf>>,
+    /// Directories whose instruction files this agent has been given.
+    instruction_dirs: Mutex<std::collections::HashSet<PathBuf>>,
+    /// Set for agents that run without project instructions (Explore, Plan).
+    no_instructions: std::sync::atomic::AtomicBool,
 }
 
 impl FileStateCache {
@@ -82,5 +86,29 @@ impl FileStateCache {
             .lock()
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// Stops this agent from being given subdirectories' instruction files.
+    pub fn omit_instructions(&self) {
+        self.no_instructions
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Of `dirs`, those whose instruction files this agent has not been
+    /// offered yet, now marked as offered; none when it runs without them.
+    pub fn claim_instruction_dirs(&self, dirs: Vec<PathBuf>) -> Vec<PathBuf> {
+        if self
+            .no_instructions
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Vec::new();
+        }
+        match self.instruction_dirs.lock() {
+            Ok(mut offered) => dirs
+                .into_iter()
+                .filter(|d| offered.insert(d.clone()))
+                .collect(),
+            Err(_) => Vec::new(),
+        }
     }
 }

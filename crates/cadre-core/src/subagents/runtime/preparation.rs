@@ -107,6 +107,9 @@ impl SubagentRuntime {
         let mut ctx = self.base_ctx.clone();
         ctx.agent_id = agent_id.clone();
         ctx.file_state = Arc::new(Default::default());
+        if !def.include_project_instructions {
+            ctx.file_state.omit_instructions();
+        }
         ctx.todos = Arc::new(Default::default());
         ctx.sandbox = spec.sandbox.clone();
         let limits = TurnLimits {

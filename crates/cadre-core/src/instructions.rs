@@ -1,0 +1,674 @@
+//! Project instructions as Claude Code finds them: the user's own files, then
+//! `AGENTS.md`, `CLAUDE.md` and `CLAUDE.local.md` from the repository root down
+//! to the working directory, each followed by the files it imports with
+//! `@path`; files in subdirectories come later, when the agent reads there.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::small_file::read_small_text;
+
+/// Largest part of one file that goes into a prompt: every request carries it.
+pub const MAX_FILE_BYTES: usize = 40 << 10;
+/// Largest total of all files in one prompt (~40k tokens).
+pub const MAX_TOTAL_BYTES: usize = 160 << 10;
+/// How many levels of `@path` imports are followed below a file.
+pub const MAX_IMPORT_DEPTH: usize = 5;
+/// Larger files are refused unread (they are cut to [`MAX_FILE_BYTES`] anyway).
+pub const MAX_READ_BYTES: u64 = 4 << 20;
+/// The project files looked for in each directory, in prompt order.
+const PROJECT_NAMES: [(&str, InstructionKind); 3] = [
+    ("AGENTS.md", InstructionKind::Project),
+    ("CLAUDE.md", InstructionKind::Project),
+    ("CLAUDE.local.md", InstructionKind::Local),
+];
+
+/// Why a file is in the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstructionKind {
+    /// The user's own, for every project (`~/.claude/CLAUDE.md`, `$CADRE_HOME/AGENTS.md`).
+    User,
+    /// Checked into the project (`AGENTS.md`, `CLAUDE.md`).
+    Project,
+    /// The user's private file for this project (`CLAUDE.local.md`).
+    Local,
+    /// Beside a file the agent read, in a subdirectory of the working directory.
+    Nested,
+    /// Named by an `@path` import in this file.
+    ImportedBy(PathBuf),
+}
+
+impl InstructionKind {
+    /// How the prompt describes the file's origin.
+    fn describe(&self) -> String {
+        match self {
+            InstructionKind::User => "the user's own instructions, for all projects".into(),
+            InstructionKind::Project => "project instructions, checked into the codebase".into(),
+            InstructionKind::Local => {
+                "the user's private instructions for this project, not checked in".into()
+            }
+            InstructionKind::Nested => "instructions for the files in its directory".into(),
+            InstructionKind::ImportedBy(by) => format!("imported by {}", by.display()),
+        }
+    }
+}
+
+/// One file that went into the prompt.
+#[derive(Debug, Clone)]
+pub struct InstructionFile {
+    /// Where it is (as found, not canonicalised, so the user recognises it).
+    pub path: PathBuf,
+    /// Why it is there.
+    pub kind: InstructionKind,
+    /// The text used (cut, with a marker, when over a cap).
+    pub text: String,
+    /// Its size on disk in bytes.
+    pub size: usize,
+    /// Whether a cap cut it.
+    pub cut: bool,
+}
+
+/// What was loaded, in prompt order, and what went wrong on the way.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedInstructions {
+    /// The files, in the order the prompt shows them.
+    pub files: Vec<InstructionFile>,
+    /// Problems for the user: cycles, missing imports, unreadable files, cuts.
+    pub warnings: Vec<String>,
+}
+
+impl LoadedInstructions {
+    /// The files as one prompt block, each labelled with its path; `None` when empty.
+    pub fn render(&self) -> Option<String> {
+        if self.files.is_empty() {
+            return None;
+        }
+        let blocks: Vec<String> = self
+            .files
+            .iter()
+            .map(|f| {
+                format!(
+                    "Contents of {} ({}):\n\n{}",
+                    f.path.display(),
+                    f.kind.describe(),
+                    f.text
+                )
+            })
+            .collect();
+        Some(blocks.join("\n\n"))
+    }
+}
+
+/// Where instruction files are looked for.
+#[derive(Debug, Clone)]
+pub struct InstructionSources {
+    /// The working directory (project files from here up to the repository root).
+    pub cwd: PathBuf,
+    /// The home directory: `~/.claude/CLAUDE.md`, and `~/` in imports.
+    pub home_dir: Option<PathBuf>,
+    /// `$CADRE_HOME`: `AGENTS.md` there.
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Reads every instruction file for a session in `sources.cwd`: the user's
+/// first (as Claude Code puts them), then the project's outermost first, each
+/// followed by its imports.
+pub fn load(sources: &InstructionSources) -> LoadedInstructions {
+    let mut loader = Loader::new(sources.home_dir.clone());
+    if let Some(home) = &sources.home_dir {
+        loader.add_top(
+            &home.join(".claude").join("CLAUDE.md"),
+            InstructionKind::User,
+        );
+    }
+    if let Some(data) = &sources.data_dir {
+        loader.add_top(&data.join("AGENTS.md"), InstructionKind::User);
+    }
+    let dirs = crate::project_root::project_dirs(&sources.cwd);
+    for dir in dirs.closest_first.iter().rev() {
+        for (name, kind) in &PROJECT_NAMES {
+            loader.add_top(&dir.join(name), kind.clone());
+        }
+    }
+    loader.finish()
+}
+
+/// The directories strictly below `cwd` down to the one holding `file`,
+/// outermost first: where a read of `file` finds instructions the prompt
+/// does not already carry. Empty when `file` is not below `cwd`.
+pub fn nested_dirs(cwd: &Path, file: &Path) -> Vec<PathBuf> {
+    let Some(parent) = file.parent() else {
+        return Vec::new();
+    };
+    let Ok(below) = parent.strip_prefix(cwd) else {
+        return Vec::new();
+    };
+    let mut dir = cwd.to_path_buf();
+    let mut out = Vec::new();
+    for part in below.components() {
+        match part {
+            std::path::Component::Normal(name) => {
+                dir.push(name);
+                out.push(dir.clone());
+            }
+            // `..` or the like: not plainly below `cwd`, so nothing.
+            _ => return Vec::new(),
+        }
+    }
+    out
+}
+
+/// The instruction files in `dirs` (outermost first), with their imports.
+pub fn load_nested(dirs: &[PathBuf], home_dir: Option<PathBuf>) -> LoadedInstructions {
+    let mut loader = Loader::new(home_dir);
+    for dir in dirs {
+        for (name, _) in &PROJECT_NAMES {
+            loader.add_top(&dir.join(name), InstructionKind::Nested);
+        }
+    }
+    loader.finish()
+}
+
+/// Reads files and follows their imports, once each, within the caps.
+struct Loader {
+    home_dir: Option<PathBuf>,
+    out: LoadedInstructions,
+    /// Canonical paths already loaded: a second mention adds nothing.
+    seen: HashSet<PathBuf>,
+    total: usize,
+}
+
+impl Loader {
+    fn new(home_dir: Option<PathBuf>) -> Loader {
+        Loader {
+            home_dir,
+            out: LoadedInstructions::default(),
+            seen: HashSet::new(),
+            total: 0,
+        }
+    }
+
+    fn finish(self) -> LoadedInstructions {
+        self.out
+    }
+
+    /// A file looked for by name: its absence is normal.
+    fn add_top(&mut self, path: &Path, kind: InstructionKind) {
+        let mut stack = Vec::new();
+        self.add(path, kind, &mut stack);
+    }
+
+    /// Loads `path` and then its imports; `stack` holds the canonical paths of
+    /// the files importing it, outermost first.
+    fn add(&mut self, path: &Path, kind: InstructionKind, stack: &mut Vec<PathBuf>) {
+        let importer = match &kind {
+            InstructionKind::ImportedBy(by) => Some(by.clone()),
+            _ => None,
+        };
+        let canonical = match std::fs::canonicalize(path) {
+            Ok(c) => c,
+            Err(_) => {
+                if let Some(by) = &importer {
+                    self.out.warnings.push(format!(
+                        "{}: imports {}, which does not exist; the import is skipped",
+                        by.display(),
+                        path.display()
+                    ));
+                }
+                return;
+            }
+        };
+        if stack.contains(&canonical) {
+            let by = importer.as_deref().unwrap_or(path);
+            self.out.warnings.push(format!(
+                "{}: import cycle: it imports {}, which imports it back; the import is refused",
+                by.display(),
+                path.display()
+            ));
+            return;
+        }
+        if !self.seen.insert(canonical.clone()) {
+            return;
+        }
+        // Read by the name found, so a warning names the file the user wrote.
+        let text = match read_small_text(path, MAX_READ_BYTES) {
+            Ok(text) => text,
+            Err(e) if e.is_not_found() => return,
+            Err(e) => {
+                self.out
+                    .warnings
+                    .push(format!("{e}; its instructions are not used"));
+                return;
+            }
+        };
+        let size = text.len();
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        let room = MAX_TOTAL_BYTES.saturating_sub(self.total);
+        if room == 0 {
+            self.out.warnings.push(format!(
+                "{}: not used: the instruction files before it already fill the {} kB total",
+                path.display(),
+                MAX_TOTAL_BYTES >> 10
+            ));
+            return;
+        }
+        let cap = MAX_FILE_BYTES.min(room);
+        let (kept, cut) = if text.len() > cap {
+            let why = if cap == MAX_FILE_BYTES {
+                format!("only its first {} kB are used", MAX_FILE_BYTES >> 10)
+            } else {
+                format!(
+                    "only its first {} bytes fit in the {} kB total for instructions",
+                    cap,
+                    MAX_TOTAL_BYTES >> 10
+                )
+            };
+            self.out
+                .warnings
+                .push(format!("{}: {size} bytes; {why}", path.display()));
+            let head = &text[..floor_char_boundary(text, cap)];
+            (format!("{head}\n[… cut here: {why}]"), true)
+        } else {
+            (text.to_string(), false)
+        };
+        self.total += kept.len();
+        let imports = if cut {
+            find_imports(&text[..floor_char_boundary(text, cap)])
+        } else {
+            find_imports(text)
+        };
+        self.out.files.push(InstructionFile {
+            path: path.to_path_buf(),
+            kind,
+            text: kept,
+            size,
+            cut,
+        });
+        if imports.is_empty() {
+            return;
+        }
+        if stack.len() >= MAX_IMPORT_DEPTH {
+            self.out.warnings.push(format!(
+                "{}: its imports are not followed: imports nest at most {MAX_IMPORT_DEPTH} levels deep",
+                path.display()
+            ));
+            return;
+        }
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        stack.push(canonical);
+        for import in imports {
+            let target = self.resolve(&base, &import);
+            self.add(
+                &target,
+                InstructionKind::ImportedBy(path.to_path_buf()),
+                stack,
+            );
+        }
+        stack.pop();
+    }
+
+    /// An import's path: `~/` from home, absolute as is, else from `base`
+    /// (the importing file's directory).
+    fn resolve(&self, base: &Path, import: &str) -> PathBuf {
+        if let Some(rest) = import.strip_prefix("~/")
+            && let Some(home) = &self.home_dir
+        {
+            return home.join(rest);
+        }
+        let p = Path::new(import);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            base.join(p)
+        }
+    }
+}
+
+/// The largest index `<= at` on a char boundary of `s`.
+fn floor_char_boundary(s: &str, at: usize) -> usize {
+    let mut i = at.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The `@path` imports in `text`, in order: an `@` at the start of a line or
+/// after white space, followed by a path; never inside fenced code blocks,
+/// indented code or code spans.
+pub fn find_imports(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fence: Option<(char, usize)> = None;
+    let mut previous_blank = true;
+    for line in text.lines() {
+        let trimmed = line.trim_start_matches(' ');
+        let indent = line.len() - trimmed.len();
+        if indent <= 3
+            && let Some((ch, run)) = fence_marker(trimmed)
+        {
+            fence = match fence {
+                None => Some((ch, run)),
+                Some((open, len))
+                    if open == ch && run >= len && trimmed[run..].trim().is_empty() =>
+                {
+                    None
+                }
+                still => still,
+            };
+            previous_blank = false;
+            continue;
+        }
+        let blank = line.trim().is_empty();
+        let indented_code = previous_blank && (indent >= 4 || line.starts_with('\t')) && !blank;
+        previous_blank = blank;
+        if fence.is_some() || indented_code {
+            continue;
+        }
+        imports_in_line(line, &mut out);
+    }
+    out
+}
+
+/// The fence character and run length if `line` opens or closes a fence.
+fn fence_marker(line: &str) -> Option<(char, usize)> {
+    let ch = line.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let run = line.chars().take_while(|c| *c == ch).count();
+    (run >= 3).then_some((ch, run))
+}
+
+/// Adds the imports of one line, skipping code spans.
+fn imports_in_line(line: &str, out: &mut Vec<String>) {
+    let chars: Vec<char> = line.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '`' {
+            let run = chars[i..].iter().take_while(|c| **c == '`').count();
+            // A span ends at the next run of exactly as many backticks.
+            let mut j = i + run;
+            let mut close = None;
+            while j < chars.len() {
+                if chars[j] == '`' {
+                    let r = chars[j..].iter().take_while(|c| **c == '`').count();
+                    if r == run {
+                        close = Some(j + r);
+                        break;
+                    }
+                    j += r;
+                } else {
+                    j += 1;
+                }
+            }
+            i = close.unwrap_or(i + run);
+            continue;
+        }
+        if c == '@' && (i == 0 || chars[i - 1].is_whitespace()) {
+            let mut path = String::new();
+            let mut j = i + 1;
+            while j < chars.len() {
+                match chars[j] {
+                    '\\' if chars.get(j + 1) == Some(&' ') => {
+                        path.push(' ');
+                        j += 2;
+                    }
+                    ch if ch.is_whitespace() => break,
+                    ch => {
+                        path.push(ch);
+                        j += 1;
+                    }
+                }
+            }
+            // Punctuation closing a sentence is not part of the path.
+            let path = path.trim_end_matches(['.', ',', ';', ':', '!', '?', ')']);
+            let starts_like_path = path
+                .chars()
+                .next()
+                .is_some_and(|f| f.is_alphanumeric() || matches!(f, '.' | '~' | '/' | '_' | '-'));
+            if starts_like_path {
+                out.push(path.to_string());
+            }
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    /// A home, a `$CADRE_HOME` and a repository `repo/a/b` (cwd) in a temp dir.
+    fn layout() -> (tempfile::TempDir, InstructionSources) {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::create_dir_all(r.join("repo/.git")).unwrap();
+        fs::create_dir_all(r.join("repo/a/b")).unwrap();
+        let sources = InstructionSources {
+            cwd: r.join("repo/a/b"),
+            home_dir: Some(r.join("home")),
+            data_dir: Some(r.join("home/.cadre")),
+        };
+        (dir, sources)
+    }
+
+    fn paths(loaded: &LoadedInstructions, root: &Path) -> Vec<String> {
+        loaded
+            .files
+            .iter()
+            .map(|f| {
+                f.path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn discovery_order_user_then_outermost_first() {
+        let (dir, sources) = layout();
+        let r = dir.path();
+        write(&r.join("home/.claude/CLAUDE.md"), "user claude");
+        write(&r.join("home/.cadre/AGENTS.md"), "user agents");
+        write(&r.join("repo/CLAUDE.md"), "root claude");
+        write(&r.join("repo/AGENTS.md"), "root agents");
+        write(&r.join("repo/CLAUDE.local.md"), "root local");
+        write(&r.join("repo/a/CLAUDE.md"), "middle");
+        write(&r.join("repo/a/b/CLAUDE.md"), "cwd claude");
+        write(&r.join("repo/a/b/CLAUDE.local.md"), "cwd local");
+        // Above the repository root: never read.
+        write(&r.join("CLAUDE.md"), "outside");
+        let loaded = load(&sources);
+        assert_eq!(
+            paths(&loaded, r),
+            [
+                "home/.claude/CLAUDE.md",
+                "home/.cadre/AGENTS.md",
+                "repo/AGENTS.md",
+                "repo/CLAUDE.md",
+                "repo/CLAUDE.local.md",
+                "repo/a/CLAUDE.md",
+                "repo/a/b/CLAUDE.md",
+                "repo/a/b/CLAUDE.local.md",
+            ]
+        );
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let text = loaded.render().unwrap();
+        assert!(text.contains(&format!(
+            "Contents of {} (the user's private instructions",
+            r.join("repo/CLAUDE.local.md").display()
+        )));
+        assert!(!text.contains("outside"));
+        assert!(text.find("user claude").unwrap() < text.find("root agents").unwrap());
+    }
+
+    #[test]
+    fn without_a_repository_only_the_cwd() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        write(&r.join("p/CLAUDE.md"), "parent");
+        write(&r.join("p/c/CLAUDE.md"), "child");
+        let sources = InstructionSources {
+            cwd: r.join("p/c"),
+            home_dir: None,
+            data_dir: None,
+        };
+        let loaded = load(&sources);
+        if !crate::project_root::project_dirs(&sources.cwd).in_repository {
+            assert_eq!(paths(&loaded, r), ["p/c/CLAUDE.md"]);
+        }
+    }
+
+    #[test]
+    fn a_symlinked_claude_md_is_read_once() {
+        let (dir, sources) = layout();
+        let r = dir.path();
+        write(&r.join("repo/a/b/AGENTS.md"), "shared");
+        std::os::unix::fs::symlink("AGENTS.md", r.join("repo/a/b/CLAUDE.md")).unwrap();
+        let loaded = load(&sources);
+        assert_eq!(paths(&loaded, r), ["repo/a/b/AGENTS.md"]);
+    }
+
+    #[test]
+    fn imports_relative_nested_home_and_missing() {
+        let (dir, sources) = layout();
+        let r = dir.path();
+        write(
+            &r.join("repo/CLAUDE.md"),
+            "Rules: see @docs/style.md and @~/notes.md, also @missing.md.",
+        );
+        write(&r.join("repo/docs/style.md"), "style; more in @deeper/x.md");
+        write(&r.join("repo/docs/deeper/x.md"), "deep");
+        write(&r.join("home/notes.md"), "home notes");
+        let loaded = load(&sources);
+        assert_eq!(
+            paths(&loaded, r),
+            [
+                "repo/CLAUDE.md",
+                "repo/docs/style.md",
+                "repo/docs/deeper/x.md",
+                "home/notes.md",
+            ]
+        );
+        assert_eq!(
+            loaded.files[2].kind,
+            InstructionKind::ImportedBy(r.join("repo/docs/style.md"))
+        );
+        assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+        assert!(loaded.warnings[0].contains("missing.md, which does not exist"));
+    }
+
+    #[test]
+    fn a_cycle_is_refused_with_a_warning() {
+        let (dir, sources) = layout();
+        let r = dir.path();
+        write(&r.join("repo/CLAUDE.md"), "@one.md");
+        write(&r.join("repo/one.md"), "one @two.md");
+        write(&r.join("repo/two.md"), "two @one.md");
+        let loaded = load(&sources);
+        assert_eq!(
+            paths(&loaded, r),
+            ["repo/CLAUDE.md", "repo/one.md", "repo/two.md"]
+        );
+        assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+        assert!(loaded.warnings[0].contains("import cycle"));
+        assert!(loaded.warnings[0].starts_with(&r.join("repo/two.md").display().to_string()));
+    }
+
+    #[test]
+    fn imports_stop_after_five_levels() {
+        let (dir, sources) = layout();
+        let r = dir.path();
+        write(&r.join("repo/CLAUDE.md"), "@l1.md");
+        for level in 1..=7 {
+            write(
+                &r.join(format!("repo/l{level}.md")),
+                &format!("level {level} @l{}.md", level + 1),
+            );
+        }
+        let loaded = load(&sources);
+        // The file and five levels of imports below it.
+        assert_eq!(loaded.files.len(), 1 + MAX_IMPORT_DEPTH);
+        assert!(loaded.warnings[0].contains("at most 5 levels"));
+        assert!(loaded.warnings[0].starts_with(&r.join("repo/l5.md").display().to_string()));
+    }
+
+    #[test]
+    fn no_imports_inside_code() {
+        let text = "real @a.md\n\
+                    `@span.md` and ``x `@double.md` y`` then @b.md\n\
+                    ```sh\n@fenced.md\n```\n\
+                    ~~~~\n@tilde.md\n~~~\n@still-fenced.md\n~~~~\n\
+                    \n    @indented.md\n\
+                    mail me@example.com, see @c.md.\n\
+                    @ alone, @~/home.md";
+        assert_eq!(find_imports(text), ["a.md", "b.md", "c.md", "~/home.md"]);
+    }
+
+    #[test]
+    fn caps_cut_with_a_marker_and_a_warning() {
+        let (dir, sources) = layout();
+        let r = dir.path();
+        // Over the per-file cap, with a multi-byte char at the cut.
+        let big = "é".repeat(MAX_FILE_BYTES);
+        write(&r.join("repo/CLAUDE.md"), &big);
+        // Four more full files overflow the total: the fourth is cut, the rest left out.
+        for name in ["AGENTS.md", "CLAUDE.local.md"] {
+            write(&r.join("repo").join(name), &"x".repeat(MAX_FILE_BYTES * 2));
+        }
+        write(&r.join("repo/a/CLAUDE.md"), &"y".repeat(MAX_FILE_BYTES));
+        write(&r.join("repo/a/b/CLAUDE.md"), &"z".repeat(MAX_FILE_BYTES));
+        write(&r.join("repo/a/b/CLAUDE.local.md"), "never");
+        let loaded = load(&sources);
+        let used: usize = loaded.files.iter().map(|f| f.text.len()).sum();
+        assert!(used <= MAX_TOTAL_BYTES + 4 * 100, "{used}");
+        assert!(loaded.files[0].cut && loaded.files[1].cut);
+        assert!(loaded.files[1].text.ends_with("first 40 kB are used]"));
+        assert_eq!(loaded.files[0].size, MAX_FILE_BYTES * 2);
+        let last = loaded.files.last().unwrap();
+        assert!(
+            last.text.contains("fit in the 160 kB total"),
+            "{}",
+            last.path.display()
+        );
+        assert!(!loaded.render().unwrap().contains("never"));
+        assert!(
+            loaded
+                .warnings
+                .iter()
+                .any(|w| w.contains("CLAUDE.local.md: not used"))
+        );
+        assert!(
+            loaded
+                .warnings
+                .iter()
+                .any(|w| w.contains("only its first 40 kB"))
+        );
+    }
+
+    #[test]
+    fn nested_dirs_below_cwd_only() {
+        let cwd = Path::new("/p/repo");
+        assert_eq!(
+            nested_dirs(cwd, Path::new("/p/repo/src/parser/lex.rs")),
+            [
+                PathBuf::from("/p/repo/src"),
+                PathBuf::from("/p/repo/src/parser")
+            ]
+        );
+        assert!(nested_dirs(cwd, Path::new("/p/repo/main.rs")).is_empty());
+        assert!(nested_dirs(cwd, Path::new("/p/other/x.rs")).is_empty());
+        assert!(nested_dirs(cwd, Path::new("/p/repo/../other/x.rs")).is_empty());
+    }
+}
