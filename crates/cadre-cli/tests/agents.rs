@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
 use cadre_mock::Record;
-use common::{Harness, Wire, events, stderr, stdout, tool_results};
+use common::{Harness, Wire, events, stderr, stdout, system_text, tool_results};
 use serde_json::Value;
 
 /// The main session's system prompt starts with this (the built-in base prompt).
@@ -37,19 +37,6 @@ async fn cadre_in(h: &Harness, cwd: &Path, args: &[&str], env: &[(&str, &str)]) 
         .output()
         .await
         .expect("cadre runs")
-}
-
-/// The system prompt of a request (Anthropic: a string or text blocks).
-fn system_text(body: &Value) -> String {
-    match &body["system"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 /// The tool names a request offers (Anthropic wire).

@@ -7,25 +7,8 @@
 mod common;
 
 use common::line_session::Interactive;
-use common::{Harness, Wire, events, rule_records, stderr, tool_results};
+use common::{Harness, Wire, events, rule_records, stderr, system_text, tool_results};
 use serde_json::Value;
-
-/// The system prompt a request carried (a string, or text blocks).
-fn system_text(body: &Value) -> String {
-    match &body["system"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        // OpenAI: the first message, role system.
-        _ => body["messages"][0]["content"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-    }
-}
 
 /// Where `needle` is in `hay`, failing the test if it is not there.
 fn at(hay: &str, needle: &str) -> usize {

@@ -9,8 +9,7 @@
 mod common;
 
 use common::tmux::{Pane, tmux_available};
-use common::{Harness, Wire, rule_records, stdout};
-use serde_json::Value;
+use common::{Harness, Wire, rule_records, stdout, system_text};
 
 const FINDER: &str = "---
 name: finder
@@ -25,19 +24,6 @@ const BROKEN: &str = "---
 name: broken
 description: Never loads.
 ";
-
-/// The system prompt of a request (Anthropic: a string or text blocks).
-fn system_text(body: &Value) -> String {
-    match &body["system"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
 
 /// The list's row of definition `name` (`▸ ` when selected, else two spaces).
 fn row<'a>(screen: &'a str, name: &str) -> Option<&'a str> {

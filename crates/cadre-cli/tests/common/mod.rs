@@ -519,3 +519,20 @@ pub fn tasks(h: &Harness) -> Vec<cadre_core::tasks::TaskRow> {
         .list(&cadre_core::tasks::TaskFilter::default())
         .unwrap()
 }
+
+/// The system prompt a request carried: Anthropic's `system` (a string or
+/// text blocks), or OpenAI's first message (role system).
+pub fn system_text(body: &Value) -> String {
+    match &body["system"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
