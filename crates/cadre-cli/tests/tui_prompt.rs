@@ -127,6 +127,8 @@ async fn a_bracketed_paste_of_200_lines_is_one_placeholder_and_all_of_it_is_sent
             .success()
     );
     pane.type_text("summarise ");
+    // The typed word is in the prompt before the paste follows it.
+    pane.wait_text("› summarise").await;
     // -p: bracketed, as a terminal pastes into a program that asked for it.
     assert!(pane.tmux(&["paste-buffer", "-p"]).status.success());
     let screen = pane.wait_text("[Pasted text #1 +200 lines]").await;
