@@ -1,11 +1,16 @@
 //! `cadre config show`: every setting in force with the file it comes from,
 //! the entries that do not apply and why, and the keys cadre does not read.
+//! `cadre config trust | untrust`: the folder's workspace trust.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use cadre_core::config::{ConfigError, Settings, data_dir};
+use cadre_core::config::{
+    ConfigError, Settings, TrustState, TrustStore, data_dir, ensure_private_dir,
+};
+
+use crate::PermissionArgs;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
@@ -24,15 +29,59 @@ enum ConfigCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Trust a folder (default: this one): its project settings may widen
+    /// permissions, set env and run hooks.
+    Trust {
+        /// The folder.
+        path: Option<PathBuf>,
+    },
+    /// Record a folder (default: this one) as not trusted.
+    Untrust {
+        /// The folder.
+        path: Option<PathBuf>,
+    },
 }
 
 /// Runs `cadre config …`.
-pub fn run(args: ConfigArgs) -> Result<ExitCode> {
-    let ConfigCommand::Show { json } = args.command;
+pub fn run(perms: &PermissionArgs, args: ConfigArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let home = data_dir()?;
-    let settings = Settings::load_with(&crate::setup::settings_paths(&home, &cwd))?;
-    let report = report(&settings)?;
+    let trusted = matches!(args.command, ConfigCommand::Trust { .. });
+    let json = match args.command {
+        ConfigCommand::Show { json } => json,
+        ConfigCommand::Trust { path } | ConfigCommand::Untrust { path } => {
+            let folder = path.map_or_else(|| cwd.clone(), |p| cwd.join(p));
+            if !folder.is_dir() {
+                anyhow::bail!(crate::UsageError(format!(
+                    "{} is not a folder",
+                    folder.display()
+                )));
+            }
+            ensure_private_dir(&home)?;
+            let mut store = TrustStore::load(&home)?;
+            store.record(&folder, trusted)?;
+            println!(
+                "{} {}",
+                if trusted { "trusted:" } else { "not trusted:" },
+                folder.display()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    let mut warnings = Vec::new();
+    let trusted = crate::setup::folder_trusted(&home, &cwd, perms, &mut warnings);
+    let mut settings = Settings::load_with(&crate::setup::settings_paths(&home, &cwd, trusted))?;
+    settings.warnings.extend(warnings);
+    let mut report = report(&settings)?;
+    report["trust"] = json!(match TrustStore::load(&home).map(|s| s.state(&cwd)) {
+        _ if perms.trust => "trusted for this run (--trust)".to_string(),
+        Ok(TrustState::Trusted(by)) if by == cwd || cwd.canonicalize().ok() == Some(by.clone()) =>
+            "trusted".to_string(),
+        Ok(TrustState::Trusted(by)) => format!("trusted (through {})", by.display()),
+        Ok(TrustState::Refused) => "not trusted (answered no)".to_string(),
+        Ok(TrustState::Unknown) => "not trusted (never asked)".to_string(),
+        Err(e) => format!("unknown: {e}"),
+    });
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -170,6 +219,7 @@ fn text(report: &Value) -> String {
     let mut out = String::new();
     let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    out.push_str(&format!("this folder: {}\n", s(&report["trust"])));
     out.push_str("files read (lowest precedence first; managed settings win over all):\n");
     let files = list(&report["files"]);
     if files.is_empty() {

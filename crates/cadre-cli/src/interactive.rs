@@ -166,6 +166,7 @@ pub async fn run(
     resume: &ResumeArgs,
     agent_args: &AgentArgs,
 ) -> Result<ExitCode> {
+    setup::ask_trust_if_needed(perms)?;
     let runtime = setup::prepare(model, perms, agent_args)?;
     for w in &runtime.warnings {
         eprintln!("warning: {w}");

@@ -69,6 +69,9 @@ pub struct PermissionArgs {
     /// A rule whose calls never run, e.g. 'Bash(rm:*)' (repeatable)
     #[arg(long, global = true, value_name = "RULE")]
     pub deny: Vec<String>,
+    /// Trust this folder's project settings for this run (their allow rules, wider modes, env and hooks)
+    #[arg(long, global = true)]
+    pub trust: bool,
 }
 
 /// Agent definitions given on the command line, and the one the main session runs as.
@@ -147,7 +150,7 @@ fn main() -> ExitCode {
             Some(Command::Agents(args)) => agents::run(&cli.permissions, &cli.agent, args),
             Some(Command::Eval(args)) => eval::run(args).await,
             Some(Command::Tasks(args)) => tasks::run(args).await,
-            Some(Command::Config(args)) => config_cmd::run(args),
+            Some(Command::Config(args)) => config_cmd::run(&cli.permissions, args),
             None if tui::wanted(cli.no_tui) => {
                 tui::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await
             }

@@ -14,7 +14,8 @@ use cadre_core::agent::{
 };
 use cadre_core::background::BackgroundWork;
 use cadre_core::config::{
-    DEFAULT_MANAGED_SETTINGS_DIR, Settings, SettingsPaths, data_dir, ensure_private_dir,
+    DEFAULT_MANAGED_SETTINGS_DIR, Settings, SettingsPaths, TrustState, TrustStore, data_dir,
+    ensure_private_dir,
 };
 use cadre_core::driver::{
     AgentParts, Lifetime, NoticeTiming, Session, SessionHandle, SessionSetup,
@@ -97,8 +98,10 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let home = data_dir()?;
     ensure_private_dir(&home)?;
-    let settings = Settings::load_with(&settings_paths(&home, &cwd))?;
-    let mut warnings = settings.warnings.clone();
+    let mut warnings = Vec::new();
+    let trusted = folder_trusted(&home, &cwd, perms, &mut warnings);
+    let settings = Settings::load_with(&settings_paths(&home, &cwd, trusted))?;
+    warnings.extend(settings.warnings.iter().cloned());
     warnings.extend(read_project_instructions(&cwd).1);
     let file = &settings.file;
 
@@ -325,8 +328,13 @@ pub fn catalog_sources(
 
 /// Where the settings files are. `CADRE_MANAGED_SETTINGS_DIR` moves the
 /// managed directory (as `CADRE_MANAGED_AGENTS_DIR` moves managed agents).
-pub fn settings_paths(home: &std::path::Path, cwd: &std::path::Path) -> SettingsPaths {
+pub fn settings_paths(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+    trusted: bool,
+) -> SettingsPaths {
     SettingsPaths {
+        trusted,
         data_dir: home.to_path_buf(),
         home_dir: dirs_home(),
         project: cwd.to_path_buf(),
@@ -336,6 +344,83 @@ pub fn settings_paths(home: &std::path::Path, cwd: &std::path::Path) -> Settings
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_MANAGED_SETTINGS_DIR)),
         ),
     }
+}
+
+/// Whether the folder's project settings may widen permissions and run
+/// commands: `--trust`, or the user's recorded answer for it (or a folder
+/// above it). A trust file that cannot be read counts as no answer, with a
+/// warning.
+pub fn folder_trusted(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+    perms: &PermissionArgs,
+    warnings: &mut Vec<String>,
+) -> bool {
+    if perms.trust {
+        return true;
+    }
+    match TrustStore::load(home) {
+        Ok(store) => store.is_trusted(cwd),
+        Err(e) => {
+            warnings.push(format!("{e}; the folder counts as not trusted"));
+            false
+        }
+    }
+}
+
+/// Asks once per folder, before an interactive session starts, whether to
+/// trust it, when its project settings would do more than the defaults
+/// allow and the user has not answered for it yet. Only a person at a
+/// terminal is asked; the answer is recorded in `$CADRE_HOME`.
+pub fn ask_trust_if_needed(perms: &PermissionArgs) -> Result<()> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if perms.trust || !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Ok(());
+    }
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let home = data_dir()?;
+    ensure_private_dir(&home)?;
+    let Ok(mut store) = TrustStore::load(&home) else {
+        // prepare() names the broken file.
+        return Ok(());
+    };
+    if store.state(&cwd) != TrustState::Unknown {
+        return Ok(());
+    }
+    let settings = Settings::load_with(&settings_paths(&home, &cwd, false))?;
+    if settings.needs_trust.is_empty() {
+        return Ok(());
+    }
+    let mut err = std::io::stderr().lock();
+    writeln!(
+        err,
+        "Do you trust the files in {}?
+Its project settings would, once trusted:",
+        cwd.display()
+    )?;
+    for e in &settings.needs_trust {
+        writeln!(err, "  - {} in {}", e.key, e.path.display())?;
+    }
+    writeln!(
+        err,
+        "Hooks and commands it sets run with your rights, outside the sandbox. Deny and ask rules apply either way."
+    )?;
+    write!(err, "Trust this folder? [y/N] ")?;
+    err.flush()?;
+    drop(err);
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    let yes = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+    store.record(&cwd, yes)?;
+    eprintln!(
+        "{}",
+        if yes {
+            "Trusted. `cadre config untrust` takes it back."
+        } else {
+            "Not trusted: those entries stay ignored. `cadre config trust` changes that."
+        }
+    );
+    Ok(())
 }
 
 /// `[subagents]` from config, with defaults and clamps.

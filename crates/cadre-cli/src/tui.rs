@@ -39,6 +39,7 @@ pub async fn run(
     resume: &ResumeArgs,
     agent_args: &AgentArgs,
 ) -> Result<ExitCode> {
+    setup::ask_trust_if_needed(perms)?;
     let runtime = setup::prepare(model, perms, agent_args)?;
     let (sink, rx) = EventSink::channel();
     let open = match resume.resume.as_deref() {

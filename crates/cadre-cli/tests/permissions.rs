@@ -318,7 +318,10 @@ rules:
     assert_eq!(results[0].0, HEADLESS);
     assert!(!h.path("hi.txt").exists());
     let err = stderr(&out);
-    assert!(err.contains("permissions.allow ignored"), "{err}");
+    assert!(
+        err.contains("not trusted") && err.contains("permissions.allow (Bash)"),
+        "{err}"
+    );
     assert!(err.contains("wider"), "{err}");
 }
 

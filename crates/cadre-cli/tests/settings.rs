@@ -60,8 +60,9 @@ async fn a_claude_project_deny_rule_stops_bash_even_when_a_flag_allows_it() {
 }
 
 #[tokio::test]
-async fn a_project_allow_rule_is_ignored_with_a_warning_while_the_users_applies() {
-    // Project allow only: ignored, so the headless run is refused the call.
+async fn a_project_allow_rule_applies_only_once_the_folder_is_trusted() {
+    // Untrusted: the project's allow rule is ignored, one warning names it,
+    // and the headless run is refused the call.
     let h = Harness::new(&bash_script("echo ran-by-bash"), Wire::Anthropic).await;
     h.write(
         ".claude/settings.json",
@@ -72,13 +73,59 @@ async fn a_project_allow_rule_is_ignored_with_a_warning_while_the_users_applies(
     let (text, _) = first_result(&h);
     assert!(text.starts_with("denied"), "{text}");
     let w = warnings(&out);
+    let untrusted: Vec<&String> = w.iter().filter(|w| w.contains("not trusted")).collect();
+    assert_eq!(untrusted.len(), 1, "{w:?}");
     assert!(
-        w.iter().any(|w| w.contains(".claude/settings.json")
-            && w.contains("permissions.allow ignored (Bash(echo:*))")),
-        "{w:?}"
+        untrusted[0].contains("permissions.allow (Bash(echo:*)) in ")
+            && untrusted[0].contains(".claude/settings.json")
+            && untrusted[0].contains("--trust"),
+        "{}",
+        untrusted[0]
     );
 
-    // The same rule in the user's ~/.claude/settings.json applies.
+    // `--trust` for one run: the rule applies, nothing is recorded.
+    let h = Harness::new(&bash_script("echo ran-by-bash"), Wire::Anthropic).await;
+    h.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash(echo:*)"]}}"#,
+    );
+    let out = h.cadre(&["exec", "--json", "--trust", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, is_error) = first_result(&h);
+    assert!(!is_error && text.contains("ran-by-bash"), "{text}");
+    assert!(warnings(&out).iter().all(|w| !w.contains("not trusted")));
+    assert!(!h.data_dir().join("trust.json").exists());
+
+    // Trust recorded by `cadre config trust`: exec uses it without a flag.
+    let h = Harness::new(&bash_script("echo ran-by-bash"), Wire::Anthropic).await;
+    h.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash(echo:*)"]}}"#,
+    );
+    let out = h.cadre(&["config", "trust"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = h.cadre(&["config", "show", "--json"]).await;
+    let report: Value = serde_json::from_str(&stdout(&shown)).unwrap();
+    assert_eq!(report["trust"], "trusted", "{report}");
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, is_error) = first_result(&h);
+    assert!(!is_error && text.contains("ran-by-bash"), "{text}");
+    let store = h.data_dir().join("trust.json");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&store).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    // `cadre config untrust` takes it back.
+    let out = h.cadre(&["config", "untrust"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = h.cadre(&["config", "show", "--json"]).await;
+    let report: Value = serde_json::from_str(&stdout(&shown)).unwrap();
+    assert_eq!(report["trust"], "not trusted (answered no)", "{report}");
+
+    // The same rule in the user's ~/.claude/settings.json applies untrusted.
     let h = Harness::new(&bash_script("echo ran-by-bash"), Wire::Anthropic).await;
     write_home(
         &h,
@@ -91,6 +138,42 @@ async fn a_project_allow_rule_is_ignored_with_a_warning_while_the_users_applies(
     assert!(!is_error, "{text}");
     assert!(text.contains("ran-by-bash"), "{text}");
     assert!(warnings(&out).iter().all(|w| !w.contains("ignored")));
+}
+
+#[tokio::test]
+async fn a_trusted_folders_project_mode_applies_but_its_deny_rules_apply_either_way() {
+    let h = Harness::new(&bash_script("echo ran > ran.txt"), Wire::Anthropic).await;
+    h.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"defaultMode": "bypassPermissions", "deny": ["Bash(echo:*)"]}}"#,
+    );
+    let out = h.cadre(&["exec", "--json", "--trust", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, is_error) = first_result(&h);
+    assert!(is_error, "{text}");
+    assert!(text.contains("Bash(echo:*)"), "{text}");
+    assert!(!h.path("ran.txt").exists());
+    let mode = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cadre"))
+            .args(args)
+            .current_dir(h.project.path())
+            .env("HOME", h.home.path())
+            .env("CADRE_HOME", h.data_dir())
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        report["settings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["key"] == "permissions.defaultMode")
+            .map(|e| e["value"].clone())
+    };
+    assert_eq!(
+        mode(&["config", "show", "--json", "--trust"]),
+        Some(Value::from("bypassPermissions"))
+    );
+    assert_eq!(mode(&["config", "show", "--json"]), None);
 }
 
 #[tokio::test]
@@ -170,37 +253,43 @@ async fn managed_mode_wins_over_a_wider_flag() {
 }
 
 #[tokio::test]
-async fn user_env_reaches_bash_and_project_env_is_ignored_with_a_warning() {
-    let h = Harness::new(
-        &bash_script("echo \\\"$FROM_USER/$FROM_PROJECT\\\" > env.txt"),
-        Wire::Anthropic,
-    )
-    .await;
-    write_home(
-        &h,
-        ".claude/settings.json",
-        r#"{"env": {"FROM_USER": "user-value"}}"#,
-    );
-    h.write(
-        ".cadre/settings.json",
-        r#"{"env": {"FROM_PROJECT": "project-value"}}"#,
-    );
+async fn user_env_reaches_bash_and_project_env_only_once_trusted() {
+    let script = bash_script("echo \\\"$FROM_USER/$FROM_PROJECT\\\" > env.txt");
+    let setup = |h: &Harness| {
+        write_home(
+            h,
+            ".claude/settings.json",
+            r#"{"env": {"FROM_USER": "user-value"}}"#,
+        );
+        h.write(
+            ".cadre/settings.json",
+            r#"{"env": {"FROM_PROJECT": "project-value"}}"#,
+        );
+    };
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    setup(&h);
     let out = h.cadre(&["exec", "--json", "--allow", "Bash", "go"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let (text, is_error) = first_result(&h);
     assert!(!is_error, "{text}");
     assert_eq!(h.read("env.txt"), "user-value/\n");
     let w = warnings(&out);
-    assert_eq!(
-        w.iter().filter(|w| w.contains("env ignored")).count(),
-        1,
-        "{w:?}"
-    );
+    let untrusted: Vec<&String> = w.iter().filter(|w| w.contains("not trusted")).collect();
+    assert_eq!(untrusted.len(), 1, "{w:?}");
     assert!(
-        w.iter()
-            .any(|w| w.contains(".cadre/settings.json") && w.contains("env ignored (FROM_PROJECT)")),
-        "{w:?}"
+        untrusted[0].contains("env (FROM_PROJECT) in ")
+            && untrusted[0].contains(".cadre/settings.json"),
+        "{}",
+        untrusted[0]
     );
+
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    setup(&h);
+    let out = h
+        .cadre(&["exec", "--json", "--trust", "--allow", "Bash", "go"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(h.read("env.txt"), "user-value/project-value\n");
 }
 
 #[tokio::test]

@@ -17,8 +17,10 @@ use crate::protocol::{PermissionMode, RuleKind};
 use crate::small_file::{SmallFileError, read_small_text};
 
 pub mod json;
+pub mod trust;
 
 pub use json::{DEFAULT_MANAGED_SETTINGS_DIR, JsonSettings, SettingsPaths, SettingsScope};
+pub use trust::{TrustState, TrustStore};
 
 /// Largest config file read: a hand-written config is a few KB; anything near
 /// a megabyte is a mistake or an attack (a symlink to a device, a huge file).
@@ -502,6 +504,9 @@ impl ConfigFile {
     }
 }
 
+/// Why a project entry does not apply in an untrusted folder.
+pub const UNTRUSTED_WHY: &str = "needs workspace trust (the folder is not trusted)";
+
 /// The merged settings of the user and project files, plus warnings to show.
 /// Permissions are kept per source: a project file may narrow them, never widen.
 #[derive(Debug, Clone, Default)]
@@ -536,6 +541,10 @@ pub struct Settings {
     pub managed_model: Option<(String, PathBuf)>,
     /// A file with `permissions.disableBypassPermissionsMode: "disable"`.
     pub bypass_disabled_by: Option<PathBuf>,
+    /// The project folder is trusted for this run: its files may widen too.
+    pub project_trusted: bool,
+    /// Project entries held back because the folder is not trusted (also in `ignored`).
+    pub needs_trust: Vec<IgnoredEntry>,
 }
 
 /// A JSON settings file as loaded.
@@ -583,20 +592,31 @@ pub struct ModeChoice {
 }
 
 impl Settings {
-    /// Loads `<home>/config.toml` then `<project>/.cadre/config.toml`.
+    /// Loads `<home>/config.toml` then `<project>/.cadre/config.toml`, the
+    /// project folder untrusted.
     pub fn load(home: &Path, project: &Path) -> Result<Settings, ConfigError> {
+        let mut s = Settings::load_toml(home, project, false)?;
+        s.warn_untrusted();
+        Ok(s)
+    }
+
+    fn load_toml(home: &Path, project: &Path, trusted: bool) -> Result<Settings, ConfigError> {
         let mut file = ConfigFile::load(&home.join("config.toml"))?;
         let project_path = project.join(".cadre").join("config.toml");
         let mut project_file = ConfigFile::load(&project_path)?;
         let mut warnings = Vec::new();
+        let mut needs_trust = Vec::new();
         let user_permissions = std::mem::take(&mut file.permissions);
         let mut project_permissions = std::mem::take(&mut project_file.permissions);
-        if !project_permissions.allow.is_empty() {
-            warnings.push(format!(
-                "{}: permissions.allow ignored ({}): a project file may add ask and deny rules, not allow rules; put them in your user config or pass --allow",
-                project_path.display(),
-                project_permissions.allow.join(", ")
-            ));
+        if !project_permissions.allow.is_empty() && !trusted {
+            needs_trust.push(IgnoredEntry {
+                path: project_path.clone(),
+                key: format!(
+                    "permissions.allow ({})",
+                    project_permissions.allow.join(", ")
+                ),
+                why: UNTRUSTED_WHY.into(),
+            });
             project_permissions.allow.clear();
         }
         if project_file.sandbox.network == Some(true) {
@@ -654,12 +674,30 @@ impl Settings {
             user_config_path: home.join("config.toml"),
             project_config_path: project_path,
             json: Vec::new(),
-            ignored: Vec::new(),
             env: BTreeMap::new(),
             model_source,
             managed_model: None,
             bypass_disabled_by: None,
+            project_trusted: trusted,
+            ignored: needs_trust.clone(),
+            needs_trust,
         })
+    }
+
+    /// One warning naming every project entry held back for want of trust.
+    fn warn_untrusted(&mut self) {
+        if self.needs_trust.is_empty() {
+            return;
+        }
+        let entries: Vec<String> = self
+            .needs_trust
+            .iter()
+            .map(|e| format!("{} in {}", e.key, e.path.display()))
+            .collect();
+        self.warnings.push(format!(
+            "this folder is not trusted, so its project settings that widen permissions or run commands are ignored: {}; answer yes when cadre asks to trust the folder, run `cadre config trust`, or pass --trust for one run (deny and ask rules apply either way)",
+            entries.join("; ")
+        ));
     }
 
     /// Loads the config.toml files (as [`Settings::load`]) and the JSON
@@ -669,16 +707,12 @@ impl Settings {
     /// them: their allow rules, wider modes and `env` are dropped with a
     /// warning (workspace trust will let a trusted folder's apply).
     pub fn load_with(paths: &SettingsPaths) -> Result<Settings, ConfigError> {
-        let mut s = Settings::load(&paths.data_dir, &paths.project)?;
-        if !s.project_permissions.allow.is_empty() {
-            s.ignored.push(IgnoredEntry {
-                path: s.project_config_path.clone(),
-                key: format!(
-                    "permissions.allow ({})",
-                    s.project_permissions.allow.join(", ")
-                ),
-                why: "a project file may not add allow rules".into(),
-            });
+        let mut s = Settings::load_toml(&paths.data_dir, &paths.project, paths.trusted)?;
+        if !s.project_trusted
+            && let Some(m) = s.project_permissions.default_mode.clone()
+        {
+            let path = s.project_config_path.clone();
+            s.note_wide_project_mode(&path, &m);
         }
         // config.toml's model sits below every JSON file of its scope and above
         // the lower scopes': find the project config's place by its scope.
@@ -715,7 +749,23 @@ impl Settings {
         }
         s.file.model = model.as_ref().map(|(m, _)| m.clone());
         s.model_source = model.map(|(_, p)| p);
+        s.warn_untrusted();
         Ok(s)
+    }
+
+    /// Holds back (for the trust question) a project mode wider than `default`.
+    fn note_wide_project_mode(&mut self, path: &Path, mode: &str) {
+        if let Ok(m) = mode.parse::<PermissionMode>()
+            && m.strictness() < PermissionMode::Default.strictness()
+        {
+            let entry = IgnoredEntry {
+                path: path.to_path_buf(),
+                key: format!("permissions.defaultMode ({m})"),
+                why: UNTRUSTED_WHY.into(),
+            };
+            self.needs_trust.push(entry.clone());
+            self.ignored.push(entry);
+        }
     }
 
     /// Drops what `scope` may not set from `js` (with warnings), and merges
@@ -758,30 +808,32 @@ impl Settings {
                 )),
             );
         }
-        if !scope.is_trusted() {
-            // Workspace trust will let a trusted folder's allow rules and env apply.
+        if !scope.is_trusted() && !self.project_trusted {
+            // Held back until the folder is trusted; named in one warning.
+            let mut held = Vec::new();
             if !js.permissions.allow.is_empty() {
-                let rules = js.permissions.allow.join(", ");
-                ignore(
-                    format!("permissions.allow ({rules})"),
-                    "a project file may not add allow rules",
-                    Some(format!(
-                        "{shown}: permissions.allow ignored ({rules}): a project file may add ask and deny rules, not allow rules; put them in your user settings or pass --allow"
-                    )),
-                );
+                held.push(format!(
+                    "permissions.allow ({})",
+                    js.permissions.allow.join(", ")
+                ));
                 js.permissions.allow.clear();
             }
             if !js.env.is_empty() {
                 let names: Vec<&str> = js.env.keys().map(String::as_str).collect();
-                let names = names.join(", ");
-                ignore(
-                    format!("env ({names})"),
-                    "a project file may not set the environment of commands",
-                    Some(format!(
-                        "{shown}: env ignored ({names}): a project file may not set the environment of commands; put it in your user settings"
-                    )),
-                );
+                held.push(format!("env ({})", names.join(", ")));
                 js.env.clear();
+            }
+            for key in held {
+                let entry = IgnoredEntry {
+                    path: path.to_path_buf(),
+                    key,
+                    why: UNTRUSTED_WHY.into(),
+                };
+                self.needs_trust.push(entry.clone());
+                self.ignored.push(entry);
+            }
+            if let Some(m) = js.permissions.default_mode.clone() {
+                self.note_wide_project_mode(path, &m);
             }
         }
         for (name, value) in &js.env {
@@ -893,7 +945,10 @@ impl Settings {
                 continue;
             }
             let current = chosen.as_ref().map_or(PermissionMode::Default, |c| c.mode);
-            if scope.is_trusted() || mode.strictness() >= current.strictness() {
+            if scope.is_trusted()
+                || self.project_trusted
+                || mode.strictness() >= current.strictness()
+            {
                 chosen = Some(ModeChoice {
                     mode,
                     source,
@@ -901,7 +956,7 @@ impl Settings {
                 });
             } else {
                 warnings.push(format!(
-                    "{source} asks for permission mode {mode}, which is wider than {current}; ignored (a project file may only narrow the mode)"
+                    "{source} asks for permission mode {mode}, which is wider than {current}; ignored (a project file may only narrow the mode until the folder is trusted)"
                 ));
             }
         }
@@ -1219,6 +1274,7 @@ mod tests {
                 home_dir: Some(self.home.path().to_path_buf()),
                 project: self.project.path().to_path_buf(),
                 managed_dir: Some(self.managed.path().to_path_buf()),
+                trusted: false,
             }
         }
         fn write(dir: &tempfile::TempDir, rel: &str, text: &str) -> PathBuf {
@@ -1445,14 +1501,17 @@ mod tests {
                 ),
             ]
         );
-        let warned = |what: &str| s.warnings.iter().filter(|w| w.contains(what)).count();
-        assert_eq!(
-            warned("permissions.allow ignored (Bash)"),
-            1,
-            "{:?}",
-            s.warnings
+        // One warning names every held-back entry.
+        let untrusted: Vec<&String> = s
+            .warnings
+            .iter()
+            .filter(|w| w.contains("not trusted"))
+            .collect();
+        assert_eq!(untrusted.len(), 1, "{:?}", s.warnings);
+        assert!(
+            untrusted[0].contains("permissions.allow (Bash)") && untrusted[0].contains("env (X)"),
+            "{untrusted:?}"
         );
-        assert_eq!(warned("env ignored (X)"), 1, "{:?}", s.warnings);
         let env: Vec<(&str, &str)> = s
             .env
             .iter()

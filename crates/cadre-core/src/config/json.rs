@@ -35,9 +35,8 @@ impl SettingsScope {
         }
     }
 
-    /// Whether entries that widen permissions or run code apply from this scope.
-    /// Project files will be trusted per folder later (workspace trust); until
-    /// then they may only narrow.
+    /// Whether entries that widen permissions or run code apply from this
+    /// scope whatever the folder; a project's apply once the folder is trusted.
     pub fn is_trusted(self) -> bool {
         matches!(self, SettingsScope::User | SettingsScope::Managed)
     }
@@ -179,6 +178,8 @@ pub struct SettingsPaths {
     pub project: PathBuf,
     /// The directory of `managed-settings.json` ([`DEFAULT_MANAGED_SETTINGS_DIR`] normally).
     pub managed_dir: Option<PathBuf>,
+    /// The project folder is trusted (workspace trust, or `--trust`).
+    pub trusted: bool,
 }
 
 /// Where managed settings live unless `CADRE_MANAGED_SETTINGS_DIR` moves them.
