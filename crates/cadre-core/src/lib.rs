@@ -6,6 +6,7 @@ pub mod background;
 pub mod config;
 pub mod context;
 pub mod driver;
+pub mod hooks;
 pub mod instructions;
 pub mod model;
 pub mod permissions;

@@ -20,7 +20,7 @@ use tokio::time::{Instant, sleep_until};
 use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 use crate::sandbox::{PreparedSandbox, command_pre_exec};
 
-mod reaper;
+pub(crate) mod reaper;
 
 /// Timeout when none is given, in milliseconds.
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -172,21 +172,30 @@ enum Stop {
 }
 
 /// Output collected up to a cap; the rest is counted and discarded.
-struct Output {
+pub(crate) struct Output {
     kept: Vec<u8>,
     dropped: u64,
     cap: usize,
 }
 
 impl Output {
-    fn push(&mut self, bytes: &[u8]) {
+    /// An empty buffer keeping at most `cap` bytes.
+    pub(crate) fn new(cap: usize) -> Output {
+        Output {
+            kept: Vec::new(),
+            dropped: 0,
+            cap,
+        }
+    }
+
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         let room = self.cap.saturating_sub(self.kept.len());
         let take = room.min(bytes.len());
         self.kept.extend_from_slice(&bytes[..take]);
         self.dropped += (bytes.len() - take) as u64;
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut text = String::from_utf8_lossy(&self.kept).into_owned();
         if self.dropped > 0 {
             if !text.ends_with('\n') {
@@ -203,7 +212,7 @@ impl Output {
 }
 
 /// Kills the process group if the run is abandoned (future dropped) midway.
-struct GroupGuard(Option<Pid>);
+pub(crate) struct GroupGuard(pub(crate) Option<Pid>);
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
@@ -244,11 +253,7 @@ async fn run(
     let mut guard = GroupGuard(pgid);
     let mut rx = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
 
-    let mut out = Output {
-        kept: Vec::new(),
-        dropped: 0,
-        cap: ctx.output_cap,
-    };
+    let mut out = Output::new(ctx.output_cap);
     let mut buf = vec![0u8; 16 * 1024];
     let mut eof = false;
     let mut status: Option<ExitStatus> = None;

@@ -3,7 +3,7 @@
 //! is decided elsewhere (permissions); this module only runs it.
 
 mod background_tasks;
-mod bash;
+pub(crate) mod bash;
 mod delegation;
 mod edit;
 mod exact;

@@ -55,7 +55,7 @@ fn lifeline() -> Option<RawFd> {
 
 /// The `pre_exec` hook that ties a command's process group to cadre's life.
 /// Call it after the child is in its own group.
-pub(super) fn tie_to_cadre() -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+pub(crate) fn tie_to_cadre() -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
     let parent = std::process::id() as libc::pid_t;
     let read_fd = lifeline();
     move || {
