@@ -182,6 +182,19 @@ impl HumanRenderer {
             Event::Warning { message } => {
                 let _ = writeln!(err, "warning: {message}");
             }
+            Event::HookEnded {
+                event,
+                command,
+                decision,
+                duration_ms,
+                ..
+            } if decision != "continue" => {
+                let _ = writeln!(
+                    err,
+                    "{}",
+                    crate::commands::hook_line(event, command, decision, *duration_ms)
+                );
+            }
             Event::CompactionStarted { .. } | Event::CompactionEnded { .. } => {
                 if self.text_open {
                     println!();

@@ -20,6 +20,7 @@ use cadre_core::config::{
 use cadre_core::driver::{
     AgentParts, Lifetime, NoticeTiming, Session, SessionHandle, SessionSetup,
 };
+use cadre_core::hooks::{AgentHooks, HookSet, SessionHooks};
 use cadre_core::model::{ClientConfig, Message, ModelClient, Provider};
 use cadre_core::permissions::rules::{RuleKind, RuleSet, parse_rule};
 use cadre_core::permissions::{ApprovalGate, ApprovalSource, PermissionMode, PermissionPolicy};
@@ -70,6 +71,10 @@ pub struct Runtime {
     pub main_spec: Option<ChildSpec>,
     /// The main model's window and prices, and when to compact.
     pub context: ContextPolicy,
+    /// The settings files' hooks, and what their inputs share.
+    pub hooks: Arc<SessionHooks>,
+    /// `--agent`: the definition's name (the main agent's `agent_type` in hook inputs).
+    pub main_type: Option<String>,
 }
 
 /// The context policy of the session's model: the built-in tables under the
@@ -288,7 +293,21 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     policy.bypass_disabled = settings.bypass_disabled_by.is_some();
     let policy = Arc::new(policy);
     let context = context_policy(&settings, &client);
+    let (hook_set, hook_warnings) = HookSet::from_settings(&settings);
+    warnings.extend(hook_warnings);
+    let hooks = Arc::new(SessionHooks::new(
+        hook_set,
+        cwd.clone(),
+        settings
+            .env
+            .iter()
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect(),
+        trusted,
+    ));
     Ok(Runtime {
+        hooks,
+        main_type: agent.agent.clone(),
         context,
         cwd,
         home,
@@ -583,18 +602,21 @@ impl Runtime {
             ctx.sandbox = spec.sandbox.clone();
             system = spec.system.clone();
         }
-        let runtime = Arc::new(SubagentRuntime::new(
-            self.subagents.clone(),
-            self.sources.clone(),
-            self.client.clone(),
-            self.settings.clone(),
-            self.policy.clone(),
-            gate.clone(),
-            events.clone(),
-            session_id.map(|id| sessions_dir(&self.home).join(format!("{id}.agents"))),
-            ctx.clone(),
-            self.context.clone(),
-        ));
+        let runtime = Arc::new(
+            SubagentRuntime::new(
+                self.subagents.clone(),
+                self.sources.clone(),
+                self.client.clone(),
+                self.settings.clone(),
+                self.policy.clone(),
+                gate.clone(),
+                events.clone(),
+                session_id.map(|id| sessions_dir(&self.home).join(format!("{id}.agents"))),
+                ctx.clone(),
+                self.context.clone(),
+            )
+            .with_hooks(Some(self.hooks.clone())),
+        );
         Ok(Agent::new(AgentSetup {
             id: "main".into(),
             label: None,
@@ -608,6 +630,12 @@ impl Runtime {
             policy: self.policy.clone(),
             log,
             context: self.context.clone(),
+            hooks: Some(AgentHooks::new(
+                self.hooks.clone(),
+                None,
+                None,
+                self.main_type.clone(),
+            )),
         })
         .with_delegation(Some(Arc::new(Spawner::main(runtime, allowed_types)))))
     }

@@ -181,10 +181,8 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
     let out = h.cadre(&["agents", "validate"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let text = stdout(&out);
-    let a = h.path(".claude/agents/a.md").display().to_string();
     let b = h.path(".claude/agents/b.md").display().to_string();
     for want in [
-        format!("warning {a}:4: `hooks`: not supported yet (ignored)"),
         format!("warning {b}:5: `skills`: not supported yet (ignored)"),
         "warning (2 files): `memory`: not supported yet (ignored) — `cadre agents validate --verbose` lists them".to_string(),
     ] {
@@ -196,7 +194,7 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
     assert!(
         stdout(&out)
             .lines()
-            .any(|l| l == "unsupported: hooks, memory (not supported yet, ignored)"),
+            .any(|l| l == "unsupported: memory (not supported yet, ignored)"),
         "{}",
         stdout(&out)
     );
@@ -212,7 +210,6 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
     assert_eq!(
         warnings,
         [
-            "agent definitions: `hooks` is not supported yet and is ignored in: a",
             "agent definitions: `skills` is not supported yet and is ignored in: b",
             "agent definitions: `memory` is not supported yet and is ignored in: a, b",
         ],

@@ -293,34 +293,6 @@ async fn user_env_reaches_bash_and_project_env_only_once_trusted() {
 }
 
 #[tokio::test]
-async fn hooks_in_a_settings_file_are_announced_as_not_supported() {
-    let script = r#"
-rules:
-  - name: hi
-    replies:
-      - text: "hello"
-"#;
-    let h = Harness::new(script, Wire::Anthropic).await;
-    h.write(
-        ".claude/settings.json",
-        r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "exit 2"}]}],
-            "Stop": []}}"#,
-    );
-    let out = h.cadre(&["exec", "--json", "go"]).await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    let w = warnings(&out);
-    let hooks: Vec<&String> = w.iter().filter(|w| w.contains("hooks")).collect();
-    assert_eq!(hooks.len(), 1, "{w:?}");
-    assert!(
-        hooks[0].contains(".claude/settings.json")
-            && hooks[0].contains("PreToolUse, Stop")
-            && hooks[0].contains("are not supported yet; they will not run"),
-        "{}",
-        hooks[0]
-    );
-}
-
-#[tokio::test]
 async fn config_show_lists_settings_with_sources_and_unknown_keys() {
     let h = Harness::new("rules: []", Wire::Anthropic).await;
     write_home(

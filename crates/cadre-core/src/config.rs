@@ -788,16 +788,6 @@ impl Settings {
                 self.warnings.push(w);
             }
         };
-        if !js.hook_events.is_empty() {
-            let events = js.hook_events.join(", ");
-            ignore(
-                format!("hooks ({events})"),
-                "hooks are not supported yet",
-                Some(format!(
-                    "{shown}: hooks ({events}) are not supported yet; they will not run"
-                )),
-            );
-        }
         if !js.additional_directories.is_empty() {
             let dirs = js.additional_directories.join(", ");
             ignore(
@@ -822,6 +812,13 @@ impl Settings {
                 let names: Vec<&str> = js.env.keys().map(String::as_str).collect();
                 held.push(format!("env ({})", names.join(", ")));
                 js.env.clear();
+            }
+            if js.hooks.take().is_some() && !js.hook_events.is_empty() {
+                held.push(format!("hooks ({})", js.hook_events.join(", ")));
+            }
+            // Turning off the user's hooks (a guard, say) widens too.
+            if std::mem::take(&mut js.disable_all_hooks) {
+                held.push("disableAllHooks".into());
             }
             for key in held {
                 let entry = IgnoredEntry {

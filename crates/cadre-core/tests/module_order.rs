@@ -22,6 +22,7 @@ const LEVELS: &[(&str, u8)] = &[
     ("instructions", 4),
     ("tools", 5),
     ("background", 6),
+    ("hooks", 6),
     ("agent", 7),
     ("subagents", 8),
     ("driver", 9),

@@ -285,7 +285,7 @@ fn the_project_files_allow_rules_are_reported_as_ignored() {
         settings
             .warnings
             .iter()
-            .any(|w| w.contains("permissions.allow ignored")),
+            .any(|w| w.contains("not trusted") && w.contains("permissions.allow (Bash)")),
         "{:?}",
         settings.warnings
     );

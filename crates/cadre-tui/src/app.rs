@@ -531,6 +531,24 @@ impl App {
             Event::Warning { message } => self
                 .transcript
                 .notice(Level::Warning, format!("warning: {message}")),
+            // A hook that decided something is shown; one that only ran is not.
+            Event::HookEnded {
+                event,
+                command,
+                decision,
+                duration_ms,
+                ..
+            } if decision != "continue" => {
+                let level = if matches!(decision.as_str(), "error" | "timeout") {
+                    Level::Warning
+                } else {
+                    Level::Info
+                };
+                self.transcript.notice(
+                    level,
+                    crate::commands::hook_line(event, command, decision, *duration_ms),
+                );
+            }
             _ => {}
         }
     }

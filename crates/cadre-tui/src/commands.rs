@@ -136,6 +136,16 @@ pub fn parse(line: &str) -> Input {
     }
 }
 
+/// How a hook run that decided something is shown, in both front ends:
+/// `hook PreToolUse · ./guard.sh → deny (12 ms)`.
+pub fn hook_line(event: &str, command: &str, decision: &str, duration_ms: u64) -> String {
+    let mut shown: String = command.chars().take(60).collect();
+    if command.chars().count() > 60 {
+        shown.push('…');
+    }
+    format!("hook {event} · {shown} → {decision} ({duration_ms} ms)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

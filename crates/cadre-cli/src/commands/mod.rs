@@ -17,7 +17,7 @@ use cadre_core::session::list_sessions;
 use crate::setup::Runtime;
 use crate::{AgentArgs, PermissionArgs};
 
-pub use cadre_tui::commands::{COMMANDS_HELP, Command, Input, TasksCommand, parse};
+pub use cadre_tui::commands::{COMMANDS_HELP, Command, Input, TasksCommand, hook_line, parse};
 
 /// The line front end's keys, after the commands in `/help`.
 const LINE_KEYS: &str = "Keys: Ctrl+D leaves too · Ctrl+C interrupts a turn";

@@ -183,6 +183,30 @@ impl Agent {
             }
             extra = decision.extra_instructions;
         }
+        let trigger_name = if trigger == CompactTrigger::Manual {
+            "manual"
+        } else {
+            "auto"
+        };
+        let hook_input = serde_json::Map::from_iter([
+            ("trigger".to_string(), serde_json::json!(trigger_name)),
+            (
+                "custom_instructions".to_string(),
+                serde_json::json!(focus.clone().unwrap_or_default()),
+            ),
+        ]);
+        if let Some(out) = self
+            .fire(
+                crate::hooks::HookEvent::PreCompact,
+                Some(trigger_name),
+                hook_input,
+                cancel,
+            )
+            .await
+            && let Some(reason) = out.stop.or(out.block)
+        {
+            return Err(CompactError::Blocked(reason));
+        }
         // A conversation the provider refused as too long, or one that with
         // the instructions and room for the summary would not fit, is
         // summarised from its first message and its most recent part;

@@ -240,34 +240,48 @@ impl Agent {
             ),
             // Malformed arguments never reach the policy or the tool.
             (Some(_), Err(out)) => (out, CallStatus::Error),
-            (Some(tool), Ok(input)) => {
-                // Resolved with the same function the policy uses, at the same moment.
-                let decided = crate::permissions::decided_path(&tool_name, &input, &self.ctx.cwd);
-                match self
-                    .permit(
-                        &tool_name,
-                        tool.effect(),
-                        &input,
-                        decided.as_deref(),
-                        cancel,
-                    )
-                    .await
-                {
-                    Err(reason) => self.denied(call, &tool_name, reason),
-                    Ok(()) => {
-                        self.write_log(RecordBody::ToolStart {
-                            call_id: call.id.clone(),
-                            tool: tool_name.clone(),
-                            input: call.input.clone(),
-                        })
-                        .await?;
-                        let mut ctx = self.ctx.clone();
-                        ctx.cancel = cancel.child_token();
-                        ctx.decided_path = decided;
-                        Self::ran(tool.execute(&ctx, &input).await)
+            (Some(tool), Ok(input)) => match self
+                .pre_tool_use(call, &tool_name, input.clone(), cancel)
+                .await
+            {
+                Err(reason) => self.denied(call, &tool_name, reason),
+                Ok((hooked, verdict)) => {
+                    let updated = hooked != input;
+                    let input = hooked;
+                    // Resolved with the same function the policy uses, at the same moment.
+                    let decided =
+                        crate::permissions::decided_path(&tool_name, &input, &self.ctx.cwd);
+                    match self
+                        .permit(
+                            &tool_name,
+                            tool.effect(),
+                            &input,
+                            decided.as_deref(),
+                            verdict,
+                            cancel,
+                        )
+                        .await
+                    {
+                        Err(reason) => self.denied(call, &tool_name, reason),
+                        Ok(()) => {
+                            self.write_log(RecordBody::ToolStart {
+                                call_id: call.id.clone(),
+                                tool: tool_name.clone(),
+                                input: logged_input(call, updated.then_some(&input)),
+                            })
+                            .await?;
+                            let mut ctx = self.ctx.clone();
+                            ctx.cancel = cancel.child_token();
+                            ctx.decided_path = decided;
+                            let output = tool.execute(&ctx, &input).await;
+                            let output = self
+                                .post_tool_use(call, &tool_name, &input, output, cancel)
+                                .await;
+                            Self::ran(output)
+                        }
                     }
                 }
-            }
+            },
         };
         self.finish_call(call, tool_name, output, status, started)
             .await
@@ -335,6 +349,20 @@ impl Agent {
                 ));
                 continue;
             }
+            let (input, verdict) = match self
+                .pre_tool_use(calls[k], tool.name(), input.clone(), cancel)
+                .await
+            {
+                Err(reason) => {
+                    outcome[k] = Some(self.denied(calls[k], tool.name(), reason));
+                    continue;
+                }
+                Ok((hooked, verdict)) => {
+                    let updated = hooked != input;
+                    ((hooked, updated), verdict)
+                }
+            };
+            let (input, updated) = input;
             let decided = crate::permissions::decided_path(tool.name(), &input, &self.ctx.cwd);
             match self
                 .permit(
@@ -342,6 +370,7 @@ impl Agent {
                     tool.effect(),
                     &input,
                     decided.as_deref(),
+                    verdict,
                     cancel,
                 )
                 .await
@@ -352,7 +381,7 @@ impl Agent {
                         .write_log(RecordBody::ToolStart {
                             call_id: calls[k].id.clone(),
                             tool: tool.name().to_string(),
-                            input: calls[k].input.clone(),
+                            input: logged_input(calls[k], updated.then_some(&input)),
                         })
                         .await
                     {
@@ -366,7 +395,10 @@ impl Agent {
             let (slots, inputs): (Vec<usize>, Vec<ToolInput>) = ready.into_iter().unzip();
             match tool.execute_batch(&ctx, position, &inputs).await {
                 Ok(outs) => {
-                    for (k, out) in slots.into_iter().zip(outs) {
+                    for ((k, out), input) in slots.into_iter().zip(outs).zip(&inputs) {
+                        let out = self
+                            .post_tool_use(calls[k], tool.name(), input, out, cancel)
+                            .await;
                         outcome[k] = Some(Self::ran(out));
                     }
                 }
@@ -405,4 +437,12 @@ fn shown_input(call: &ToolCall, parsed: &Result<ToolInput, ToolOutput>) -> Value
         Ok(args) => Value::Object(args.clone()),
         Err(_) => Value::String(call.input.clone()),
     }
+}
+
+/// The input a `tool_start` record keeps: as the model wrote it, or as a
+/// PreToolUse hook replaced it.
+fn logged_input(call: &ToolCall, updated: Option<&ToolInput>) -> String {
+    updated
+        .and_then(|i| serde_json::to_string(i).ok())
+        .unwrap_or_else(|| call.input.clone())
 }

@@ -9,6 +9,7 @@
 
 mod compact;
 mod dispatch;
+mod hooks;
 mod permission;
 mod prompt;
 mod rewind;
@@ -126,6 +127,8 @@ pub struct AgentSetup {
     pub log: Option<Arc<SessionLog>>,
     /// The model's window and prices, and when to compact.
     pub context: ContextPolicy,
+    /// The hooks this agent fires (none configured: `None`).
+    pub hooks: Option<crate::hooks::AgentHooks>,
 }
 
 /// One agent: a conversation with a model, its tools, and its own state.
@@ -160,6 +163,9 @@ pub struct Agent {
     mode_switch: Arc<ModeSwitch>,
     /// Whether the session started in `bypassPermissions` (only then may it go back to it).
     bypass_allowed: bool,
+    hooks: Option<crate::hooks::AgentHooks>,
+    /// Hook context (SessionStart's) for the next turn's first message.
+    pending_context: Vec<String>,
 }
 
 /// Assistant replies between reminders of unread finished tasks.
@@ -215,6 +221,8 @@ impl Agent {
             cost: Cost::default(),
             mode_switch: Arc::default(),
             bypass_allowed,
+            hooks: setup.hooks,
+            pending_context: Vec::new(),
         }
     }
 

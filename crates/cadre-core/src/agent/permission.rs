@@ -2,8 +2,9 @@
 //! through the approval gate when it says to ask.
 
 use super::Agent;
+use super::hooks::PreToolVerdict;
 use crate::permissions::{
-    ApprovalAnswer, ApprovalQuestion, Decision, HEADLESS_DENIAL, PermissionPolicy,
+    ApprovalAnswer, ApprovalQuestion, Decision, HEADLESS_DENIAL, PermissionMode, PermissionPolicy,
 };
 use crate::tools::ToolInput;
 use serde_json::Value;
@@ -18,20 +19,41 @@ impl Agent {
         effect: crate::permissions::ToolEffect,
         input: &ToolInput,
         path: Option<&std::path::Path>,
+        hook: PreToolVerdict,
         cancel: &CancellationToken,
     ) -> Result<(), String> {
-        let (reason, session_rule) =
-            match self
-                .policy
-                .decide_at(&self.tracker, tool, effect, input, path)
-            {
-                Decision::Allow => return Ok(()),
-                Decision::Deny(reason) => return Err(format!("denied: {reason}")),
+        let decision = self.policy.decide_pre_approved(
+            &self.tracker,
+            tool,
+            effect,
+            input,
+            path,
+            matches!(hook, PreToolVerdict::Allow),
+        );
+        let (reason, session_rule) = match (decision, hook) {
+            (Decision::Deny(reason), _) => return Err(format!("denied: {reason}")),
+            // A hook's question is asked even where the policy would allow.
+            (_, PreToolVerdict::Ask(why)) => {
+                if matches!(
+                    self.policy.mode,
+                    PermissionMode::Plan | PermissionMode::DontAsk
+                ) {
+                    return Err(format!(
+                        "denied: a PreToolUse hook asks ({why}), and the {} mode does not ask",
+                        self.policy.mode
+                    ));
+                }
+                (format!("a PreToolUse hook asks: {why}"), String::new())
+            }
+            (Decision::Allow, _) => return Ok(()),
+            (
                 Decision::Ask {
                     reason,
                     session_rule,
-                } => (reason, session_rule),
-            };
+                },
+                _,
+            ) => (reason, session_rule),
+        };
         if !self.gate.can_ask() {
             return Err(HEADLESS_DENIAL.to_string());
         }
@@ -49,6 +71,10 @@ impl Agent {
             sandbox,
             session_rule: session_rule.clone(),
         };
+        self.notify(
+            "permission_prompt",
+            format!("cadre needs your permission to use {tool}"),
+        );
         match self.gate.ask(question, cancel).await {
             ApprovalAnswer::Once => Ok(()),
             ApprovalAnswer::Session => {

@@ -105,11 +105,36 @@ impl Agent {
                 self.push_user_text(text);
             }
         }
+        // Hooks' context: a child's SubagentStart, the session's SessionStart;
+        // a user's prompt passes UserPromptSubmit first.
+        let mut before = if self.conversation.is_empty() {
+            self.subagent_start(&cancel).await
+        } else {
+            Vec::new()
+        };
+        before.extend(self.take_pending_context());
+        let after = match self.user_prompt_submit(&user_text, &cancel).await {
+            Ok(context) => Some(context),
+            Err(reason) => {
+                self.events.emit(Event::Warning {
+                    message: format!("a UserPromptSubmit hook blocked the prompt: {reason}"),
+                });
+                None
+            }
+        };
+        for text in before {
+            if logged.is_ok() {
+                logged = self
+                    .write_log(RecordBody::User { text: text.clone() })
+                    .await;
+            }
+            self.push_user_text(text);
+        }
         // An empty text continues the conversation with whatever notices wait.
         // A message too long for the window alone is cut before it is sent.
         let user_text =
             context::cut_to_tokens(&user_text, self.context.single_input_tokens()).into_owned();
-        if !user_text.is_empty() {
+        if !user_text.is_empty() && after.is_some() {
             if logged.is_ok() {
                 logged = self
                     .write_log(RecordBody::User {
@@ -119,10 +144,23 @@ impl Agent {
             }
             self.push_user_text(user_text);
         }
+        for text in after.iter().flatten() {
+            if logged.is_ok() {
+                logged = self
+                    .write_log(RecordBody::User { text: text.clone() })
+                    .await;
+            }
+            self.push_user_text(text.clone());
+        }
         self.events.emit(Event::TurnStarted {
             agent: self.id.clone(),
         });
         let mut outcome = match logged {
+            // The blocked prompt was never added: nothing to send.
+            Ok(()) if after.is_none() => TurnOutcome {
+                error: Some("the prompt was blocked by a UserPromptSubmit hook".into()),
+                ..TurnOutcome::empty(TurnStatus::Failed)
+            },
             Ok(()) => self.turn_loop(&cancel).await,
             Err(LogFailure(e)) => TurnOutcome {
                 error: Some(e.clone()),
@@ -249,6 +287,9 @@ impl Agent {
         // fails instead of looping.
         let mut compacted_since_reply = false;
         let mut length_retried = false;
+        // Times a Stop hook kept this turn going (a cap, so two hooks that
+        // disagree cannot loop forever).
+        let mut stop_blocks = 0;
         loop {
             if out.requests >= self.limits.max_requests {
                 out.status = TurnStatus::LimitReached;
@@ -375,7 +416,28 @@ impl Agent {
                     _ => false,
                 };
                 if !cut_by_context {
-                    return out;
+                    if stop_blocks >= super::hooks::MAX_STOP_BLOCKS || cancel.is_cancelled() {
+                        return out;
+                    }
+                    let Some(reason) = self
+                        .stop_hook(&out.final_text, stop_blocks > 0, cancel)
+                        .await
+                    else {
+                        return out;
+                    };
+                    stop_blocks += 1;
+                    let text = format!("Stop hook feedback:\n{}", reason.trim());
+                    if let Err(LogFailure(e)) = self
+                        .write_log(RecordBody::User { text: text.clone() })
+                        .await
+                    {
+                        out.status = TurnStatus::Failed;
+                        out.error = Some(e.clone());
+                        out.log_error = Some(e);
+                        return out;
+                    }
+                    self.push_user_text(text);
+                    continue;
                 }
                 compacted_since_reply = true;
                 if self

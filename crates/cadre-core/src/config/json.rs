@@ -55,8 +55,12 @@ pub struct JsonSettings {
     pub env: BTreeMap<String, String>,
     /// `model`.
     pub model: Option<String>,
-    /// Events named under `hooks` (hooks are not run yet).
+    /// Events named under `hooks`.
     pub hook_events: Vec<String>,
+    /// The `hooks` value as written (parsed by [`crate::hooks::HookSet::parse`]).
+    pub hooks: Option<Value>,
+    /// `disableAllHooks: true`.
+    pub disable_all_hooks: bool,
     /// Dotted keys cadre does not read.
     pub unknown: Vec<String>,
 }
@@ -130,7 +134,9 @@ impl JsonSettings {
                         return Err(parse_error(path, "hooks must be an object of events"));
                     };
                     out.hook_events = events.keys().cloned().collect();
+                    out.hooks = Some(value.clone());
                 }
+                "disableAllHooks" => out.disable_all_hooks = value.as_bool() == Some(true),
                 // The schema reference editors use; not a setting.
                 "$schema" => {}
                 other => out.unknown.push(other.to_string()),

@@ -249,6 +249,8 @@ impl SessionHandle {
 pub struct Session {
     agent: Agent,
     ctl: Control,
+    /// Session id, and how it started (`startup` or `resume`) for SessionStart hooks.
+    start: (String, &'static str),
 }
 
 /// Everything of the session but the agent, so ops can be applied while a
@@ -331,6 +333,14 @@ impl Session {
         })?;
         agent.restore(messages);
         let (ops_tx, ops) = mpsc::unbounded_channel();
+        let start = (
+            session_id.clone(),
+            if agent.conversation().is_empty() {
+                "startup"
+            } else {
+                "resume"
+            },
+        );
         let handle = SessionHandle {
             session_id,
             ops: ops_tx,
@@ -354,7 +364,7 @@ impl Session {
             last_turn: None,
             mode_switch: agent.mode_switch(),
         };
-        Ok((Session { agent, ctl }, handle))
+        Ok((Session { agent, ctl, start }, handle))
     }
 
     /// Runs the session until it ends (see [`Lifetime`]): a turn for each
@@ -363,10 +373,15 @@ impl Session {
     /// main agent still runs is stopped (recorded `cancelled`) and given
     /// [`STOP_GRACE`] to wind down.
     pub async fn run(self) -> SessionOutcome {
-        let Session { mut agent, mut ctl } = self;
+        let Session {
+            mut agent,
+            mut ctl,
+            start,
+        } = self;
         if let Some(work) = &ctl.work {
             watch_external_stops(work);
         }
+        agent.session_start(&start.0, start.1).await;
         loop {
             // Operations already waiting come first: a message submitted
             // before the session started runs before any notice turn (and
@@ -422,6 +437,13 @@ impl Session {
             work.stop_all().await;
             work.wait_idle(STOP_GRACE).await;
         }
+        agent
+            .session_end(if ctl.shutdown.is_cancelled() {
+                "prompt_input_exit"
+            } else {
+                "other"
+            })
+            .await;
         ctl.set_phase(Phase::Ended);
         SessionOutcome {
             last_turn: ctl.last_turn,

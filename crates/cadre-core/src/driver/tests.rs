@@ -113,6 +113,7 @@ async fn start_in(
         Ok::<_, TaskError>(Agent::new(AgentSetup {
             id: MAIN.into(),
             label: None,
+            hooks: None,
             context: crate::context::ContextPolicy::builtin(
                 client.config().provider,
                 &client.config().model,

@@ -1,6 +1,7 @@
 //! The `hooks` value of a settings file or definition: parsing, and picking
 //! the hooks whose matcher fits an event's subject.
 
+use crate::config::Settings;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -296,6 +297,40 @@ fn kind_of(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
+    }
+}
+
+impl HookSet {
+    /// The hooks of the settings files that apply (an untrusted project's
+    /// are already gone), each labelled with its file, and warnings for
+    /// what cannot run. `disableAllHooks` in any file that applies turns
+    /// them all off.
+    pub fn from_settings(settings: &Settings) -> (HookSet, Vec<String>) {
+        let mut set = HookSet::default();
+        let mut warnings = Vec::new();
+        if let Some(off) = settings.json.iter().find(|j| j.settings.disable_all_hooks) {
+            if settings.json.iter().any(|j| j.settings.hooks.is_some()) {
+                warnings.push(format!(
+                    "{}: disableAllHooks is set, so no hook runs",
+                    off.path.display()
+                ));
+            }
+            return (set, warnings);
+        }
+        for j in &settings.json {
+            let Some(value) = &j.settings.hooks else {
+                continue;
+            };
+            let source = format!("{} ({})", j.scope.label(), j.path.display());
+            match HookSet::parse(value, &source) {
+                Ok((hooks, w)) => {
+                    set.extend(hooks);
+                    warnings.extend(w);
+                }
+                Err(e) => warnings.push(format!("{e}; the hooks of this file will not run")),
+            }
+        }
+        (set, warnings)
     }
 }
 

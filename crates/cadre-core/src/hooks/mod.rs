@@ -8,12 +8,14 @@
 mod config;
 mod outcome;
 mod run;
+mod session;
 
 use std::time::Duration;
 
 pub use config::{HookConfigError, HookSet};
 pub use outcome::{HookOutcome, PermissionVerdict};
 pub use run::{HookRun, run_hooks};
+pub use session::{AgentHooks, FireAt, SessionHooks};
 
 /// The hook events cadre fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -217,6 +217,21 @@ impl PermissionPolicy {
         args: &ToolInput,
         path: Option<&Path>,
     ) -> Decision {
+        self.decide_pre_approved(tracker, tool, effect, args, path, false)
+    }
+
+    /// [`PermissionPolicy::decide_at`], with `pre_approved` (a PreToolUse
+    /// hook allowed the call) counting as an allow rule: deny rules, ask
+    /// rules, plan mode and the calls that always ask still win.
+    pub fn decide_pre_approved(
+        &self,
+        tracker: &PermissionTracker,
+        tool: &str,
+        effect: ToolEffect,
+        args: &ToolInput,
+        path: Option<&Path>,
+        pre_approved: bool,
+    ) -> Decision {
         let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
         let path = path.map(Path::to_path_buf);
         let command = if effect == ToolEffect::Execute {
@@ -305,7 +320,10 @@ impl PermissionPolicy {
         if let Some((RuleKind::Ask, text)) = &rule {
             return ask(format!("the rule {text} asks"));
         }
-        if matches!(rule, Some((RuleKind::Allow, _))) || tracker.allows(&facts, &self.project_dir) {
+        if matches!(rule, Some((RuleKind::Allow, _)))
+            || pre_approved
+            || tracker.allows(&facts, &self.project_dir)
+        {
             return Decision::Allow;
         }
         // 4. The mode table.

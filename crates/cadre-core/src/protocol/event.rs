@@ -356,6 +356,33 @@ pub enum Event {
         /// The text.
         message: String,
     },
+    /// A hook command started (settings files' or a definition's `hooks`).
+    HookStarted {
+        /// Agent whose event it is.
+        agent: String,
+        /// The hook event (`PreToolUse`, `Stop`, …).
+        event: String,
+        /// The command.
+        command: String,
+        /// Where the hook is configured.
+        source: String,
+    },
+    /// A hook command ended.
+    HookEnded {
+        /// Agent whose event it is.
+        agent: String,
+        /// The hook event.
+        event: String,
+        /// The command.
+        command: String,
+        /// What it decided: allow, deny, ask, block, stop, continue (none),
+        /// error or timeout.
+        decision: String,
+        /// Its exit code (none when it did not start, timed out or was killed).
+        exit_code: Option<i32>,
+        /// How long it ran.
+        duration_ms: u64,
+    },
 }
 
 /// A child's place in the tree, `1/3 Explore > 2/2 Explore`: each step from
@@ -465,6 +492,8 @@ impl EventSink {
                 // A child's compaction is shown too: it is why a child
                 // pauses, and its agent id says whose it is.
                 e @ (Event::Warning { .. }
+                | Event::HookStarted { .. }
+                | Event::HookEnded { .. }
                 | Event::ApprovalRequested { .. }
                 | Event::ApprovalAnswered { .. }
                 | Event::CompactionStarted { .. }

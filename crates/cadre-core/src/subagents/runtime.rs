@@ -97,6 +97,8 @@ pub struct SubagentRuntime {
     pub agents_dir: Option<PathBuf>,
     /// Template for children's tool contexts (cwd, cap, sandbox).
     pub base_ctx: ToolContext,
+    /// The session's hooks, which children fire too (with their definitions' own).
+    pub hooks: Option<Arc<crate::hooks::SessionHooks>>,
     /// The parent's context policy; a child's is the same for its own model.
     pub context: ContextPolicy,
     running: Arc<AtomicUsize>,
@@ -251,6 +253,7 @@ impl SubagentRuntime {
             events,
             agents_dir,
             base_ctx,
+            hooks: None,
             context,
             running: Arc::new(AtomicUsize::new(0)),
             background_now: latch::BackgroundRequests::default(),
@@ -258,6 +261,12 @@ impl SubagentRuntime {
             earlier_loaded: std::sync::atomic::AtomicBool::new(false),
             warned: std::sync::Mutex::new(Default::default()),
         }
+    }
+
+    /// Gives the session's hooks to every child.
+    pub fn with_hooks(mut self, hooks: Option<Arc<crate::hooks::SessionHooks>>) -> Self {
+        self.hooks = hooks;
+        self
     }
 
     /// Takes up to `wanted` slots of the session's running cap, as many as

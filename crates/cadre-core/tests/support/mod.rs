@@ -92,6 +92,7 @@ impl World {
         let agent = Agent::new(AgentSetup {
             id: "main".into(),
             label: None,
+            hooks: None,
             context: {
                 let mut table = cadre_core::context::ModelTable::default();
                 table.set(

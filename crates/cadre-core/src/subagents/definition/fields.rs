@@ -228,6 +228,21 @@ impl FieldReader {
         def.skills = self.names(map, &["skills"]);
         def.mcp_servers = self.raw(map, &["mcpServers"]);
         def.hooks = self.raw(map, &["hooks"]);
+        // Checked now so `cadre agents validate` names a broken hooks map;
+        // like Claude Code, the agent still loads, without those hooks.
+        if let Some(value) = &def.hooks {
+            match crate::hooks::HookSet::parse(value, "hooks") {
+                Ok((_, warnings)) => {
+                    for w in warnings {
+                        self.problem("hooks", w);
+                    }
+                }
+                Err(e) => {
+                    self.problem("hooks", format!("{e}; these hooks will not run"));
+                    def.hooks = None;
+                }
+            }
+        }
         def.memory = self.raw(map, &["memory"]);
         def.background = self.bool(map, &["background"]);
         def.isolation = self

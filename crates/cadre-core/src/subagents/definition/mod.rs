@@ -25,7 +25,6 @@ pub use tool_list::{normalize_tool_name, parse_tool_list};
 /// (each until its issue lands): `cadre agents validate` names them per file
 /// and start-up warns once per field, so none is ignored silently.
 pub const NOT_SUPPORTED_YET: &[&str] = &[
-    "hooks",
     "skills",
     "mcpServers",
     "memory",
@@ -43,7 +42,6 @@ pub fn unsupported_fields(def: &AgentDefinition) -> Vec<&'static str> {
         .iter()
         .copied()
         .filter(|field| match *field {
-            "hooks" => def.hooks.is_some(),
             "skills" => !def.skills.is_empty(),
             "mcpServers" => def.mcp_servers.is_some(),
             "memory" => def.memory.is_some(),

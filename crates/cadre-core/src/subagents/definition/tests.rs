@@ -242,7 +242,7 @@ fn unknown_fields_kept_and_warned() {
 
 #[test]
 fn all_fields() {
-    let text = "---\nname: full\ndescription: d\nmodel: inherit\nskills: a, b\nmcpServers:\n  - github\nhooks:\n  PreToolUse:\n    - matcher: Bash\nmemory: project\nbackground: true\nisolation: worktree\neffort: high\ninitialPrompt: go\n---\nb";
+    let text = "---\nname: full\ndescription: d\nmodel: inherit\nskills: a, b\nmcpServers:\n  - github\nhooks:\n  PreToolUse:\n    - {matcher: Bash, hooks: [{type: command, command: x}]}\nmemory: project\nbackground: true\nisolation: worktree\neffort: high\ninitialPrompt: go\n---\nb";
     let (def, issues) = loaded(text);
     // Read, and each named as not supported yet at its line.
     let named: Vec<_> = issues
@@ -252,11 +252,6 @@ fn all_fields() {
     assert_eq!(
         named,
         vec![
-            (
-                IssueLevel::Warning,
-                Some(8),
-                "`hooks`: not supported yet (ignored)"
-            ),
             (
                 IssueLevel::Warning,
                 Some(5),
@@ -295,7 +290,9 @@ fn all_fields() {
     assert_eq!(def.mcp_servers, Some(serde_json::json!(["github"])));
     assert_eq!(
         def.hooks,
-        Some(serde_json::json!({"PreToolUse": [{"matcher": "Bash"}]}))
+        Some(
+            serde_json::json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "x"}]}]})
+        )
     );
     assert_eq!(def.memory, Some(serde_json::json!("project")));
     assert!(def.background);

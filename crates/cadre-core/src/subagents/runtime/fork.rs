@@ -46,7 +46,7 @@ impl SubagentRuntime {
             &args.prompt,
         )));
         let setup = AgentSetup {
-            id: agent_id,
+            id: agent_id.clone(),
             label: Some(format!(
                 "Subagent: {}: \"{}\"",
                 crate::protocol::child_place(events.lineage()),
@@ -68,6 +68,9 @@ impl SubagentRuntime {
             }),
             gate: self.gate.clone(),
             log: None,
+            hooks: self.hooks.clone().map(|h| {
+                crate::hooks::AgentHooks::new(h, None, Some(agent_id.clone()), Some("fork".into()))
+            }),
             context: self.context.for_model(
                 caller.client.config().provider,
                 &caller.client.config().model,

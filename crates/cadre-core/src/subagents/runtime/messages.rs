@@ -408,6 +408,14 @@ impl SubagentRuntime {
             policy: Arc::new(policy),
             gate: self.gate.clone(),
             log: None,
+            hooks: self.hooks.clone().map(|h| {
+                crate::hooks::AgentHooks::new(
+                    h,
+                    None,
+                    Some(saved.agent_id.clone()),
+                    Some(saved.agent_type.clone()),
+                )
+            }),
             context: self
                 .context
                 .for_model(client.config().provider, &client.config().model),

@@ -120,6 +120,10 @@ impl SubagentRuntime {
             .delegates()
             .then(|| (spec.depth, spec.agent_types.clone()));
         let prompt = args.prompt.clone();
+        let hooks = self
+            .hooks
+            .clone()
+            .map(|session| self.child_hooks(session, &def, &agent_id));
         let setup = AgentSetup {
             id: agent_id,
             label: Some(format!(
@@ -139,6 +143,7 @@ impl SubagentRuntime {
             context: self
                 .context
                 .for_model(client.config().provider, &client.config().model),
+            hooks,
         };
         let agent = Agent::new(setup.clone()).with_delegation(self.delegation_for(&spawner_info));
         Ok(Prepared {
@@ -158,6 +163,49 @@ impl SubagentRuntime {
             spawner: spawner_info,
             resumable: !def.one_shot,
         })
+    }
+
+    /// A child's hooks: the session's, plus its definition's own (a project
+    /// definition's only in a trusted folder).
+    fn child_hooks(
+        &self,
+        session: Arc<crate::hooks::SessionHooks>,
+        def: &crate::subagents::AgentDefinition,
+        agent_id: &str,
+    ) -> crate::hooks::AgentHooks {
+        let own = def.hooks.as_ref().and_then(|value| {
+            if def.source == crate::subagents::DefinitionSource::Project
+                && !session.project_trusted()
+            {
+                self.warn_once(format!(
+                    "the hooks of the project agent definition {} do not run: this folder is not trusted (answer yes when cadre asks, run `cadre config trust`, or pass --trust)",
+                    def.name
+                ));
+                return None;
+            }
+            let source = match &def.path {
+                Some(p) => format!("agent definition {} ({})", def.name, p.display()),
+                None => format!("agent definition {}", def.name),
+            };
+            match crate::hooks::HookSet::parse(value, &source) {
+                Ok((set, warnings)) => {
+                    for w in warnings {
+                        self.warn_once(w);
+                    }
+                    Some(set)
+                }
+                Err(e) => {
+                    self.warn_once(format!("{e}; these hooks do not run"));
+                    None
+                }
+            }
+        });
+        crate::hooks::AgentHooks::new(
+            session,
+            own,
+            Some(agent_id.to_string()),
+            Some(def.name.clone()),
+        )
     }
 
     /// A child's place in the runtime from its (depth, allowed types); none
