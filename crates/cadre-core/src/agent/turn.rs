@@ -10,12 +10,47 @@ use crate::model::{
 };
 use crate::protocol::{CompactTrigger, Event, TurnStatus};
 use crate::session::RecordBody;
+use crate::tools::ROSTER_HEADER;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 impl Agent {
+    /// Tells the model of agent types added, changed or removed since the
+    /// roster it last saw (a definition written mid-session, say): the
+    /// current roster joins the next request.
+    async fn refresh_roster(&mut self) -> Result<(), LogFailure> {
+        if self.tools.get("Agent").is_none() {
+            return Ok(());
+        }
+        let Some(now) = self.ctx.delegation.as_ref().and_then(|d| d.roster()) else {
+            return Ok(());
+        };
+        let told = self.conversation.iter().rev().find_map(|m| {
+            (m.role == Role::User)
+                .then(|| {
+                    m.content.iter().rev().find_map(|b| match b {
+                        ContentBlock::Text { text } if is_roster(text) => Some(text.clone()),
+                        _ => None,
+                    })
+                })
+                .flatten()
+        });
+        // No roster in the conversation (a compaction summarised it away):
+        // it goes in again as it is.
+        let text = match told {
+            None => now,
+            Some(told) if roster_entries(&told) == roster_entries(&now) => return Ok(()),
+            Some(_) => now.replacen(ROSTER_HEADER, ROSTER_CHANGED_HEADER, 1),
+        };
+        self.write_log(RecordBody::User { text: text.clone() })
+            .await?;
+        self.push_user_text(text);
+        Ok(())
+    }
+
     /// Joins finished background tasks' notice to the next request.
     pub(super) async fn deliver_notices(&mut self) -> Result<(), LogFailure> {
+        self.refresh_roster().await?;
         let mut messages = Vec::new();
         if let Some(inbox) = &mut self.inbox {
             while let Ok(m) = inbox.try_recv() {
@@ -497,4 +532,19 @@ impl Agent {
             }
         }
     }
+}
+
+/// The roster reminder's first line when it replaces an earlier roster.
+const ROSTER_CHANGED_HEADER: &str =
+    "The agent types changed. Agent types available to the Agent tool (subagent_type) now:";
+
+/// Whether `text` is a roster reminder (first or changed).
+fn is_roster(text: &str) -> bool {
+    text.starts_with("<system-reminder>")
+        && (text.contains(ROSTER_HEADER) || text.contains(ROSTER_CHANGED_HEADER))
+}
+
+/// The `- name: description` lines of a roster reminder.
+fn roster_entries(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| l.starts_with("- ")).collect()
 }

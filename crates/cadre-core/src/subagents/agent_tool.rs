@@ -247,9 +247,7 @@ impl Tool for SendMessageTool {
 
 /// The system reminder listing the agent types (name and description only).
 pub fn roster_reminder(roster: &[(String, String)]) -> String {
-    let mut s = String::from(
-        "<system-reminder>\nAgent types available to the Agent tool (subagent_type):\n",
-    );
+    let mut s = format!("<system-reminder>\n{}\n", crate::tools::ROSTER_HEADER);
     for (name, description) in roster {
         let one_line: String = description.split_whitespace().collect::<Vec<_>>().join(" ");
         s.push_str(&format!("- {name}: {one_line}\n"));

@@ -40,6 +40,9 @@ pub struct SpawnCall {
     pub input: ToolInput,
 }
 
+/// The first line of the roster reminder (after `<system-reminder>`).
+pub const ROSTER_HEADER: &str = "Agent types available to the Agent tool (subagent_type):";
+
 /// Where an agent stands in the subagent runtime: what it may start and
 /// whom it may message. One per agent that has `Agent` or `SendMessage`.
 pub trait Delegation: Send + Sync {

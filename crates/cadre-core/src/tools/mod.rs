@@ -33,7 +33,7 @@ use crate::sandbox::SandboxPolicy;
 
 pub use background_tasks::BackgroundTasks;
 pub use bash::BashTool;
-pub use delegation::{Caller, Delegation, SpawnCall};
+pub use delegation::{Caller, Delegation, ROSTER_HEADER, SpawnCall};
 pub use edit::EditTool;
 pub use file_state::FileStateCache;
 pub use glob::GlobTool;
