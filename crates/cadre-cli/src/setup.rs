@@ -291,6 +291,11 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     }
     let mut policy = PermissionPolicy::new(mode, rules, &cwd, &home, sandbox.is_some());
     policy.bypass_disabled = settings.bypass_disabled_by.is_some();
+    // `--agent` with `tools: Bash(git:*)`: the session (and its children) keeps to it.
+    if let Some(spec) = &main_spec {
+        spec.restrict(&mut policy)
+            .map_err(|e| UsageError(format!("--agent: {e}")))?;
+    }
     let policy = Arc::new(policy);
     let context = context_policy(&settings, &client);
     let (hook_set, hook_warnings) = HookSet::from_settings(&settings);

@@ -295,6 +295,7 @@ impl Agent {
             last_request: self.last_request.clone(),
             client: self.client.clone(),
             mode: self.policy.mode,
+            tool_rules: self.policy.only.clone(),
             fork: self.is_fork(),
             events: self.events.clone(),
         }

@@ -42,6 +42,10 @@ pub struct PermissionPolicy {
     /// A settings file disables `bypassPermissions`: the mode then lets
     /// nothing more run than `default` does (children included).
     pub bypass_disabled: bool,
+    /// Layers of tool rules (`tools: Bash(git:*)`), one per agent down the
+    /// line that was granted tools only as rules: a call of such a tool must
+    /// be covered by every layer that names the tool.
+    pub only: Vec<Vec<Rule>>,
 }
 
 /// A mode change asked for by the user (Shift+Tab, `/permissions`), taken
@@ -189,7 +193,35 @@ impl PermissionPolicy {
             data_dir: canon(data_dir),
             sandbox_available,
             bypass_disabled: false,
+            only: Vec::new(),
         }
+    }
+
+    /// Why `tool`'s call is outside the rules its agent's tools granted it
+    /// by, if it is (`Bash(git:*)` and a call of `rm`).
+    fn outside_granted(&self, tool: &str, facts: &CallFacts<'_>) -> Option<String> {
+        for layer in &self.only {
+            let mine: Vec<&Rule> = layer
+                .iter()
+                .filter(|r| r.text.split('(').next().map(str::trim) == Some(tool))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let mut set = RuleSet::new();
+            set.extend(mine.iter().map(|r| (*r).clone()));
+            if !matches!(
+                set.evaluate(facts, &self.project_dir),
+                Some((RuleKind::Allow, _))
+            ) {
+                let texts: Vec<&str> = mine.iter().map(|r| r.text.as_str()).collect();
+                return Some(format!(
+                    "this agent's tools allow {tool} only as {}",
+                    texts.join(", ")
+                ));
+            }
+        }
+        None
     }
 
     /// Decides a call of `tool` (canonical name), whose calls have `effect`,
@@ -270,6 +302,9 @@ impl PermissionPolicy {
             .evaluate_with_hidden_name(&facts, &self.project_dir);
         if let Some((RuleKind::Deny, text)) = &rule {
             return Decision::Deny(format!("denied by the rule {text}"));
+        }
+        if let Some(why) = self.outside_granted(tool, &facts) {
+            return Decision::Deny(why);
         }
         // A command whose name is made when it runs may be one a deny or ask
         // rule names: asked, in every mode (a question denies where none can

@@ -19,9 +19,10 @@
 //! - `Agent(Explore, Plan)`: in `tools`, the `Agent` tool limited to those
 //!   agent types. In a deny list, `Name(...)` removes the whole tool `Name`
 //!   (this filter cannot deny by argument, so it errs on the side of removing).
-//!   In `tools`, `Name(...)` for any other tool (or `Agent()` with no type)
-//!   resolves to nothing and is reported as unresolved, rather than granting
-//!   the unrestricted tool.
+//! - `Bash(git:*)`, `Read(./src/**)`: in `tools`, the tool `Name` restricted
+//!   to the calls the rule covers ([`FilteredTools::scoped`]; the child's
+//!   permission policy denies the others), unless a plain `Name` entry also
+//!   grants it whole. `Agent()` with no type resolves to nothing.
 
 /// Tools no child ever gets (layer 1). `Agent` is added at the depth limit.
 pub const GLOBAL_CHILD_DENY: &[&str] = &[
@@ -82,6 +83,9 @@ pub struct FilteredTools {
     pub unresolved: Vec<String>,
     /// Tools named by both `tools` and `disallowedTools` (removed).
     pub removed_by_both: Vec<String>,
+    /// Permission rules (`Bash(git:*)`) that the child's calls of the tool
+    /// they name must match: its `tools` granted that tool only through them.
+    pub scoped: Vec<String>,
 }
 
 /// Why a child cannot be started.
@@ -172,7 +176,7 @@ fn allow_matches(pattern: &Pattern<'_>, tool: &str) -> bool {
         Pattern::All => true,
         Pattern::Exact(name) => *name == tool,
         Pattern::Prefix(prefix) => tool.starts_with(prefix.as_str()),
-        Pattern::Scoped { name, args } => *name == AGENT && tool == AGENT && !args.is_empty(),
+        Pattern::Scoped { name, args } => *name == tool && !args.is_empty(),
     }
 }
 
@@ -248,6 +252,7 @@ pub fn resolve_tools(input: &FilterInput<'_>) -> Result<FilteredTools, FilterErr
             agent_types: None,
             unresolved,
             removed_by_both: Vec::new(),
+            scoped: Vec::new(),
         });
     }
 
@@ -280,11 +285,29 @@ pub fn resolve_tools(input: &FilterInput<'_>) -> Result<FilteredTools, FilterErr
         None
     };
 
+    // Tools granted only by `Name(...)` entries are restricted to those rules.
+    let scoped: Vec<String> = tools
+        .iter()
+        .filter(|t| t.as_str() != AGENT)
+        .filter(|t| {
+            !parsed
+                .iter()
+                .any(|(_, p)| !matches!(p, Pattern::Scoped { .. }) && allow_matches(p, t))
+        })
+        .flat_map(|t| {
+            parsed
+                .iter()
+                .filter(move |(_, p)| matches!(p, Pattern::Scoped { name, .. } if name == t))
+                .map(|(e, _)| e.trim().to_string())
+        })
+        .collect();
+
     Ok(FilteredTools {
         tools,
         agent_types,
         unresolved,
         removed_by_both,
+        scoped,
     })
 }
 
@@ -703,6 +726,32 @@ mod tests {
     }
 
     #[test]
+    fn scoped_entries_grant_the_tool_restricted_to_their_rules() {
+        let got = run(&Case {
+            tools: Some(&["Read", "Bash(git:*)", "Bash(cargo test:*)"]),
+            ..BASE
+        })
+        .unwrap();
+        assert!(got.tools.iter().any(|t| t == "Bash"), "{:?}", got.tools);
+        assert_eq!(got.scoped, strings(&["Bash(git:*)", "Bash(cargo test:*)"]));
+        assert!(got.unresolved.is_empty());
+        // A plain entry beside it grants the tool whole.
+        let got = run(&Case {
+            tools: Some(&["Bash", "Bash(git:*)"]),
+            ..BASE
+        })
+        .unwrap();
+        assert!(got.scoped.is_empty());
+        // Disallowed still wins.
+        let err = run(&Case {
+            tools: Some(&["Bash(git:*)"]),
+            disallowed: &["Bash"],
+            ..BASE
+        });
+        assert!(err.is_err());
+    }
+
+    #[test]
     fn unresolved_entries_are_reported_not_fatal() {
         let cases: &[(Case, &[&str])] = &[
             (
@@ -739,12 +788,12 @@ mod tests {
                 &[],
             ),
             (
-                // Argument-scoped entries other than Agent(...) grant nothing.
+                // `Agent()` with no type grants nothing.
                 Case {
-                    tools: Some(&["Read", "Bash(git:*)", "Agent()"]),
+                    tools: Some(&["Read", "Agent()"]),
                     ..BASE
                 },
-                &["Bash(git:*)", "Agent()"],
+                &["Agent()"],
             ),
             (
                 Case {

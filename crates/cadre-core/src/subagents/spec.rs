@@ -52,6 +52,27 @@ pub struct ParentView<'a> {
     pub models: &'a Settings,
 }
 
+/// `texts` parsed as one layer of tool rules (none when empty).
+pub fn tool_rule_layer(
+    texts: &[String],
+) -> Result<Option<Vec<crate::permissions::rules::Rule>>, String> {
+    if texts.is_empty() {
+        return Ok(None);
+    }
+    texts
+        .iter()
+        .map(|text| {
+            crate::permissions::rules::parse_rule(
+                crate::permissions::rules::RuleKind::Allow,
+                text,
+                None,
+            )
+            .map_err(|e| format!("tools entry {text}: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
 /// A child as its definition, call and parent make it.
 #[derive(Clone)]
 pub struct ChildSpec {
@@ -75,6 +96,9 @@ pub struct ChildSpec {
     pub unresolved: Vec<String>,
     /// Tools named by both `tools` and `disallowedTools` (removed).
     pub removed_by_both: Vec<String>,
+    /// Rules (`Bash(git:*)`) its `tools` granted some tools by: calls of
+    /// those tools outside them are denied.
+    pub tool_rules: Vec<String>,
 }
 
 impl ChildSpec {
@@ -129,7 +153,20 @@ impl ChildSpec {
             background,
             unresolved: filtered.unresolved,
             removed_by_both: filtered.removed_by_both,
+            tool_rules: filtered.scoped,
         })
+    }
+
+    /// `policy` with this child's tool rules (calls outside them denied);
+    /// a rule that does not parse is named in the error.
+    pub fn restrict(
+        &self,
+        policy: &mut crate::permissions::PermissionPolicy,
+    ) -> Result<(), String> {
+        if let Some(layer) = tool_rule_layer(&self.tool_rules)? {
+            policy.only.push(layer);
+        }
+        Ok(())
     }
 
     /// What the user should be told about this child's definition: entries

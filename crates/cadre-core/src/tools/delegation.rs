@@ -25,6 +25,8 @@ pub struct Caller {
     pub client: ModelClient,
     /// Its permission mode (the ratchet's starting point).
     pub mode: PermissionMode,
+    /// Its layers of tool rules (`tools: Bash(git:*)`), which its children keep.
+    pub tool_rules: Vec<Vec<crate::permissions::rules::Rule>>,
     /// True for a fork, which never starts children.
     pub fork: bool,
     /// Its event sink: its children's sinks hang under it, so their

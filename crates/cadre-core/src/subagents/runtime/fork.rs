@@ -64,6 +64,7 @@ impl SubagentRuntime {
             policy: Arc::new({
                 let mut p = (*self.policy).clone();
                 p.mode = caller.mode;
+                p.only = caller.tool_rules.clone();
                 p
             }),
             gate: self.gate.clone(),

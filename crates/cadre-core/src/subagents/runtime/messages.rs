@@ -257,6 +257,9 @@ struct SavedChild {
     /// Its report carries a parsed verdict (absent in files of older cadres).
     #[serde(default)]
     verdict: bool,
+    /// Its layers of tool rules (`Bash(git:*)`) beyond the session's.
+    #[serde(default)]
+    tool_rules: Vec<Vec<String>>,
 }
 
 /// The file a child's `SavedChild` is kept in, in its task's folder.
@@ -307,6 +310,13 @@ impl SubagentRuntime {
                 .is_some_and(|s| s.read_only_project),
             spawner: record.spawner.clone(),
             verdict: record.verdict,
+            tool_rules: setup
+                .policy
+                .only
+                .iter()
+                .skip(self.policy.only.len())
+                .map(|layer| layer.iter().map(|r| r.text.clone()).collect())
+                .collect(),
         };
         let Ok(text) = serde_json::to_vec(&saved) else {
             return;
@@ -392,6 +402,25 @@ impl SubagentRuntime {
         let mut policy = (*self.policy).clone();
         if saved.mode.strictness() > policy.mode.strictness() {
             policy.mode = saved.mode;
+        }
+        // A rule that no longer parses denies the tool altogether (fail closed).
+        for layer in &saved.tool_rules {
+            match crate::subagents::spec::tool_rule_layer(layer) {
+                Ok(Some(rules)) => policy.only.push(rules),
+                Ok(None) => {}
+                Err(_) => {
+                    for text in layer {
+                        let tool = text.split('(').next().unwrap_or(text).trim();
+                        if let Ok(rule) = crate::permissions::rules::parse_rule(
+                            crate::permissions::rules::RuleKind::Deny,
+                            tool,
+                            None,
+                        ) {
+                            policy.rules.add(rule);
+                        }
+                    }
+                }
+            }
         }
         let setup = AgentSetup {
             id: saved.agent_id.clone(),

@@ -84,6 +84,10 @@ impl SubagentRuntime {
         }
         let mut policy = (*self.policy).clone();
         policy.mode = spec.mode.mode;
+        // The parent's tool rules hold for its children too.
+        policy.only = caller.tool_rules.clone();
+        spec.restrict(&mut policy)
+            .map_err(|e| ToolOutput::error(format!("{} was not started: {e}", def.name)))?;
 
         let client = match &spec.model {
             Some(id) if *id != caller.client.config().model => caller.client.with_model(id),
