@@ -69,6 +69,9 @@ pub struct PermissionArgs {
     /// A rule whose calls never run, e.g. 'Bash(rm:*)' (repeatable)
     #[arg(long, global = true, value_name = "RULE")]
     pub deny: Vec<String>,
+    /// A folder that counts as part of the project: readable, and writable as the project is (repeatable)
+    #[arg(long = "add-dir", global = true, value_name = "DIR")]
+    pub add_dir: Vec<std::path::PathBuf>,
     /// Trust this folder's project settings for this run (their allow rules, wider modes, env and hooks)
     #[arg(long, global = true)]
     pub trust: bool,

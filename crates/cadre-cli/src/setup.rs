@@ -223,14 +223,38 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             names.join(", ")
         ));
     }
+    // Folders beside the project: settings files' `additionalDirectories`, then `--add-dir`.
+    let mut additional: Vec<PathBuf> = settings
+        .additional_dirs(dirs_home().as_deref(), &cwd, &mut warnings)
+        .into_iter()
+        .map(|(dir, _)| dir)
+        .collect();
+    for dir in &perms.add_dir {
+        let dir = cwd.join(dir);
+        match dir.canonicalize() {
+            Ok(real) if real.is_dir() => {
+                if !additional.contains(&real) {
+                    additional.push(real);
+                }
+            }
+            _ => bail!(UsageError(format!(
+                "--add-dir {}: not an existing folder",
+                dir.display()
+            ))),
+        }
+    }
     let support = probe();
     let sandbox = match support {
         SandboxSupport::Unavailable => None,
-        _ => Some(Arc::new(SandboxPolicy::new(
-            cwd.clone(),
-            home.clone(),
-            file.sandbox.network.unwrap_or(false),
-        ))),
+        _ => Some(Arc::new({
+            let mut s = SandboxPolicy::new(
+                cwd.clone(),
+                home.clone(),
+                file.sandbox.network.unwrap_or(false),
+            );
+            s.additional_dirs = additional.clone();
+            s
+        })),
     };
     // `--agent`: the main session is built from the definition by the same
     // builder as a child, from the session's own tools.
@@ -291,6 +315,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     }
     let mut policy = PermissionPolicy::new(mode, rules, &cwd, &home, sandbox.is_some());
     policy.bypass_disabled = settings.bypass_disabled_by.is_some();
+    policy.additional_dirs = additional;
     // `--agent` with `tools: Bash(git:*)`: the session (and its children) keeps to it.
     if let Some(spec) = &main_spec {
         spec.restrict(&mut policy)

@@ -443,3 +443,71 @@ async fn permissions_command_names_each_settings_file() {
         format!("project settings ({})", project.display()),
     );
 }
+
+/// One Read, then one Bash call, both in `dir`, then a final reply.
+fn read_then_write(dir: &std::path::Path) -> String {
+    format!(
+        r#"
+rules:
+  - name: cmd
+    replies:
+      - tool_calls:
+          - {{ name: Read, input: {{ file_path: "{d}/notes.txt" }} }}
+          - {{ name: Bash, input: {{ command: "echo written > {d}/out.txt", description: "w" }} }}
+      - text: "done"
+"#,
+        d = dir.display()
+    )
+}
+
+#[tokio::test]
+async fn additional_directories_count_as_the_project_for_reads_and_the_sandbox() {
+    for how in ["flag", "user settings", "untrusted project settings"] {
+        // Not a temp dir: those are writable in the sandbox anyway.
+        let other = tempfile::tempdir_in(common::non_temp_base()).unwrap();
+        let other_dir = other.path().canonicalize().unwrap();
+        std::fs::write(other_dir.join("notes.txt"), "beside the project").unwrap();
+        let h = Harness::new(&read_then_write(&other_dir), Wire::Anthropic).await;
+        let entry = format!(
+            r#"{{"permissions": {{"additionalDirectories": ["{}"]}}}}"#,
+            other_dir.display()
+        );
+        let mut args = vec!["exec", "--json", "--allow", "Bash"];
+        let flag = other_dir.display().to_string();
+        match how {
+            "flag" => args.extend(["--add-dir", flag.as_str()]),
+            "user settings" => write_home(&h, ".claude/settings.json", &entry),
+            _ => h.write(".claude/settings.json", &entry),
+        }
+        args.push("go");
+        let out = h.cadre(&args).await;
+        assert!(out.status.success(), "{how}: {}", stderr(&out));
+        common::require_landlock(&events(&out));
+        let records = h.records();
+        let results = tool_results(&records[1].body);
+        if how == "untrusted project settings" {
+            // Outside the project: the read asks (denied headless), the
+            // sandbox refuses the write; the warning names the entry.
+            assert!(results[0].1, "{how}: {results:?}");
+            assert!(!other_dir.join("out.txt").exists(), "{how}");
+            assert!(
+                warnings(&out)
+                    .iter()
+                    .any(|w| w.contains("not trusted") && w.contains("additionalDirectories")),
+                "{:?}",
+                warnings(&out)
+            );
+        } else {
+            assert!(
+                !results[0].1 && results[0].0.contains("beside the project"),
+                "{how}: {results:?}"
+            );
+            assert!(!results[1].1, "{how}: {results:?}");
+            assert_eq!(
+                std::fs::read_to_string(other_dir.join("out.txt")).unwrap(),
+                "written\n",
+                "{how}"
+            );
+        }
+    }
+}

@@ -777,27 +777,6 @@ impl Settings {
         js: &mut JsonSettings,
         model: &mut Option<(String, PathBuf)>,
     ) {
-        let shown = path.display();
-        let mut ignore = |key: String, why: &str, warn: Option<String>| {
-            self.ignored.push(IgnoredEntry {
-                path: path.to_path_buf(),
-                key,
-                why: why.to_string(),
-            });
-            if let Some(w) = warn {
-                self.warnings.push(w);
-            }
-        };
-        if !js.additional_directories.is_empty() {
-            let dirs = js.additional_directories.join(", ");
-            ignore(
-                format!("permissions.additionalDirectories ({dirs})"),
-                "additional directories are not supported yet",
-                Some(format!(
-                    "{shown}: permissions.additionalDirectories ({dirs}) ignored: not supported yet"
-                )),
-            );
-        }
         if !scope.is_trusted() && !self.project_trusted {
             // Held back until the folder is trusted; named in one warning.
             let mut held = Vec::new();
@@ -812,6 +791,13 @@ impl Settings {
                 let names: Vec<&str> = js.env.keys().map(String::as_str).collect();
                 held.push(format!("env ({})", names.join(", ")));
                 js.env.clear();
+            }
+            if !js.additional_directories.is_empty() {
+                held.push(format!(
+                    "permissions.additionalDirectories ({})",
+                    js.additional_directories.join(", ")
+                ));
+                js.additional_directories.clear();
             }
             if js.hooks.take().is_some() && !js.hook_events.is_empty() {
                 held.push(format!("hooks ({})", js.hook_events.join(", ")));
@@ -848,6 +834,38 @@ impl Settings {
         {
             self.bypass_disabled_by = Some(path.to_path_buf());
         }
+    }
+
+    /// `permissions.additionalDirectories` of the files that apply, resolved
+    /// (`~/` against `home`, relative paths against `project`), each with
+    /// its file; entries that are not existing folders go to `warnings`.
+    pub fn additional_dirs(
+        &self,
+        home: Option<&Path>,
+        project: &Path,
+        warnings: &mut Vec<String>,
+    ) -> Vec<(PathBuf, PathBuf)> {
+        let mut out: Vec<(PathBuf, PathBuf)> = Vec::new();
+        for j in &self.json {
+            for raw in &j.settings.additional_directories {
+                let path = match (raw.strip_prefix("~/"), home) {
+                    (Some(rest), Some(home)) => home.join(rest),
+                    _ => project.join(raw),
+                };
+                match path.canonicalize() {
+                    Ok(dir) if dir.is_dir() => {
+                        if !out.iter().any(|(d, _)| *d == dir) {
+                            out.push((dir, j.path.clone()));
+                        }
+                    }
+                    _ => warnings.push(format!(
+                        "{}: permissions.additionalDirectories entry {raw} ignored: not an existing folder",
+                        j.path.display()
+                    )),
+                }
+            }
+        }
+        out
     }
 
     /// Every permission rule of the settings files, each with its source:

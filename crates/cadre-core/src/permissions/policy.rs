@@ -42,6 +42,9 @@ pub struct PermissionPolicy {
     /// A settings file disables `bypassPermissions`: the mode then lets
     /// nothing more run than `default` does (children included).
     pub bypass_disabled: bool,
+    /// Folders that count as part of the project (`additionalDirectories`,
+    /// `--add-dir`), canonical.
+    pub additional_dirs: Vec<PathBuf>,
     /// Layers of tool rules (`tools: Bash(git:*)`), one per agent down the
     /// line that was granted tools only as rules: a call of such a tool must
     /// be covered by every layer that names the tool.
@@ -193,6 +196,7 @@ impl PermissionPolicy {
             data_dir: canon(data_dir),
             sandbox_available,
             bypass_disabled: false,
+            additional_dirs: Vec::new(),
             only: Vec::new(),
         }
     }
@@ -279,9 +283,11 @@ impl PermissionPolicy {
             agent_type: str_arg("subagent_type"),
         };
         // The data directory counts as outside even when the project holds it.
-        let inside = path
-            .as_deref()
-            .is_none_or(|p| p.starts_with(&self.project_dir) && !p.starts_with(&self.data_dir));
+        let inside = path.as_deref().is_none_or(|p| {
+            (p.starts_with(&self.project_dir)
+                || self.additional_dirs.iter().any(|d| p.starts_with(d)))
+                && !p.starts_with(&self.data_dir)
+        });
         let session_rule = self.session_rule(tool, effect, path.as_deref(), command, inside);
         let ask = |reason: String| -> Decision {
             match self.mode {

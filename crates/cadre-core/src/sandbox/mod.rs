@@ -144,6 +144,9 @@ pub struct SandboxPolicy {
     /// The project is readable but not writable (read-only agents such as
     /// `Explore`); the temp dirs stay writable for scratch files.
     pub read_only_project: bool,
+    /// Folders that count as part of the project (`additionalDirectories`,
+    /// `--add-dir`): writable like it, read-only with it.
+    pub additional_dirs: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -163,6 +166,7 @@ impl SandboxPolicy {
             extra_writable,
             network,
             read_only_project: false,
+            additional_dirs: Vec::new(),
         }
     }
 
@@ -260,6 +264,17 @@ impl SandboxPolicy {
             // Already readable through `/`, unless it lies under /dev.
             builder.grant_tree(&project, AccessFs::from_read(FS_ABI), true, &[])?;
         }
+        for dir in &self.additional_dirs {
+            // A folder removed since start-up is not an error.
+            if let Ok(real) = dir.canonicalize() {
+                let access = if self.read_only_project {
+                    AccessFs::from_read(FS_ABI)
+                } else {
+                    all
+                };
+                builder.grant_tree(&real, access, false, &[])?;
+            }
+        }
         builder.grant_devices(dev)?;
         for extra in &self.extra_writable {
             // Missing temp dirs (no /var/tmp, stale $TMPDIR) are not an error.
@@ -312,10 +327,13 @@ impl SandboxPolicy {
                 self.project_dir.display(),
             )
         } else {
+            let mut roots = self.project_dir.display().to_string();
+            for dir in &self.additional_dirs {
+                roots.push_str(&format!(", {}", dir.display()));
+            }
             format!(
-                "sandbox: writes limited to {} and temp dirs{inside}; cadre data dir hidden; \
+                "sandbox: writes limited to {roots} and temp dirs{inside}; cadre data dir hidden; \
                  network {network}",
-                self.project_dir.display(),
             )
         };
         if abi < 3 {
