@@ -42,6 +42,7 @@ fn started(index: usize, total: usize, id: &str, agent_type: &str, description: 
         model: "m".into(),
         mode: PermissionMode::Default,
         path: Vec::new(),
+        color: None,
     }
 }
 
@@ -146,6 +147,7 @@ fn subagent_panel_with_a_nested_tree() {
             Child {
                 agent_id: id.into(),
                 agent_type: "Explore".into(),
+                color: None,
                 description: d.into(),
                 index: i + 1,
                 total: 2,
@@ -165,6 +167,7 @@ fn subagent_panel_with_a_nested_tree() {
         Child {
             agent_id: "c1".into(),
             agent_type: "Explore".into(),
+            color: None,
             description: "done already".into(),
             index: 1,
             total: 1,

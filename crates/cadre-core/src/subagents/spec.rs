@@ -75,6 +75,8 @@ pub struct ChildSpec {
     pub unresolved: Vec<String>,
     /// Tools named by both `tools` and `disallowedTools` (removed).
     pub removed_by_both: Vec<String>,
+    /// The reasoning effort its requests ask for; `None` = the provider's default.
+    pub effort: Option<String>,
 }
 
 impl ChildSpec {
@@ -129,6 +131,7 @@ impl ChildSpec {
             background,
             unresolved: filtered.unresolved,
             removed_by_both: filtered.removed_by_both,
+            effort: def.effort.clone(),
         })
     }
 

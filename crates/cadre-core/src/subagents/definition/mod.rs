@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::AgentDefinition;
 
-pub use fields::PERMISSION_MODES;
+pub use fields::{COLORS, EFFORTS, PERMISSION_MODES};
 pub(crate) use fields::blank_definition;
 pub use frontmatter::{definitions_from_json, parse_definition};
 pub use tool_list::{normalize_tool_name, parse_tool_list};
@@ -29,8 +29,6 @@ pub const NOT_SUPPORTED_YET: &[&str] = &[
     "mcpServers",
     "memory",
     "isolation",
-    "effort",
-    "initialPrompt",
 ];
 
 /// How the per-file issue for a not-supported-yet field ends.
@@ -46,8 +44,6 @@ pub fn unsupported_fields(def: &AgentDefinition) -> Vec<&'static str> {
             "mcpServers" => def.mcp_servers.is_some(),
             "memory" => def.memory.is_some(),
             "isolation" => def.isolation.is_some(),
-            "effort" => def.effort.is_some(),
-            "initialPrompt" => def.initial_prompt.is_some(),
             _ => false,
         })
         .collect()

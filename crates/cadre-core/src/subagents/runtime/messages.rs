@@ -213,6 +213,7 @@ impl SubagentRuntime {
             setup,
             spawner,
             resumable: true,
+            color: None,
         };
         self.emit_started(&prepared);
         let launched = self.launch_background(prepared, Some(slot));
@@ -257,6 +258,9 @@ struct SavedChild {
     /// Its report carries a parsed verdict (absent in files of older cadres).
     #[serde(default)]
     verdict: bool,
+    /// Its definition's reasoning effort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    effort: Option<String>,
 }
 
 /// The file a child's `SavedChild` is kept in, in its task's folder.
@@ -307,6 +311,7 @@ impl SubagentRuntime {
                 .is_some_and(|s| s.read_only_project),
             spawner: record.spawner.clone(),
             verdict: record.verdict,
+            effort: setup.effort.clone(),
         };
         let Ok(text) = serde_json::to_vec(&saved) else {
             return;
@@ -408,6 +413,7 @@ impl SubagentRuntime {
             policy: Arc::new(policy),
             gate: self.gate.clone(),
             log: None,
+            effort: saved.effort.clone(),
             hooks: self.hooks.clone().map(|h| {
                 crate::hooks::AgentHooks::new(
                     h,
