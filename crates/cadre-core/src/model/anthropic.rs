@@ -602,7 +602,10 @@ mod tests {
             ..request(all.clone(), None)
         };
         for stream in [true, false] {
-            assert_eq!(request_bytes(&effort, stream).unwrap(), fresh(&effort, stream));
+            assert_eq!(
+                request_bytes(&effort, stream).unwrap(),
+                fresh(&effort, stream)
+            );
         }
         assert_eq!(
             request_body(&effort, true)["output_config"],

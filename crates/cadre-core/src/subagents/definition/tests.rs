@@ -609,11 +609,18 @@ fn effort_and_color_take_claude_codes_values() {
         assert_eq!(def.effort, Some(effort.to_ascii_lowercase()));
         assert!(issues.is_empty(), "{issues:?}");
     }
-    for color in ["red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan"] {
+    for color in [
+        "red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan",
+    ] {
         let text = format!("---\nname: a\ndescription: d\ncolor: {color}\n---\nb");
         let (def, issues) = loaded(&text);
         assert_eq!(def.color.as_deref(), Some(color));
         assert!(issues.is_empty(), "{issues:?}");
     }
-    assert!(unsupported_fields(&loaded("---\nname: a\ndescription: d\neffort: high\ninitialPrompt: go\n---\nb").0).is_empty());
+    assert!(
+        unsupported_fields(
+            &loaded("---\nname: a\ndescription: d\neffort: high\ninitialPrompt: go\n---\nb").0
+        )
+        .is_empty()
+    );
 }
