@@ -313,6 +313,25 @@ fn show(
     if def.background {
         writeln!(out, "background:  true")?;
     }
+    if let Some(effort) = &def.effort {
+        writeln!(out, "effort:      {effort}")?;
+    }
+    if let Some(color) = &def.color {
+        writeln!(out, "color:       {color}")?;
+    }
+    if let Some(first) = &def.initial_prompt {
+        // Its first line: the rest can be read in the file.
+        let line = first.lines().next().unwrap_or("");
+        let more = if first.trim_end().contains('\n') {
+            " …"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "initialPrompt: {line}{more} (sent first under --agent)"
+        )?;
+    }
     let unsupported = cadre_core::subagents::definition::unsupported_fields(&def);
     if !unsupported.is_empty() {
         writeln!(

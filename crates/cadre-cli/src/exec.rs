@@ -111,7 +111,13 @@ pub async fn run(
             return Err(e);
         }
     };
-    handle.submit(Op::UserMessage { text: args.prompt });
+    // A new session under `--agent` starts with the definition's
+    // `initialPrompt`, the task after it (Claude Code prepends it too).
+    let text = match runtime.initial_prompt.as_deref() {
+        Some(first) if resume.resume.is_none() => format!("{first}\n\n{}", args.prompt),
+        _ => args.prompt,
+    };
+    handle.submit(Op::UserMessage { text });
     // Ctrl+C, SIGTERM and SIGHUP stop the run; a second one leaves at once.
     let stop_signal = crate::signals::shutdown_on_stop_signals(handle.clone());
     crate::signals::background_on_sigusr1(handle.clone());

@@ -157,6 +157,9 @@ struct Front<'a> {
     current: Current,
     /// The model `/model NAME` chose: this session's now, and the next ones'.
     next_model: Option<String>,
+    /// The `--agent` definition's `initialPrompt`, sent as the first message
+    /// of the session the user started (taken once; not on `--resume`).
+    first_message: Option<String>,
 }
 
 /// Runs sessions until the user leaves.
@@ -198,6 +201,10 @@ pub async fn run(
         &sink,
     )
     .await?;
+    let first_message = runtime
+        .initial_prompt
+        .clone()
+        .filter(|_| resume.resume.is_none());
     let mut front = Front {
         model,
         perms,
@@ -206,6 +213,7 @@ pub async fn run(
         lines,
         current,
         next_model: None,
+        first_message,
     };
     let mut next = Opened {
         runtime: None,
@@ -299,6 +307,12 @@ impl Front<'_> {
         // they do not run into the prompt.
         let mut held: Vec<Event> = Vec::new();
         let mut owed = Owed::default();
+        if let Some(text) = self.first_message.take() {
+            // Shown as if typed at the prompt.
+            eprintln!("› {text}");
+            handle.submit(Op::UserMessage { text });
+            owed.messages += 1;
+        }
         let mut ended = false;
         let mut leave = Leave::Exit;
         'session: loop {

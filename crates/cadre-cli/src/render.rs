@@ -573,6 +573,7 @@ mod tests {
             model: "m".into(),
             mode: cadre_core::protocol::PermissionMode::Plan,
             path: Vec::new(),
+            color: None,
         });
         assert_eq!(
             r.compaction_line(&ended("a7", 2, None)).unwrap(),

@@ -75,6 +75,8 @@ pub struct Runtime {
     pub hooks: Arc<SessionHooks>,
     /// `--agent`: the definition's name (the main agent's `agent_type` in hook inputs).
     pub main_type: Option<String>,
+    /// `--agent`: the definition's `initialPrompt`, the first user turn of a new session.
+    pub initial_prompt: Option<String>,
 }
 
 /// The context policy of the session's model: the built-in tables under the
@@ -258,6 +260,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     };
     // `--agent`: the main session is built from the definition by the same
     // builder as a child, from the session's own tools.
+    let mut initial_prompt = None;
     let main_spec = match &agent.agent {
         None => None,
         Some(name) => {
@@ -287,6 +290,12 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             )
             .map_err(|e| UsageError(format!("--agent {}: {e}", def.name)))?;
             warnings.extend(spec.warnings(name));
+            initial_prompt = def
+                .initial_prompt
+                .as_deref()
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_string);
             // The definition's mode applies through the same ratchet, unless a flag set one.
             if perms.permission_mode.is_none() {
                 match &settings.bypass_disabled_by {
@@ -338,6 +347,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     Ok(Runtime {
         hooks,
         main_type: agent.agent.clone(),
+        initial_prompt,
         context,
         cwd,
         home,
@@ -666,6 +676,7 @@ impl Runtime {
                 None,
                 self.main_type.clone(),
             )),
+            effort: self.main_spec.as_ref().and_then(|s| s.effort.clone()),
         })
         .with_delegation(Some(Arc::new(Spawner::main(runtime, allowed_types)))))
     }

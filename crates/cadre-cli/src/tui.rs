@@ -52,6 +52,12 @@ pub async fn run(
         None => sessions::open(&runtime, None, false, None, &sink).await?,
     };
     let warnings = runtime.warnings.clone();
+    // Only the session the user started, and only when new: a resumed one
+    // had its first turn, and `/clear` is the user's own fresh start.
+    let first_message = runtime
+        .initial_prompt
+        .clone()
+        .filter(|_| resume.resume.is_none());
     let (tui_end, host_end) = cadre_tui::host::channel();
     let mut host = TuiHost {
         model,
@@ -81,6 +87,7 @@ pub async fn run(
             first.info,
             Some(history),
             tui_end,
+            first_message,
         );
         let serve = host.serve(host_end);
         tokio::pin!(tui, serve);

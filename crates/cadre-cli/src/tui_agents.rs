@@ -115,6 +115,7 @@ fn listing(catalog: &DefinitionCatalog, cwd: &Path) -> AgentsListing {
                 source: d.source.as_str().to_string(),
                 file: d.path.as_deref().map(|p| shown(p, cwd)),
                 description: d.description.lines().next().unwrap_or("").to_string(),
+                color: d.color.clone(),
                 overrides: entry.shadows.iter().map(|s| origin(s, cwd)).collect(),
             }
         })

@@ -215,3 +215,188 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
         ],
     );
 }
+
+#[tokio::test]
+async fn effort_goes_on_the_childs_requests_and_color_on_its_started_event() {
+    let script = r#"
+rules:
+  - name: thinker
+    when: { first_user: "think-task" }
+    replies:
+      - text: "THOUGHT"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "think", prompt: "think-task", subagent_type: "thinker" } }
+      - text: "parent done"
+"#;
+    for wire in BOTH_WIRES {
+        let h = Harness::new(script, wire).await;
+        h.write(
+            ".claude/agents/thinker.md",
+            "---\nname: thinker\ndescription: Thinks hard.\neffort: high\ncolor: red\ntools: Read\n---\nYou think.\n",
+        );
+        let out = h.cadre(&["exec", "--json", "go"]).await;
+        assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
+        let records = h.records();
+        let child = rule_records(&records, "thinker");
+        assert_eq!(child.len(), 1, "{wire:?}");
+        let body = &child[0].body;
+        let parents = rule_records(&records, "parent");
+        assert_eq!(parents.len(), 2, "{wire:?}");
+        match wire {
+            Wire::Anthropic => {
+                assert_eq!(body["output_config"]["effort"], "high", "{body}");
+                assert!(body.get("reasoning_effort").is_none());
+            }
+            Wire::OpenAi => {
+                assert_eq!(body["reasoning_effort"], "high", "{body}");
+                assert!(body.get("output_config").is_none());
+            }
+        }
+        for parent in parents {
+            assert!(parent.body.get("output_config").is_none(), "{wire:?}");
+            assert!(parent.body.get("reasoning_effort").is_none(), "{wire:?}");
+        }
+        // The colour travels on the child's `subagent_started` event.
+        let started: Vec<_> = events(&out)
+            .into_iter()
+            .filter(|e| e["type"] == "subagent_started")
+            .collect();
+        assert_eq!(started.len(), 1, "{wire:?}");
+        assert_eq!(started[0]["agent_type"], "thinker");
+        assert_eq!(started[0]["color"], "red");
+        // Both fields are honoured now: nothing calls them unsupported.
+        assert!(
+            !events(&out)
+                .iter()
+                .any(|e| e["type"] == "warning" && e["message"].to_string().contains("effort")),
+            "{wire:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_child_without_a_color_has_none_on_its_event_and_bad_values_are_named() {
+    let script = r#"
+rules:
+  - name: plain
+    when: { first_user: "plain-task" }
+    replies:
+      - text: "PLAIN"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "plain", prompt: "plain-task", subagent_type: "plain" } }
+      - text: "parent done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/agents/plain.md",
+        "---\nname: plain\ndescription: d\neffort: extreme\ncolor: automatic\n---\nBody\n",
+    );
+    let out = h.cadre(&["agents", "validate"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let file = h.path(".claude/agents/plain.md").display().to_string();
+    let text = stdout(&out);
+    for want in [
+        format!(
+            "warning {file}:4: `effort`: unknown effort `extreme` (ignored; expected one of low, medium, high, xhigh, max)"
+        ),
+        format!(
+            "warning {file}:5: `color`: unknown color `automatic` (ignored; expected one of red, blue, green, yellow, purple, orange, pink, cyan)"
+        ),
+    ] {
+        assert!(text.lines().any(|l| l == want), "missing `{want}`:\n{text}");
+    }
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let child = rule_records(&records, "plain");
+    assert_eq!(child.len(), 1);
+    assert!(child[0].body.get("output_config").is_none());
+    let started: Vec<_> = events(&out)
+        .into_iter()
+        .filter(|e| e["type"] == "subagent_started")
+        .collect();
+    assert_eq!(started.len(), 1);
+    assert!(started[0].get("color").is_none(), "{}", started[0]);
+}
+
+#[tokio::test]
+async fn initial_prompt_comes_first_under_agent_and_show_prints_the_fields() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - text: "STARTED"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/agents/starter.md",
+        "---\nname: starter\ndescription: Starts by reading.\neffort: max\ncolor: cyan\ninitialPrompt: read the README first\ntools: Read\n---\nYou are STARTER.\n",
+    );
+    let out = h.cadre(&["agents", "show", "starter"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for want in [
+        "effort:      max",
+        "color:       cyan",
+        "initialPrompt: read the README first (sent first under --agent)",
+    ] {
+        assert!(text.lines().any(|l| l == want), "missing `{want}`:\n{text}");
+    }
+    assert!(!text.contains("unsupported"), "{text}");
+
+    let out = h
+        .cadre(&["exec", "--agent", "starter", "then list the files"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("not supported yet"),
+        "{}",
+        stderr(&out)
+    );
+    let records = h.records();
+    assert_eq!(records.len(), 1);
+    let body = &records[0].body;
+    let first = &body["messages"][0];
+    assert_eq!(first["role"], "user");
+    let text = match &first["content"] {
+        serde_json::Value::String(s) => s.clone(),
+        blocks => blocks[0]["text"].as_str().unwrap_or_default().to_string(),
+    };
+    assert_eq!(text, "read the README first\n\nthen list the files");
+    // The main session runs as the definition: its effort too.
+    assert_eq!(body["output_config"]["effort"], "max", "{body}");
+    assert!(system_text(body).contains("You are STARTER."));
+}
+
+#[tokio::test]
+async fn initial_prompt_is_ignored_when_the_definition_runs_as_a_child() {
+    let script = r#"
+rules:
+  - name: child
+    when: { first_user: "child-task" }
+    replies:
+      - text: "CHILD"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "c", prompt: "child-task", subagent_type: "starter" } }
+      - text: "parent done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/agents/starter.md",
+        "---\nname: starter\ndescription: d\ninitialPrompt: FIRST-THING\n---\nBody\n",
+    );
+    let out = h.cadre(&["exec", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("initialPrompt"), "{}", stderr(&out));
+    let records = h.records();
+    for r in &records {
+        assert!(!user_texts(&r.body).contains("FIRST-THING"), "{}", r.body);
+    }
+    assert_eq!(rule_records(&records, "child").len(), 1);
+}

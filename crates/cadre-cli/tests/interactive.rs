@@ -27,8 +27,13 @@ rules:
 "#;
 
 fn spawn(h: &Harness) -> Child {
+    spawn_with(h, &[])
+}
+
+fn spawn_with(h: &Harness, args: &[&str]) -> Child {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_cadre"));
     cmd.args(["--permission-mode", "acceptEdits"])
+        .args(args)
         .current_dir(h.project.path())
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -123,4 +128,39 @@ async fn ctrl_c_interrupts_the_running_turn_not_the_program() {
         last.to_string().contains("carry on"),
         "new text joins the pending user message"
     );
+}
+
+#[tokio::test]
+async fn agent_with_an_initial_prompt_sends_it_first_then_takes_typed_turns() {
+    let h = Harness::new(SCRIPT, Wire::Anthropic).await;
+    h.write(
+        ".claude/agents/asker.md",
+        "---\nname: asker\ndescription: Asks first.\ninitialPrompt: first question\n---\nYou ask.\n",
+    );
+    let mut child = spawn_with(&h, &["--agent", "asker"]);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+
+    // Nothing typed yet: the definition's prompt went first.
+    wait_for_line(&mut lines, "Answer one.").await;
+    stdin.write_all(b"second question\n").await.unwrap();
+    wait_for_line(&mut lines, "Answer two.").await;
+    stdin.write_all(b"/exit\n").await.unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    let records = h.records();
+    assert_eq!(records.len(), 2);
+    let messages = records[1].body["messages"].as_array().unwrap();
+    // The first user message: the roster reminder, then the initial prompt.
+    let texts: Vec<&str> = messages[0]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .filter(|t| !t.starts_with("<system-reminder>"))
+        .collect();
+    assert_eq!(texts, ["first question"]);
 }

@@ -277,3 +277,33 @@ async fn the_form_writes_a_private_user_definition_and_never_overwrites_a_file()
     let validate = h.cadre(&["agents", "validate"]).await;
     assert!(validate.status.success(), "{}", stdout(&validate));
 }
+
+#[tokio::test]
+async fn agent_with_an_initial_prompt_sends_it_before_anything_is_typed() {
+    if !tmux_available() {
+        return;
+    }
+    let script = r#"
+rules:
+  - name: first
+    when: { first_user: "read the README first" }
+    replies:
+      - text: "README-READ-REPLY"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/agents/starter.md",
+        "---\nname: starter\ndescription: Starts by reading.\ninitialPrompt: read the README first\n---\nYou are STARTER.\n",
+    );
+    let pane = Pane::start(&h, &["--agent", "starter"]);
+    // Nothing typed: the prompt went, and its reply is on the screen.
+    let screen = pane.wait_text("README-READ-REPLY").await;
+    assert!(screen.contains("read the README first"), "{screen}");
+    let records = h.records();
+    let first = rule_records(&records, "first");
+    assert_eq!(first.len(), 1, "one request, for the initial prompt");
+    assert!(system_text(&first[0].body).contains("You are STARTER."));
+    pane.type_text("/exit");
+    pane.keys(&["Enter"]);
+    assert_eq!(pane.exit_status().await, 0);
+}

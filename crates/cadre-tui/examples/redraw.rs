@@ -160,6 +160,7 @@ fn main() {
                     model: "m".into(),
                     mode: cadre_core::protocol::PermissionMode::Plan,
                     path: Vec::new(),
+                    color: None,
                 },
                 Instant::now(),
             );

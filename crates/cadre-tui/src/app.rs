@@ -431,11 +431,13 @@ impl App {
                 agent_type,
                 description,
                 path,
+                color,
                 ..
             } => self.children.start(
                 Child {
                     agent_id: agent_id.clone(),
                     agent_type: agent_type.clone(),
+                    color: color.clone(),
                     description: description.clone(),
                     index: *index,
                     total: *total,
@@ -849,16 +851,7 @@ impl App {
         self.draft.clear();
         match parse(&text) {
             Input::Empty => return,
-            Input::Message(message) => {
-                self.transcript
-                    .push(crate::transcript::EntryKind::User(message.clone()));
-                if self.host_pending > 0 {
-                    self.held.push(message);
-                } else {
-                    self.outbox.push(Op::UserMessage { text: message });
-                    self.messages_owed += 1;
-                }
-            }
+            Input::Message(message) => self.send(message),
             Input::Command(command) => {
                 self.transcript.notice(Level::Info, text.trim().to_string());
                 self.command(command);
@@ -871,6 +864,19 @@ impl App {
         }
         self.prompt.take();
         self.scroll = 0;
+    }
+
+    /// Sends `message` to the session as if typed: shown in the transcript,
+    /// held while a host command runs.
+    pub fn send(&mut self, message: String) {
+        self.transcript
+            .push(crate::transcript::EntryKind::User(message.clone()));
+        if self.host_pending > 0 {
+            self.held.push(message);
+        } else {
+            self.outbox.push(Op::UserMessage { text: message });
+            self.messages_owed += 1;
+        }
     }
 
     /// Runs a command: the few the screen answers itself here, the rest by the host.

@@ -25,6 +25,8 @@ pub struct Child {
     pub agent_id: String,
     /// Definition name.
     pub agent_type: String,
+    /// Its definition's display colour, if it names one.
+    pub color: Option<String>,
     /// The call's short description.
     pub description: String,
     /// 1-based position in its batch.

@@ -47,13 +47,15 @@ pub enum TuiError {
 
 /// Runs the TUI over an open session until the user leaves and the session
 /// has wound down (its event receiver ends). The terminal is restored on
-/// the way out, whichever way that is.
+/// the way out, whichever way that is. `first_message` is sent at once, as
+/// if typed (a definition's `initialPrompt` under `--agent`).
 pub async fn run(
     mut handle: SessionHandle,
     mut events: mpsc::UnboundedReceiver<Event>,
     info: SessionInfo,
     history: Option<PathBuf>,
     host: Host,
+    first_message: Option<String>,
 ) -> Result<Exit, TuiError> {
     let Host {
         requests,
@@ -75,6 +77,12 @@ pub async fn run(
             .map(crate::history::load)
             .unwrap_or_default(),
     );
+    if let Some(message) = first_message {
+        app.send(message);
+        for op in app.outbox.drain(..) {
+            handle.submit(op);
+        }
+    }
     let mut history_failed = false;
     let mut status = handle.clone();
     let mut shown_question: Option<u64> = None;

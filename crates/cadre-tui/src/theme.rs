@@ -85,9 +85,17 @@ impl Theme {
     pub fn bold(&self) -> Style {
         Style::new().add_modifier(Modifier::BOLD)
     }
-    /// A child's agent type in the panel: its definition's colour is not in
-    /// the events yet, so a stable colour per type name.
+    /// An agent type with no colour of its own: a stable colour per name.
     pub fn agent_type(&self, name: &str) -> Style {
+        self.agent_type_in(name, None)
+    }
+
+    /// An agent type shown in its definition's `color` when that is one of
+    /// Claude Code's eight, otherwise in the colour its name hashes to.
+    pub fn agent_type_in(&self, name: &str, color: Option<&str>) -> Style {
+        if let Some(named) = color.and_then(definition_color) {
+            return self.fg(named).add_modifier(Modifier::BOLD);
+        }
         const PALETTE: [Color; 6] = [
             Color::Cyan,
             Color::Magenta,
@@ -100,4 +108,20 @@ impl Theme {
         self.fg(PALETTE[sum % PALETTE.len()])
             .add_modifier(Modifier::BOLD)
     }
+}
+
+/// The terminal colour for a definition's `color` (Claude Code's eight names).
+pub fn definition_color(name: &str) -> Option<Color> {
+    Some(match name {
+        "red" => Color::Red,
+        "blue" => Color::Blue,
+        "green" => Color::Green,
+        "yellow" => Color::Yellow,
+        "purple" => Color::Magenta,
+        // The 256-colour palette's orange and pink: the 16 basic colours have neither.
+        "orange" => Color::Indexed(208),
+        "pink" => Color::Indexed(211),
+        "cyan" => Color::Cyan,
+        _ => return None,
+    })
 }

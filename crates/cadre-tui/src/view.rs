@@ -202,7 +202,7 @@ fn batch_lines(
             Span::raw(format!("{indent}{mark} ")),
             Span::styled(
                 clean_line(&child.agent_type),
-                theme.agent_type(&child.agent_type),
+                theme.agent_type_in(&child.agent_type, child.color.as_deref()),
             ),
             Span::raw(format!(" {}/{} ", child.index, child.total)),
             Span::raw(clean_line(&child.description)),

@@ -113,6 +113,7 @@ fn esc_interrupts_only_while_something_runs_and_ctrl_b_backgrounds_a_batch() {
             model: "m".into(),
             mode: PermissionMode::Default,
             path: Vec::new(),
+            color: None,
         },
         now,
     );
@@ -378,6 +379,7 @@ fn a_nested_child_hangs_under_its_parent_and_rows_show_the_calls_argument() {
         model: "m".into(),
         mode: PermissionMode::Default,
         path,
+        color: None,
     };
     app.apply(&started("p1", "scout", vec![tag("p1", "scout")]), now);
     app.apply(

@@ -22,6 +22,7 @@ fn entry(name: &str, source: &str, file: Option<&str>, description: &str) -> Age
         source: source.into(),
         file: file.map(str::to_string),
         description: description.into(),
+        color: None,
         overrides: Vec::new(),
     }
 }

@@ -42,6 +42,7 @@ fn started(index: usize, total: usize, id: &str, agent_type: &str, description: 
         model: "m".into(),
         mode: PermissionMode::Default,
         path: Vec::new(),
+        color: None,
     }
 }
 
@@ -146,6 +147,7 @@ fn subagent_panel_with_a_nested_tree() {
             Child {
                 agent_id: id.into(),
                 agent_type: "Explore".into(),
+                color: None,
                 description: d.into(),
                 index: i + 1,
                 total: 2,
@@ -165,6 +167,7 @@ fn subagent_panel_with_a_nested_tree() {
         Child {
             agent_id: "c1".into(),
             agent_type: "Explore".into(),
+            color: None,
             description: "done already".into(),
             index: 1,
             total: 1,
@@ -467,4 +470,62 @@ fn an_edit_question_shows_the_diff_it_would_make() {
     );
     let terminal = draw(&app, 80, 24, t0 + cadre_tui::app::DIALOG_GRACE);
     insta::assert_snapshot!(terminal.backend());
+}
+
+/// The foreground colour of the first cell of `word` on the screen.
+fn fg_of(terminal: &Terminal<TestBackend>, word: &str) -> ratatui::style::Color {
+    let buffer = terminal.backend().buffer();
+    let area = buffer.area;
+    for y in 0..area.height {
+        let row: String = (0..area.width)
+            .map(|x| buffer[(x, y)].symbol().to_string())
+            .collect();
+        if let Some(at) = row.find(word) {
+            // Cells are one symbol each here (ASCII rows up to the word).
+            let x = row[..at].chars().count() as u16;
+            return buffer[(x, y)].fg;
+        }
+    }
+    panic!("{word} is not on the screen");
+}
+
+#[test]
+fn a_definitions_color_wins_over_the_hashed_one_in_the_panel() {
+    use ratatui::style::Color;
+    let t0 = Instant::now();
+    let mut app = app();
+    app.apply(
+        &Event::TurnStarted {
+            agent: "main".into(),
+        },
+        t0,
+    );
+    let colored = |index, id: &str, agent_type: &str, color: Option<&str>| Event::SubagentStarted {
+        index,
+        total: 3,
+        agent_id: id.into(),
+        agent_type: agent_type.into(),
+        description: format!("{agent_type} work"),
+        model: "m".into(),
+        mode: PermissionMode::Default,
+        path: Vec::new(),
+        color: color.map(str::to_string),
+    };
+    app.apply(&colored(1, "a1", "reviewer", Some("red")), t0);
+    app.apply(&colored(2, "a2", "painter", Some("orange")), t0);
+    // Not one of the eight: the hashed colour, as with none.
+    app.apply(&colored(3, "a3", "scout", Some("teal")), t0);
+    let terminal = draw(&app, 80, 20, t0);
+    assert_eq!(fg_of(&terminal, "reviewer"), Color::Red);
+    assert_eq!(fg_of(&terminal, "painter"), Color::Indexed(208));
+    assert_eq!(
+        fg_of(&terminal, "scout"),
+        Theme { color: true }.agent_type("scout").fg.unwrap()
+    );
+    // Without colours (NO_COLOR) the type is plain.
+    let mut plain = Terminal::new(TestBackend::new(80, 20)).unwrap();
+    plain
+        .draw(|f| view::render(f, &app, t0, &Theme { color: false }))
+        .unwrap();
+    assert_eq!(fg_of(&plain, "reviewer"), Color::Reset);
 }

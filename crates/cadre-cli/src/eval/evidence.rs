@@ -769,6 +769,7 @@ mod tests {
                 model: "m".into(),
                 mode: cadre_core::protocol::PermissionMode::Plan,
                 path: Vec::new(),
+                color: None,
             },
             Event::ApprovalRequested {
                 id: 1,

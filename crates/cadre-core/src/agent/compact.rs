@@ -233,6 +233,8 @@ impl Agent {
                 tools: self.tools.specs(),
                 max_tokens: self.client.config().max_tokens,
                 cache_after: if trimmed { None } else { self.cache_after },
+                // A summary needs no extra thinking.
+                effort: None,
             };
             // The summary is not the agent's answer: its text is not shown.
             let mut on_delta = self.on_delta(false);

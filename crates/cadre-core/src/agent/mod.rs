@@ -129,6 +129,8 @@ pub struct AgentSetup {
     pub context: ContextPolicy,
     /// The hooks this agent fires (none configured: `None`).
     pub hooks: Option<crate::hooks::AgentHooks>,
+    /// The reasoning effort its requests ask for (a definition's `effort`).
+    pub effort: Option<String>,
 }
 
 /// One agent: a conversation with a model, its tools, and its own state.
@@ -166,6 +168,7 @@ pub struct Agent {
     hooks: Option<crate::hooks::AgentHooks>,
     /// Hook context (SessionStart's) for the next turn's first message.
     pending_context: Vec<String>,
+    effort: Option<String>,
 }
 
 /// Assistant replies between reminders of unread finished tasks.
@@ -223,6 +226,7 @@ impl Agent {
             bypass_allowed,
             hooks: setup.hooks,
             pending_context: Vec::new(),
+            effort: setup.effort,
         }
     }
 

@@ -362,6 +362,7 @@ impl Agent {
                 tools: self.tools.specs(),
                 max_tokens: self.client.config().max_tokens,
                 cache_after: self.cache_after,
+                effort: self.effort.clone(),
             };
             let mut on_delta = self.on_delta(true);
             let mut resp = match self.client.stream(&req, &mut on_delta, cancel).await {

@@ -114,6 +114,7 @@ async fn start_in(
             id: MAIN.into(),
             label: None,
             hooks: None,
+            effort: None,
             context: crate::context::ContextPolicy::builtin(
                 client.config().provider,
                 &client.config().model,

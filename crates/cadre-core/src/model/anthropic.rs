@@ -97,8 +97,21 @@ struct BodyOut<'a> {
     system: Option<[SystemOut<'a>; 1]>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<ToolOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
+}
+
+/// `output_config` as sent: the request's reasoning effort.
+#[derive(Serialize)]
+struct OutputConfig<'a> {
+    effort: &'a str,
+}
+
+/// The request's `output_config`, when it asks for an effort.
+fn output_config(req: &ModelRequest) -> Option<OutputConfig<'_>> {
+    req.effort.as_deref().map(|effort| OutputConfig { effort })
 }
 
 /// An empty message still needs one block on this wire.
@@ -196,6 +209,7 @@ fn body_out(req: &ModelRequest, stream: bool) -> BodyOut<'_> {
         messages,
         system: system_out(req),
         tools: tools_out(req),
+        output_config: output_config(req),
         stream,
     }
 }
@@ -250,6 +264,10 @@ pub(crate) fn request_bytes(
     if !req.tools.is_empty() {
         out.extend_from_slice(b",\"tools\":");
         serde_json::to_writer(&mut out, &tools_out(req))?;
+    }
+    if let Some(config) = output_config(req) {
+        out.extend_from_slice(b",\"output_config\":");
+        serde_json::to_writer(&mut out, &config)?;
     }
     if stream {
         out.extend_from_slice(b",\"stream\":true");
@@ -469,6 +487,7 @@ mod tests {
             }],
             max_tokens: 100,
             cache_after: None,
+            effort: None,
         };
         let body = request_body(&req, true);
         let s = body.to_string();
@@ -548,6 +567,7 @@ mod tests {
             ],
             max_tokens: 100,
             cache_after,
+            effort: None,
         }
     }
 
@@ -577,6 +597,21 @@ mod tests {
             ..request(Vec::new(), None)
         };
         assert_eq!(request_bytes(&bare, true).unwrap(), fresh(&bare, true));
+        let effort = ModelRequest {
+            effort: Some("high".into()),
+            ..request(all.clone(), None)
+        };
+        for stream in [true, false] {
+            assert_eq!(
+                request_bytes(&effort, stream).unwrap(),
+                fresh(&effort, stream)
+            );
+        }
+        assert_eq!(
+            request_body(&effort, true)["output_config"],
+            json!({"effort": "high"})
+        );
+        assert!(request_body(&bare, true).get("output_config").is_none());
     }
 
     #[test]

@@ -36,6 +36,7 @@ fn request() -> ModelRequest {
         tools: Vec::new(),
         max_tokens: 100,
         cache_after: None,
+        effort: None,
     }
 }
 

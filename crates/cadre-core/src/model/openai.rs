@@ -110,12 +110,24 @@ fn body_tree(req: &ModelRequest, stream: bool) -> Value {
         if !tools.is_empty() {
             obj.insert("tools".into(), Value::Array(tools));
         }
+        if let Some(effort) = reasoning_effort(req) {
+            obj.insert("reasoning_effort".into(), Value::from(effort));
+        }
         if stream {
             obj.insert("stream".into(), Value::Bool(true));
             obj.insert("stream_options".into(), json!({"include_usage": true}));
         }
     }
     body
+}
+
+/// `reasoning_effort` for the request's effort: this wire knows only low,
+/// medium and high, so Claude's higher levels ask for its highest.
+fn reasoning_effort(req: &ModelRequest) -> Option<&str> {
+    req.effort.as_deref().map(|e| match e {
+        "xhigh" | "max" => "high",
+        other => other,
+    })
 }
 
 /// The JSON body of a Chat Completions request.
@@ -160,6 +172,10 @@ pub(crate) fn request_bytes(
     if !tools.is_empty() {
         out.extend_from_slice(b",\"tools\":");
         serde_json::to_writer(&mut out, &tools)?;
+    }
+    if let Some(effort) = reasoning_effort(req) {
+        out.extend_from_slice(b",\"reasoning_effort\":");
+        serde_json::to_writer(&mut out, effort)?;
     }
     if stream {
         out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
@@ -397,6 +413,7 @@ mod tests {
             tools: vec![],
             max_tokens: 10,
             cache_after: None,
+            effort: None,
         };
         let body = request_body(&req, false);
         let roles: Vec<&str> = body["messages"]
@@ -407,6 +424,28 @@ mod tests {
             .collect();
         assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
         assert!(body.get("stream").is_none());
+    }
+
+    #[test]
+    fn effort_maps_to_reasoning_effort() {
+        for (effort, want) in [
+            ("low", "low"),
+            ("medium", "medium"),
+            ("high", "high"),
+            ("xhigh", "high"),
+            ("max", "high"),
+        ] {
+            let req = ModelRequest {
+                model: "m".into(),
+                system: String::new(),
+                messages: vec![Message::user_text("go")],
+                tools: vec![],
+                max_tokens: 10,
+                cache_after: None,
+                effort: Some(effort.into()),
+            };
+            assert_eq!(request_body(&req, true)["reasoning_effort"], want);
+        }
     }
 
     #[test]
@@ -465,6 +504,7 @@ mod tests {
                     }],
                     max_tokens: 10,
                     cache_after: None,
+                    effort: (system == "sys").then(|| "max".to_string()),
                 };
                 for stream in [true, false] {
                     let want = serde_json::to_vec(&body_tree(&req, stream)).unwrap();
@@ -482,6 +522,7 @@ mod tests {
             tools: vec![],
             max_tokens: 10,
             cache_after: None,
+            effort: None,
         };
         request_bytes(&req(&m), true).unwrap();
         m.role = Role::User;

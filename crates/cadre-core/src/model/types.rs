@@ -267,6 +267,9 @@ pub struct ModelRequest {
     /// An extra prompt-cache breakpoint after this message (a fork marks the
     /// end of what it inherited, so its requests read the parent's cache).
     pub cache_after: Option<usize>,
+    /// Reasoning effort (`low` … `max`, as a definition's `effort`); `None`
+    /// leaves it to the provider.
+    pub effort: Option<String>,
 }
 
 /// Why the model stopped.

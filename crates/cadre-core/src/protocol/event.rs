@@ -235,6 +235,10 @@ pub enum Event {
         /// child down to this one (a first-level child's path is itself).
         #[serde(default)]
         path: Vec<ChildTag>,
+        /// Its definition's display colour (`red`, `blue`, `green`, `yellow`,
+        /// `purple`, `orange`, `pink` or `cyan`), when it names one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        color: Option<String>,
     },
     /// A subagent's tool call finished (its text is never streamed).
     SubagentProgress {
@@ -549,6 +553,7 @@ mod tests {
                 model: "m".into(),
                 mode: PermissionMode::Plan,
                 path: Vec::new(),
+                color: Some("red".into()),
             },
             Event::TaskEnded {
                 task_id: "t1".into(),

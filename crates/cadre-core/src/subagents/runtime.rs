@@ -187,6 +187,8 @@ struct Prepared {
     setup: AgentSetup,
     spawner: Option<(u32, Option<Vec<String>>)>,
     resumable: bool,
+    /// Its definition's display colour, for `SubagentStarted`.
+    color: Option<String>,
 }
 
 /// A foreground child the batch is waiting for.

@@ -99,6 +99,8 @@ pub struct ChildSpec {
     /// Rules (`Bash(git:*)`) its `tools` granted some tools by: calls of
     /// those tools outside them are denied.
     pub tool_rules: Vec<String>,
+    /// The reasoning effort its requests ask for; `None` = the provider's default.
+    pub effort: Option<String>,
 }
 
 impl ChildSpec {
@@ -154,6 +156,7 @@ impl ChildSpec {
             unresolved: filtered.unresolved,
             removed_by_both: filtered.removed_by_both,
             tool_rules: filtered.scoped,
+            effort: def.effort.clone(),
         })
     }
 

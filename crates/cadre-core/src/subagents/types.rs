@@ -76,11 +76,11 @@ pub struct AgentDefinition {
     pub background: bool,
     /// `isolation` (`worktree`).
     pub isolation: Option<String>,
-    /// `initialPrompt`.
+    /// `initialPrompt`: the first user message of a new `--agent` session.
     pub initial_prompt: Option<String>,
-    /// `color`, kept for display.
+    /// `color` (one of Claude Code's eight): how the TUI shows its children.
     pub color: Option<String>,
-    /// `effort`.
+    /// `effort` (`low` … `max`): sent with its requests.
     pub effort: Option<String>,
     /// `skills`.
     pub skills: Vec<String>,

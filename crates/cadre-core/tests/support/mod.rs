@@ -93,6 +93,7 @@ impl World {
             id: "main".into(),
             label: None,
             hooks: None,
+            effort: None,
             context: {
                 let mut table = cadre_core::context::ModelTable::default();
                 table.set(

@@ -36,6 +36,8 @@ pub struct AgentEntry {
     pub file: Option<String>,
     /// The first line of its description.
     pub description: String,
+    /// Its `color`, if it names one.
+    pub color: Option<String>,
     /// The definitions of the same name it overrides, highest first, as
     /// shown (`built-in`, `user (~/.cadre/agents/x.md)`).
     pub overrides: Vec<String>,
@@ -150,7 +152,7 @@ impl AgentsPane {
                 Span::raw(if chosen { "▸ " } else { "  " }),
                 Span::styled(
                     format!("{:<name_width$}", clean_line(&entry.name)),
-                    theme.agent_type(&entry.name),
+                    theme.agent_type_in(&entry.name, entry.color.as_deref()),
                 ),
                 Span::raw("  "),
                 Span::styled(format!("{:<9}", entry.source), theme.dim()),

@@ -20,6 +20,14 @@ pub const PERMISSION_MODES: &[&str] = &[
     "bypassPermissions",
 ];
 
+/// The accepted `effort` values, as Claude Code's.
+pub const EFFORTS: &[&str] = &["low", "medium", "high", "xhigh", "max"];
+
+/// The accepted `color` values: Claude Code's eight.
+pub const COLORS: &[&str] = &[
+    "red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan",
+];
+
 /// A blank definition (every optional field unset), for the parsers and the built-ins.
 pub(crate) fn blank_definition(
     name: &str,
@@ -106,6 +114,31 @@ impl FieldReader {
                 self.problem(&key, "expected a string (ignored)");
                 None
             }
+        }
+    }
+
+    /// A string that must be one of `allowed` (compared ignoring case); any
+    /// other value is dropped with a warning, as Claude Code drops it.
+    fn one_of(
+        &mut self,
+        map: &mut Map<String, Value>,
+        key: &str,
+        allowed: &[&str],
+    ) -> Option<String> {
+        let raw = self.string(map, &[key])?;
+        let value = raw.trim();
+        let lower = value.to_ascii_lowercase();
+        if allowed.contains(&lower.as_str()) {
+            Some(lower)
+        } else {
+            self.problem(
+                key,
+                format!(
+                    "unknown {key} `{value}` (ignored; expected one of {})",
+                    allowed.join(", ")
+                ),
+            );
+            None
         }
     }
 
@@ -254,8 +287,8 @@ impl FieldReader {
             let message = format!("unknown isolation `{isolation}` (only `worktree` is supported)");
             self.problem("isolation", message);
         }
-        def.effort = self.string(map, &["effort"]).map(|s| s.trim().to_string());
-        def.color = self.string(map, &["color"]).map(|s| s.trim().to_string());
+        def.effort = self.one_of(map, "effort", EFFORTS);
+        def.color = self.one_of(map, "color", COLORS);
         def.initial_prompt = self.string(map, &["initialPrompt"]);
         def.unknown_fields = std::mem::take(map).into_iter().collect();
     }

@@ -429,7 +429,9 @@ pub fn definitions_from_json(json: &str) -> Result<Vec<AgentDefinition>, String>
         );
         let mut reader = FieldReader::default();
         reader.fill(&mut def, &mut map);
-        if let Some(problem) = reader.problems.first() {
+        // Claude Code's `--agents` schema has no `color` and drops it
+        // unread, so a bad one costs only the colour, not the agent.
+        if let Some(problem) = reader.problems.iter().find(|p| p.field != "color") {
             return Err(format!(
                 "--agents: agent `{name}`: field `{}`: {}",
                 problem.field, problem.message

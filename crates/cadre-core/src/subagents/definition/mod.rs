@@ -16,22 +16,15 @@ use serde::Serialize;
 
 use super::AgentDefinition;
 
-pub use fields::PERMISSION_MODES;
 pub(crate) use fields::blank_definition;
+pub use fields::{COLORS, EFFORTS, PERMISSION_MODES};
 pub use frontmatter::{definitions_from_json, parse_definition};
 pub use tool_list::{normalize_tool_name, parse_tool_list};
 
 /// Fields Claude Code documents that cadre reads but does not act on yet
 /// (each until its issue lands): `cadre agents validate` names them per file
 /// and start-up warns once per field, so none is ignored silently.
-pub const NOT_SUPPORTED_YET: &[&str] = &[
-    "skills",
-    "mcpServers",
-    "memory",
-    "isolation",
-    "effort",
-    "initialPrompt",
-];
+pub const NOT_SUPPORTED_YET: &[&str] = &["skills", "mcpServers", "memory", "isolation"];
 
 /// How the per-file issue for a not-supported-yet field ends.
 pub const NOT_SUPPORTED_YET_SUFFIX: &str = ": not supported yet (ignored)";
@@ -46,8 +39,6 @@ pub fn unsupported_fields(def: &AgentDefinition) -> Vec<&'static str> {
             "mcpServers" => def.mcp_servers.is_some(),
             "memory" => def.memory.is_some(),
             "isolation" => def.isolation.is_some(),
-            "effort" => def.effort.is_some(),
-            "initialPrompt" => def.initial_prompt.is_some(),
             _ => false,
         })
         .collect()

@@ -197,7 +197,6 @@ fn unquoted_colon_value_is_quoted_with_warning() {
         lines,
         vec![
             (IssueLevel::Warning, Some(4)),
-            (IssueLevel::Warning, Some(5)),
             (IssueLevel::Warning, Some(5))
         ]
     );
@@ -219,7 +218,8 @@ fn crlf_and_bom() {
 fn unknown_fields_kept_and_warned() {
     let text = "---\nname: a\ndescription: d\ncolor: automatic-purple\nmodel: claude-3-5-sonnet-20241022\nversion: 2\nauthor:\n  name: x\n---\nb";
     let (def, issues) = loaded(text);
-    assert_eq!(def.color.as_deref(), Some("automatic-purple"));
+    // Not one of Claude Code's eight: dropped, with a warning.
+    assert_eq!(def.color, None);
     assert_eq!(def.model.as_deref(), Some("claude-3-5-sonnet-20241022"));
     assert_eq!(def.unknown_fields.len(), 2);
     assert_eq!(def.unknown_fields["version"], serde_json::json!(2));
@@ -234,6 +234,10 @@ fn unknown_fields_kept_and_warned() {
     assert_eq!(
         w,
         vec![
+            (
+                Some(4),
+                "`color`: unknown color `automatic-purple` (ignored; expected one of red, blue, green, yellow, purple, orange, pink, cyan)"
+            ),
             (Some(7), "unknown field `author` (kept, ignored)"),
             (Some(6), "unknown field `version` (kept, ignored)"),
         ]
@@ -272,16 +276,6 @@ fn all_fields() {
                 Some(13),
                 "`isolation`: not supported yet (ignored)"
             ),
-            (
-                IssueLevel::Warning,
-                Some(14),
-                "`effort`: not supported yet (ignored)"
-            ),
-            (
-                IssueLevel::Warning,
-                Some(15),
-                "`initialPrompt`: not supported yet (ignored)"
-            ),
         ]
     );
     assert_eq!(unsupported_fields(&def), NOT_SUPPORTED_YET);
@@ -314,12 +308,15 @@ fn bad_values_warn_and_unset() {
         ("maxTurns: lots", "positive integer"),
         ("background: maybe", "expected true or false"),
         ("tools: {a: b}", "expected a list"),
+        ("effort: extreme", "unknown effort `extreme`"),
+        ("effort: 3", "unknown effort `3`"),
+        ("color: magenta", "unknown color `magenta`"),
     ];
     for (line, needle) in cases {
         let text = format!("---\nname: a\ndescription: d\n{line}\n---\nb");
         let (def, issues) = loaded(&text);
         assert!(def.permission_mode.is_none() && def.max_turns.is_none() && !def.background);
-        assert!(def.tools.is_none());
+        assert!(def.tools.is_none() && def.effort.is_none() && def.color.is_none());
         assert_eq!(issues.len(), 1, "{line}: {issues:?}");
         assert_eq!(issues[0].level, IssueLevel::Warning);
         assert_eq!(issues[0].line, Some(4));
@@ -602,4 +599,28 @@ fn error_after_retry_names_the_line_that_still_fails() {
     assert_eq!(issue.level, IssueLevel::Error);
     assert!(issue.message.starts_with("invalid YAML"), "{issue:?}");
     assert!(matches!(issue.line, Some(5..=6)), "{issue:?}");
+}
+
+#[test]
+fn effort_and_color_take_claude_codes_values() {
+    for effort in ["low", "medium", "high", "xhigh", "max", "High"] {
+        let text = format!("---\nname: a\ndescription: d\neffort: {effort}\n---\nb");
+        let (def, issues) = loaded(&text);
+        assert_eq!(def.effort, Some(effort.to_ascii_lowercase()));
+        assert!(issues.is_empty(), "{issues:?}");
+    }
+    for color in [
+        "red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan",
+    ] {
+        let text = format!("---\nname: a\ndescription: d\ncolor: {color}\n---\nb");
+        let (def, issues) = loaded(&text);
+        assert_eq!(def.color.as_deref(), Some(color));
+        assert!(issues.is_empty(), "{issues:?}");
+    }
+    assert!(
+        unsupported_fields(
+            &loaded("---\nname: a\ndescription: d\neffort: high\ninitialPrompt: go\n---\nb").0
+        )
+        .is_empty()
+    );
 }

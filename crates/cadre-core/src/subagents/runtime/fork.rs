@@ -72,6 +72,8 @@ impl SubagentRuntime {
             hooks: self.hooks.clone().map(|h| {
                 crate::hooks::AgentHooks::new(h, None, Some(agent_id.clone()), Some("fork".into()))
             }),
+            // As the parent's request, so the fork's stays the same bytes.
+            effort: req.effort.clone(),
             context: self.context.for_model(
                 caller.client.config().provider,
                 &caller.client.config().model,
@@ -99,6 +101,7 @@ impl SubagentRuntime {
             setup,
             spawner,
             resumable: true,
+            color: None,
         })
     }
 }

@@ -213,6 +213,7 @@ impl SubagentRuntime {
             setup,
             spawner,
             resumable: true,
+            color: None,
         };
         self.emit_started(&prepared);
         let launched = self.launch_background(prepared, Some(slot));
@@ -260,6 +261,9 @@ struct SavedChild {
     /// Its layers of tool rules (`Bash(git:*)`) beyond the session's.
     #[serde(default)]
     tool_rules: Vec<Vec<String>>,
+    /// Its definition's reasoning effort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    effort: Option<String>,
 }
 
 /// The file a child's `SavedChild` is kept in, in its task's folder.
@@ -317,6 +321,7 @@ impl SubagentRuntime {
                 .skip(self.policy.only.len())
                 .map(|layer| layer.iter().map(|r| r.text.clone()).collect())
                 .collect(),
+            effort: setup.effort.clone(),
         };
         let Ok(text) = serde_json::to_vec(&saved) else {
             return;
@@ -437,6 +442,7 @@ impl SubagentRuntime {
             policy: Arc::new(policy),
             gate: self.gate.clone(),
             log: None,
+            effort: saved.effort.clone(),
             hooks: self.hooks.clone().map(|h| {
                 crate::hooks::AgentHooks::new(
                     h,

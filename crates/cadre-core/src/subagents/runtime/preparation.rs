@@ -148,6 +148,7 @@ impl SubagentRuntime {
                 .context
                 .for_model(client.config().provider, &client.config().model),
             hooks,
+            effort: spec.effort,
         };
         let agent = Agent::new(setup.clone()).with_delegation(self.delegation_for(&spawner_info));
         Ok(Prepared {
@@ -166,6 +167,7 @@ impl SubagentRuntime {
             setup,
             spawner: spawner_info,
             resumable: !def.one_shot,
+            color: def.color.clone(),
         })
     }
 
@@ -234,6 +236,7 @@ impl SubagentRuntime {
             model: p.agent.model().to_string(),
             mode: p.mode,
             path: p.setup.events.lineage().to_vec(),
+            color: p.color.clone(),
         });
     }
 

@@ -784,6 +784,7 @@ mod tests {
                 source: "user".into(),
                 file: Some("~/.cadre/agents/misc.md".into()),
                 description: String::new(),
+                color: None,
                 overrides: Vec::new(),
             }],
             ..places
