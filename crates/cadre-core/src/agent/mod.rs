@@ -97,6 +97,14 @@ impl TurnOutcome {
             compactions: 0,
         }
     }
+
+    /// This outcome, failed because the log could not be written (`e`).
+    pub(crate) fn failed_on_log(mut self, e: String) -> TurnOutcome {
+        self.status = TurnStatus::Failed;
+        self.error = Some(e.clone());
+        self.log_error = Some(e);
+        self
+    }
 }
 
 /// Everything an agent is made of; shared parts are `Arc`s. Kept by the

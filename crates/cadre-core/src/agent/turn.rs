@@ -42,9 +42,7 @@ impl Agent {
             Some(told) if roster_entries(&told) == roster_entries(&now) => return Ok(()),
             Some(_) => now.replacen(ROSTER_HEADER, ROSTER_CHANGED_HEADER, 1),
         };
-        self.write_log(RecordBody::User { text: text.clone() })
-            .await?;
-        self.push_user_text(text);
+        self.log_user_text(text).await?;
         Ok(())
     }
 
@@ -59,9 +57,7 @@ impl Agent {
         }
         for m in messages {
             let text = format!("<message from=\"parent\">\n{m}\n</message>");
-            self.write_log(RecordBody::User { text: text.clone() })
-                .await?;
-            self.push_user_text(text);
+            self.log_user_text(text).await?;
         }
         let Some(work) = self.ctx.background.clone() else {
             return Ok(());
@@ -78,9 +74,7 @@ impl Agent {
                     "<system-reminder>Finished background tasks whose output you have not read yet: {}. Read them with TaskOutput if they matter to the task.</system-reminder>",
                     unread.join(", ")
                 );
-                self.write_log(RecordBody::User { text: text.clone() })
-                    .await?;
-                self.push_user_text(text);
+                self.log_user_text(text).await?;
             }
         }
         let items = work.take_unmarked(&self.id);
@@ -98,6 +92,14 @@ impl Agent {
         // after a resume instead of losing the notice.
         let ids: Vec<String> = items.iter().map(|f| f.task_id.clone()).collect();
         work.mark_announced(&ids).await;
+        self.push_user_text(text);
+        Ok(())
+    }
+
+    /// Logs user text, then adds it to the conversation.
+    async fn log_user_text(&mut self, text: String) -> Result<(), LogFailure> {
+        self.write_log(RecordBody::User { text: text.clone() })
+            .await?;
         self.push_user_text(text);
         Ok(())
     }
@@ -336,10 +338,7 @@ impl Agent {
             }
             self.apply_mode_switch();
             if let Err(LogFailure(e)) = self.deliver_notices().await {
-                out.status = TurnStatus::Failed;
-                out.error = Some(e.clone());
-                out.log_error = Some(e);
-                return out;
+                return out.failed_on_log(e);
             }
             if !compacted_since_reply
                 && self.wants_compaction()
@@ -438,10 +437,7 @@ impl Agent {
             self.conversation.push(resp.message);
             self.count_reply(&resp.usage);
             if let Err(LogFailure(e)) = logged {
-                out.status = TurnStatus::Failed;
-                out.error = Some(e.clone());
-                out.log_error = Some(e);
-                return out;
+                return out.failed_on_log(e);
             }
             if calls.is_empty() {
                 // A reply the context limit cut off is continued after a
@@ -463,16 +459,9 @@ impl Agent {
                     };
                     stop_blocks += 1;
                     let text = format!("Stop hook feedback:\n{}", reason.trim());
-                    if let Err(LogFailure(e)) = self
-                        .write_log(RecordBody::User { text: text.clone() })
-                        .await
-                    {
-                        out.status = TurnStatus::Failed;
-                        out.error = Some(e.clone());
-                        out.log_error = Some(e);
-                        return out;
+                    if let Err(LogFailure(e)) = self.log_user_text(text).await {
+                        return out.failed_on_log(e);
                     }
-                    self.push_user_text(text);
                     continue;
                 }
                 compacted_since_reply = true;
@@ -484,16 +473,9 @@ impl Agent {
                     return out;
                 }
                 let text = CONTINUE_AFTER_CUT.to_string();
-                if let Err(LogFailure(e)) = self
-                    .write_log(RecordBody::User { text: text.clone() })
-                    .await
-                {
-                    out.status = TurnStatus::Failed;
-                    out.error = Some(e.clone());
-                    out.log_error = Some(e);
-                    return out;
+                if let Err(LogFailure(e)) = self.log_user_text(text).await {
+                    return out.failed_on_log(e);
                 }
-                self.push_user_text(text);
                 continue;
             }
 
@@ -513,10 +495,7 @@ impl Agent {
                 content: results.into(),
             });
             if let Some(LogFailure(e)) = log_failure {
-                out.status = TurnStatus::Failed;
-                out.error = Some(e.clone());
-                out.log_error = Some(e);
-                return out;
+                return out.failed_on_log(e);
             }
             if cancel.is_cancelled() {
                 out.status = TurnStatus::Interrupted;

@@ -296,22 +296,7 @@ pub(super) mod tests {
         .await
     }
 
-    /// Whether `pid` is dead (or a zombie) within a second.
-    async fn gone_soon(pid: i32) -> bool {
-        for _ in 0..20 {
-            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-                Err(_) => return true,
-                Ok(stat) => {
-                    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-                    if state.starts_with('Z') || state.starts_with('X') {
-                        return true;
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
-    }
+    use crate::tools::util::test_support::gone_soon;
 
     #[tokio::test]
     async fn hooks_run_in_parallel() {

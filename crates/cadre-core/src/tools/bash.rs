@@ -593,23 +593,8 @@ mod tests {
         }
     }
 
-    /// Whether `pid` is dead (or a zombie) within a second.
     #[cfg(target_os = "linux")]
-    async fn gone_soon(pid: i32) -> bool {
-        for _ in 0..20 {
-            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-                Err(_) => return true,
-                Ok(stat) => {
-                    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-                    if state.starts_with('Z') || state.starts_with('X') {
-                        return true;
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        false
-    }
+    use crate::tools::util::test_support::gone_soon;
 
     #[tokio::test]
     async fn background_grandchild_does_not_block_completion() {

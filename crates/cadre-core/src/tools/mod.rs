@@ -15,7 +15,7 @@ pub(crate) mod schema;
 mod task_tools;
 mod todo;
 pub mod untrusted_text;
-mod util;
+pub(crate) mod util;
 mod write;
 
 use std::path::{Path, PathBuf};

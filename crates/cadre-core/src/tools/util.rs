@@ -150,6 +150,24 @@ pub(crate) mod test_support {
         let root = dir.path().canonicalize().unwrap();
         (dir, ToolContext::new(root))
     }
+
+    /// Whether `pid` is dead (or a zombie) within a second.
+    #[cfg(target_os = "linux")]
+    pub(crate) async fn gone_soon(pid: i32) -> bool {
+        for _ in 0..20 {
+            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Err(_) => return true,
+                Ok(stat) => {
+                    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+                    if state.starts_with('Z') || state.starts_with('X') {
+                        return true;
+                    }
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        false
+    }
 }
 
 #[cfg(test)]
