@@ -8,6 +8,7 @@ pub mod context;
 pub mod driver;
 pub mod hooks;
 pub mod instructions;
+pub mod mcp;
 pub mod model;
 pub mod permissions;
 pub mod project_root;

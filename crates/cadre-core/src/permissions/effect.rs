@@ -16,24 +16,34 @@ pub enum ToolEffect {
     Execute,
     /// Reaches the network.
     Network,
+    /// Calls a tool of an MCP server, which runs outside the sandbox: asks
+    /// unless a rule allows it, and plan mode refuses it.
+    Mcp,
+    /// Calls an MCP tool its server annotates read-only (`readOnlyHint`):
+    /// asks like [`ToolEffect::Mcp`], but plan mode lets it run.
+    McpReadOnly,
 }
 
 impl ToolEffect {
     /// Every effect, for tables that must cover them all.
-    pub const ALL: [ToolEffect; 4] = [
+    pub const ALL: [ToolEffect; 6] = [
         ToolEffect::ReadOnly,
         ToolEffect::Edit,
         ToolEffect::Execute,
         ToolEffect::Network,
+        ToolEffect::Mcp,
+        ToolEffect::McpReadOnly,
     ];
 
-    /// A short name (`read-only`, `edit`, `execute`, `network`).
+    /// A short name (`read-only`, `edit`, `execute`, `network`, `mcp`, `mcp-read-only`).
     pub fn as_str(self) -> &'static str {
         match self {
             ToolEffect::ReadOnly => "read-only",
             ToolEffect::Edit => "edit",
             ToolEffect::Execute => "execute",
             ToolEffect::Network => "network",
+            ToolEffect::Mcp => "mcp",
+            ToolEffect::McpReadOnly => "mcp-read-only",
         }
     }
 }

@@ -333,7 +333,14 @@ impl PermissionPolicy {
         }
         // Plan mode is read-only whatever allow rules or approvals say;
         // spawning is read-only too (children inherit plan mode).
-        if self.mode == PermissionMode::Plan && effect != ToolEffect::ReadOnly {
+        if self.mode == PermissionMode::Plan
+            && !matches!(effect, ToolEffect::ReadOnly | ToolEffect::McpReadOnly)
+        {
+            if effect == ToolEffect::Mcp {
+                return Decision::Deny(format!(
+                    "plan mode is read-only, and the MCP server does not mark {tool} read-only"
+                ));
+            }
             return Decision::Deny("plan mode is read-only".into());
         }
         // 2. Calls that always ask, whatever rules and modes say. `.claude`
@@ -390,6 +397,10 @@ impl PermissionPolicy {
             ToolEffect::Execute => ask("it runs a command".into()),
             // No sandbox holds the network back, so every mode that asks asks.
             ToolEffect::Network => ask(format!("{tool} reaches the network")),
+            // An MCP server runs with the user's rights, outside the sandbox.
+            ToolEffect::Mcp | ToolEffect::McpReadOnly => {
+                ask(format!("{tool} is a tool of an MCP server"))
+            }
         }
     }
 

@@ -387,6 +387,18 @@ pub enum Event {
         /// How long it ran.
         duration_ms: u64,
     },
+    /// An MCP server's connection changed: `starting`, `ready` (with its
+    /// tool count), `failed` (with why) or `closed`.
+    McpServerStatus {
+        /// The server's name.
+        server: String,
+        /// `starting`, `ready`, `failed` or `closed`.
+        status: String,
+        /// Tools it offers (when ready).
+        tools: Option<usize>,
+        /// Why it failed, or what else the user should know.
+        message: Option<String>,
+    },
 }
 
 /// A child's place in the tree, `1/3 Explore > 2/2 Explore`: each step from
@@ -498,6 +510,7 @@ impl EventSink {
                 e @ (Event::Warning { .. }
                 | Event::HookStarted { .. }
                 | Event::HookEnded { .. }
+                | Event::McpServerStatus { .. }
                 | Event::ApprovalRequested { .. }
                 | Event::ApprovalAnswered { .. }
                 | Event::CompactionStarted { .. }

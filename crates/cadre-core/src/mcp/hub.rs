@@ -1,0 +1,137 @@
+//! The session's MCP servers: all started at once when the session starts,
+//! each reported as it becomes ready or fails (a failed one never holds the
+//! session up), their tools offered to the main agent and, through its
+//! tools, to children.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::config::McpConfig;
+use super::server::{McpServer, McpTimeouts, ServerState};
+use super::tool::McpTool;
+use crate::protocol::{Event, EventSink};
+use crate::tools::Tool;
+
+/// The session's servers.
+pub struct McpHub {
+    servers: Vec<Arc<McpServer>>,
+    generation: Arc<AtomicU64>,
+    pending: tokio::sync::watch::Sender<usize>,
+}
+
+impl McpHub {
+    /// The servers of `config`, not started; their logs go to `log_dir`.
+    pub fn new(config: &McpConfig, cwd: &Path, log_dir: &Path, timeouts: McpTimeouts) -> McpHub {
+        let generation = Arc::new(AtomicU64::new(0));
+        let servers = config
+            .servers
+            .values()
+            .map(|c| {
+                Arc::new(McpServer::new(
+                    c.clone(),
+                    cwd,
+                    log_dir,
+                    timeouts,
+                    generation.clone(),
+                ))
+            })
+            .collect();
+        McpHub {
+            servers,
+            generation,
+            pending: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// A hub with no servers.
+    pub fn empty() -> McpHub {
+        McpHub::new(
+            &McpConfig::default(),
+            Path::new("."),
+            Path::new("."),
+            McpTimeouts::default(),
+        )
+    }
+
+    /// Its servers.
+    pub fn servers(&self) -> &[Arc<McpServer>] {
+        &self.servers
+    }
+
+    /// Whether it has no server.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Starts every server at once, reporting each to `events`; returns at
+    /// once (see [`McpHub::settled`]).
+    pub fn start_all(&self, events: &EventSink) {
+        self.pending.send_replace(self.servers.len());
+        for server in &self.servers {
+            let server = server.clone();
+            let events = events.clone();
+            let pending = self.pending.clone();
+            events.emit(Event::McpServerStatus {
+                server: server.name().to_string(),
+                status: "starting".into(),
+                tools: None,
+                message: None,
+            });
+            tokio::spawn(async move {
+                let result = server.start().await;
+                let (status, tools, message) = match result {
+                    Ok(n) => ("ready", Some(n), None),
+                    Err(e) => ("failed", None, Some(e)),
+                };
+                events.emit(Event::McpServerStatus {
+                    server: server.name().to_string(),
+                    status: status.into(),
+                    tools,
+                    message,
+                });
+                pending.send_modify(|n| *n = n.saturating_sub(1));
+            });
+        }
+    }
+
+    /// Waits until every server started by [`McpHub::start_all`] is ready or
+    /// has failed (each within its own start-up timeout).
+    pub async fn settled(&self) {
+        let mut rx = self.pending.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    /// Bumped whenever a server's tools change.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Lists again the tools of servers that said theirs changed.
+    pub async fn refresh(&self) {
+        futures::future::join_all(self.servers.iter().map(|s| s.refresh_if_changed())).await;
+    }
+
+    /// The tools of every ready server, in server then tool order.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut out: Vec<Arc<dyn Tool>> = Vec::new();
+        for server in &self.servers {
+            if let ServerState::Ready(tools) = server.state() {
+                for tool in tools.iter() {
+                    out.push(Arc::new(McpTool::new(server.clone(), tool.clone())));
+                }
+            }
+        }
+        out
+    }
+
+    /// The server named `name`.
+    pub fn server(&self, name: &str) -> Option<&Arc<McpServer>> {
+        self.servers.iter().find(|s| s.name() == name)
+    }
+
+    /// Closes every connection (stdio servers' processes end).
+    pub async fn close_all(&self) {
+        futures::future::join_all(self.servers.iter().map(|s| s.close())).await;
+    }
+}

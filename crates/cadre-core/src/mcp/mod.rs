@@ -1,0 +1,14 @@
+//! MCP: the servers users already run (Claude Code's `.mcp.json` and
+//! friends), connected through the official SDK, `rmcp`, and their tools
+//! offered as `mcp__<server>__<tool>`.
+
+pub mod config;
+pub mod content;
+pub mod hub;
+pub mod server;
+pub mod tool;
+
+pub use config::{McpConfig, McpPaths, ServerConfig, ServerScope, ServerTransport};
+pub use hub::McpHub;
+pub use server::{McpServer, McpTimeouts, ServerState, ServerTool};
+pub use tool::McpTool;
