@@ -1,0 +1,453 @@
+//! `cadre-mcp-fixture [FLAGS]`: a small MCP server over stdio for cadre's tests.
+//!
+//! By default it is a well-behaved server with a fixed set of tools; flags make it
+//! record what it sees (pid, calls, environment) or misbehave in one chosen way.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, Resource, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+/// An MCP server over stdio with test tools and optional misbehaviours.
+#[derive(Debug, Parser)]
+#[command(name = "cadre-mcp-fixture", version)]
+struct Args {
+    /// The server name reported in the initialize result.
+    #[arg(long, default_value = "fixture")]
+    name: String,
+    /// Write the process id to this file at start.
+    #[arg(long)]
+    pid_file: Option<PathBuf>,
+    /// Append one JSON line per tool call to this file.
+    #[arg(long)]
+    calls_file: Option<PathBuf>,
+    /// Write the process environment as a JSON object to this file at start.
+    #[arg(long)]
+    env_file: Option<PathBuf>,
+    /// Print this text to stderr at start.
+    #[arg(long)]
+    stderr: Option<String>,
+    /// Print a line that is not JSON-RPC to stdout before serving.
+    #[arg(long)]
+    garbage_stdout: bool,
+    /// Read stdin forever and never answer anything.
+    #[arg(long)]
+    never_initialize: bool,
+    /// Add N extra tools named t0..tN-1.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    many_tools: usize,
+    /// Make the `echo` tool's description this many bytes long.
+    #[arg(long, value_name = "BYTES")]
+    long_description: Option<usize>,
+    /// Exit (status 0) as soon as the client sends `notifications/initialized`.
+    #[arg(long)]
+    exit_after_init: bool,
+}
+
+/// A 1x1 red PNG, base64-encoded.
+const TINY_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR42mP4z8AAAAMBAQD3A0FDAAAAAElFTkSuQmCC";
+
+/// Exit status of the `die` tool.
+const DIE_STATUS: i32 = 3;
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line, not anyhow's Debug form: a client closing stdin early is routine.
+            eprintln!("cadre-mcp-fixture: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(path) = &args.pid_file {
+        write_atomically(path, std::process::id().to_string().as_bytes())
+            .with_context(|| format!("cannot write pid file {}", path.display()))?;
+    }
+    if let Some(path) = &args.env_file {
+        let env: serde_json::Map<String, Value> = std::env::vars_os()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    Value::String(v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect();
+        let text = serde_json::to_vec(&env).context("cannot encode the environment")?;
+        write_atomically(path, &text)
+            .with_context(|| format!("cannot write env file {}", path.display()))?;
+    }
+    if let Some(text) = &args.stderr {
+        eprintln!("{text}");
+    }
+    if args.garbage_stdout {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "hello from a noisy server")?;
+        // Flushed now so it reaches the client before any protocol message.
+        out.flush()?;
+    }
+    if args.never_initialize {
+        never_answer();
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    runtime.block_on(serve(args))
+}
+
+/// Swallows stdin and then hangs, like a server that is stuck before the handshake.
+fn never_answer() -> ! {
+    let stdin = std::io::stdin();
+    let mut line = Vec::new();
+    // Keep reading so the client's writes never block on a full pipe.
+    while stdin
+        .lock()
+        .read_until(b'\n', &mut line)
+        .is_ok_and(|n| n > 0)
+    {
+        line.clear();
+    }
+    // Stay alive after EOF too: tests check that the client kills a hung server.
+    loop {
+        std::thread::park();
+    }
+}
+
+async fn serve(args: Args) -> anyhow::Result<()> {
+    let fixture = Fixture::new(&args);
+    let running = fixture
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("MCP handshake failed")?;
+    running.waiting().await.context("MCP service failed")?;
+    Ok(())
+}
+
+/// Writes `bytes` to `path` through a temporary file, so readers never see half of it.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The server state shared by all requests.
+#[derive(Debug, Clone)]
+struct Fixture {
+    name: String,
+    echo_description: String,
+    many_tools: usize,
+    exit_after_init: bool,
+    calls_file: Option<Arc<Mutex<PathBuf>>>,
+    /// Tools created at run time by `add_tool`, in order.
+    added: Arc<Mutex<Vec<String>>>,
+}
+
+impl Fixture {
+    fn new(args: &Args) -> Self {
+        let echo_description = match args.long_description {
+            Some(len) => long_text(len),
+            None => "Echo the text back, prefixed with \"echo: \".".to_string(),
+        };
+        Self {
+            name: args.name.clone(),
+            echo_description,
+            many_tools: args.many_tools,
+            exit_after_init: args.exit_after_init,
+            calls_file: args.calls_file.clone().map(|p| Arc::new(Mutex::new(p))),
+            added: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    fn added_tools(&self) -> Vec<String> {
+        self.added
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+    }
+
+    fn tools(&self) -> Vec<Tool> {
+        let mut tools = vec![
+            tool(
+                "echo",
+                &self.echo_description,
+                json!({"text": {"type": "string", "description": "Text to echo."}}),
+                &["text"],
+            ),
+            tool(
+                "add",
+                "Add two numbers and return the sum as text.",
+                json!({
+                    "a": {"type": "number", "description": "First addend."},
+                    "b": {"type": "number", "description": "Second addend."}
+                }),
+                &["a", "b"],
+            ),
+            tool(
+                "tiny_image",
+                "Return a 1x1 PNG image and a caption.",
+                json!({}),
+                &[],
+            ),
+            tool(
+                "fail",
+                "Return a tool error whose text is the message.",
+                json!({"message": {"type": "string", "description": "Error text."}}),
+                &["message"],
+            ),
+            tool(
+                "slow",
+                "Sleep for the given milliseconds, then answer.",
+                json!({"ms": {"type": "integer", "minimum": 0, "description": "Milliseconds to sleep."}}),
+                &["ms"],
+            ),
+            tool(
+                "resource",
+                "Return an embedded text resource and a resource link.",
+                json!({}),
+                &[],
+            ),
+            tool(
+                "add_tool",
+                "Add a tool with the given name and announce the list change.",
+                json!({"name": {"type": "string", "description": "Name of the new tool."}}),
+                &["name"],
+            ),
+            tool(
+                "die",
+                "Exit the server process at once without answering.",
+                json!({}),
+                &[],
+            ),
+            tool("peek", "Look without changing anything.", json!({}), &[])
+                .annotate(ToolAnnotations::new().read_only(true)),
+            tool(
+                "big",
+                "Return a text of the given number of 'x' characters.",
+                json!({"bytes": {"type": "integer", "minimum": 0, "description": "Length of the text."}}),
+                &["bytes"],
+            ),
+        ];
+        tools.extend((0..self.many_tools).map(|i| {
+            tool(
+                &format!("t{i}"),
+                &format!("Extra tool number {i}; answers \"t{i} called\"."),
+                json!({}),
+                &[],
+            )
+        }));
+        tools.extend(self.added_tools().iter().map(|name| {
+            tool(
+                name,
+                &format!("Tool added at run time; answers \"{name} called\"."),
+                json!({}),
+                &[],
+            )
+        }));
+        tools
+    }
+
+    /// Appends the call to the calls file, if there is one.
+    fn record_call(&self, name: &str, arguments: &JsonObject) {
+        let Some(path) = &self.calls_file else {
+            return;
+        };
+        let line = json!({
+            "tool": name,
+            "arguments": arguments,
+            "pid": std::process::id(),
+        });
+        // The lock keeps lines from concurrent calls whole.
+        let path = path.lock().unwrap_or_else(|p| p.into_inner());
+        let result = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&*path)
+            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+        if let Err(e) = result {
+            eprintln!("cadre-mcp-fixture: cannot write {}: {e}", path.display());
+        }
+    }
+
+    async fn run_tool(
+        &self,
+        name: &str,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let result = match name {
+            "echo" => text_result(format!("echo: {}", arg_str(args, "text")?)),
+            "add" => text_result((arg_f64(args, "a")? + arg_f64(args, "b")?).to_string()),
+            "tiny_image" => CallToolResult::success(vec![
+                ContentBlock::image(TINY_PNG, "image/png"),
+                ContentBlock::text("a tiny image"),
+            ]),
+            "fail" => CallToolResult::error(vec![ContentBlock::text(arg_str(args, "message")?)]),
+            "slow" => {
+                let ms = arg_u64(args, "ms")?;
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                    // A cancelled call stops sleeping; rmcp drops the answer.
+                    () = context.ct.cancelled() => {}
+                }
+                text_result(format!("slept {ms}"))
+            }
+            "resource" => CallToolResult::success(vec![
+                ContentBlock::embedded_text("file:///fixture/notes.txt", "notes body"),
+                ContentBlock::resource_link(Resource::new("https://example.com/doc", "doc")),
+            ]),
+            "add_tool" => return self.add_tool(arg_str(args, "name")?, context).await,
+            "die" => std::process::exit(DIE_STATUS),
+            "peek" => text_result("peeked"),
+            "big" => {
+                let len = usize::try_from(arg_u64(args, "bytes")?)
+                    .map_err(|_| ErrorData::invalid_params("bytes is too large", None))?;
+                text_result("x".repeat(len))
+            }
+            other if self.is_extra_tool(other) => text_result(format!("{other} called")),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool: {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result)
+    }
+
+    fn is_extra_tool(&self, name: &str) -> bool {
+        let many = name
+            .strip_prefix('t')
+            .filter(|n| !n.starts_with('0') || *n == "0")
+            .and_then(|n| n.parse::<usize>().ok())
+            .is_some_and(|i| i < self.many_tools);
+        many || self.added_tools().iter().any(|a| a == name)
+    }
+
+    async fn add_tool(
+        &self,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if name.is_empty() {
+            return Err(ErrorData::invalid_params("name must not be empty", None));
+        }
+        let taken = self.tools().iter().any(|t| t.name == name) || {
+            // Checked again under the lock so two concurrent adds of one name add it once.
+            let mut added = self.added.lock().unwrap_or_else(|p| p.into_inner());
+            let taken = added.iter().any(|a| a == name);
+            if !taken {
+                added.push(name.to_string());
+            }
+            taken
+        };
+        if taken {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "tool {name} already exists"
+            ))]));
+        }
+        // The notification goes out before the result, so a client that lists
+        // tools after the call returns already knows the list changed.
+        if let Err(e) = context.peer.notify_tool_list_changed().await {
+            eprintln!("cadre-mcp-fixture: cannot send tools/list_changed: {e}");
+        }
+        Ok(text_result(format!("added {name}")))
+    }
+}
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        );
+        config.server_info = Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION"));
+        config
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        self.record_call(&request.name, &arguments);
+        self.run_tool(&request.name, &arguments, &context)
+            .await
+            .map(CallToolResponse::from)
+    }
+
+    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+        if self.exit_after_init {
+            std::process::exit(0);
+        }
+    }
+}
+
+/// A tool whose input schema is an object with these properties and required names.
+fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Tool {
+    let mut schema = JsonObject::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), properties);
+    schema.insert("required".into(), json!(required));
+    Tool::new(name.to_string(), description.to_string(), Arc::new(schema))
+}
+
+fn text_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
+/// An ASCII description exactly `len` bytes long.
+fn long_text(len: usize) -> String {
+    let sentence =
+        "Echo the text back; this description is padded to test long tool descriptions. ";
+    sentence.chars().cycle().take(len).collect()
+}
+
+fn bad_arg(key: &str, kind: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("argument {key} must be {kind}"), None)
+}
+
+fn arg_str<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, ErrorData> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad_arg(key, "a string"))
+}
+
+fn arg_f64(args: &JsonObject, key: &str) -> Result<f64, ErrorData> {
+    args.get(key)
+        .and_then(Value::as_f64)
+        .ok_or_else(|| bad_arg(key, "a number"))
+}
+
+fn arg_u64(args: &JsonObject, key: &str) -> Result<u64, ErrorData> {
+    args.get(key)
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad_arg(key, "a non-negative integer"))
+}
