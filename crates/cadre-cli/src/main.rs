@@ -9,6 +9,7 @@ mod eval;
 mod exec;
 mod interactive;
 mod keys;
+mod mcp_cmd;
 mod render;
 mod sessions;
 mod setup;
@@ -86,6 +87,12 @@ pub struct AgentArgs {
     /// Run the main session as this agent definition
     #[arg(long, global = true, value_name = "NAME")]
     pub agent: Option<String>,
+    /// MCP servers from this JSON file (Claude Code's `{"mcpServers": …}`; repeatable)
+    #[arg(long = "mcp-config", global = true, value_name = "FILE")]
+    pub mcp_config: Vec<std::path::PathBuf>,
+    /// Use only the servers of --mcp-config files, none of the configured ones
+    #[arg(long = "strict-mcp-config", global = true)]
+    pub strict_mcp_config: bool,
 }
 
 /// Continuing an earlier session.
@@ -125,12 +132,17 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Show the settings in force, each with the file it comes from.
     Config(config_cmd::ConfigArgs),
+    /// List, show, add and remove MCP servers.
+    Mcp(mcp_cmd::McpArgs),
 }
 
 fn main() -> ExitCode {
     // First, while there is one thread: the keys leave the environment.
     keys::take_from_environment();
     let cli = Cli::parse();
+    // reqwest is built without a default TLS provider (to avoid a C build);
+    // ring is installed once, before any client (model or MCP) is built.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     // One thread: the work is waiting on the network and on children, and
     // handing it between threads cost more than it saved (bench/overhead);
     // blocking file and process work goes to tokio's blocking pool.
@@ -154,6 +166,7 @@ fn main() -> ExitCode {
             Some(Command::Eval(args)) => eval::run(args).await,
             Some(Command::Tasks(args)) => tasks::run(args).await,
             Some(Command::Config(args)) => config_cmd::run(&cli.permissions, args),
+            Some(Command::Mcp(args)) => mcp_cmd::run(&cli.permissions, &cli.agent, args).await,
             None if tui::wanted(cli.no_tui) => {
                 tui::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await
             }

@@ -182,6 +182,18 @@ impl HumanRenderer {
             Event::Warning { message } => {
                 let _ = writeln!(err, "warning: {message}");
             }
+            Event::McpServerStatus {
+                server,
+                status,
+                tools,
+                message,
+            } => {
+                if let Some(line) =
+                    crate::commands::mcp_status_line(server, status, *tools, message.as_deref())
+                {
+                    let _ = writeln!(err, "{line}");
+                }
+            }
             Event::HookEnded {
                 event,
                 command,

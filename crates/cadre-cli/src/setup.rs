@@ -21,6 +21,7 @@ use cadre_core::driver::{
     AgentParts, Lifetime, NoticeTiming, Session, SessionHandle, SessionSetup,
 };
 use cadre_core::hooks::{AgentHooks, HookSet, SessionHooks};
+use cadre_core::mcp::{McpConfig, McpHub, McpPaths, McpTimeouts, McpToolFilter};
 use cadre_core::model::{ClientConfig, Message, ModelClient, Provider};
 use cadre_core::permissions::rules::{RuleKind, RuleSet, parse_rule};
 use cadre_core::permissions::{ApprovalGate, ApprovalSource, PermissionMode, PermissionPolicy};
@@ -77,6 +78,12 @@ pub struct Runtime {
     pub main_type: Option<String>,
     /// `--agent`: the definition's `initialPrompt`, the first user turn of a new session.
     pub initial_prompt: Option<String>,
+    /// The configured MCP servers, shared by every session of the process
+    /// (started with the first one).
+    pub mcp: Arc<McpHub>,
+    /// `--agent`: which MCP tools its `tools` and `disallowedTools` let through.
+    pub mcp_keep: Option<McpToolFilter>,
+    mcp_started: std::sync::atomic::AtomicBool,
 }
 
 /// The context policy of the session's model: the built-in tables under the
@@ -98,10 +105,6 @@ fn env_nonempty(name: &str) -> Option<String> {
 
 /// Builds the runtime for the current directory.
 pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> Result<Runtime> {
-    // reqwest is built without a default TLS provider (to avoid a C build);
-    // install ring once so HTTPS endpoints work.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let home = data_dir()?;
     ensure_private_dir(&home)?;
@@ -261,6 +264,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     // `--agent`: the main session is built from the definition by the same
     // builder as a child, from the session's own tools.
     let mut initial_prompt = None;
+    let mut mcp_keep: Option<McpToolFilter> = None;
     let main_spec = match &agent.agent {
         None => None,
         Some(name) => {
@@ -271,7 +275,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
                 ))
             })?;
             let tools = session_tools();
-            let spec = ChildSpec::resolve(
+            let mut spec = ChildSpec::resolve(
                 &def,
                 &ChildCall {
                     as_main: true,
@@ -289,6 +293,14 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
                 },
             )
             .map_err(|e| UsageError(format!("--agent {}: {e}", def.name)))?;
+            // MCP tools are not known yet: its lists decide them as servers get ready.
+            let (tools_list, disallowed) = (def.tools.clone(), def.disallowed_tools.clone());
+            mcp_keep = Some(Arc::new(move |tool: &str| {
+                cadre_core::subagents::filter::lists_grant(tools_list.as_deref(), &disallowed, tool)
+            }));
+            // MCP servers are not connected yet, so their entries are not unresolved.
+            spec.unresolved
+                .retain(|e| !e.trim().starts_with(cadre_core::mcp::MCP_TOOL_PREFIX));
             warnings.extend(spec.warnings(name));
             initial_prompt = def
                 .initial_prompt
@@ -344,7 +356,19 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             .collect(),
         trusted,
     ));
+    let mcp_config = McpConfig::load(&mcp_paths(&home, &cwd, trusted, agent));
+    warnings.extend(mcp_config.warnings.iter().cloned());
+    warnings.extend(mcp_config.trust_warning());
+    let mcp = Arc::new(McpHub::new(
+        &mcp_config,
+        &cwd,
+        &mcp_log_dir(&home),
+        mcp_timeouts(&mut warnings),
+    ));
     Ok(Runtime {
+        mcp,
+        mcp_keep,
+        mcp_started: std::sync::atomic::AtomicBool::new(false),
         hooks,
         main_type: agent.agent.clone(),
         initial_prompt,
@@ -362,6 +386,49 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         settings,
         main_spec,
     })
+}
+
+/// Where MCP servers are configured for a session in `cwd`.
+pub fn mcp_paths(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+    trusted: bool,
+    agent: &AgentArgs,
+) -> McpPaths {
+    McpPaths {
+        data_dir: home.to_path_buf(),
+        project: cwd.to_path_buf(),
+        home: dirs_home(),
+        trusted,
+        flag_files: agent.mcp_config.iter().map(|f| cwd.join(f)).collect(),
+        strict: agent.strict_mcp_config,
+    }
+}
+
+/// Where MCP servers' stderr goes, one log per server (0600, in a 0700 folder).
+pub fn mcp_log_dir(home: &std::path::Path) -> PathBuf {
+    home.join("mcp-logs")
+}
+
+/// Start-up and call timeouts: Claude Code's `MCP_TIMEOUT` and
+/// `MCP_TOOL_TIMEOUT` (milliseconds), else 30 s and 60 s.
+pub fn mcp_timeouts(warnings: &mut Vec<String>) -> McpTimeouts {
+    let mut timeouts = McpTimeouts::default();
+    for (var, slot) in [
+        ("MCP_TIMEOUT", &mut timeouts.startup),
+        ("MCP_TOOL_TIMEOUT", &mut timeouts.call),
+    ] {
+        let Some(text) = env_nonempty(var) else {
+            continue;
+        };
+        match text.trim().parse::<u64>() {
+            Ok(ms) if (1..=86_400_000).contains(&ms) => *slot = Duration::from_millis(ms),
+            _ => warnings.push(format!(
+                "{var}={text} ignored: give milliseconds from 1 to 86400000"
+            )),
+        }
+    }
+    timeouts
 }
 
 /// Where definitions are read from. `CADRE_MANAGED_AGENTS_DIR` moves the
@@ -583,6 +650,13 @@ impl Runtime {
         lifetime: Lifetime,
     ) -> Result<(Session, SessionHandle)> {
         let tasks = TaskTable::open(&self.home).await?;
+        // The servers start with the first session, reported in its events.
+        if !self
+            .mcp_started
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            self.mcp.start_all(&events);
+        }
         Session::open(
             SessionSetup {
                 session_id: session_id.to_string(),
@@ -678,6 +752,7 @@ impl Runtime {
             )),
             effort: self.main_spec.as_ref().and_then(|s| s.effort.clone()),
         })
-        .with_delegation(Some(Arc::new(Spawner::main(runtime, allowed_types)))))
+        .with_delegation(Some(Arc::new(Spawner::main(runtime, allowed_types))))
+        .with_mcp(Some(self.mcp.clone()), self.mcp_keep.clone()))
     }
 }

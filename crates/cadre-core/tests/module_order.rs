@@ -23,6 +23,7 @@ const LEVELS: &[(&str, u8)] = &[
     ("tools", 5),
     ("background", 6),
     ("hooks", 6),
+    ("mcp", 6),
     ("agent", 7),
     ("subagents", 8),
     ("driver", 9),

@@ -67,6 +67,22 @@ fn probes() -> Vec<Probe> {
             pattern: "mcp__web__*",
             other_pattern: "mcp__mail__*",
         },
+        Probe {
+            effect: ToolEffect::Mcp,
+            tool: "mcp__github__create_issue",
+            input: json!({"title": "t"}),
+            whole_tool: "mcp__github",
+            pattern: "mcp__github__create_issue",
+            other_pattern: "mcp__github__search",
+        },
+        Probe {
+            effect: ToolEffect::McpReadOnly,
+            tool: "mcp__github__search",
+            input: json!({"query": "q"}),
+            whole_tool: "mcp__github__*",
+            pattern: "mcp__github__search",
+            other_pattern: "mcp__github__create_issue",
+        },
     ]
 }
 
@@ -99,20 +115,21 @@ use Scope::{OtherPattern, Pattern, WholeTool};
 use Source::{Flag, Project, Session, User};
 
 /// Outcomes per mode (default, acceptEdits, plan, dontAsk,
-/// bypassPermissions), each four letters for the effects (read-only, edit,
-/// execute, network): `A` runs, `?` asks, `D` is denied. Sandboxing is
+/// bypassPermissions), each six letters for the effects (read-only, edit,
+/// execute, network, MCP, read-only MCP): `A` runs, `?` asks, `D` is denied. Sandboxing is
 /// available throughout (without it, commands ask in acceptEdits too).
 type Row = [&'static str; 5];
 
 /// No rule applies: the mode alone decides.
-const NO_RULE: Row = ["A???", "AAA?", "ADDD", "ADDD", "AAAA"];
+const NO_RULE: Row = ["A?????", "AAA???", "ADDDDD", "ADDDDD", "AAAAAA"];
 /// An allow rule lets everything run, except that plan mode stays read-only.
-const ALLOWED: Row = ["AAAA", "AAAA", "ADDD", "AAAA", "AAAA"];
+/// A read-only MCP tool (`readOnlyHint`) may run in plan mode when allowed.
+const ALLOWED: Row = ["AAAAAA", "AAAAAA", "ADDDDA", "AAAAAA", "AAAAAA"];
 /// An ask rule asks even for reads; modes that never ask deny instead.
 /// bypassPermissions runs everything (DESIGN §5), ask rules included.
-const ASKED: Row = ["????", "????", "DDDD", "DDDD", "AAAA"];
+const ASKED: Row = ["??????", "??????", "DDDDDD", "DDDDDD", "AAAAAA"];
 /// A deny rule holds in every mode.
-const DENIED: Row = ["DDDD", "DDDD", "DDDD", "DDDD", "DDDD"];
+const DENIED: Row = ["DDDDDD", "DDDDDD", "DDDDDD", "DDDDDD", "DDDDDD"];
 
 /// The rule-bearing rows: kind, scope, source and what follows.
 const TABLE: &[(RuleKind, Scope, Source, Row)] = &[
@@ -239,7 +256,7 @@ fn with_no_rule_the_mode_decides() {
     let got = decide_row(&dirs, &RuleSet::new(), &PermissionTracker::default());
     assert_eq!(
         got, NO_RULE,
-        "modes × effects (read-only, edit, execute, network)"
+        "modes × effects (read-only, edit, execute, network, MCP, read-only MCP)"
     );
 }
 

@@ -533,6 +533,23 @@ impl App {
             Event::Warning { message } => self
                 .transcript
                 .notice(Level::Warning, format!("warning: {message}")),
+            Event::McpServerStatus {
+                server,
+                status,
+                tools,
+                message,
+            } => {
+                let level = if status == "failed" {
+                    Level::Warning
+                } else {
+                    Level::Info
+                };
+                if let Some(line) =
+                    crate::commands::mcp_status_line(server, status, *tools, message.as_deref())
+                {
+                    self.transcript.notice(level, line);
+                }
+            }
             // A hook that decided something is shown; one that only ran is not.
             Event::HookEnded {
                 event,

@@ -38,6 +38,8 @@ pub enum Command {
     Permissions,
     /// `/memory`: the instruction files loaded, with their sizes.
     Memory,
+    /// `/mcp`: the MCP servers with their state and tools.
+    Mcp,
     /// `/compact [FOCUS]`.
     Compact(Option<String>),
     /// `/exit`, `/quit`.
@@ -64,6 +66,7 @@ pub const COMMANDS_HELP: &str = "\
 /model [NAME]         the model in use, or the model for the next session this process starts
 /permissions          the permission mode and the rules in force, with where each comes from
 /memory               the instruction files (CLAUDE.md, AGENTS.md, imports) loaded, with their sizes
+/mcp                  the MCP servers with their state and tools
 /compact [focus]      summarise the conversation now to free context; the focus says what to keep above all
 /exit, /quit          leave
 A line starting with // is sent as a message starting with /.";
@@ -75,6 +78,7 @@ pub const COMMAND_NAMES: &[(&str, &str)] = &[
     ("/compact", "summarise the conversation"),
     ("/exit", "leave"),
     ("/help", "commands and keys"),
+    ("/mcp", "MCP servers and their tools"),
     ("/memory", "instruction files loaded"),
     ("/model", "the model"),
     ("/permissions", "mode and rules in force"),
@@ -132,7 +136,32 @@ pub fn parse(line: &str) -> Input {
         "sessions" => none(Command::Sessions, "/sessions"),
         "permissions" => none(Command::Permissions, "/permissions"),
         "memory" => none(Command::Memory, "/memory"),
+        "mcp" => none(Command::Mcp, "/mcp"),
         _ => Input::Unknown(format!("/{name}")),
+    }
+}
+
+/// How an MCP server's status is shown, in both front ends; `None` for one
+/// still starting: `MCP server github: ready (26 tools)`.
+pub fn mcp_status_line(
+    server: &str,
+    status: &str,
+    tools: Option<usize>,
+    message: Option<&str>,
+) -> Option<String> {
+    match status {
+        "starting" => None,
+        "ready" => {
+            let n = tools.unwrap_or(0);
+            Some(format!(
+                "MCP server {server}: ready ({n} tool{})",
+                if n == 1 { "" } else { "s" }
+            ))
+        }
+        _ => Some(format!(
+            "MCP server {server}: {status}{}",
+            message.map(|m| format!(": {m}")).unwrap_or_default()
+        )),
     }
 }
 

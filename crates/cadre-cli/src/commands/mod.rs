@@ -17,7 +17,9 @@ use cadre_core::session::list_sessions;
 use crate::setup::Runtime;
 use crate::{AgentArgs, PermissionArgs};
 
-pub use cadre_tui::commands::{COMMANDS_HELP, Command, Input, TasksCommand, hook_line, parse};
+pub use cadre_tui::commands::{
+    COMMANDS_HELP, Command, Input, TasksCommand, hook_line, mcp_status_line, parse,
+};
 
 /// The line front end's keys, after the commands in `/help`.
 const LINE_KEYS: &str = "Keys: Ctrl+D leaves too · Ctrl+C interrupts a turn";
@@ -194,6 +196,7 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
         }
         Command::Permissions => Outcome::text(permissions::describe(ctx)),
         Command::Memory => Outcome::text(memory::describe(ctx)),
+        Command::Mcp => Outcome::text(crate::mcp_cmd::describe_servers(&ctx.runtime.mcp)),
     }
 }
 

@@ -177,6 +177,12 @@ pub struct Agent {
     /// Hook context (SessionStart's) for the next turn's first message.
     pending_context: Vec<String>,
     effort: Option<String>,
+    /// The session's MCP servers, whose tools this agent's list follows.
+    mcp: Option<Arc<crate::mcp::McpHub>>,
+    /// The hub's generation this agent's MCP tools were taken at.
+    mcp_seen: Option<u64>,
+    /// Which of the servers' tools this agent takes (`--agent`'s `tools`).
+    mcp_keep: Option<crate::mcp::McpToolFilter>,
 }
 
 /// Assistant replies between reminders of unread finished tasks.
@@ -235,7 +241,23 @@ impl Agent {
             hooks: setup.hooks,
             pending_context: Vec::new(),
             effort: setup.effort,
+            mcp: None,
+            mcp_seen: None,
+            mcp_keep: None,
         }
+    }
+
+    /// Gives this agent the tools of the session's MCP servers that `keep`
+    /// lets through (all of them without one): before each request its list
+    /// follows the servers that are ready and the tools they list now.
+    pub fn with_mcp(
+        mut self,
+        hub: Option<Arc<crate::mcp::McpHub>>,
+        keep: Option<crate::mcp::McpToolFilter>,
+    ) -> Self {
+        self.mcp = hub.filter(|h| !h.is_empty());
+        self.mcp_keep = keep;
+        self
     }
 
     /// Where the user's mode changes for this agent are asked for.

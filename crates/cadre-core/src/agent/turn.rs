@@ -5,6 +5,7 @@
 use super::compact::{CompactError, Compacted};
 use super::{Agent, LogFailure, TurnOutcome, UNREAD_REMINDER_EVERY};
 use crate::context::{self, CONTINUE_AFTER_CUT};
+use crate::mcp::MCP_TOOL_PREFIX;
 use crate::model::{
     ContentBlock, Message, ModelError, ModelRequest, Role, StopReason, StreamDelta,
 };
@@ -15,6 +16,36 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 impl Agent {
+    /// Brings this agent's MCP tools up to date before a request: waits
+    /// (until `cancel`) for servers still starting, each within its start-up
+    /// timeout, lists again the tools of servers that said theirs changed,
+    /// and takes the ready servers' tools in place of the old ones. `Err`:
+    /// cancelled while waiting.
+    async fn follow_mcp_tools(&mut self, cancel: &CancellationToken) -> Result<(), ()> {
+        let Some(hub) = self.mcp.clone() else {
+            return Ok(());
+        };
+        tokio::select! {
+            () = async { hub.settled().await; hub.refresh().await } => {}
+            () = cancel.cancelled() => return Err(()),
+        }
+        let now = hub.generation();
+        if self.mcp_seen == Some(now) {
+            return Ok(());
+        }
+        self.mcp_seen = Some(now);
+        self.tools
+            .retain(|t| !t.name().starts_with(MCP_TOOL_PREFIX));
+        for tool in hub.tools() {
+            if self.mcp_keep.as_ref().is_none_or(|keep| keep(tool.name())) {
+                self.tools.insert(tool);
+            }
+        }
+        // The tool list is part of the fixed cost of every request.
+        self.fixed_tokens = None;
+        Ok(())
+    }
+
     /// Tells the model of agent types added, changed or removed since the
     /// roster it last saw (a definition written mid-session, say): the
     /// current roster joins the next request.
@@ -347,6 +378,11 @@ impl Agent {
                     .await
                     .is_err()
             {
+                return out;
+            }
+            if self.follow_mcp_tools(cancel).await.is_err() {
+                out.status = TurnStatus::Interrupted;
+                out.error = Some("interrupted by the user".into());
                 return out;
             }
             out.requests += 1;

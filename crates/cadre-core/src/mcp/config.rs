@@ -113,9 +113,16 @@ impl McpConfig {
         let env = |name: &str| std::env::var(name).ok();
         if !paths.strict {
             config.read_file(&paths.data_dir.join("mcp.json"), ServerScope::User, &env);
-            if let Some(home) = &paths.home {
-                let claude = home.join(".claude.json");
-                config.read_claude_json(&claude, &paths.project, &env);
+            // Read once (it can be large): its own servers now, this
+            // folder's "local" ones after the project's, which they beat.
+            let claude = paths.home.as_ref().and_then(|h| {
+                let path = h.join(".claude.json");
+                config.read_json(&path).map(|json| (path, json))
+            });
+            if let Some((path, json)) = &claude
+                && let Some(servers) = json.get("mcpServers")
+            {
+                config.add_servers(servers, path, ServerScope::User, &env);
             }
             let project = paths.project.join(".mcp.json");
             if paths.trusted {
@@ -127,6 +134,15 @@ impl McpConfig {
                 config
                     .needs_trust
                     .extend(held.servers.into_keys().map(|n| (project.clone(), n)));
+            }
+            let key = paths.project.to_string_lossy();
+            if let Some((path, json)) = &claude
+                && let Some(servers) = json
+                    .get("projects")
+                    .and_then(|p| p.get(key.as_ref()))
+                    .and_then(|p| p.get("mcpServers"))
+            {
+                config.add_servers(servers, path, ServerScope::Local, &env);
             }
         }
         for file in &paths.flag_files {
@@ -159,29 +175,6 @@ impl McpConfig {
         match json.get("mcpServers") {
             None => {}
             Some(servers) => self.add_servers(servers, path, scope, env),
-        }
-    }
-
-    fn read_claude_json(
-        &mut self,
-        path: &Path,
-        project: &Path,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) {
-        let Some(json) = self.read_json(path) else {
-            return;
-        };
-        if let Some(servers) = json.get("mcpServers") {
-            self.add_servers(servers, path, ServerScope::User, env);
-        }
-        // Claude Code keeps "local" servers per project folder.
-        let key = project.to_string_lossy();
-        if let Some(servers) = json
-            .get("projects")
-            .and_then(|p| p.get(key.as_ref()))
-            .and_then(|p| p.get("mcpServers"))
-        {
-            self.add_servers(servers, path, ServerScope::Local, env);
         }
     }
 

@@ -13,6 +13,15 @@ use super::tool::McpTool;
 use crate::protocol::{Event, EventSink};
 use crate::tools::Tool;
 
+/// Counts one start down when dropped.
+struct PendingGuard(tokio::sync::watch::Sender<usize>);
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
 /// The session's servers.
 pub struct McpHub {
     servers: Vec<Arc<McpServer>>,
@@ -79,6 +88,9 @@ impl McpHub {
                 message: None,
             });
             tokio::spawn(async move {
+                // Counted down however the start ends, a panic included, so
+                // `settled` never waits for a start that is gone.
+                let _done = PendingGuard(pending);
                 let result = server.start().await;
                 let (status, tools, message) = match result {
                     Ok(n) => ("ready", Some(n), None),
@@ -90,7 +102,6 @@ impl McpHub {
                     tools,
                     message,
                 });
-                pending.send_modify(|n| *n = n.saturating_sub(1));
             });
         }
     }

@@ -12,3 +12,9 @@ pub use config::{McpConfig, McpPaths, ServerConfig, ServerScope, ServerTransport
 pub use hub::McpHub;
 pub use server::{McpServer, McpTimeouts, ServerState, ServerTool};
 pub use tool::McpTool;
+
+/// Which MCP tools (by full name) an agent takes.
+pub type McpToolFilter = std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// What every MCP tool's name starts with.
+pub const MCP_TOOL_PREFIX: &str = "mcp__";

@@ -180,6 +180,10 @@ impl McpServer {
 
     /// Connects and lists the tools, within the start-up timeout. `Ok`: the
     /// tool count.
+    #[expect(
+        clippy::await_holding_invalid_type,
+        reason = "the slot stays locked while connecting so that two callers never start the same server twice"
+    )]
     pub async fn start(&self) -> Result<usize, String> {
         let mut slot = self.connection.lock().await;
         self.start_locked(&mut slot).await
@@ -334,15 +338,18 @@ impl McpServer {
         if !self.changed.load(Ordering::SeqCst) {
             return;
         }
-        let slot = self.connection.lock().await;
-        let Some(conn) = slot.clone() else { return };
-        drop(slot);
+        let current = self.connection.lock().await.clone();
+        let Some(conn) = current else { return };
         if let Ok(tools) = self.list(&conn).await {
             self.set_state(ServerState::Ready(Arc::new(tools)));
         }
     }
 
     /// The live connection, started again once if the server died.
+    #[expect(
+        clippy::await_holding_invalid_type,
+        reason = "a restart holds the slot so that concurrent calls wait for the one restart instead of each starting a server"
+    )]
     async fn connection(&self) -> Result<Arc<Connection>, String> {
         let mut slot = self.connection.lock().await;
         if let Some(conn) = slot.as_ref()
@@ -394,7 +401,14 @@ impl McpServer {
             },
             Ok(Err(e)) => {
                 // Its tools stay listed: the next call starts it again.
-                let died = conn.is_closed();
+                let died = conn.is_closed()
+                    || matches!(
+                        e,
+                        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                    );
+                if died {
+                    self.forget(&conn).await;
+                }
                 McpResult::error(if died {
                     format!(
                         "MCP server {} exited during the call ({e}); it is started again on its next use",
@@ -408,6 +422,17 @@ impl McpServer {
                 "the MCP tool {tool} did not answer within {} s (call timeout)",
                 self.timeouts.call.as_secs_f64()
             )),
+        }
+    }
+
+    /// Drops `conn` from the slot if it is still the current connection, so
+    /// the next use starts the server again.
+    async fn forget(&self, conn: &Arc<Connection>) {
+        let mut slot = self.connection.lock().await;
+        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn))
+            && let Some(old) = slot.take()
+        {
+            old.cancellation_token().cancel();
         }
     }
 

@@ -311,6 +311,22 @@ pub fn resolve_tools(input: &FilterInput<'_>) -> Result<FilteredTools, FilterErr
     })
 }
 
+/// Whether a definition's `tools` and `disallowedTools` let `tool` through:
+/// for tools that arrive after the definition was resolved (an MCP server's,
+/// once it is ready). Layer 4 alone, as for the main session run as the
+/// definition.
+pub fn lists_grant(tools: Option<&[String]>, disallowed: &[String], tool: &str) -> bool {
+    if denied_by_any(disallowed, tool) {
+        return false;
+    }
+    tools.is_none_or(|entries| {
+        entries.iter().any(|e| {
+            let pattern = parse_pattern(e);
+            pattern == Pattern::All || allow_matches(&pattern, tool)
+        })
+    })
+}
+
 /// The agent types allowed by `Agent(...)` entries, or `None` when a plain
 /// `Agent` entry allows any type.
 fn agent_types_of(parsed: &[(&String, Pattern<'_>)]) -> Option<Vec<String>> {
