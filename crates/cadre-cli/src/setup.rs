@@ -514,7 +514,15 @@ pub fn ask_trust_if_needed(perms: &PermissionArgs) -> Result<()> {
         return Ok(());
     }
     let settings = Settings::load_with(&settings_paths(&home, &cwd, false))?;
-    if settings.needs_trust.is_empty() {
+    // The project's MCP servers would run as the user, like its hooks.
+    let servers = McpConfig::load(&McpPaths {
+        data_dir: home.clone(),
+        project: cwd.clone(),
+        trusted: false,
+        ..McpPaths::default()
+    })
+    .needs_trust;
+    if settings.needs_trust.is_empty() && servers.is_empty() {
         return Ok(());
     }
     let mut err = std::io::stderr().lock();
@@ -527,9 +535,12 @@ Its project settings would, once trusted:",
     for e in &settings.needs_trust {
         writeln!(err, "  - {} in {}", e.key, e.path.display())?;
     }
+    for (path, name) in &servers {
+        writeln!(err, "  - start the MCP server {name} of {}", path.display())?;
+    }
     writeln!(
         err,
-        "Hooks and commands it sets run with your rights, outside the sandbox. Deny and ask rules apply either way."
+        "Hooks, MCP servers and commands it sets run with your rights, outside the sandbox. Deny and ask rules apply either way."
     )?;
     write!(err, "Trust this folder? [y/N] ")?;
     err.flush()?;
@@ -729,7 +740,8 @@ impl Runtime {
                 ctx.clone(),
                 self.context.clone(),
             )
-            .with_hooks(Some(self.hooks.clone())),
+            .with_hooks(Some(self.hooks.clone()))
+            .with_mcp(Some(self.mcp.clone())),
         );
         Ok(Agent::new(AgentSetup {
             id: "main".into(),

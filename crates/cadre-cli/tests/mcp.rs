@@ -548,3 +548,86 @@ async fn cadre_mcp_adds_lists_gets_and_removes_servers() {
     let gone = h.cadre(&["mcp", "get", "fx"]).await;
     assert_eq!(gone.status.code(), Some(2));
 }
+
+/// Whether process `pid` still runs (a zombie counts as gone).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn an_inline_server_runs_only_while_its_child_runs_whichever_way_the_child_ends() {
+    // The child calls `peek`, then a command that waits for a file the test
+    // writes once it has seen the server's process alive.
+    for (ending, child_replies) in [
+        ("completes", "      - text: \"child done\"\n"),
+        ("fails", "      - fail: { status: 400 }\n"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let gate = dir.path().join("go-on");
+        let after = dir.path().join("parent-goes-on");
+        let script = format!(
+            r#"
+rules:
+  - name: child
+    when: {{ first_user: "own-task" }}
+    replies:
+      - tool_calls:
+          - {{ name: mcp__own__peek, input: {{}} }}
+          - {{ name: Bash, input: {{ command: "while [ ! -e {gate} ]; do sleep 0.05; done", description: "wait" }} }}
+{child_replies}  - name: parent
+    replies:
+      - tool_calls:
+          - {{ name: Agent, input: {{ description: "own", prompt: "own-task", subagent_type: "with-own" }} }}
+      - tool_calls:
+          - {{ name: Bash, input: {{ command: "while [ ! -e {after} ]; do sleep 0.05; done", description: "wait" }} }}
+      - text: "parent done"
+"#,
+            gate = gate.display(),
+            after = after.display(),
+        );
+        let h = Harness::new(&script, Wire::Anthropic).await;
+        let def = format!(
+            "---\nname: with-own\ndescription: has its own server\nmcpServers:\n  - own:\n      command: {}\n      args: [\"--pid-file\", \"{}\"]\n---\nUse it.\n",
+            fixture().display(),
+            pid_file.display()
+        );
+        h.write(".claude/agents/with-own.md", &def);
+        let run = h.spawn_json(&[
+            "exec", "--json", "--trust", "--allow", "mcp__own", "--allow", "Bash", "go",
+        ]);
+        common::wait_until("the child's server writes its pid", || pid_file.exists()).await;
+        let pid: u32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(alive(pid), "{ending}: the server runs while the child does");
+        std::fs::write(&gate, "").unwrap();
+        // The parent still runs (its command waits for the test): the
+        // server went with the child, not with cadre.
+        common::wait_until("the child's server is gone", || !alive(pid)).await;
+        std::fs::write(&after, "").unwrap();
+        let (status, _) = run.finish().await;
+        assert!(status.success(), "{ending}");
+        let records = h.records();
+        let child = rule_records(&records, "child");
+        assert!(tool_names(&child[0].body).contains(&"mcp__own__echo".to_string()));
+        assert_eq!(tool_results(&child[1].body)[0].0, "peeked", "{ending}");
+        let parent = rule_records(&records, "parent");
+        assert!(
+            !tool_names(&parent[0].body)
+                .iter()
+                .any(|n| n.starts_with("mcp__own")),
+            "{ending}: the parent never gets the child's own server"
+        );
+    }
+}

@@ -3,13 +3,12 @@
 //! session up), their tools offered to the main agent and, through its
 //! tools, to children.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::config::McpConfig;
-use super::server::{McpServer, McpTimeouts, ServerState};
-use super::tool::McpTool;
+use super::config::{McpConfig, ServerConfig};
+use super::server::{McpServer, McpTimeouts};
 use crate::protocol::{Event, EventSink};
 use crate::tools::Tool;
 
@@ -27,6 +26,9 @@ pub struct McpHub {
     servers: Vec<Arc<McpServer>>,
     generation: Arc<AtomicU64>,
     pending: tokio::sync::watch::Sender<usize>,
+    cwd: PathBuf,
+    log_dir: PathBuf,
+    timeouts: McpTimeouts,
 }
 
 impl McpHub {
@@ -50,6 +52,9 @@ impl McpHub {
             servers,
             generation,
             pending: tokio::sync::watch::Sender::new(0),
+            cwd: cwd.to_path_buf(),
+            log_dir: log_dir.to_path_buf(),
+            timeouts,
         }
     }
 
@@ -125,20 +130,25 @@ impl McpHub {
 
     /// The tools of every ready server, in server then tool order.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        let mut out: Vec<Arc<dyn Tool>> = Vec::new();
-        for server in &self.servers {
-            if let ServerState::Ready(tools) = server.state() {
-                for tool in tools.iter() {
-                    out.push(Arc::new(McpTool::new(server.clone(), tool.clone())));
-                }
-            }
-        }
-        out
+        self.servers.iter().flat_map(|s| s.agent_tools()).collect()
     }
 
     /// The server named `name`.
     pub fn server(&self, name: &str) -> Option<&Arc<McpServer>> {
         self.servers.iter().find(|s| s.name() == name)
+    }
+
+    /// A server of its own for one agent (a definition's inline
+    /// `mcpServers` entry), not started, with the session's folder, log
+    /// folder and timeouts; its tool changes are its own.
+    pub fn dedicated(&self, config: ServerConfig) -> Arc<McpServer> {
+        Arc::new(McpServer::new(
+            config,
+            &self.cwd,
+            &self.log_dir,
+            self.timeouts,
+            Arc::new(AtomicU64::new(0)),
+        ))
     }
 
     /// Closes every connection (stdio servers' processes end).

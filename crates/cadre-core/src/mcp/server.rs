@@ -143,6 +143,20 @@ impl McpServer {
         }
     }
 
+    /// Its tools as the agent's tools, when it is ready.
+    pub fn agent_tools(self: &Arc<Self>) -> Vec<Arc<dyn crate::tools::Tool>> {
+        match self.state() {
+            ServerState::Ready(tools) => tools
+                .iter()
+                .map(|t| {
+                    Arc::new(super::tool::McpTool::new(self.clone(), t.clone()))
+                        as Arc<dyn crate::tools::Tool>
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Its name.
     pub fn name(&self) -> &str {
         &self.config.name

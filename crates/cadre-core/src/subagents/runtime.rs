@@ -99,6 +99,8 @@ pub struct SubagentRuntime {
     pub base_ctx: ToolContext,
     /// The session's hooks, which children fire too (with their definitions' own).
     pub hooks: Option<Arc<crate::hooks::SessionHooks>>,
+    /// The session's MCP servers, which definitions' `mcpServers` name.
+    pub mcp: Option<Arc<crate::mcp::McpHub>>,
     /// The parent's context policy; a child's is the same for its own model.
     pub context: ContextPolicy,
     running: Arc<AtomicUsize>,
@@ -144,6 +146,7 @@ mod admission;
 mod fork;
 mod latch;
 mod lifecycle;
+mod mcp_servers;
 mod messages;
 mod pool;
 mod preparation;
@@ -189,6 +192,12 @@ struct Prepared {
     resumable: bool,
     /// Its definition's display colour, for `SubagentStarted`.
     color: Option<String>,
+    /// The MCP servers it started for itself, closed when it is dropped.
+    #[expect(
+        dead_code,
+        reason = "held for its Drop: the child's own servers close with it"
+    )]
+    mcp_servers: mcp_servers::DedicatedServers,
 }
 
 /// A foreground child the batch is waiting for.
@@ -256,6 +265,7 @@ impl SubagentRuntime {
             agents_dir,
             base_ctx,
             hooks: None,
+            mcp: None,
             context,
             running: Arc::new(AtomicUsize::new(0)),
             background_now: latch::BackgroundRequests::default(),
@@ -263,6 +273,13 @@ impl SubagentRuntime {
             earlier_loaded: std::sync::atomic::AtomicBool::new(false),
             warned: std::sync::Mutex::new(Default::default()),
         }
+    }
+
+    /// Gives children the session's MCP servers (`mcpServers` names them)
+    /// and where their own servers log.
+    pub fn with_mcp(mut self, hub: Option<Arc<crate::mcp::McpHub>>) -> Self {
+        self.mcp = hub;
+        self
     }
 
     /// Gives the session's hooks to every child.

@@ -102,6 +102,7 @@ impl SubagentRuntime {
             spawner,
             resumable: true,
             color: None,
+            mcp_servers: Default::default(),
         })
     }
 }

@@ -214,6 +214,7 @@ impl SubagentRuntime {
             spawner,
             resumable: true,
             color: None,
+            mcp_servers: Default::default(),
         };
         self.emit_started(&prepared);
         let launched = self.launch_background(prepared, Some(slot));

@@ -43,7 +43,7 @@ impl SubagentRuntime {
         let project = crate::agent::ProjectContext::read(&self.base_ctx.cwd).await;
         let mut prepared: Vec<(usize, Prepared)> = Vec::new();
         for (slot, call) in calls.into_iter().enumerate() {
-            match self.prepare(parent, &catalog, &project, call, total) {
+            match self.prepare(parent, &catalog, &project, call, total).await {
                 Ok(p) => prepared.push((slot, p)),
                 Err(out) => outputs[slot] = Some(out),
             }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 impl SubagentRuntime {
     /// Resolves one call into a ready child, or the error the model sees.
-    pub(super) fn prepare(
+    pub(super) async fn prepare(
         self: &Arc<Self>,
         parent: &Parent<'_>,
         catalog: &DefinitionCatalog,
@@ -60,6 +60,7 @@ impl SubagentRuntime {
         // prompt and sandbox: one builder, shared with `--agent` and
         // `cadre agents show`.
         let caller = parent.caller;
+        let (parent_tools, mcp_servers) = self.child_mcp_tools(&def, &caller.tools).await;
         let spec = ChildSpec::resolve(
             &def,
             &ChildCall {
@@ -68,7 +69,7 @@ impl SubagentRuntime {
                 as_main: false,
             },
             &ParentView {
-                tools: &caller.tools,
+                tools: &parent_tools,
                 mode: caller.mode,
                 depth: spawner.depth,
                 provider: caller.client.config().provider,
@@ -168,6 +169,7 @@ impl SubagentRuntime {
             spawner: spawner_info,
             resumable: !def.one_shot,
             color: def.color.clone(),
+            mcp_servers,
         })
     }
 
