@@ -402,6 +402,10 @@ pub fn mcp_paths(
         trusted,
         flag_files: agent.mcp_config.iter().map(|f| cwd.join(f)).collect(),
         strict: agent.strict_mcp_config,
+        taken_vars: cadre_core::secrets::KEY_VARS
+            .iter()
+            .filter_map(|name| crate::keys::key(name).map(|v| (name.to_string(), v)))
+            .collect(),
     }
 }
 

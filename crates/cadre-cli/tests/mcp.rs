@@ -355,14 +355,19 @@ async fn a_servers_stderr_goes_to_its_private_log_and_keys_stay_out_of_its_envir
     let env_file = std::env::temp_dir().join(format!("cadre-mcp-env-{}", std::process::id()));
     let script = calls_script(&[call("mcp__fixture__echo", json!({"text": "x"}))]);
     let h = Harness::new(&script, Wire::Anthropic).await;
+    let keyed_env = std::env::temp_dir().join(format!("cadre-mcp-keyed-{}", std::process::id()));
     h.write(
         ".mcp.json",
-        &servers(&[
-            "--stderr",
-            "secret-diagnostics-line",
-            "--env-file",
-            env_file.to_str().unwrap(),
-        ]),
+        &json!({"mcpServers": {
+            "fixture": {"command": fixture().display().to_string(), "args": [
+                "--stderr", "secret-diagnostics-line", "--env-file", env_file.to_str().unwrap(),
+            ]},
+            // An entry that names the key gets it (and only then).
+            "keyed": {"command": fixture().display().to_string(),
+                "args": ["--env-file", keyed_env.to_str().unwrap()],
+                "env": {"ANTHROPIC_API_KEY": "${ANTHROPIC_API_KEY}"}},
+        }})
+        .to_string(),
     );
     let out = h
         .cadre_env(
@@ -385,7 +390,10 @@ async fn a_servers_stderr_goes_to_its_private_log_and_keys_stay_out_of_its_envir
     let env: Value = serde_json::from_str(&std::fs::read_to_string(&env_file).unwrap()).unwrap();
     assert!(env.get("ANTHROPIC_API_KEY").is_none(), "{env}");
     assert!(!env.to_string().contains("sk-ant-test-key-123456"));
+    let keyed: Value = serde_json::from_str(&std::fs::read_to_string(&keyed_env).unwrap()).unwrap();
+    assert_eq!(keyed["ANTHROPIC_API_KEY"], "sk-ant-test-key-123456");
     let _ = std::fs::remove_file(&env_file);
+    let _ = std::fs::remove_file(&keyed_env);
 }
 
 #[tokio::test]
@@ -630,4 +638,76 @@ rules:
             "{ending}: the parent never gets the child's own server"
         );
     }
+}
+
+#[tokio::test]
+async fn a_ten_megabyte_result_is_cut_to_the_output_cap_and_a_noisy_server_still_works() {
+    let script = calls_script(&[
+        call("mcp__fixture__big", json!({"bytes": 10 * 1024 * 1024})),
+        call("mcp__noisy__echo", json!({"text": "through the noise"})),
+    ]);
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    let f = fixture().display().to_string();
+    h.write(
+        ".mcp.json",
+        &json!({"mcpServers": {
+            "fixture": {"command": f},
+            "noisy": {"command": f, "args": ["--garbage-stdout"]},
+        }})
+        .to_string(),
+    );
+    let out = h
+        .cadre(&[
+            "exec",
+            "--json",
+            "--trust",
+            "--allow",
+            "mcp__fixture",
+            "--allow",
+            "mcp__noisy",
+            "go",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&h.records()[1].body);
+    assert!(!results[0].1);
+    assert!(results[0].0.len() < 70 * 1024, "{}", results[0].0.len());
+    assert!(results[0].0.contains("[truncated"), "marked as cut");
+    assert_eq!(
+        results[1],
+        ("echo: through the noise".to_string(), false),
+        "{:?}",
+        status_events(&out)
+    );
+}
+
+#[tokio::test]
+async fn the_line_front_end_reports_the_server_and_slash_mcp_lists_its_tools() {
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: \"Answer one.\"\n",
+        Wire::Anthropic,
+    )
+    .await;
+    h.write(".mcp.json", &servers(&[]));
+    let pty = common::Pty::open();
+    let mut cadre = common::line_session::Interactive::start(&h, &pty, &["--no-tui", "--trust"]);
+    // Status lines that come while the prompt waits are shown with the next turn.
+    pty.type_line("hello");
+    cadre.wait_for_stdout("Answer one.").await;
+    cadre
+        .wait_for_stderr("MCP server fixture: ready (", 1)
+        .await;
+    pty.type_line("/mcp");
+    cadre.wait_for_stderr("  mcp__fixture__echo", 1).await;
+    pty.type_line("/exit");
+    assert!(cadre.exit_status().await, "{}", cadre.stderr());
+    let err = cadre.stderr();
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("fixture: ") && l.contains(" · ready · ")),
+        "{err}"
+    );
+    let records = h.records();
+    assert_eq!(records.len(), 1, "/mcp never reaches the model");
+    assert!(!records[0].body.to_string().contains("/mcp"));
 }

@@ -28,6 +28,18 @@ fn text<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
 /// quoted pattern and where it is searched (`"parse_config" in src/`), a
 /// child's description, a URL.
 pub fn argument_summary(tool: &str, input: &Value) -> String {
+    // An MCP tool's arguments are its server's: the first one, by name
+    // (`query="open bugs"`), unless it fetches a URL.
+    if tool.starts_with("mcp__")
+        && text(input, "url").is_none()
+        && let Some((key, value)) = input.as_object().and_then(|m| m.iter().next())
+    {
+        return match value {
+            Value::String(v) => format!("{key}=\"{}\"", clip(v)),
+            Value::Number(_) | Value::Bool(_) => format!("{key}={value}"),
+            _ => format!("{key}=…"),
+        };
+    }
     let key = match tool {
         "Read" | "Write" | "Edit" => "file_path",
         "Bash" => "command",
@@ -73,6 +85,17 @@ mod tests {
     #[test]
     fn summaries_name_what_a_call_works_on() {
         let cases = [
+            (
+                "mcp__github__search_issues",
+                json!({"query": "open bugs", "limit": 5}),
+                "query=\"open bugs\"",
+            ),
+            ("mcp__calc__add", json!({"a": 2, "b": 3}), "a=2"),
+            (
+                "mcp__web__fetch",
+                json!({"url": "https://x.dev", "n": 1}),
+                "https://x.dev",
+            ),
             ("Read", json!({"file_path": "src/x.rs"}), "src/x.rs"),
             (
                 "Bash",

@@ -93,6 +93,9 @@ pub struct McpPaths {
     pub flag_files: Vec<PathBuf>,
     /// `--strict-mcp-config`: only the flag files count.
     pub strict: bool,
+    /// Variables cadre took out of its own environment at start-up (the
+    /// model keys): an entry reaches them only by naming them, `${VAR}`.
+    pub taken_vars: BTreeMap<String, String>,
 }
 
 /// The servers in force, with what the user should know.
@@ -110,7 +113,13 @@ impl McpConfig {
     /// Reads every file `paths` names; a broken file is a warning, not an error.
     pub fn load(paths: &McpPaths) -> McpConfig {
         let mut config = McpConfig::default();
-        let env = |name: &str| std::env::var(name).ok();
+        let env = |name: &str| {
+            paths
+                .taken_vars
+                .get(name)
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
+        };
         if !paths.strict {
             config.read_file(&paths.data_dir.join("mcp.json"), ServerScope::User, &env);
             // Read once (it can be large): its own servers now, this
