@@ -124,6 +124,25 @@ async fn a_trusted_projects_server_offers_its_tools_and_their_results_reach_the_
         results[2]
     );
     assert!(!results[2].1);
+    // Anthropic takes images in tool results: the image itself goes beside the text.
+    let image_result = records[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .nth(2)
+        .unwrap();
+    let parts = image_result["content"].as_array().expect("blocks");
+    assert_eq!(parts[1]["type"], "image", "{image_result}");
+    assert_eq!(parts[1]["source"]["type"], "base64");
+    assert_eq!(parts[1]["source"]["media_type"], "image/png");
+    assert!(
+        parts[1]["source"]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("iVBOR")
+    );
     assert!(
         results[3]
             .0
@@ -138,7 +157,10 @@ async fn a_trusted_projects_server_offers_its_tools_and_their_results_reach_the_
 
 #[tokio::test]
 async fn the_openai_wire_carries_mcp_tools_and_results_too() {
-    let script = calls_script(&[call("mcp__fixture__echo", json!({"text": "wire"}))]);
+    let script = calls_script(&[
+        call("mcp__fixture__echo", json!({"text": "wire"})),
+        call("mcp__fixture__tiny_image", json!({})),
+    ]);
     let h = Harness::new(&script, Wire::OpenAi).await;
     let config = h.path("servers.json");
     std::fs::write(&config, servers(&[])).unwrap();
@@ -148,7 +170,7 @@ async fn the_openai_wire_carries_mcp_tools_and_results_too() {
             "--mcp-config",
             "servers.json",
             "--allow",
-            "mcp__fixture__echo",
+            "mcp__fixture",
             "go",
         ])
         .await;
@@ -169,7 +191,13 @@ async fn the_openai_wire_carries_mcp_tools_and_results_too() {
         names.contains(&"mcp__fixture__echo".to_string()),
         "{names:?}"
     );
-    assert_eq!(tool_results(&records[1].body)[0].0, "echo: wire");
+    let results = tool_results(&records[1].body);
+    assert_eq!(results[0].0, "echo: wire");
+    assert!(results[1].0.contains("[image image/png"), "{results:?}");
+    assert!(
+        !records[1].body.to_string().contains("iVBOR"),
+        "no image data on the OpenAI wire"
+    );
 }
 
 #[tokio::test]

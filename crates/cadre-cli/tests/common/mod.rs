@@ -208,10 +208,16 @@ pub fn tool_results(body: &Value) -> Vec<(String, bool)> {
             Some("user") => {
                 for b in m["content"].as_array().into_iter().flatten() {
                     if b["type"] == "tool_result" {
-                        out.push((
-                            b["content"].as_str().unwrap_or("").to_string(),
-                            b["is_error"].as_bool().unwrap_or(false),
-                        ));
+                        // A string, or blocks (text beside images): their text.
+                        let text = match &b["content"] {
+                            Value::Array(parts) => parts
+                                .iter()
+                                .filter_map(|p| p["text"].as_str())
+                                .collect::<Vec<_>>()
+                                .join("\n"),
+                            other => other.as_str().unwrap_or("").to_string(),
+                        };
+                        out.push((text, b["is_error"].as_bool().unwrap_or(false)));
                     }
                 }
             }

@@ -120,6 +120,7 @@ impl Agent {
                     tool_use_id: call.id.clone(),
                     content: output.content,
                     is_error: output.is_error,
+                    images: output.images,
                 });
             }
             i = j;
@@ -184,6 +185,7 @@ impl Agent {
             )
             .into_owned(),
             is_error: output.is_error,
+            images: output.images,
         };
         self.write_log(RecordBody::ToolResult {
             call_id: call.id.clone(),

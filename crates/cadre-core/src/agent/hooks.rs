@@ -257,6 +257,7 @@ impl Agent {
         ToolOutput {
             content,
             is_error: output.is_error,
+            images: output.images,
         }
     }
 

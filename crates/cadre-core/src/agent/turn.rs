@@ -524,6 +524,7 @@ impl Agent {
                     tool_use_id: call.id.clone(),
                     content: "not run: the turn reached its tool-call limit".into(),
                     is_error: true,
+                    images: Vec::new(),
                 });
             }
             self.conversation.push(Message {

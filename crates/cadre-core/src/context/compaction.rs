@@ -129,10 +129,12 @@ pub fn message_cut_to(message: &Message, max_tokens: u64) -> Message {
                 tool_use_id,
                 content,
                 is_error,
+                ..
             } => ContentBlock::ToolResult {
                 tool_use_id: tool_use_id.clone(),
                 content: cut_to_tokens(content, max_tokens).into_owned(),
                 is_error: *is_error,
+                images: Vec::new(),
             },
             other => other.clone(),
         })

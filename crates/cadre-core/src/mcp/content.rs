@@ -8,6 +8,11 @@ use serde_json::Value;
 
 use crate::tools::untrusted_text::sanitize_report;
 
+/// Image types the model APIs take.
+const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+/// Largest image passed on: 5 MB (Anthropic's limit per image), as base64.
+const MAX_IMAGE_BASE64_BYTES: usize = 5 * 1024 * 1024 / 3 * 4;
+
 /// An image a tool returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpImage {
@@ -60,10 +65,13 @@ pub fn convert_result(result: &Value) -> McpResult {
                     if mime.is_empty() { "?" } else { mime },
                     data.len() / 4 * 3
                 ));
-                images.push(McpImage {
-                    mime_type: mime.to_string(),
-                    data: data.to_string(),
-                });
+                // Only what a model API takes: its four types, 5 MB at most.
+                if IMAGE_TYPES.contains(&mime) && data.len() <= MAX_IMAGE_BASE64_BYTES {
+                    images.push(McpImage {
+                        mime_type: mime.to_string(),
+                        data: data.to_string(),
+                    });
+                }
             }
             "audio" => parts.push(format!("[audio {}: not shown]", s("mimeType"))),
             "resource_link" => {

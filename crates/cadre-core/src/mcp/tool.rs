@@ -90,6 +90,14 @@ impl Tool for McpTool {
             ToolOutput {
                 content: text,
                 is_error: result.is_error,
+                images: result
+                    .images
+                    .into_iter()
+                    .map(|i| crate::model::ToolImage {
+                        media_type: i.mime_type,
+                        data: i.data,
+                    })
+                    .collect(),
             }
         })
     }

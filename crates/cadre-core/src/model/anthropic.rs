@@ -47,11 +47,50 @@ enum BlockOut<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: ResultContent<'a>,
         is_error: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheMark>,
     },
+}
+
+/// A tool result's content: its text, or (with images) a text block and
+/// image blocks.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<ResultPart<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResultPart<'a> {
+    Text { text: &'a str },
+    Image { source: ImageSource<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+fn result_content<'a>(text: &'a str, images: &'a [crate::model::ToolImage]) -> ResultContent<'a> {
+    if images.is_empty() {
+        return ResultContent::Text(text);
+    }
+    let mut parts = vec![ResultPart::Text { text }];
+    parts.extend(images.iter().map(|i| ResultPart::Image {
+        source: ImageSource {
+            kind: "base64",
+            media_type: &i.media_type,
+            data: &i.data,
+        },
+    }));
+    ResultContent::Blocks(parts)
 }
 
 impl BlockOut<'_> {
@@ -137,9 +176,10 @@ fn message_out(m: &Message) -> MessageOut<'_> {
                 tool_use_id,
                 content,
                 is_error,
+                images,
             } => blocks.push(BlockOut::ToolResult {
                 tool_use_id,
-                content,
+                content: result_content(content, images),
                 is_error: *is_error,
                 cache_control: None,
             }),
@@ -512,6 +552,7 @@ mod tests {
             tool_use_id: id.into(),
             content: content.into(),
             is_error,
+            images: Vec::new(),
         }
     }
 

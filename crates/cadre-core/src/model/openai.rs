@@ -37,10 +37,12 @@ fn message_values(m: &Message, messages: &mut Vec<Value>) {
             let mut text = String::new();
             for b in &m.content {
                 match b {
+                    // Images stay behind: the text names them.
                     ContentBlock::ToolResult {
                         tool_use_id,
                         content,
                         is_error,
+                        ..
                     } => {
                         let content = if *is_error {
                             format!("Error: {content}")
@@ -402,6 +404,7 @@ mod tests {
                             tool_use_id: "c1".into(),
                             content: "x".into(),
                             is_error: false,
+                            images: Vec::new(),
                         },
                         ContentBlock::Text {
                             text: "note".into(),
@@ -470,6 +473,7 @@ mod tests {
                     tool_use_id: "c1".into(),
                     content: "bad".into(),
                     is_error: true,
+                    images: Vec::new(),
                 }]
                 .into(),
             },

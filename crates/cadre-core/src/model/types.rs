@@ -44,7 +44,21 @@ pub enum ContentBlock {
         content: String,
         /// Whether the call failed.
         is_error: bool,
+        /// Images the tool returned (an MCP tool's), sent beside the text
+        /// where the provider takes images in tool results (Anthropic); the
+        /// text names each one for the others.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ToolImage>,
     },
+}
+
+/// An image in a tool result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolImage {
+    /// `image/png`, `image/jpeg`, …
+    pub media_type: String,
+    /// The image, base64-encoded.
+    pub data: String,
 }
 
 /// A message in the conversation.

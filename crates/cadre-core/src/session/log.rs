@@ -371,6 +371,7 @@ fn message_records(messages: &[Message]) -> Vec<RecordBody> {
                             tool_use_id,
                             content,
                             is_error,
+                            ..
                         } => records.push(RecordBody::ToolResult {
                             call_id: tool_use_id.clone(),
                             content: content.clone(),
@@ -583,6 +584,8 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                         tool_use_id: call.id,
                         content,
                         is_error,
+                        // Not logged: a resumed conversation keeps their placeholders.
+                        images: Vec::new(),
                     });
                 }
                 out.messages.push(Message {

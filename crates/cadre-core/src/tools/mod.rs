@@ -51,12 +51,14 @@ pub use crate::tool_names::canonical_tool_name;
 pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
 
 /// What a tool returns to the model.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolOutput {
     /// Text the model sees.
     pub content: String,
     /// Whether the call failed (the model sees that too).
     pub is_error: bool,
+    /// Images for providers that take them in tool results (an MCP tool's).
+    pub images: Vec<crate::model::ToolImage>,
 }
 
 impl ToolOutput {
@@ -65,6 +67,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -73,6 +76,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
 
