@@ -739,3 +739,70 @@ async fn the_line_front_end_reports_the_server_and_slash_mcp_lists_its_tools() {
     assert_eq!(records.len(), 1, "/mcp never reaches the model");
     assert!(!records[0].body.to_string().contains("/mcp"));
 }
+
+#[tokio::test]
+async fn an_inline_server_goes_with_a_background_child_that_is_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let stop_now = dir.path().join("stop-now");
+    let after = dir.path().join("after");
+    let never = dir.path().join("never");
+    let wait = |f: &std::path::Path| format!("while [ ! -e {} ]; do sleep 0.05; done", f.display());
+    let script = format!(
+        r#"
+rules:
+  - name: child
+    when: {{ first_user: "own-task" }}
+    replies:
+      - tool_calls:
+          - {{ name: mcp__own__peek, input: {{}} }}
+          - {{ name: Bash, input: {{ command: "{never}", description: "wait forever" }} }}
+      - text: "child done"
+  - name: parent
+    replies:
+      - tool_calls:
+          - {{ name: Agent, input: {{ description: "own", prompt: "own-task", subagent_type: "with-own", run_in_background: true }} }}
+      - tool_calls:
+          - {{ name: Bash, input: {{ command: "{stop_now}", description: "wait" }} }}
+      - tool_calls:
+          - {{ name: TaskStop, input: {{ task_id: "{{{{task_id}}}}" }} }}
+      - tool_calls:
+          - {{ name: Bash, input: {{ command: "{after}", description: "wait" }} }}
+      - text: "parent done"
+"#,
+        never = wait(&never),
+        stop_now = wait(&stop_now),
+        after = wait(&after),
+    );
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    h.write(
+        ".claude/agents/with-own.md",
+        &format!(
+            "---\nname: with-own\ndescription: has its own server\nmcpServers:\n  - own:\n      command: {}\n      args: [\"--pid-file\", \"{}\"]\n---\nUse it.\n",
+            fixture().display(),
+            pid_file.display()
+        ),
+    );
+    let run = h.spawn_json(&[
+        "exec", "--json", "--trust", "--allow", "mcp__own", "--allow", "Bash", "go",
+    ]);
+    common::wait_until("the child's server writes its pid", || pid_file.exists()).await;
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    std::fs::write(&stop_now, "").unwrap();
+    // The parent stops the child and then waits: the server went with the child.
+    common::wait_until("the stopped child's server is gone", || !alive(pid)).await;
+    std::fs::write(&after, "").unwrap();
+    let (status, events) = run.finish().await;
+    assert!(status.success());
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "task_ended" && e["status"] == "cancelled"),
+        "the child was stopped"
+    );
+}
