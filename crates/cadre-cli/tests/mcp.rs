@@ -806,3 +806,51 @@ rules:
         "the child was stopped"
     );
 }
+
+#[tokio::test]
+async fn a_streamable_http_server_is_reached_by_its_url_with_variables_expanded() {
+    let dir = tempfile::tempdir().unwrap();
+    let url_file = dir.path().join("url");
+    let _server = tokio::process::Command::new(fixture())
+        .args(["--http", url_file.to_str().unwrap()])
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    common::wait_until("the HTTP server listens", || url_file.exists()).await;
+    let url = std::fs::read_to_string(&url_file).unwrap();
+    let port = url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .to_string();
+    let script = calls_script(&[
+        call("mcp__remote__echo", json!({"text": "over http"})),
+        call("mcp__remote__add", json!({"a": 1, "b": 2})),
+    ]);
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    h.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"remote": {
+            "type": "http",
+            "url": "http://127.0.0.1:${REMOTE_PORT}/mcp",
+            "headers": {"Authorization": "Bearer ${REMOTE_TOKEN:-none}"},
+        }}})
+        .to_string(),
+    );
+    let out = h
+        .cadre_env(
+            &["exec", "--json", "--trust", "--allow", "mcp__remote", "go"],
+            &[("REMOTE_PORT", port.as_str())],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ready = status_events(&out)
+        .into_iter()
+        .find(|e| e["status"] != "starting")
+        .unwrap();
+    assert_eq!(ready["status"], "ready", "{ready}");
+    let results = tool_results(&h.records()[1].body);
+    assert_eq!(results[0], ("echo: over http".to_string(), false));
+    assert_eq!(results[1], ("3".to_string(), false));
+}

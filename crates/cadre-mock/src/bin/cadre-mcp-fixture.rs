@@ -54,6 +54,10 @@ struct Args {
     /// Exit (status 0) as soon as the client sends `notifications/initialized`.
     #[arg(long)]
     exit_after_init: bool,
+    /// Serve streamable HTTP on 127.0.0.1 (a free port) at `/mcp` instead of
+    /// stdio, and write the endpoint's URL to this file.
+    #[arg(long, value_name = "URL_FILE")]
+    http: Option<PathBuf>,
 }
 
 /// A 1x1 red PNG, base64-encoded.
@@ -131,11 +135,38 @@ fn never_answer() -> ! {
 
 async fn serve(args: Args) -> anyhow::Result<()> {
     let fixture = Fixture::new(&args);
+    if let Some(url_file) = &args.http {
+        return serve_http(fixture, url_file).await;
+    }
     let running = fixture
         .serve(rmcp::transport::stdio())
         .await
         .context("MCP handshake failed")?;
     running.waiting().await.context("MCP service failed")?;
+    Ok(())
+}
+
+/// Streamable HTTP on a free loopback port, until killed.
+async fn serve_http(fixture: Fixture, url_file: &Path) -> anyhow::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(fixture.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("cannot bind a loopback port")?;
+    let addr = listener.local_addr()?;
+    write_atomically(url_file, format!("http://{addr}/mcp").as_bytes())
+        .with_context(|| format!("cannot write {}", url_file.display()))?;
+    axum::serve(listener, router)
+        .await
+        .context("HTTP server failed")?;
     Ok(())
 }
 
