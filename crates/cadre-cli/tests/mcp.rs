@@ -348,24 +348,13 @@ async fn a_server_that_never_answers_or_lists_too_much_is_reported_and_the_sessi
             .unwrap_or_else(|| panic!("{name}: {statuses:?}"))
             .clone()
     };
-    let stuck = of("stuck");
-    assert_eq!(stuck["status"], "failed");
-    assert!(
-        stuck["message"]
-            .as_str()
-            .unwrap()
-            .contains("start-up timeout"),
-        "{stuck}"
-    );
-    let missing = of("missing");
-    assert_eq!(missing["status"], "failed");
-    assert!(
-        missing["message"]
-            .as_str()
-            .unwrap()
-            .contains("could not start"),
-        "{missing}"
-    );
+    let failed_with = |name: &str, why: &str| {
+        let e = of(name);
+        assert_eq!(e["status"], "failed", "{e}");
+        assert!(e["message"].as_str().unwrap().contains(why), "{e}");
+    };
+    failed_with("stuck", "start-up timeout");
+    failed_with("missing", "could not start");
     let huge = of("huge");
     assert_eq!(huge["status"], "ready");
     assert_eq!(huge["tools"], 256, "capped");
