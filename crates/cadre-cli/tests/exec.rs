@@ -343,6 +343,7 @@ rules:
             "Read",
             "Write",
             "Edit",
+            "NotebookEdit",
             "Glob",
             "Grep",
             "Bash",

@@ -42,6 +42,7 @@ pub fn argument_summary(tool: &str, input: &Value) -> String {
     }
     let key = match tool {
         "Read" | "Write" | "Edit" => "file_path",
+        "NotebookEdit" => "notebook_path",
         "Bash" => "command",
         "Glob" | "Grep" => {
             if let Some(pattern) = text(input, "pattern") {

@@ -172,6 +172,7 @@ pub fn decided_path(tool: &str, args: &ToolInput, cwd: &Path) -> Option<PathBuf>
     let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
     match tool {
         "Read" | "Write" | "Edit" => str_arg("file_path").map(|p| resolve_real(cwd, p)),
+        "NotebookEdit" => str_arg("notebook_path").map(|p| resolve_real(cwd, p)),
         "Glob" => Some(super::glob_plan(cwd, str_arg("path"), str_arg("pattern").unwrap_or("")).0),
         "Grep" => Some(resolve_real(cwd, str_arg("path").unwrap_or("."))),
         _ => None,

@@ -317,7 +317,7 @@ fn build_pattern(
     }
     match tool {
         "Bash" => parse_bash_spec(orig, spec).map(Pattern::Bash),
-        "Read" | "Edit" | "Write" | "Glob" | "Grep" => Ok(Pattern::Path {
+        "Read" | "Edit" | "Write" | "NotebookEdit" | "Glob" | "Grep" => Ok(Pattern::Path {
             tool: tool.to_string(),
             glob: PathGlob::compile(orig, spec, home)?,
         }),

@@ -38,6 +38,7 @@ pub const BACKGROUND_ALLOW: &[&str] = &[
     "Read",
     "Write",
     "Edit",
+    "NotebookEdit",
     "Glob",
     "Grep",
     "Bash",

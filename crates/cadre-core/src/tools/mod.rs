@@ -10,6 +10,7 @@ mod exact;
 mod file_state;
 mod glob;
 mod grep;
+mod notebook;
 mod read;
 pub(crate) mod schema;
 mod task_tools;
@@ -38,6 +39,7 @@ pub use edit::EditTool;
 pub use file_state::FileStateCache;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
+pub use notebook::NotebookEditTool;
 pub use read::ReadTool;
 pub use schema::{input_schema, with_description};
 pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
@@ -427,6 +429,7 @@ impl ToolRegistry {
                 Arc::new(ReadTool),
                 Arc::new(WriteTool),
                 Arc::new(EditTool),
+                Arc::new(NotebookEditTool),
                 Arc::new(GlobTool),
                 Arc::new(GrepTool),
                 Arc::new(BashTool::default()),
