@@ -77,6 +77,7 @@ rules:
             "Grep",
             "Bash",
             "TodoWrite",
+            "WebFetch",
             "TaskList",
             "TaskStop",
             "SendMessage"
@@ -139,6 +140,7 @@ rules:
             "Grep",
             "Bash",
             "TodoWrite",
+            "WebFetch",
             "TaskStop",
             "SendMessage"
         ])

@@ -348,6 +348,7 @@ rules:
             "Grep",
             "Bash",
             "TodoWrite",
+            "WebFetch",
             "Agent",
             "TaskList",
             "TaskOutput",

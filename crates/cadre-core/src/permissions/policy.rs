@@ -276,12 +276,16 @@ impl PermissionPolicy {
         } else {
             None
         };
+        let domain = (tool == "WebFetch")
+            .then(|| str_arg("url").and_then(url_host))
+            .flatten();
         let facts = CallFacts {
             tool,
             effect: Some(effect),
             command,
             path: path.as_deref(),
             agent_type: str_arg("subagent_type"),
+            domain: domain.as_deref(),
         };
         // The data directory counts as outside even when the project holds it.
         let inside = path.as_deref().is_none_or(|p| {
@@ -289,7 +293,10 @@ impl PermissionPolicy {
                 || self.additional_dirs.iter().any(|d| p.starts_with(d)))
                 && !p.starts_with(&self.data_dir)
         });
-        let session_rule = self.session_rule(tool, effect, path.as_deref(), command, inside);
+        let session_rule = match &domain {
+            Some(host) => format!("WebFetch(domain:{host})"),
+            None => self.session_rule(tool, effect, path.as_deref(), command, inside),
+        };
         let ask = |reason: String| -> Decision {
             match self.mode {
                 // dontAsk turns every question into a denial; plan never asks either.
@@ -443,6 +450,7 @@ impl PermissionPolicy {
             tool,
             effect: Some(effect),
             command: None,
+            domain: None,
             path: Some(path),
             agent_type: None,
         };
@@ -496,6 +504,14 @@ impl PermissionPolicy {
     pub fn parse_session_rule(text: &str) -> Option<Rule> {
         parse_rule(RuleKind::Allow, text, None).ok()
     }
+}
+
+/// The host of `url`, lower-case, as a WebFetch rule names it.
+pub fn url_host(url: &str) -> Option<String> {
+    url::Url::parse(url.trim())
+        .ok()?
+        .host_str()
+        .map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase())
 }
 
 fn is_shell_syntax(word: &str) -> bool {

@@ -71,6 +71,10 @@ pub enum RuleError {
     EmptySpecifier { rule: String, tool: String },
     #[error("invalid permission rule {rule:?}: {tool} rules take no \"(...)\" specifier")]
     UnexpectedSpecifier { rule: String, tool: String },
+    #[error(
+        "invalid permission rule {rule:?}: WebFetch rules take \"domain:HOST\", e.g. WebFetch(domain:example.com)"
+    )]
+    BadDomain { rule: String },
     #[error("invalid permission rule {rule:?}: empty command prefix before \":*\"")]
     EmptyPrefix { rule: String },
     #[error("invalid permission rule {rule:?}: unterminated quote or parenthesis in the command")]
@@ -98,6 +102,7 @@ impl RuleError {
             | RuleError::EmptySpecifier { rule, .. }
             | RuleError::UnexpectedSpecifier { rule, .. }
             | RuleError::EmptyPrefix { rule }
+            | RuleError::BadDomain { rule }
             | RuleError::BadCommand { rule }
             | RuleError::InvalidGlob { rule, .. }
             | RuleError::NoHomeDir { rule } => rule,
@@ -118,6 +123,8 @@ pub struct CallFacts<'a> {
     pub path: Option<&'a Path>,
     /// Agent: the subagent type.
     pub agent_type: Option<&'a str>,
+    /// WebFetch: the host of its URL, lower-case.
+    pub domain: Option<&'a str>,
 }
 
 /// Allow, ask and deny rules, evaluated together.
@@ -322,6 +329,12 @@ fn build_pattern(
             glob: PathGlob::compile(orig, spec, home)?,
         }),
         "Agent" => Ok(Pattern::Agent(spec.to_string())),
+        "WebFetch" => match spec.strip_prefix("domain:").map(str::trim) {
+            Some(host) if !host.is_empty() && !host.contains(['/', ' ', '*']) => {
+                Ok(Pattern::Domain(host.to_ascii_lowercase()))
+            }
+            _ => Err(RuleError::BadDomain { rule: orig.into() }),
+        },
         _ => Err(RuleError::UnexpectedSpecifier {
             rule: orig.into(),
             tool: tool.into(),
@@ -429,6 +442,8 @@ enum Pattern {
     McpServer(String),
     McpTool(String),
     Agent(String),
+    /// `WebFetch(domain:HOST)`.
+    Domain(String),
 }
 
 impl Pattern {
@@ -447,6 +462,7 @@ impl Pattern {
             Pattern::Agent(kind) => {
                 call.tool == "Agent" && (kind == "*" || call.agent_type == Some(kind.as_str()))
             }
+            Pattern::Domain(host) => call.tool == "WebFetch" && call.domain == Some(host.as_str()),
         }
     }
 }
@@ -462,6 +478,7 @@ pub(super) struct Call<'f> {
     /// project directory itself).
     pub(super) rel_path: Option<PathBuf>,
     pub(super) agent_type: Option<&'f str>,
+    pub(super) domain: Option<&'f str>,
 }
 
 impl<'f> Call<'f> {
@@ -486,6 +503,7 @@ impl<'f> Call<'f> {
             abs_path,
             rel_path,
             agent_type: facts.agent_type,
+            domain: facts.domain,
         }
     }
 }

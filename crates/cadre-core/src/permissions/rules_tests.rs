@@ -671,10 +671,11 @@ fn parse_errors_name_the_rule() {
         ("Bash(echo 'x:*)", None, "unterminated quote"),
         ("TodoWrite(x)", None, "TodoWrite rules take no"),
         (
-            "WebFetch(domain:example.com)",
+            "WebFetch(example.com)",
             None,
-            "WebFetch rules take no",
+            "WebFetch rules take \"domain:HOST\"",
         ),
+        ("WebFetch(domain:)", None, "domain:HOST"),
         ("Read(src/[)", None, "invalid glob \"src/[\""),
         ("Read(~/.ssh/**)", None, "needs a home directory"),
     ];

@@ -17,6 +17,7 @@ mod task_tools;
 mod todo;
 pub mod untrusted_text;
 pub(crate) mod util;
+mod web_fetch;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +45,7 @@ pub use read::ReadTool;
 pub use schema::{input_schema, with_description};
 pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
 pub use todo::{TodoItem, TodoList, TodoWriteTool};
+pub use web_fetch::WebFetchTool;
 pub use write::WriteTool;
 
 pub use crate::tool_names::canonical_tool_name;
@@ -434,6 +436,7 @@ impl ToolRegistry {
                 Arc::new(GrepTool),
                 Arc::new(BashTool::default()),
                 Arc::new(TodoWriteTool),
+                Arc::new(WebFetchTool),
             ],
         }
     }
