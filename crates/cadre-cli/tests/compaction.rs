@@ -207,8 +207,10 @@ rules:
     );
 }
 
-/// Replies report growing usage; with `context_window = 4000` configured
-/// the session compacts before the fourth request (85%: 3400 tokens).
+/// Replies report growing usage; with `context_window = 8000` configured
+/// the session compacts before the fourth request (85%: 6800 tokens). The
+/// window leaves room for the system prompt and the tool list, which every
+/// request carries whatever is compacted.
 const GROWING: &str = r#"
 rules:
   - name: summary
@@ -220,13 +222,13 @@ rules:
     step_by: requests
     replies:
       - tool_calls: [{ name: Read, input: { file_path: "a.txt" } }]
-        usage: { input_tokens: 1000, output_tokens: 20 }
-      - tool_calls: [{ name: Read, input: { file_path: "b.txt" } }]
         usage: { input_tokens: 2000, output_tokens: 20 }
+      - tool_calls: [{ name: Read, input: { file_path: "b.txt" } }]
+        usage: { input_tokens: 4000, output_tokens: 20 }
       - tool_calls: [{ name: Read, input: { file_path: "c.txt" } }]
-        usage: { input_tokens: 3400, output_tokens: 20 }
+        usage: { input_tokens: 6800, output_tokens: 20 }
       - text: "done"
-        usage: { input_tokens: 1200, output_tokens: 20 }
+        usage: { input_tokens: 2400, output_tokens: 20 }
 "#;
 
 #[tokio::test]
@@ -235,7 +237,7 @@ async fn a_configured_window_compacts_at_85_percent_and_the_next_request_is_smal
         let h = Harness::new(GROWING, wire).await;
         h.write(
             ".cadre/config.toml",
-            &format!("[models.{provider}.mock-model]\ncontext_window = 4000\n"),
+            &format!("[models.{provider}.mock-model]\ncontext_window = 8000\n"),
         );
         for f in ["a", "b", "c"] {
             h.write(&format!("{f}.txt"), &format!("{f}{}\n", "z".repeat(2000)));
@@ -249,7 +251,7 @@ async fn a_configured_window_compacts_at_85_percent_and_the_next_request_is_smal
             .map(|e| e["window"].as_u64().unwrap())
             .collect();
         assert!(
-            !windows.is_empty() && windows.iter().all(|w| *w == 4000),
+            !windows.is_empty() && windows.iter().all(|w| *w == 8000),
             "{windows:?}"
         );
         let started = evs

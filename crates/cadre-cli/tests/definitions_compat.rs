@@ -172,11 +172,11 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
     .await;
     h.write(
         ".claude/agents/a.md",
-        "---\nname: a\ndescription: d\nhooks:\n  Stop:\n    - hooks:\n        - { type: command, command: \"true\" }\nmemory: project\n---\nBody\n",
+        "---\nname: a\ndescription: d\nhooks:\n  Stop:\n    - hooks:\n        - { type: command, command: \"true\" }\nisolation: worktree\n---\nBody\n",
     );
     h.write(
         ".claude/agents/b.md",
-        "---\nname: b\ndescription: d\nmemory: user\nskills: lint\n---\nBody\n",
+        "---\nname: b\ndescription: d\nisolation: worktree\nskills: lint\n---\nBody\n",
     );
     let out = h.cadre(&["agents", "validate"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
@@ -184,7 +184,7 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
     let b = h.path(".claude/agents/b.md").display().to_string();
     for want in [
         format!("warning {b}:5: `skills`: not supported yet (ignored)"),
-        "warning (2 files): `memory`: not supported yet (ignored) — `cadre agents validate --verbose` lists them".to_string(),
+        "warning (2 files): `isolation`: not supported yet (ignored) — `cadre agents validate --verbose` lists them".to_string(),
     ] {
         assert!(text.lines().any(|l| l == want), "missing `{want}`:\n{text}");
     }
@@ -194,7 +194,7 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
     assert!(
         stdout(&out)
             .lines()
-            .any(|l| l == "unsupported: memory (not supported yet, ignored)"),
+            .any(|l| l == "unsupported: isolation (not supported yet, ignored)"),
         "{}",
         stdout(&out)
     );
@@ -211,7 +211,7 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
         warnings,
         [
             "agent definitions: `skills` is not supported yet and is ignored in: b",
-            "agent definitions: `memory` is not supported yet and is ignored in: a, b",
+            "agent definitions: `isolation` is not supported yet and is ignored in: a, b",
         ],
     );
 }

@@ -49,6 +49,10 @@ pub struct PermissionPolicy {
     /// line that was granted tools only as rules: a call of such a tool must
     /// be covered by every layer that names the tool.
     pub only: Vec<Vec<Rule>>,
+    /// This agent's own memory folder (a definition's `memory`), canonical:
+    /// its file tools read and write there without asking, in the data
+    /// directory or `.cadre/` as it may be. No other agent's policy has it.
+    pub memory_dir: Option<PathBuf>,
 }
 
 /// A mode change asked for by the user (Shift+Tab, `/permissions`), taken
@@ -199,6 +203,7 @@ impl PermissionPolicy {
             bypass_disabled: false,
             additional_dirs: Vec::new(),
             only: Vec::new(),
+            memory_dir: None,
         }
     }
 
@@ -330,6 +335,14 @@ impl PermissionPolicy {
                 "the command's name is made when it runs, so the rule {text} may cover it"
             ));
         }
+        // An agent keeps its own memory without asking (plan mode still
+        // only reads; deny rules still hold, above).
+        if matches!(effect, ToolEffect::ReadOnly | ToolEffect::Edit)
+            && path.as_deref().is_some_and(|p| self.in_memory_dir(p))
+            && (effect == ToolEffect::ReadOnly || self.mode != PermissionMode::Plan)
+        {
+            return Decision::Allow;
+        }
         // No file tool writes the data directory, whatever the rules and mode.
         if effect == ToolEffect::Edit
             && let Some(why) = path.as_deref().and_then(|p| self.data_dir_write(p))
@@ -412,9 +425,16 @@ impl PermissionPolicy {
         }
     }
 
+    /// Whether `path` lies in this agent's own memory folder.
+    fn in_memory_dir(&self, path: &Path) -> bool {
+        self.memory_dir
+            .as_deref()
+            .is_some_and(|d| path.starts_with(d))
+    }
+
     /// Why writing `path` is refused outright: it lies in the data directory.
     fn data_dir_write(&self, path: &Path) -> Option<String> {
-        path.starts_with(&self.data_dir).then(|| {
+        (path.starts_with(&self.data_dir) && !self.in_memory_dir(path)).then(|| {
             format!(
                 "file tools never write the cadre data directory ({})",
                 path.display()

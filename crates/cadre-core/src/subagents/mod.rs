@@ -7,6 +7,7 @@ pub mod builtin;
 pub mod catalog;
 pub mod definition;
 pub mod filter;
+pub mod memory;
 pub mod ratchet;
 pub mod report;
 pub mod runtime;

@@ -24,7 +24,7 @@ pub use tool_list::{normalize_tool_name, parse_tool_list};
 /// Fields Claude Code documents that cadre reads but does not act on yet
 /// (each until its issue lands): `cadre agents validate` names them per file
 /// and start-up warns once per field, so none is ignored silently.
-pub const NOT_SUPPORTED_YET: &[&str] = &["skills", "memory", "isolation"];
+pub const NOT_SUPPORTED_YET: &[&str] = &["skills", "isolation"];
 
 /// How the per-file issue for a not-supported-yet field ends.
 pub const NOT_SUPPORTED_YET_SUFFIX: &str = ": not supported yet (ignored)";
@@ -36,7 +36,6 @@ pub fn unsupported_fields(def: &AgentDefinition) -> Vec<&'static str> {
         .copied()
         .filter(|field| match *field {
             "skills" => !def.skills.is_empty(),
-            "memory" => def.memory.is_some(),
             "isolation" => def.isolation.is_some(),
             _ => false,
         })

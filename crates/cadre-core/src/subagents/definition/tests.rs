@@ -263,11 +263,6 @@ fn all_fields() {
             ),
             (
                 IssueLevel::Warning,
-                Some(11),
-                "`memory`: not supported yet (ignored)"
-            ),
-            (
-                IssueLevel::Warning,
                 Some(13),
                 "`isolation`: not supported yet (ignored)"
             ),

@@ -89,6 +89,28 @@ impl SubagentRuntime {
         policy.only = caller.tool_rules.clone();
         spec.restrict(&mut policy)
             .map_err(|e| ToolOutput::error(format!("{} was not started: {e}", def.name)))?;
+        let mut tools = spec.tools;
+        let mut system = spec.system;
+        if let Some(value) = &def.memory {
+            let (dir, section) = self.child_memory(&def.name, value)?;
+            // Read, Write and Edit come with a memory, as in Claude Code,
+            // in the parent's order like the rest.
+            let with_memory = parent_tools
+                .tools()
+                .iter()
+                .filter_map(|t| match tools.get(t.name()) {
+                    Some(own) => Some(own),
+                    None => ["Read", "Write", "Edit"]
+                        .contains(&t.name())
+                        .then(|| t.clone()),
+                })
+                .collect();
+            tools = crate::tools::ToolRegistry::from_tools(with_memory);
+            system.push_str("\n\n");
+            system.push_str(&section);
+            policy.memory_dir = Some(dir);
+        }
+        let policy = Arc::new(policy);
 
         let client = match &spec.model {
             Some(id) if *id != caller.client.config().model => caller.client.with_model(id),
@@ -117,13 +139,16 @@ impl SubagentRuntime {
         }
         ctx.todos = Arc::new(Default::default());
         ctx.sandbox = spec.sandbox.clone();
+        // Its tools check paths again with its own policy (its memory folder).
+        if ctx.policy.is_some() {
+            ctx.policy = Some(policy.clone());
+        }
         let limits = TurnLimits {
             max_requests: def.max_turns.unwrap_or(self.settings.default_max_turns),
             max_tool_calls: self.settings.max_tool_calls_per_child,
         };
-        let spawner_info = spec
-            .delegates()
-            .then(|| (spec.depth, spec.agent_types.clone()));
+        let delegates = tools.get("Agent").is_some() || tools.get("SendMessage").is_some();
+        let spawner_info = delegates.then(|| (spec.depth, spec.agent_types.clone()));
         let prompt = args.prompt.clone();
         let hooks = self
             .hooks
@@ -137,12 +162,12 @@ impl SubagentRuntime {
                 first_chars(&args.prompt, 60)
             )),
             client: client.clone(),
-            tools: spec.tools,
+            tools,
             ctx: ctx.clone(),
-            system: spec.system,
+            system,
             limits,
             events,
-            policy: Arc::new(policy),
+            policy,
             gate: self.gate.clone(),
             log: None,
             context: self
@@ -170,6 +195,25 @@ impl SubagentRuntime {
             resumable: !def.one_shot,
             color: def.color.clone(),
             mcp_servers,
+        })
+    }
+
+    /// A child's memory folder (made if new) and the prompt section about
+    /// it; `Err` when the definition's `memory` names no scope.
+    fn child_memory(
+        &self,
+        name: &str,
+        value: &serde_json::Value,
+    ) -> Result<(std::path::PathBuf, String), ToolOutput> {
+        use crate::subagents::memory::{self, MemoryScope};
+        let not_started = |why: String| ToolOutput::error(format!("{name} was not started: {why}"));
+        let scope = MemoryScope::parse(value).map_err(not_started)?;
+        let dir = scope.dir(name, &self.policy.data_dir, &self.base_ctx.cwd);
+        memory::open(scope, &dir).map_err(|e| {
+            not_started(format!(
+                "its memory folder {} cannot be made: {e}",
+                dir.display()
+            ))
         })
     }
 
