@@ -14,6 +14,7 @@ mod render;
 mod sessions;
 mod setup;
 mod signals;
+mod skills_cmd;
 mod tasks;
 mod tui;
 mod tui_agents;
@@ -134,6 +135,8 @@ enum Command {
     Config(config_cmd::ConfigArgs),
     /// List, show, add and remove MCP servers.
     Mcp(mcp_cmd::McpArgs),
+    /// List and show skills.
+    Skills(skills_cmd::SkillsArgs),
 }
 
 fn main() -> ExitCode {
@@ -167,6 +170,7 @@ fn main() -> ExitCode {
             Some(Command::Tasks(args)) => tasks::run(args).await,
             Some(Command::Config(args)) => config_cmd::run(&cli.permissions, args),
             Some(Command::Mcp(args)) => mcp_cmd::run(&cli.permissions, &cli.agent, args).await,
+            Some(Command::Skills(args)) => skills_cmd::run(args),
             None if tui::wanted(cli.no_tui) => {
                 tui::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await
             }

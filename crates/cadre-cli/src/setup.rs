@@ -27,6 +27,7 @@ use cadre_core::permissions::rules::{RuleKind, RuleSet, parse_rule};
 use cadre_core::permissions::{ApprovalGate, ApprovalSource, PermissionMode, PermissionPolicy};
 use cadre_core::sandbox::{SandboxPolicy, SandboxSupport, probe};
 use cadre_core::session::{SessionLog, sessions_dir};
+use cadre_core::skills::{SkillSet, SkillTool};
 use cadre_core::subagents::catalog::{CatalogSources, DEFAULT_MANAGED_DIR, DefinitionCatalog};
 use cadre_core::subagents::definition::{self, IssueLevel};
 use cadre_core::subagents::runtime::{Spawner, SubagentRuntime, SubagentSettings};
@@ -84,6 +85,8 @@ pub struct Runtime {
     /// `--agent`: which MCP tools its `tools` and `disallowedTools` let through.
     pub mcp_keep: Option<McpToolFilter>,
     mcp_started: std::sync::atomic::AtomicBool,
+    /// The skills found for this folder.
+    pub skills: Arc<SkillSet>,
 }
 
 /// The context policy of the session's model: the built-in tables under the
@@ -356,6 +359,8 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             .collect(),
         trusted,
     ));
+    let skills = Arc::new(SkillSet::load(&cwd, &home, dirs_home().as_deref()));
+    warnings.extend(skills.warnings.iter().cloned());
     let mcp_config = McpConfig::load(&mcp_paths(&home, &cwd, trusted, agent));
     warnings.extend(mcp_config.warnings.iter().cloned());
     warnings.extend(mcp_config.trust_warning());
@@ -366,6 +371,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         mcp_timeouts(&mut warnings),
     ));
     Ok(Runtime {
+        skills,
         mcp,
         mcp_keep,
         mcp_started: std::sync::atomic::AtomicBool::new(false),
@@ -731,6 +737,9 @@ impl Runtime {
             ctx.sandbox = spec.sandbox.clone();
             system = spec.system.clone();
         }
+        if self.skills.for_model().next().is_some() {
+            tools.insert(Arc::new(SkillTool::new(self.skills.clone())));
+        }
         let runtime = Arc::new(
             SubagentRuntime::new(
                 self.subagents.clone(),
@@ -745,7 +754,8 @@ impl Runtime {
                 self.context.clone(),
             )
             .with_hooks(Some(self.hooks.clone()))
-            .with_mcp(Some(self.mcp.clone())),
+            .with_mcp(Some(self.mcp.clone()))
+            .with_skills(self.skills.clone()),
         );
         Ok(Agent::new(AgentSetup {
             id: "main".into(),

@@ -44,6 +44,7 @@ pub const BACKGROUND_ALLOW: &[&str] = &[
     "Bash",
     "WebFetch",
     "TodoWrite",
+    "Skill",
     "TaskStop",
     "SendMessage",
 ];

@@ -101,6 +101,8 @@ pub struct SubagentRuntime {
     pub hooks: Option<Arc<crate::hooks::SessionHooks>>,
     /// The session's MCP servers, which definitions' `mcpServers` name.
     pub mcp: Option<Arc<crate::mcp::McpHub>>,
+    /// The skills a definition's `skills` preloads.
+    pub skills: Arc<crate::skills::SkillSet>,
     /// The parent's context policy; a child's is the same for its own model.
     pub context: ContextPolicy,
     running: Arc<AtomicUsize>,
@@ -266,6 +268,7 @@ impl SubagentRuntime {
             base_ctx,
             hooks: None,
             mcp: None,
+            skills: Arc::default(),
             context,
             running: Arc::new(AtomicUsize::new(0)),
             background_now: latch::BackgroundRequests::default(),
@@ -279,6 +282,12 @@ impl SubagentRuntime {
     /// and where their own servers log.
     pub fn with_mcp(mut self, hub: Option<Arc<crate::mcp::McpHub>>) -> Self {
         self.mcp = hub;
+        self
+    }
+
+    /// The skills definitions' `skills` name.
+    pub fn with_skills(mut self, skills: Arc<crate::skills::SkillSet>) -> Self {
+        self.skills = skills;
         self
     }
 

@@ -5,64 +5,11 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use crate::frontmatter::{Split, parse_yaml, split_frontmatter};
+
 use super::fields::{FieldReader, blank_definition, name_problem, scalar_string};
 use super::{DefinitionIssue, IssueLevel, ParseOutcome};
 use crate::subagents::{AgentDefinition, DefinitionSource};
-
-/// The frontmatter split off a file.
-enum Split {
-    /// The file does not start with a `---` line.
-    None,
-    /// A `---` first line but no closing `---` line.
-    Unclosed,
-    /// The YAML between the `---` lines, and the body after them.
-    Found { frontmatter: String, body: String },
-}
-
-fn split_frontmatter(text: &str) -> Split {
-    let mut lines = text.split('\n');
-    match lines.next() {
-        Some(first) if first.trim_end() == "---" => {}
-        _ => return Split::None,
-    }
-    let mut frontmatter = Vec::new();
-    for line in lines.by_ref() {
-        if line.trim_end() == "---" {
-            let body = lines.collect::<Vec<_>>().join("\n");
-            return Split::Found {
-                frontmatter: frontmatter.join("\n"),
-                body: body.trim().to_string(),
-            };
-        }
-        frontmatter.push(line);
-    }
-    Split::Unclosed
-}
-
-/// Bounds for the frontmatter YAML: generous for real files, small enough
-/// that a hostile file cannot exhaust memory or time.
-fn yaml_options() -> serde_saphyr::Options {
-    serde_saphyr::options! {
-        budget: serde_saphyr::budget! {
-            max_documents: 1,
-            max_depth: 32,
-            max_nodes: 20_000,
-            max_events: 100_000,
-            max_aliases: 1_000,
-            max_anchors: 1_000,
-            max_total_scalar_bytes: 4 << 20,
-        },
-        // YAML 1.2 booleans only (`yes`/`no` stay strings), as Claude Code reads them.
-        strict_booleans: true,
-    }
-}
-
-fn parse_yaml(frontmatter: &str) -> Result<Value, serde_saphyr::Error> {
-    if frontmatter.trim().is_empty() {
-        return Ok(Value::Object(Map::new()));
-    }
-    serde_saphyr::from_str_with_options::<Value>(frontmatter, yaml_options())
-}
 
 /// The file line of a YAML error (the frontmatter starts on file line 2) and
 /// its message without the location suffix.

@@ -24,7 +24,7 @@ pub use tool_list::{normalize_tool_name, parse_tool_list};
 /// Fields Claude Code documents that cadre reads but does not act on yet
 /// (each until its issue lands): `cadre agents validate` names them per file
 /// and start-up warns once per field, so none is ignored silently.
-pub const NOT_SUPPORTED_YET: &[&str] = &["skills", "isolation"];
+pub const NOT_SUPPORTED_YET: &[&str] = &["isolation"];
 
 /// How the per-file issue for a not-supported-yet field ends.
 pub const NOT_SUPPORTED_YET_SUFFIX: &str = ": not supported yet (ignored)";
@@ -35,7 +35,6 @@ pub fn unsupported_fields(def: &AgentDefinition) -> Vec<&'static str> {
         .iter()
         .copied()
         .filter(|field| match *field {
-            "skills" => !def.skills.is_empty(),
             "isolation" => def.isolation.is_some(),
             _ => false,
         })

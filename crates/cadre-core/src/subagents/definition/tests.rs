@@ -255,18 +255,11 @@ fn all_fields() {
         .collect();
     assert_eq!(
         named,
-        vec![
-            (
-                IssueLevel::Warning,
-                Some(5),
-                "`skills`: not supported yet (ignored)"
-            ),
-            (
-                IssueLevel::Warning,
-                Some(13),
-                "`isolation`: not supported yet (ignored)"
-            ),
-        ]
+        vec![(
+            IssueLevel::Warning,
+            Some(13),
+            "`isolation`: not supported yet (ignored)"
+        ),]
     );
     assert_eq!(unsupported_fields(&def), NOT_SUPPORTED_YET);
     assert_eq!(def.model.as_deref(), Some("inherit"));

@@ -91,6 +91,19 @@ impl SubagentRuntime {
             .map_err(|e| ToolOutput::error(format!("{} was not started: {e}", def.name)))?;
         let mut tools = spec.tools;
         let mut system = spec.system;
+        // `skills`: each one's full text, in the order listed.
+        for name in &def.skills {
+            match self.skills.get(name) {
+                Some(skill) => {
+                    system.push_str(&format!("\n\n# Skill: {}\n\n", skill.name));
+                    system.push_str(&skill.loaded_text());
+                }
+                None => self.warn_once(format!(
+                    "agent definition {}: `skills` names {name}, which is no skill here",
+                    def.name
+                )),
+            }
+        }
         if let Some(value) = &def.memory {
             let (dir, section) = self.child_memory(&def.name, value)?;
             // Read, Write and Edit come with a memory, as in Claude Code,

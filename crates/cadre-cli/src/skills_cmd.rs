@@ -1,0 +1,80 @@
+//! `cadre skills list | show NAME`: the skills found for this folder, with
+//! where each comes from, and one skill's full text as an agent gets it.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use cadre_core::config::data_dir;
+use cadre_core::skills::SkillSet;
+use clap::{Args, Subcommand};
+
+use crate::UsageError;
+
+/// Arguments of `cadre skills`.
+#[derive(Debug, Args)]
+pub struct SkillsArgs {
+    #[command(subcommand)]
+    command: SkillsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SkillsCommand {
+    /// Every skill: name, where it is, what it is for.
+    List,
+    /// One skill's full text, as the Skill tool gives it.
+    Show {
+        /// The skill's name.
+        name: String,
+    },
+}
+
+/// Runs `cadre skills …`.
+pub fn run(args: SkillsArgs) -> Result<ExitCode> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let set = SkillSet::load(&cwd, &data_dir()?, home.as_deref());
+    for w in &set.warnings {
+        eprintln!("warning: {w}");
+    }
+    match args.command {
+        SkillsCommand::List => {
+            if set.skills.is_empty() {
+                println!(
+                    "No skills. A skill is a folder with a SKILL.md in .claude/skills/ or ~/.claude/skills/."
+                );
+            }
+            for skill in &set.skills {
+                let who = if skill.user_only { " · user only" } else { "" };
+                println!(
+                    "{:<20} {}{who} · {} · {}",
+                    skill.name,
+                    skill.scope,
+                    skill.dir.display(),
+                    skill.description
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SkillsCommand::Show { name } => {
+            let Some(skill) = set.get(&name) else {
+                let known: Vec<&str> = set.skills.iter().map(|s| s.name.as_str()).collect();
+                bail!(UsageError(format!(
+                    "no skill named {name}; known: {}",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            };
+            println!("{}", skill.loaded_text());
+            if !skill.allowed_tools.is_empty() {
+                println!(
+                    "\nallowed-tools (not applied yet): {}",
+                    skill.allowed_tools.join(", ")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

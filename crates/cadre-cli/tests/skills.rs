@@ -1,0 +1,128 @@
+//! Skills through the binary: the `Skill` tool lists the skills and loads
+//! one's full text; a definition's `skills` preloads them into its child's
+//! system prompt; `cadre skills list | show`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Harness, Wire, rule_records, stderr, stdout, system_text, tool_results};
+
+fn write_skills(h: &Harness) {
+    h.write(
+        ".claude/skills/changelog/SKILL.md",
+        "---\nname: changelog\ndescription: Write a changelog entry in this project's style\n---\nUse the Keep a Changelog headings. See template.md here.\n",
+    );
+    h.write(".claude/skills/changelog/template.md", "## [x.y.z]\n");
+    h.write(
+        ".claude/skills/release/SKILL.md",
+        "---\nname: release\ndescription: Cut a release\ndisable-model-invocation: true\n---\nTag it.\n",
+    );
+}
+
+#[tokio::test]
+async fn the_skill_tool_lists_model_skills_and_loads_one() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Skill, input: { skill: "changelog" } }
+          - { name: Skill, input: { skill: "release" } }
+      - text: "done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    write_skills(&h);
+    let out = h.cadre(&["exec", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let skill = records[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "Skill")
+        .expect("the Skill tool is offered");
+    let description = skill["description"].as_str().unwrap();
+    assert!(
+        description.contains("- changelog: Write a changelog entry in this project's style"),
+        "{description}"
+    );
+    assert!(
+        !description.contains("release"),
+        "user-only skills are not listed"
+    );
+    let results = tool_results(&records[1].body);
+    assert!(!results[0].1);
+    assert!(
+        results[0].0.contains("Use the Keep a Changelog headings"),
+        "{:?}",
+        results[0]
+    );
+    assert!(
+        results[0].0.contains(".claude/skills/changelog"),
+        "where its files are"
+    );
+    assert!(
+        results[1].1 && results[1].0.contains("no skill named"),
+        "{:?}",
+        results[1]
+    );
+}
+
+#[tokio::test]
+async fn a_definitions_skills_are_preloaded_into_its_childs_prompt() {
+    let script = r#"
+rules:
+  - name: child
+    when: { first_user: "child-task" }
+    replies:
+      - text: "child done"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "w", prompt: "child-task", subagent_type: "writer" } }
+      - text: "parent done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    write_skills(&h);
+    h.write(
+        ".claude/agents/writer.md",
+        "---\nname: writer\ndescription: writes\ntools: Read\nskills: changelog, missing-one\n---\nWrite.\n",
+    );
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let child = rule_records(&h.records(), "child")[0].body.clone();
+    let system = system_text(&child);
+    assert!(system.contains("# Skill: changelog"), "{system}");
+    assert!(
+        system.contains("Use the Keep a Changelog headings"),
+        "{system}"
+    );
+    assert!(
+        stdout(&out).contains("`skills` names missing-one, which is no skill here"),
+        "a missing skill is a warning"
+    );
+}
+
+#[tokio::test]
+async fn cadre_skills_lists_and_shows_them() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    write_skills(&h);
+    let out = h.cadre(&["skills", "list"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.lines().any(|l| l.starts_with("changelog")
+            && l.contains("project")
+            && l.contains("Write a changelog")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("release") && l.contains("user only")),
+        "{text}"
+    );
+    let out = h.cadre(&["skills", "show", "changelog"]).await;
+    assert!(stdout(&out).contains("Use the Keep a Changelog headings"));
+    let out = h.cadre(&["skills", "show", "nope"]).await;
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,214 @@
+//! Skills in Claude Code's format: a folder holding `SKILL.md` (frontmatter
+//! `name`, `description`, `allowed-tools`, `model`,
+//! `disable-model-invocation`; the body is the skill) and any files it
+//! bundles. Found in `.cadre/skills/` and `.claude/skills/` from the working
+//! directory up to the repository root, then `$CADRE_HOME/skills/` and
+//! `~/.claude/skills/`; the first found wins for a name. The `Skill` tool
+//! loads one on demand; a definition's `skills` preloads them.
+
+mod tool;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::frontmatter::{Split, parse_yaml, split_frontmatter};
+use crate::small_file::read_small_text;
+
+pub use tool::SkillTool;
+
+/// Largest `SKILL.md` read.
+const MAX_SKILL_BYTES: u64 = 256 * 1024;
+/// Longest description kept in the list the model sees.
+const MAX_DESCRIPTION_CHARS: usize = 1024;
+
+/// One skill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skill {
+    /// Its name (`/name`, the `Skill` tool's `skill`).
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// Its instructions.
+    pub body: String,
+    /// Its folder (bundled files are relative to it).
+    pub dir: PathBuf,
+    /// `allowed-tools`, as written.
+    pub allowed_tools: Vec<String>,
+    /// `model`, as written.
+    pub model: Option<String>,
+    /// `disable-model-invocation: true`: only the user may invoke it.
+    pub user_only: bool,
+    /// Where it was found: `project` or `user`.
+    pub scope: &'static str,
+}
+
+impl Skill {
+    /// Its full text as an agent gets it: where its files are, then its body.
+    pub fn loaded_text(&self) -> String {
+        format!(
+            "Skill {}. Its files are in {}; paths in it are relative to that folder.\n\n{}",
+            self.name,
+            self.dir.display(),
+            self.body.trim()
+        )
+    }
+}
+
+/// The skills found, and what could not be read.
+#[derive(Debug, Clone, Default)]
+pub struct SkillSet {
+    /// By precedence; names are unique.
+    pub skills: Vec<Skill>,
+    /// One line per file that was skipped, naming it.
+    pub warnings: Vec<String>,
+}
+
+impl SkillSet {
+    /// Reads every skill folder for a session in `cwd`.
+    pub fn load(cwd: &Path, data_dir: &Path, home: Option<&Path>) -> SkillSet {
+        let mut roots: Vec<(PathBuf, &'static str)> = Vec::new();
+        for dir in crate::project_root::project_dirs(cwd).closest_first {
+            roots.push((dir.join(".cadre").join("skills"), "project"));
+            roots.push((dir.join(".claude").join("skills"), "project"));
+        }
+        roots.push((data_dir.join("skills"), "user"));
+        if let Some(home) = home {
+            roots.push((home.join(".claude").join("skills"), "user"));
+        }
+        let mut set = SkillSet::default();
+        for (root, scope) in roots {
+            let Ok(entries) = std::fs::read_dir(&root) else {
+                continue;
+            };
+            let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            dirs.sort();
+            for dir in dirs {
+                let file = dir.join("SKILL.md");
+                if !file.is_file() {
+                    continue;
+                }
+                match read_skill(&file, &dir, scope) {
+                    Ok(skill) if set.get(&skill.name).is_none() => set.skills.push(skill),
+                    Ok(_) => {}
+                    Err(why) => set
+                        .warnings
+                        .push(format!("skill {}: {why}", file.display())),
+                }
+            }
+        }
+        set
+    }
+
+    /// The skill named `name`.
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.skills.iter().find(|s| s.name == name)
+    }
+
+    /// The skills the model may invoke itself.
+    pub fn for_model(&self) -> impl Iterator<Item = &Skill> {
+        self.skills.iter().filter(|s| !s.user_only)
+    }
+}
+
+fn read_skill(file: &Path, dir: &Path, scope: &'static str) -> Result<Skill, String> {
+    let text = read_small_text(file, MAX_SKILL_BYTES).map_err(|e| e.to_string())?;
+    let (frontmatter, body) = match split_frontmatter(&text) {
+        Split::Found { frontmatter, body } => (frontmatter, body),
+        Split::Unclosed => return Err("its frontmatter has no closing `---` line".into()),
+        Split::None => (String::new(), text.trim().to_string()),
+    };
+    let meta = parse_yaml(&frontmatter).map_err(|e| format!("its frontmatter is not YAML: {e}"))?;
+    let text_field = |key: &str| meta.get(key).and_then(Value::as_str).map(str::trim);
+    // Without a `name`, the folder names the skill, as in Claude Code.
+    let name = text_field("name")
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .ok_or("it has no name")?;
+    if name.contains(['/', ' ']) {
+        return Err(format!("the name {name:?} has a slash or a space"));
+    }
+    let description: String = text_field("description")
+        .unwrap_or_default()
+        .chars()
+        .take(MAX_DESCRIPTION_CHARS)
+        .collect();
+    let allowed_tools = match meta.get("allowed-tools") {
+        Some(Value::String(list)) => list
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let user_only = match meta.get("disable-model-invocation") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => s.trim() == "true",
+        _ => false,
+    };
+    Ok(Skill {
+        name,
+        description,
+        body,
+        dir: dir.to_path_buf(),
+        allowed_tools,
+        model: text_field("model").map(str::to_string),
+        user_only,
+        scope,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn skills_are_found_closest_first_and_broken_ones_are_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (proj, data, home) = (
+            tmp.path().join("p"),
+            tmp.path().join("d"),
+            tmp.path().join("h"),
+        );
+        std::fs::create_dir_all(proj.join(".git")).unwrap();
+        write(
+            &proj.join(".claude/skills/pdf/SKILL.md"),
+            "---\nname: pdf\ndescription: Fill PDF forms\nallowed-tools: Bash(python:*), Read\n---\nRun scripts/fill.py.\n",
+        );
+        write(
+            &home.join(".claude/skills/pdf/SKILL.md"),
+            "---\nname: pdf\ndescription: the user's\n---\nOther.\n",
+        );
+        write(
+            &data.join("skills/deploy/SKILL.md"),
+            "---\ndescription: Ship it\ndisable-model-invocation: true\n---\nSteps.\n",
+        );
+        write(
+            &proj.join(".cadre/skills/bad/SKILL.md"),
+            "---\nname: [\n---\nx\n",
+        );
+        let set = SkillSet::load(&proj, &data, Some(&home));
+        let pdf = set.get("pdf").unwrap();
+        assert_eq!(pdf.description, "Fill PDF forms");
+        assert_eq!(pdf.scope, "project");
+        assert_eq!(pdf.allowed_tools, ["Bash(python:*)", "Read"]);
+        assert!(pdf.loaded_text().contains("Run scripts/fill.py."));
+        let deploy = set.get("deploy").unwrap();
+        assert!(deploy.user_only && deploy.scope == "user");
+        assert_eq!(set.for_model().count(), 1);
+        assert_eq!(set.warnings.len(), 1, "{:?}", set.warnings);
+        assert!(set.warnings[0].contains("bad/SKILL.md"));
+    }
+}
