@@ -57,7 +57,7 @@ pub struct JsonSettings {
     pub model: Option<String>,
     /// Events named under `hooks`.
     pub hook_events: Vec<String>,
-    /// The `hooks` value as written (parsed by [`crate::hooks::HookSet::parse`]).
+    /// The `hooks` value as written (the hooks module parses it; config only keeps it).
     pub hooks: Option<Value>,
     /// `disableAllHooks: true`.
     pub disable_all_hooks: bool,
