@@ -339,8 +339,20 @@ impl Front<'_> {
                         Idle::Line(Some(line)) => match commands::parse(&line) {
                             Input::Empty => prompt(),
                             Input::Unknown(name) => {
-                                eprintln!("unknown command {name} (try /help)");
-                                prompt();
+                                let skills = &self.runtime.skills;
+                                match commands::skill_invocation(&line, |n| {
+                                    skills.get(n).map(|s| s.loaded_text())
+                                }) {
+                                    Some(text) => {
+                                        handle.submit(Op::UserMessage { text });
+                                        owed.messages += 1;
+                                        break;
+                                    }
+                                    None => {
+                                        eprintln!("unknown command {name} (try /help)");
+                                        prompt();
+                                    }
+                                }
                             }
                             Input::Usage(usage) => {
                                 eprintln!("{usage}");

@@ -88,6 +88,12 @@ pub async fn run(
             Some(history),
             tui_end,
             first_message,
+            host.runtime
+                .skills
+                .skills
+                .iter()
+                .map(|s| (s.name.clone(), s.loaded_text()))
+                .collect(),
         );
         let serve = host.serve(host_end);
         tokio::pin!(tui, serve);

@@ -126,3 +126,26 @@ async fn cadre_skills_lists_and_shows_them() {
     let out = h.cadre(&["skills", "show", "nope"]).await;
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[tokio::test]
+async fn slash_and_a_skills_name_sends_the_skill_in_the_line_front_end() {
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: \"Answer one.\"\n",
+        Wire::Anthropic,
+    )
+    .await;
+    write_skills(&h);
+    let pty = common::Pty::open();
+    let mut cadre = common::line_session::Interactive::start(&h, &pty, &["--no-tui"]);
+    // A user-only skill is the user's to invoke.
+    pty.type_line("/release v2.4");
+    cadre.wait_for_stdout("Answer one.").await;
+    pty.type_line("/exit");
+    assert!(cadre.exit_status().await, "{}", cadre.stderr());
+    let records = h.records();
+    assert_eq!(records.len(), 1);
+    let text = common::user_texts(&records[0].body);
+    assert!(text.contains("/release v2.4"), "{text}");
+    assert!(text.contains("Tag it."), "{text}");
+    assert!(text.contains("Arguments: v2.4"), "{text}");
+}

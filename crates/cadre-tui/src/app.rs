@@ -146,10 +146,18 @@ pub struct App {
     pub held: Vec<String>,
     /// The user asked to leave.
     pub exit: bool,
+    /// Skills `/name` invokes: (name, the text an agent gets).
+    pub skills: Vec<(String, String)>,
 }
 
 impl App {
     /// An empty screen for a session.
+    /// Skills `/name` invokes: (name, the text an agent gets).
+    pub fn with_skills(mut self, skills: Vec<(String, String)>) -> App {
+        self.skills = skills;
+        self
+    }
+
     /// Starts ↑'s history with `entries` (oldest first), e.g. earlier sessions' prompts.
     pub fn with_history(mut self, entries: Vec<String>) -> App {
         self.history = entries;
@@ -194,6 +202,7 @@ impl App {
             host_pending: 0,
             held: Vec::new(),
             exit: false,
+            skills: Vec::new(),
         }
     }
 
@@ -874,10 +883,21 @@ impl App {
                 self.command(command);
             }
             Input::Usage(usage) => self.transcript.notice(Level::Warning, usage),
-            Input::Unknown(name) => self.transcript.notice(
-                Level::Warning,
-                format!("unknown command {name} (try /help)"),
-            ),
+            Input::Unknown(name) => {
+                let skill = crate::commands::skill_invocation(&text, |n| {
+                    self.skills
+                        .iter()
+                        .find(|(k, _)| k == n)
+                        .map(|(_, t)| t.clone())
+                });
+                match skill {
+                    Some(message) => self.send(message),
+                    None => self.transcript.notice(
+                        Level::Warning,
+                        format!("unknown command {name} (try /help)"),
+                    ),
+                }
+            }
         }
         self.prompt.take();
         self.scroll = 0;

@@ -141,6 +141,20 @@ pub fn parse(line: &str) -> Input {
     }
 }
 
+/// `/name args` typed for a skill: the message that invokes it (the skill's
+/// text, then the arguments), when `skill_text` knows `name`.
+pub fn skill_invocation(line: &str, skill_text: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let rest = line.trim().strip_prefix('/')?;
+    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let text = skill_text(name)?;
+    let args = args.trim();
+    Some(if args.is_empty() {
+        format!("/{name}\n\n{text}")
+    } else {
+        format!("/{name} {args}\n\n{text}\n\nArguments: {args}")
+    })
+}
+
 /// How an MCP server's status is shown, in both front ends; `None` for one
 /// still starting: `MCP server github: ready (26 tools)`.
 pub fn mcp_status_line(
@@ -181,6 +195,20 @@ mod tests {
 
     fn command(c: Command) -> Input {
         Input::Command(c)
+    }
+
+    #[test]
+    fn a_skills_name_as_a_command_invokes_it() {
+        let known = |n: &str| (n == "changelog").then(|| "Skill changelog.".to_string());
+        assert_eq!(
+            skill_invocation("/changelog 2.4", known),
+            Some("/changelog 2.4\n\nSkill changelog.\n\nArguments: 2.4".into())
+        );
+        assert_eq!(
+            skill_invocation(" /changelog ", known),
+            Some("/changelog\n\nSkill changelog.".into())
+        );
+        assert_eq!(skill_invocation("/nope", known), None);
     }
 
     #[test]

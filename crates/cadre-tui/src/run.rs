@@ -48,7 +48,8 @@ pub enum TuiError {
 /// Runs the TUI over an open session until the user leaves and the session
 /// has wound down (its event receiver ends). The terminal is restored on
 /// the way out, whichever way that is. `first_message` is sent at once, as
-/// if typed (a definition's `initialPrompt` under `--agent`).
+/// if typed (a definition's `initialPrompt` under `--agent`); `/name` of one
+/// of `skills` (name, text) sends that skill.
 pub async fn run(
     mut handle: SessionHandle,
     mut events: mpsc::UnboundedReceiver<Event>,
@@ -56,6 +57,7 @@ pub async fn run(
     history: Option<PathBuf>,
     host: Host,
     first_message: Option<String>,
+    skills: Vec<(String, String)>,
 ) -> Result<Exit, TuiError> {
     let Host {
         requests,
@@ -71,12 +73,14 @@ pub async fn run(
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
     let mut keys = read_terminal_events();
-    let mut app = App::new(info).with_history(
-        history
-            .as_deref()
-            .map(crate::history::load)
-            .unwrap_or_default(),
-    );
+    let mut app = App::new(info)
+        .with_history(
+            history
+                .as_deref()
+                .map(crate::history::load)
+                .unwrap_or_default(),
+        )
+        .with_skills(skills);
     if let Some(message) = first_message {
         app.send(message);
         for op in app.outbox.drain(..) {

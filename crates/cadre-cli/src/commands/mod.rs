@@ -19,6 +19,7 @@ use crate::{AgentArgs, PermissionArgs};
 
 pub use cadre_tui::commands::{
     COMMANDS_HELP, Command, Input, TasksCommand, hook_line, mcp_status_line, parse,
+    skill_invocation,
 };
 
 /// The line front end's keys, after the commands in `/help`.
