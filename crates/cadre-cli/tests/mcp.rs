@@ -587,6 +587,30 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// Writes the `with-own` definition (an inline server that records its pid
+/// in `pid_file`), starts `exec` and waits until that server runs; returns
+/// the run and the server's pid.
+async fn run_with_own_server(h: &Harness, pid_file: &std::path::Path) -> (common::LiveRun, u32) {
+    h.write(
+        ".claude/agents/with-own.md",
+        &format!(
+            "---\nname: with-own\ndescription: has its own server\nmcpServers:\n  - own:\n      command: {}\n      args: [\"--pid-file\", \"{}\"]\n---\nUse it.\n",
+            fixture().display(),
+            pid_file.display()
+        ),
+    );
+    let run = h.spawn_json(&[
+        "exec", "--json", "--trust", "--allow", "mcp__own", "--allow", "Bash", "go",
+    ]);
+    common::wait_until("the child's server writes its pid", || pid_file.exists()).await;
+    let pid = std::fs::read_to_string(pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (run, pid)
+}
+
 #[tokio::test]
 async fn an_inline_server_runs_only_while_its_child_runs_whichever_way_the_child_ends() {
     // The child calls `peek`, then a command that waits for a file the test
@@ -620,21 +644,7 @@ rules:
             after = after.display(),
         );
         let h = Harness::new(&script, Wire::Anthropic).await;
-        let def = format!(
-            "---\nname: with-own\ndescription: has its own server\nmcpServers:\n  - own:\n      command: {}\n      args: [\"--pid-file\", \"{}\"]\n---\nUse it.\n",
-            fixture().display(),
-            pid_file.display()
-        );
-        h.write(".claude/agents/with-own.md", &def);
-        let run = h.spawn_json(&[
-            "exec", "--json", "--trust", "--allow", "mcp__own", "--allow", "Bash", "go",
-        ]);
-        common::wait_until("the child's server writes its pid", || pid_file.exists()).await;
-        let pid: u32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let (run, pid) = run_with_own_server(&h, &pid_file).await;
         assert!(alive(pid), "{ending}: the server runs while the child does");
         std::fs::write(&gate, "").unwrap();
         // The parent still runs (its command waits for the test): the
@@ -764,23 +774,7 @@ rules:
         after = wait(&after),
     );
     let h = Harness::new(&script, Wire::Anthropic).await;
-    h.write(
-        ".claude/agents/with-own.md",
-        &format!(
-            "---\nname: with-own\ndescription: has its own server\nmcpServers:\n  - own:\n      command: {}\n      args: [\"--pid-file\", \"{}\"]\n---\nUse it.\n",
-            fixture().display(),
-            pid_file.display()
-        ),
-    );
-    let run = h.spawn_json(&[
-        "exec", "--json", "--trust", "--allow", "mcp__own", "--allow", "Bash", "go",
-    ]);
-    common::wait_until("the child's server writes its pid", || pid_file.exists()).await;
-    let pid: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let (run, pid) = run_with_own_server(&h, &pid_file).await;
     assert!(alive(pid));
     std::fs::write(&stop_now, "").unwrap();
     // The parent stops the child and then waits: the server went with the child.

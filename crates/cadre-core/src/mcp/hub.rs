@@ -58,16 +58,6 @@ impl McpHub {
         }
     }
 
-    /// A hub with no servers.
-    pub fn empty() -> McpHub {
-        McpHub::new(
-            &McpConfig::default(),
-            Path::new("."),
-            Path::new("."),
-            McpTimeouts::default(),
-        )
-    }
-
     /// Its servers.
     pub fn servers(&self) -> &[Arc<McpServer>] {
         &self.servers

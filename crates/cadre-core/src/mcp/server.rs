@@ -115,7 +115,6 @@ pub struct McpServer {
     restarted: AtomicBool,
     /// Bumped whenever the tools change (ready, relisted, failed).
     generation: Arc<AtomicU64>,
-    pid: Mutex<Option<u32>>,
 }
 
 impl McpServer {
@@ -139,7 +138,6 @@ impl McpServer {
             changed: Arc::new(AtomicBool::new(false)),
             restarted: AtomicBool::new(false),
             generation,
-            pid: Mutex::new(None),
         }
     }
 
@@ -167,22 +165,12 @@ impl McpServer {
         &self.config
     }
 
-    /// Where its stderr goes.
-    pub fn log_path(&self) -> &Path {
-        &self.log_path
-    }
-
     /// Where it stands now.
     pub fn state(&self) -> ServerState {
         self.state
             .lock()
             .map(|s| s.clone())
             .unwrap_or(ServerState::Closed)
-    }
-
-    /// The process id of a stdio server's current process.
-    pub fn pid(&self) -> Option<u32> {
-        self.pid.lock().ok().and_then(|p| *p)
     }
 
     fn set_state(&self, state: ServerState) {
@@ -223,9 +211,6 @@ impl McpServer {
         };
         if let Err(e) = &result {
             *slot = None;
-            if let Ok(mut p) = self.pid.lock() {
-                *p = None;
-            }
             self.set_state(ServerState::Failed(e.clone()));
         }
         result
@@ -257,9 +242,6 @@ impl McpServer {
                     .stderr(Stdio::from(log))
                     .spawn()
                     .map_err(|e| format!("{command} could not start: {e}"))?;
-                if let Ok(mut p) = self.pid.lock() {
-                    *p = transport.id();
-                }
                 listener
                     .serve(transport)
                     .await

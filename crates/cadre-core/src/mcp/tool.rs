@@ -43,11 +43,6 @@ impl McpTool {
         let name = intern(&tool.full_name);
         McpTool { server, tool, name }
     }
-
-    /// The server it belongs to.
-    pub fn server(&self) -> &str {
-        self.server.name()
-    }
 }
 
 impl Tool for McpTool {

@@ -193,12 +193,12 @@ impl ChildSpec {
         }
         out
     }
+}
 
-    /// Whether the child needs a place in the subagent runtime: it may start
-    /// children or message them.
-    pub fn delegates(&self) -> bool {
-        self.tools.get("Agent").is_some() || self.tools.get("SendMessage").is_some()
-    }
+/// Whether an agent with `tools` needs a place in the subagent runtime: it
+/// may start children or message them.
+pub fn delegates(tools: &ToolRegistry) -> bool {
+    tools.get("Agent").is_some() || tools.get("SendMessage").is_some()
 }
 
 /// The main agent's tools: the built-ins, `Agent`, the task tools and

@@ -160,8 +160,8 @@ impl SubagentRuntime {
             max_requests: def.max_turns.unwrap_or(self.settings.default_max_turns),
             max_tool_calls: self.settings.max_tool_calls_per_child,
         };
-        let delegates = tools.get("Agent").is_some() || tools.get("SendMessage").is_some();
-        let spawner_info = delegates.then(|| (spec.depth, spec.agent_types.clone()));
+        let spawner_info = crate::subagents::spec::delegates(&tools)
+            .then(|| (spec.depth, spec.agent_types.clone()));
         let prompt = args.prompt.clone();
         let hooks = self
             .hooks
