@@ -316,6 +316,12 @@ fn show(
     if let Some(effort) = &def.effort {
         writeln!(out, "effort:      {effort}")?;
     }
+    if def.isolation.is_some() {
+        writeln!(
+            out,
+            "isolation:   worktree (runs in .cadre/worktrees/<agent id> on branch cadre/<agent id>)"
+        )?;
+    }
     if let Some(color) = &def.color {
         writeln!(out, "color:       {color}")?;
     }
@@ -330,14 +336,6 @@ fn show(
         writeln!(
             out,
             "initialPrompt: {line}{more} (sent first under --agent)"
-        )?;
-    }
-    let unsupported = cadre_core::subagents::definition::unsupported_fields(&def);
-    if !unsupported.is_empty() {
-        writeln!(
-            out,
-            "unsupported: {} (not supported yet, ignored)",
-            unsupported.join(", ")
         )?;
     }
     if !def.unknown_fields.is_empty() {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use cadre_core::driver::SessionHandle;
 use cadre_core::protocol::{ApprovalAnswer, ApprovalQuestion, Event, Op};
+use cadre_core::tools::ask_user::AskedQuestion;
 use tokio::sync::{Mutex, mpsc};
 
 /// Lines typed on stdin, read on their own thread.
@@ -171,8 +172,47 @@ impl Drop for TerminalAnswers {
     }
 }
 
+/// A question of the agent's own (`AskUserQuestion`) as shown on the terminal.
+pub fn render_asked(q: &AskedQuestion) -> String {
+    let mut s = format!("\n┌ Question {}/{}", q.position.0, q.position.1);
+    if !q.header.is_empty() {
+        s.push_str(&format!(" · {}", q.header));
+    }
+    s.push_str(&format!("\n│ {}\n", q.question));
+    for (i, (label, description)) in q.options.iter().enumerate() {
+        if description.is_empty() {
+            s.push_str(&format!("│   {}. {label}\n", i + 1));
+        } else {
+            s.push_str(&format!("│   {}. {label} — {description}\n", i + 1));
+        }
+    }
+    let pick = if q.multi_select {
+        "numbers (e.g. 1,3)"
+    } else {
+        "a number"
+    };
+    s.push_str(&format!(
+        "└ {pick}, or your own answer; an empty line declines › "
+    ));
+    s
+}
+
 /// Shows `q` and reads answers until one is y, a or n (end of input is no).
 async fn ask(lines: &StdinLines, q: &ApprovalQuestion) -> ApprovalAnswer {
+    if let Some(asked) = AskedQuestion::from_approval(q) {
+        {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "{}", render_asked(&asked));
+            let _ = err.flush();
+        }
+        return match lines.next().await {
+            Some(line) => match asked.answer_for(&line) {
+                Some(text) => ApprovalAnswer::Instead(text),
+                None => ApprovalAnswer::No,
+            },
+            None => ApprovalAnswer::No,
+        };
+    }
     {
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "{}", render_question(q));

@@ -18,6 +18,7 @@ mod skills_cmd;
 mod tasks;
 mod tui;
 mod tui_agents;
+mod worktrees_cmd;
 
 use std::process::ExitCode;
 
@@ -38,6 +39,9 @@ struct Cli {
     /// Use the line-based front end even on a terminal
     #[arg(long)]
     no_tui: bool,
+    /// Work in a new git worktree, .cadre/worktrees/NAME on branch cadre/NAME (a fresh name without one); kept at the end only if it has changes
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+    worktree: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -137,6 +141,8 @@ enum Command {
     Mcp(mcp_cmd::McpArgs),
     /// List and show skills.
     Skills(skills_cmd::SkillsArgs),
+    /// List, diff, merge and remove the git worktrees agents worked in.
+    Worktrees(worktrees_cmd::WorktreesArgs),
 }
 
 fn main() -> ExitCode {
@@ -159,6 +165,17 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Before anything reads the folder: the session works in the worktree.
+    let worktree = match cli.worktree.as_deref() {
+        Some(name) => match worktrees_cmd::SessionWorktree::enter(name) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
     let result = runtime.block_on(async move {
         match cli.command {
             Some(Command::Exec(args)) => {
@@ -171,6 +188,7 @@ fn main() -> ExitCode {
             Some(Command::Config(args)) => config_cmd::run(&cli.permissions, args),
             Some(Command::Mcp(args)) => mcp_cmd::run(&cli.permissions, &cli.agent, args).await,
             Some(Command::Skills(args)) => skills_cmd::run(args),
+            Some(Command::Worktrees(args)) => worktrees_cmd::run(args),
             None if tui::wanted(cli.no_tui) => {
                 tui::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await
             }
@@ -179,6 +197,9 @@ fn main() -> ExitCode {
     });
     // Don't wait for stray blocking reads of stdin on the way out.
     runtime.shutdown_background();
+    if let Some(w) = worktree {
+        w.leave();
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -29,11 +29,11 @@ use cadre_core::sandbox::{SandboxPolicy, SandboxSupport, probe};
 use cadre_core::session::{SessionLog, sessions_dir};
 use cadre_core::skills::{SkillSet, SkillTool};
 use cadre_core::subagents::catalog::{CatalogSources, DEFAULT_MANAGED_DIR, DefinitionCatalog};
-use cadre_core::subagents::definition::{self, IssueLevel};
+use cadre_core::subagents::definition::IssueLevel;
 use cadre_core::subagents::runtime::{Spawner, SubagentRuntime, SubagentSettings};
 use cadre_core::subagents::{ChildCall, ChildSpec, ParentView, session_tools};
 use cadre_core::tasks::TaskTable;
-use cadre_core::tools::{DEFAULT_OUTPUT_CAP, ToolContext};
+use cadre_core::tools::{AskUserQuestionTool, DEFAULT_OUTPUT_CAP, ToolContext};
 
 use crate::{AgentArgs, ModelArgs, PermissionArgs, UsageError};
 
@@ -216,20 +216,9 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     // Skipped or odd definition files are announced at start-up (files
     // without a name are documentation and stay silent).
     for issue in catalog.issues() {
-        if issue.level != IssueLevel::Info
-            && !issue
-                .message
-                .ends_with(definition::NOT_SUPPORTED_YET_SUFFIX)
-        {
+        if issue.level != IssueLevel::Info {
             warnings.push(format!("agent definition {issue}"));
         }
-    }
-    // Fields read but not acted on yet: once per field, not once per file.
-    for (field, names) in catalog.unsupported_fields() {
-        warnings.push(format!(
-            "agent definitions: `{field}` is not supported yet and is ignored in: {}",
-            names.join(", ")
-        ));
     }
     // Folders beside the project: settings files' `additionalDirectories`, then `--add-dir`.
     let mut additional: Vec<PathBuf> = settings
@@ -678,6 +667,8 @@ impl Runtime {
         {
             self.mcp.start_all(&events);
         }
+        // Only an interactive session asks the user questions of its own.
+        let asks_user = answers_questions && matches!(lifetime, Lifetime::UntilShutdown);
         Session::open(
             SessionSetup {
                 session_id: session_id.to_string(),
@@ -699,6 +690,7 @@ impl Runtime {
                     Some(log),
                     Some(session_id),
                     parts.background,
+                    asks_user,
                 )
             },
         )
@@ -706,7 +698,8 @@ impl Runtime {
     }
 
     /// The top-level agent, sending its events to `events` and asking through
-    /// `approvals`; its children's logs go beside `session_id`'s log.
+    /// `approvals`; its children's logs go beside `session_id`'s log. With
+    /// `asks_user` it may ask the user questions (`AskUserQuestion`).
     pub fn main_agent(
         &self,
         events: EventSink,
@@ -714,6 +707,7 @@ impl Runtime {
         log: Option<Arc<SessionLog>>,
         session_id: Option<&str>,
         background: Option<Arc<BackgroundWork>>,
+        asks_user: bool,
     ) -> Result<Agent> {
         let mut ctx = ToolContext::new(self.cwd.clone());
         ctx.output_cap = self.output_cap;
@@ -739,6 +733,14 @@ impl Runtime {
         }
         if self.skills.for_model().next().is_some() {
             tools.insert(Arc::new(SkillTool::new(self.skills.clone())));
+        }
+        // Questions to the user: only where someone answers; elsewhere the
+        // model is told to decide itself.
+        if asks_user {
+            tools.insert(Arc::new(AskUserQuestionTool::new(gate.clone())));
+        } else {
+            system.push_str("\n\n");
+            system.push_str(cadre_core::tools::ask_user::NO_ONE_TO_ASK);
         }
         let runtime = Arc::new(
             SubagentRuntime::new(

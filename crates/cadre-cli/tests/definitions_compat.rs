@@ -1,6 +1,6 @@
 //! Claude Code's definition files as Claude Code reads them: the
 //! quote-and-retry parsing, `cadre agents validate`'s grouped warnings and
-//! its "not supported yet" fields, and fields honoured by a spawned child.
+//! the fields it reads, and fields honoured by a spawned child.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -164,7 +164,7 @@ rules:
 }
 
 #[tokio::test]
-async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
+async fn isolation_and_the_other_documented_fields_load_without_a_warning() {
     let h = Harness::new(
         "rules:\n  - replies:\n      - text: \"hi\"\n",
         Wire::Anthropic,
@@ -176,23 +176,16 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
     );
     h.write(
         ".claude/agents/b.md",
-        "---\nname: b\ndescription: d\nisolation: worktree\nskills: lint\n---\nBody\n",
+        "---\nname: b\ndescription: d\nisolation: worktree\nmemory: project\n---\nBody\n",
     );
     let out = h.cadre(&["agents", "validate"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let text = stdout(&out);
-    let want = "warning (2 files): `isolation`: not supported yet (ignored) — `cadre agents validate --verbose` lists them";
-    assert!(text.lines().any(|l| l == want), "missing `{want}`:\n{text}");
+    assert!(!text.contains("warning"), "{text}");
 
     let out = h.cadre(&["agents", "show", "a"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out)
-            .lines()
-            .any(|l| l == "unsupported: isolation (not supported yet, ignored)"),
-        "{}",
-        stdout(&out)
-    );
+    assert!(stdout(&out).contains("isolation"), "{}", stdout(&out));
 
     let out = h.cadre(&["exec", "--json", "hello"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
@@ -200,12 +193,8 @@ async fn fields_not_supported_yet_are_named_by_validate_and_once_at_start_up() {
         .iter()
         .filter(|e| e["type"] == "warning")
         .filter_map(|e| e["message"].as_str().map(str::to_string))
-        .filter(|m| m.contains("not supported yet"))
         .collect();
-    assert_eq!(
-        warnings,
-        ["agent definitions: `isolation` is not supported yet and is ignored in: a, b",],
-    );
+    assert!(warnings.is_empty(), "{warnings:?}");
 }
 
 #[tokio::test]

@@ -23,3 +23,4 @@ pub mod subagents;
 pub mod tasks;
 pub mod tool_names;
 pub mod tools;
+pub mod worktrees;

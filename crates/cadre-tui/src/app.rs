@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use cadre_core::protocol::{
     ApprovalAnswer, ApprovalQuestion, CompactTrigger, Event, Op, PermissionMode, TurnStatus,
 };
+use cadre_core::tools::ask_user::AskedQuestion;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::children::{Child, ChildState, Children, format_tokens};
@@ -738,6 +739,35 @@ impl App {
 
     /// A key while the dialog shows; true when the dialog took it.
     fn dialog_key(&mut self, key: KeyEvent) -> bool {
+        // The agent's own question: an option's number or an answer of the
+        // user's own, typed until Enter (an empty one declines).
+        if let Some(asked) = self
+            .open_question()
+            .and_then(|(q, _)| AskedQuestion::from_approval(&q.question))
+        {
+            let text = self.instead.get_or_insert_with(String::new);
+            match key.code {
+                KeyCode::Enter => {
+                    let typed = std::mem::take(text);
+                    self.instead = None;
+                    let answer = match asked.answer_for(&typed) {
+                        Some(answer) => ApprovalAnswer::Instead(answer),
+                        None => ApprovalAnswer::No,
+                    };
+                    self.answer_open(answer);
+                }
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    return false;
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
+                KeyCode::Esc | KeyCode::PageUp | KeyCode::PageDown => return false,
+                _ => {}
+            }
+            return true;
+        }
         // Typing what to do instead: text until Enter; Esc goes back to the choices.
         if let Some(text) = &mut self.instead {
             match key.code {

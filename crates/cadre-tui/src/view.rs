@@ -16,6 +16,8 @@ use crate::pane::Pane;
 use crate::sanitize::{clean_line, clean_lines};
 use crate::theme::Theme;
 use crate::wrap::wrap_line;
+use cadre_core::protocol::ApprovalQuestion;
+use cadre_core::tools::ask_user::AskedQuestion;
 
 /// The smallest terminal the screen is drawn in; below it one line says so.
 pub const MIN_WIDTH: u16 = 40;
@@ -441,6 +443,58 @@ pub fn render_dialog(frame: &mut Frame<'_>, app: &App, over: Rect, now: Instant,
     };
     let q = &q.question;
     let mut lines: Vec<Line<'static>> = Vec::new();
+    let asked = AskedQuestion::from_approval(q);
+    match &asked {
+        Some(asked) => asked_lines(&mut lines, asked, app, now, theme),
+        None => approval_lines(&mut lines, q, app, now, theme),
+    }
+    if more > 0 {
+        lines.push(Line::styled(
+            format!(
+                "{more} more question{} waiting",
+                if more == 1 { "" } else { "s" }
+            ),
+            theme.dim(),
+        ));
+    }
+    let width = over.width.saturating_sub(4).clamp(20, 100);
+    let inner_width = width.saturating_sub(2).max(1);
+    let rows: u16 = lines
+        .iter()
+        .map(|l| wrap_line(l, inner_width).len() as u16)
+        .sum();
+    let height = (rows + 2).min(over.height);
+    let x = over.x + (over.width.saturating_sub(width)) / 2;
+    let y = over.y + (over.height.saturating_sub(height)) / 2;
+    let area = Rect::new(x, y, width.min(over.width), height);
+    let block = Block::bordered()
+        .border_style(theme.border())
+        .title(Span::styled(
+            if asked.is_some() {
+                " The agent asks "
+            } else {
+                " Permission needed "
+            },
+            theme.bold(),
+        ));
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(block),
+        area,
+    );
+}
+
+/// The lines of an approval question: who, the tool, its input (a diff for
+/// an edit), the sandbox, why, and the choices once keys count.
+fn approval_lines(
+    lines: &mut Vec<Line<'static>>,
+    q: &ApprovalQuestion,
+    app: &App,
+    now: Instant,
+    theme: &Theme,
+) {
     if let Some(label) = &q.label {
         lines.push(Line::styled(clean_line(label), theme.bold()));
     }
@@ -514,33 +568,53 @@ pub fn render_dialog(frame: &mut Frame<'_>, app: &App, over: Rect, now: Instant,
             theme.dim(),
         ));
     }
-    if more > 0 {
-        lines.push(Line::styled(
-            format!(
-                "{more} more question{} waiting",
-                if more == 1 { "" } else { "s" }
-            ),
-            theme.dim(),
-        ));
+}
+
+/// The lines of the agent's own question: the question, its numbered
+/// options, and what the user typed.
+fn asked_lines(
+    lines: &mut Vec<Line<'static>>,
+    asked: &AskedQuestion,
+    app: &App,
+    now: Instant,
+    theme: &Theme,
+) {
+    let mut title = format!("Question {}/{}", asked.position.0, asked.position.1);
+    if !asked.header.is_empty() {
+        title.push_str(&format!(" · {}", clean_line(&asked.header)));
     }
-    let width = over.width.saturating_sub(4).clamp(20, 100);
-    let inner_width = width.saturating_sub(2).max(1);
-    let rows: u16 = lines
-        .iter()
-        .map(|l| wrap_line(l, inner_width).len() as u16)
-        .sum();
-    let height = (rows + 2).min(over.height);
-    let x = over.x + (over.width.saturating_sub(width)) / 2;
-    let y = over.y + (over.height.saturating_sub(height)) / 2;
-    let area = Rect::new(x, y, width.min(over.width), height);
-    let block = Block::bordered()
-        .border_style(theme.border())
-        .title(Span::styled(" Permission needed ", theme.bold()));
-    frame.render_widget(Clear, area);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(block),
-        area,
-    );
+    lines.push(Line::styled(title, theme.bold()));
+    lines.push(Line::raw(clean_line(&asked.question)));
+    for (i, (label, description)) in asked.options.iter().enumerate() {
+        let mut spans = vec![
+            Span::styled(format!("  {}. ", i + 1), theme.ok()),
+            Span::styled(clean_line(label), theme.bold()),
+        ];
+        if !description.is_empty() {
+            spans.push(Span::styled(
+                format!(" — {}", clean_line(description)),
+                theme.dim(),
+            ));
+        }
+        lines.push(Line::from(spans));
+    }
+    lines.push(Line::default());
+    if !app.dialog_armed(now) {
+        lines.push(Line::styled("…", theme.dim()));
+        return;
+    }
+    let pick = if asked.multi_select {
+        "numbers (1,3)"
+    } else {
+        "a number"
+    };
+    lines.push(Line::from(vec![
+        Span::styled("answer: ", theme.bold()),
+        Span::raw(clean_line(app.instead.as_deref().unwrap_or(""))),
+        Span::styled("▏", theme.dim()),
+    ]));
+    lines.push(Line::styled(
+        format!("Type {pick} or your own answer · Enter sends · an empty answer declines"),
+        theme.dim(),
+    ));
 }

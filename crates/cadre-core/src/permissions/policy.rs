@@ -367,9 +367,13 @@ impl PermissionPolicy {
         // 2. Calls that always ask, whatever rules and modes say. `.claude`
         // and `.cadre` hold agent definitions and settings (in the home
         // directory, trusted ones that may ask for wider modes).
+        // Only the part inside the project counts: an agent whose project is
+        // a worktree under `.cadre/worktrees/` writes its own files freely.
         if effect == ToolEffect::Edit
             && let Some(p) = &path
             && let Some(dir) = p
+                .strip_prefix(&self.project_dir)
+                .unwrap_or(p)
                 .components()
                 .map(|c| c.as_os_str())
                 .find(|c| [".git", ".claude", ".cadre"].iter().any(|d| c == d))

@@ -91,7 +91,10 @@
 //!   can change files that `core.hooksPath` points to inside the project. A
 //!   `.git` (or its `hooks`, `config`...) that is a symlink makes the whole
 //!   `.git` read-only (as without mount namespaces). A linked worktree's git dir outside the project is
-//!   read-only (commits there need the sandbox off). Missing `hooks`
+//!   read-only (commits there need the sandbox off), except for an agent's
+//!   own cadre worktree: its policy's `git_writable` opens the objects, its
+//!   branch's refs and its git dir, and only while the mounts protect the
+//!   hooks and config. Missing `hooks`
 //!   directories are created (empty) so that they can be protected.
 //! - The command runs with `no_new_privs`: setuid programs (`sudo`) don't gain
 //!   privileges. Without root, it runs in a user namespace (for the git
@@ -147,6 +150,11 @@ pub struct SandboxPolicy {
     /// Folders that count as part of the project (`additionalDirectories`,
     /// `--add-dir`): writable like it, read-only with it.
     pub additional_dirs: Vec<PathBuf>,
+    /// Parts of a shared git directory outside the project that a linked
+    /// worktree's commits write (objects, its branch's refs, its own git
+    /// dir); writable only while its hooks and config are protected by the
+    /// read-only mounts, read-only otherwise.
+    pub git_writable: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -167,6 +175,7 @@ impl SandboxPolicy {
             network,
             read_only_project: false,
             additional_dirs: Vec::new(),
+            git_writable: Vec::new(),
         }
     }
 
@@ -273,6 +282,13 @@ impl SandboxPolicy {
                     all
                 };
                 builder.grant_tree(&real, access, false, &[])?;
+            }
+        }
+        if git.is_some() && !self.read_only_project {
+            for dir in &self.git_writable {
+                if let Ok(real) = dir.canonicalize() {
+                    builder.grant_tree(&real, all, false, &[])?;
+                }
             }
         }
         builder.grant_devices(dev)?;

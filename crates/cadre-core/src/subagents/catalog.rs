@@ -179,9 +179,6 @@ fn restrict_plugin_definition(
         ignored.push("mcpServers");
     }
     for field in ignored {
-        // "Ignored in plugin agents" replaces "not supported yet" for this file.
-        let unsupported = format!("`{field}`{}", super::definition::NOT_SUPPORTED_YET_SUFFIX);
-        issues.retain(|i| !(i.path == def.path && i.message == unsupported));
         issues.push(DefinitionIssue {
             path: def.path.clone(),
             level: IssueLevel::Warning,
@@ -409,24 +406,6 @@ impl DefinitionCatalog {
             (Some(entry), None) if !wanted.is_empty() => Some(&entry.definition),
             _ => None,
         }
-    }
-
-    /// Each not-supported-yet field set by an active definition, with the
-    /// names of the definitions setting it (sorted), in field order.
-    pub fn unsupported_fields(&self) -> Vec<(&'static str, Vec<String>)> {
-        let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
-        for field in super::definition::NOT_SUPPORTED_YET {
-            let names: Vec<String> = self
-                .entries
-                .values()
-                .filter(|e| super::definition::unsupported_fields(&e.definition).contains(field))
-                .map(|e| e.definition.name.clone())
-                .collect();
-            if !names.is_empty() {
-                out.push((field, names));
-            }
-        }
-        out
     }
 
     /// Every name with its active definition and what it shadows, sorted by name.

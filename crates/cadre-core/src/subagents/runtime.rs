@@ -146,6 +146,7 @@ impl SubagentRuntime {
 
 mod admission;
 mod fork;
+mod isolation;
 mod latch;
 mod lifecycle;
 mod mcp_servers;
@@ -200,6 +201,8 @@ struct Prepared {
         reason = "held for its Drop: the child's own servers close with it"
     )]
     mcp_servers: mcp_servers::DedicatedServers,
+    /// Its git worktree (`isolation: worktree`), ended after its run.
+    worktree: Option<isolation::ChildWorktree>,
 }
 
 /// A foreground child the batch is waiting for.

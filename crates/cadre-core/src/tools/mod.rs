@@ -2,6 +2,7 @@
 //! cap, and the registry that resolves names and aliases. Whether a call may run
 //! is decided elsewhere (permissions); this module only runs it.
 
+pub mod ask_user;
 mod background_tasks;
 pub(crate) mod bash;
 mod delegation;
@@ -33,6 +34,7 @@ use crate::model::ToolSpec;
 use crate::permissions::ToolEffect;
 use crate::sandbox::SandboxPolicy;
 
+pub use ask_user::AskUserQuestionTool;
 pub use background_tasks::BackgroundTasks;
 pub use bash::BashTool;
 pub use delegation::{Caller, Delegation, ROSTER_HEADER, SpawnCall};

@@ -299,13 +299,6 @@ fn parse_into(
             format!("`{field}`: {}", problem.message),
         );
     }
-    for field in super::unsupported_fields(&def) {
-        issues.push(
-            IssueLevel::Warning,
-            key_line(&frontmatter, field),
-            format!("`{field}`{}", super::NOT_SUPPORTED_YET_SUFFIX),
-        );
-    }
     for key in def.unknown_fields.keys() {
         issues.push(
             IssueLevel::Warning,

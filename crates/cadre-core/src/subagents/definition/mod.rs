@@ -21,26 +21,6 @@ pub use fields::{COLORS, EFFORTS, PERMISSION_MODES};
 pub use frontmatter::{definitions_from_json, parse_definition};
 pub use tool_list::{normalize_tool_name, parse_tool_list};
 
-/// Fields Claude Code documents that cadre reads but does not act on yet
-/// (each until its issue lands): `cadre agents validate` names them per file
-/// and start-up warns once per field, so none is ignored silently.
-pub const NOT_SUPPORTED_YET: &[&str] = &["isolation"];
-
-/// How the per-file issue for a not-supported-yet field ends.
-pub const NOT_SUPPORTED_YET_SUFFIX: &str = ": not supported yet (ignored)";
-
-/// The not-supported-yet fields `def` sets, in [`NOT_SUPPORTED_YET`] order.
-pub fn unsupported_fields(def: &AgentDefinition) -> Vec<&'static str> {
-    NOT_SUPPORTED_YET
-        .iter()
-        .copied()
-        .filter(|field| match *field {
-            "isolation" => def.isolation.is_some(),
-            _ => false,
-        })
-        .collect()
-}
-
 /// How serious an issue is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

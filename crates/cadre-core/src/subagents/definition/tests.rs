@@ -248,20 +248,8 @@ fn unknown_fields_kept_and_warned() {
 fn all_fields() {
     let text = "---\nname: full\ndescription: d\nmodel: inherit\nskills: a, b\nmcpServers:\n  - github\nhooks:\n  PreToolUse:\n    - {matcher: Bash, hooks: [{type: command, command: x}]}\nmemory: project\nbackground: true\nisolation: worktree\neffort: high\ninitialPrompt: go\n---\nb";
     let (def, issues) = loaded(text);
-    // Read, and each named as not supported yet at its line.
-    let named: Vec<_> = issues
-        .iter()
-        .map(|i| (i.level, i.line, i.message.as_str()))
-        .collect();
-    assert_eq!(
-        named,
-        vec![(
-            IssueLevel::Warning,
-            Some(13),
-            "`isolation`: not supported yet (ignored)"
-        ),]
-    );
-    assert_eq!(unsupported_fields(&def), NOT_SUPPORTED_YET);
+    // Every field is read and acted on: none is an issue.
+    assert!(issues.is_empty(), "{issues:?}");
     assert_eq!(def.model.as_deref(), Some("inherit"));
     assert_eq!(def.skills, vec!["a", "b"]);
     assert_eq!(def.mcp_servers, Some(serde_json::json!(["github"])));
@@ -600,10 +588,4 @@ fn effort_and_color_take_claude_codes_values() {
         assert_eq!(def.color.as_deref(), Some(color));
         assert!(issues.is_empty(), "{issues:?}");
     }
-    assert!(
-        unsupported_fields(
-            &loaded("---\nname: a\ndescription: d\neffort: high\ninitialPrompt: go\n---\nb").0
-        )
-        .is_empty()
-    );
 }

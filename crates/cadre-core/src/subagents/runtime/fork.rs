@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use super::isolation::ChildWorktree;
+use super::preparation::check_isolation;
 use super::{ChildTag, Parent, Prepared, SubagentRuntime, first_chars, new_agent_id};
 use crate::agent::{Agent, AgentSetup, FORK_TAG, QuerySource, TurnLimits};
 use crate::subagents::AgentArgs;
@@ -12,7 +14,7 @@ impl SubagentRuntime {
     /// A fork: the parent's last request, byte for byte (system prompt, tool
     /// list, model, history), then the fork directive as a new user message.
     /// It always runs in the background, and it never forks.
-    pub(super) fn prepare_fork(
+    pub(super) async fn prepare_fork(
         self: &Arc<Self>,
         parent: &Parent<'_>,
         args: &AgentArgs,
@@ -28,7 +30,12 @@ impl SubagentRuntime {
                 "forks run in the background, which is not available in this session",
             ));
         }
+        check_isolation(args.isolation.as_deref())?;
         let agent_id = new_agent_id();
+        let worktree = match args.isolation {
+            Some(_) => Some(ChildWorktree::add(&self.base_ctx.cwd, &agent_id, "the fork").await?),
+            None => None,
+        };
         let tag = ChildTag {
             index,
             total,
@@ -40,11 +47,21 @@ impl SubagentRuntime {
         ctx.agent_id = agent_id.clone();
         ctx.file_state = Arc::new(Default::default());
         ctx.todos = Arc::new(Default::default());
+        let mut policy = (*self.policy).clone();
+        policy.mode = caller.mode;
+        policy.only = caller.tool_rules.clone();
+        let mut directive = fork_directive(&args.prompt);
+        if let Some(wt) = &worktree {
+            // Its history names the parent's paths: the note maps them.
+            let mut sandbox = ctx.sandbox.clone();
+            wt.confine(&mut ctx, &mut policy, &mut sandbox);
+            ctx.sandbox = sandbox;
+            directive.push_str("\n\n");
+            directive.push_str(&wt.prompt_section());
+        }
         let mut messages = req.messages.clone();
         let inherited = messages.len();
-        messages.push(crate::model::Message::user_text(fork_directive(
-            &args.prompt,
-        )));
+        messages.push(crate::model::Message::user_text(directive));
         let setup = AgentSetup {
             id: agent_id.clone(),
             label: Some(format!(
@@ -61,12 +78,7 @@ impl SubagentRuntime {
                 max_tool_calls: self.settings.max_tool_calls_per_child,
             },
             events,
-            policy: Arc::new({
-                let mut p = (*self.policy).clone();
-                p.mode = caller.mode;
-                p.only = caller.tool_rules.clone();
-                p
-            }),
+            policy: Arc::new(policy),
             gate: self.gate.clone(),
             log: None,
             hooks: self.hooks.clone().map(|h| {
@@ -103,6 +115,7 @@ impl SubagentRuntime {
             resumable: true,
             color: None,
             mcp_servers: Default::default(),
+            worktree,
         })
     }
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::isolation::ChildWorktree;
 use super::{ChildRecord, ChildTag, Prepared, SubagentRuntime};
 use crate::agent::{Agent, AgentSetup, QuerySource};
 use crate::session::SessionLog;
@@ -197,6 +198,14 @@ impl SubagentRuntime {
         agent.restore(rebuilt.messages);
         agent.set_log(log);
         agent.set_inbox(rx);
+        // Its worktree again: still there, or made anew if it was removed.
+        let worktree = match ChildWorktree::for_resumed(&setup.policy.project_dir).await {
+            None => None,
+            Some(Ok(w)) => Some(w),
+            Some(Err(e)) => {
+                return ToolOutput::error(format!("cannot resume {agent_id}: its worktree: {e}"));
+            }
+        };
         let prepared = Prepared {
             index: 1,
             tag,
@@ -215,6 +224,7 @@ impl SubagentRuntime {
             resumable: true,
             color: None,
             mcp_servers: Default::default(),
+            worktree,
         };
         self.emit_started(&prepared);
         let launched = self.launch_background(prepared, Some(slot));

@@ -343,7 +343,10 @@ impl SubagentRuntime {
             )));
         }
         let usage = p.agent.usage();
-        let report = child_report(&p, &outcome, usage, started.elapsed());
+        let mut report = child_report(&p, &outcome, usage, started.elapsed());
+        if let Some(worktree) = p.worktree.take() {
+            report.worktree = worktree.end().await;
+        }
         self.emit_ended(&p.tag, &report, usage);
         // Clean-up, whichever way it ended: its background shells stop, and
         // dropping the child drops its caches and closes its log.

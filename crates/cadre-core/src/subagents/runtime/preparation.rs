@@ -1,6 +1,7 @@
 //! Preparation: one `Agent` call resolved into a child ready to run (its
 //! definition through the child builder), its log opened, its start announced.
 
+use super::isolation::ChildWorktree;
 use super::{
     BatchCall, ChildTag, Parent, Prepared, Spawner, SubagentRuntime, first_chars, new_agent_id,
 };
@@ -33,14 +34,10 @@ impl SubagentRuntime {
             .filter(|t| !t.trim().is_empty())
             .unwrap_or_else(|| self.settings.default_type.clone());
         if wanted == "fork" {
-            return self.prepare_fork(parent, &args, call.index, total);
+            return self.prepare_fork(parent, &args, call.index, total).await;
         }
         let background_requested = args.run_in_background == Some(true);
-        if let Some(iso) = &args.isolation {
-            return Err(ToolOutput::error(format!(
-                "isolation \"{iso}\" is not available yet; call Agent without isolation"
-            )));
-        }
+        check_isolation(args.isolation.as_deref())?;
         let Some(def) = catalog.get(&wanted).cloned() else {
             return Err(ToolOutput::error(format!(
                 "unknown subagent_type '{wanted}'; nothing was started. Known types: {}",
@@ -55,6 +52,23 @@ impl SubagentRuntime {
                 allowed.join(", ")
             )));
         }
+
+        // A worktree (DESIGN 7.11) is made before anything else is decided
+        // from the folder: the child's project facts are the worktree's.
+        let agent_id = new_agent_id();
+        let worktree = match args.isolation.as_deref().or(def.isolation.as_deref()) {
+            Some(_) => Some(ChildWorktree::add(&self.base_ctx.cwd, &agent_id, &def.name).await?),
+            None => None,
+        };
+        let worktree_project;
+        let project = match worktree.as_ref().and_then(ChildWorktree::worktree) {
+            Some(wt) => {
+                worktree_project =
+                    crate::agent::ProjectContext::read(&wt.counterpart(&self.base_ctx.cwd)).await;
+                &worktree_project
+            }
+            None => project,
+        };
 
         // Tools (DESIGN 7.5), nesting (7.6), mode (the ratchet), model,
         // prompt and sandbox: one builder, shared with `--agent` and
@@ -123,13 +137,19 @@ impl SubagentRuntime {
             system.push_str(&section);
             policy.memory_dir = Some(dir);
         }
+        let mut sandbox = spec.sandbox.clone();
+        let mut ctx = self.base_ctx.clone();
+        if let Some(wt) = &worktree {
+            wt.confine(&mut ctx, &mut policy, &mut sandbox);
+            system.push_str("\n\n");
+            system.push_str(&wt.prompt_section());
+        }
         let policy = Arc::new(policy);
 
         let client = match &spec.model {
             Some(id) if *id != caller.client.config().model => caller.client.with_model(id),
             _ => caller.client.clone(),
         };
-        let agent_id = new_agent_id();
         let tag = ChildTag {
             index: call.index,
             total,
@@ -144,14 +164,13 @@ impl SubagentRuntime {
                 "background subagents are not available in this session; call Agent without run_in_background",
             ));
         }
-        let mut ctx = self.base_ctx.clone();
         ctx.agent_id = agent_id.clone();
         ctx.file_state = Arc::new(Default::default());
         if !def.include_project_instructions {
             ctx.file_state.omit_instructions();
         }
         ctx.todos = Arc::new(Default::default());
-        ctx.sandbox = spec.sandbox.clone();
+        ctx.sandbox = sandbox;
         // Its tools check paths again with its own policy (its memory folder).
         if ctx.policy.is_some() {
             ctx.policy = Some(policy.clone());
@@ -208,6 +227,7 @@ impl SubagentRuntime {
             resumable: !def.one_shot,
             color: def.color.clone(),
             mcp_servers,
+            worktree,
         })
     }
 
@@ -318,5 +338,15 @@ impl SubagentRuntime {
             .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
         p.agent.set_log(Arc::new(log));
         Ok(())
+    }
+}
+
+/// `Err` for an `isolation` other than `worktree` (the only one there is).
+pub(super) fn check_isolation(isolation: Option<&str>) -> Result<(), ToolOutput> {
+    match isolation {
+        None | Some("worktree") => Ok(()),
+        Some(other) => Err(ToolOutput::invalid_arguments(format!(
+            "isolation \"{other}\" is unknown: the only isolation is \"worktree\""
+        ))),
     }
 }
