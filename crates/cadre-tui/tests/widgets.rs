@@ -529,3 +529,38 @@ fn a_definitions_color_wins_over_the_hashed_one_in_the_panel() {
         .unwrap();
     assert_eq!(fg_of(&plain, "reviewer"), Color::Reset);
 }
+
+#[test]
+fn the_agents_own_question_shows_its_options_and_the_answer_typed() {
+    use cadre_core::tools::ask_user::AskedQuestion;
+    let t0 = Instant::now();
+    let mut app = app();
+    let asked = AskedQuestion {
+        question: "Which database should the service use?".into(),
+        header: "Database".into(),
+        options: vec![
+            ("Postgres".into(), "relational, already in the stack".into()),
+            ("SQLite".into(), String::new()),
+        ],
+        multi_select: false,
+        position: (1, 2),
+    };
+    app.apply(
+        &Event::ApprovalRequested {
+            question: ApprovalQuestion {
+                agent: "main".into(),
+                label: None,
+                tool: "AskUserQuestion".into(),
+                input: serde_json::to_string(&asked).unwrap(),
+                reason: "the agent asks you".into(),
+                sandbox: None,
+                session_rule: String::new(),
+            },
+            id: 3,
+        },
+        t0,
+    );
+    app.instead = Some("2".into());
+    let terminal = draw(&app, 80, 24, t0 + cadre_tui::app::DIALOG_GRACE);
+    insta::assert_snapshot!(terminal.backend());
+}
