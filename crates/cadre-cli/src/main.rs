@@ -18,6 +18,7 @@ mod skills_cmd;
 mod tasks;
 mod tui;
 mod tui_agents;
+mod web_tools;
 mod worktrees_cmd;
 
 use std::process::ExitCode;

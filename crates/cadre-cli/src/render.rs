@@ -97,6 +97,22 @@ impl HumanRenderer {
                     writeln!(err, "  {tool} {summary} → {outcome}")
                 };
             }
+            Event::ServerToolUsed {
+                tool,
+                query,
+                results,
+                error,
+                ..
+            } => {
+                let outcome = match error {
+                    Some(code) => format!("error: {code}"),
+                    None => format!("{} results", results.len()),
+                };
+                let _ = writeln!(err, "  {tool} {query:?} → {outcome}");
+                for hit in results {
+                    let _ = writeln!(err, "    {} — {}", hit.title, hit.url);
+                }
+            }
             Event::Retrying {
                 attempt,
                 wait_ms,

@@ -238,6 +238,19 @@ fn write_record(out: &mut impl Write, r: &LogRecord) -> std::io::Result<()> {
                     _ => {}
                 }
             }
+            // The provider's own searches: the query and what came back.
+            for run in cadre_core::model::server_tool_runs(message) {
+                let query = run.query.unwrap_or_default();
+                match &run.error {
+                    Some(code) => writeln!(out, "  ⌕ WebSearch({query:?}) → error: {code}")?,
+                    None => {
+                        writeln!(out, "  ⌕ WebSearch({query:?})")?;
+                        for hit in &run.results {
+                            writeln!(out, "      {} — {}", hit.title, hit.url)?;
+                        }
+                    }
+                }
+            }
             Ok(())
         }
         RecordBody::ToolStart { .. } => Ok(()),

@@ -31,7 +31,9 @@ use cadre_core::skills::{SkillSet, SkillTool};
 use cadre_core::subagents::catalog::{CatalogSources, DEFAULT_MANAGED_DIR, DefinitionCatalog};
 use cadre_core::subagents::definition::IssueLevel;
 use cadre_core::subagents::runtime::{Spawner, SubagentRuntime, SubagentSettings};
-use cadre_core::subagents::{ChildCall, ChildSpec, ParentView, session_tools};
+use cadre_core::subagents::{ChildCall, ChildSpec, ParentView};
+
+use crate::web_tools::WebTools;
 use cadre_core::tasks::TaskTable;
 use cadre_core::tools::{AskUserQuestionTool, DEFAULT_OUTPUT_CAP, ToolContext};
 
@@ -87,6 +89,8 @@ pub struct Runtime {
     mcp_started: std::sync::atomic::AtomicBool,
     /// The skills found for this folder.
     pub skills: Arc<SkillSet>,
+    /// `WebSearch` and `WebFetch` as the configuration sets them up.
+    pub web: WebTools,
 }
 
 /// The context policy of the session's model: the built-in tables under the
@@ -213,6 +217,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     let subagents = subagent_settings(&settings);
     let sources = catalog_sources(agent, &subagents, &cwd, &home);
     let catalog = DefinitionCatalog::load(&sources).map_err(UsageError)?;
+    let mut web = WebTools::from_settings(&settings, client.config(), &mut warnings);
     // Skipped or odd definition files are announced at start-up (files
     // without a name are documentation and stay silent).
     for issue in catalog.issues() {
@@ -257,7 +262,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     // builder as a child, from the session's own tools.
     let mut initial_prompt = None;
     let mut mcp_keep: Option<McpToolFilter> = None;
-    let main_spec = match &agent.agent {
+    let mut main_spec = match &agent.agent {
         None => None,
         Some(name) => {
             let def = catalog.get(name).cloned().ok_or_else(|| {
@@ -266,7 +271,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
                     catalog.names().join(", ")
                 ))
             })?;
-            let tools = session_tools();
+            let tools = web.session_tools();
             let mut spec = ChildSpec::resolve(
                 &def,
                 &ChildCall {
@@ -329,6 +334,13 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     let mut policy = PermissionPolicy::new(mode, rules, &cwd, &home, sandbox.is_some());
     policy.bypass_disabled = settings.bypass_disabled_by.is_some();
     policy.additional_dirs = additional;
+    web.apply_policy(&policy, &cwd, &mut warnings);
+    if web.search.is_none()
+        && let Some(spec) = &mut main_spec
+    {
+        spec.tools.retain(|t| t.name() != "WebSearch");
+    }
+    warnings.extend(web.missing_search_warnings(&catalog, provider));
     // `--agent` with `tools: Bash(git:*)`: the session (and its children) keeps to it.
     if let Some(spec) = &main_spec {
         spec.restrict(&mut policy)
@@ -360,6 +372,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         mcp_timeouts(&mut warnings),
     ));
     Ok(Runtime {
+        web,
         skills,
         mcp,
         mcp_keep,
@@ -722,7 +735,7 @@ impl Runtime {
                 .collect(),
         );
         let gate = Arc::new(ApprovalGate::new(approvals, events.clone()));
-        let mut tools = session_tools();
+        let mut tools = self.web.session_tools();
         let mut allowed_types = None;
         let mut system = build_system_prompt(&self.cwd);
         if let Some(spec) = &self.main_spec {

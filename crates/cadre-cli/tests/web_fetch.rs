@@ -131,3 +131,91 @@ async fn a_fetch_needs_its_domain_allowed() {
     let (text, err) = tool_results(&h.records()[1].body).remove(0);
     assert!(err && text.contains("WebFetch(domain:127.0.0.1)"), "{text}");
 }
+
+/// A fetch of /page, with a rule that answers the summary request.
+fn summary_script(port: u16, summary_reply: &str) -> String {
+    format!(
+        "rules:\n  - name: summary\n    when: {{ system: \"answer a question about one web page\" }}\n    replies:\n{summary_reply}\n{}",
+        fetch_calls(port, &["/page"]).trim_start_matches("rules:\n")
+    )
+}
+
+#[tokio::test]
+async fn with_a_small_model_the_page_is_summarised_against_the_prompt() {
+    let port = site().await;
+    let h = Harness::new(
+        &summary_script(port, "      - text: \"Version 2.4 fixes the parser bug.\""),
+        Wire::Anthropic,
+    )
+    .await;
+    user_config(&h, "small_model = \"tiny-model\"\n");
+    let out = h
+        .cadre(&["exec", "--allow", "WebFetch(domain:127.0.0.1)", "go"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let summary: Vec<_> = records
+        .iter()
+        .filter(|r| r.rule.as_deref() == Some("summary"))
+        .collect();
+    assert_eq!(summary.len(), 1, "{records:?}");
+    let body = &summary[0].body;
+    assert_eq!(body["model"], "tiny-model");
+    assert!(body.get("tools").is_none(), "no tools: {body}");
+    let asked = common::user_texts(body);
+    assert!(
+        asked.contains("# Release notes") && asked.contains("what changed?"),
+        "{asked}"
+    );
+    let main: Vec<_> = records
+        .iter()
+        .filter(|r| r.rule.as_deref() == Some("main"))
+        .collect();
+    assert_eq!(main[0].body["model"], "mock-model");
+    let (text, err) = tool_results(&main[1].body).remove(0);
+    assert!(!err, "{text}");
+    assert!(
+        text.contains(&format!("Fetched http://127.0.0.1:{port}/page"))
+            && text.contains("Version 2.4 fixes the parser bug."),
+        "{text}"
+    );
+    assert!(
+        !text.contains("# Release notes"),
+        "the summary, not the page: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_summary_falls_back_to_the_page() {
+    let port = site().await;
+    let h = Harness::new(
+        &summary_script(
+            port,
+            "      - fail: { status: 400, message: \"no such model\" }",
+        ),
+        Wire::Anthropic,
+    )
+    .await;
+    user_config(&h, "small_model = \"tiny-model\"\n");
+    let out = h
+        .cadre(&["exec", "--allow", "WebFetch(domain:127.0.0.1)", "go"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let main: Vec<_> = h
+        .records()
+        .into_iter()
+        .filter(|r| r.rule.as_deref() == Some("main"))
+        .collect();
+    let (text, err) = tool_results(&main[1].body).remove(0);
+    assert!(!err, "{text}");
+    assert!(
+        text.contains("the summary by tiny-model failed") && text.contains("# Release notes"),
+        "{text}"
+    );
+}
+
+/// Writes the user config file (`$CADRE_HOME/config.toml`).
+fn user_config(h: &Harness, text: impl AsRef<str>) {
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(h.data_dir().join("config.toml"), text.as_ref()).unwrap();
+}

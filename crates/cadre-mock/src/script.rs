@@ -77,6 +77,10 @@ pub struct Reply {
     /// Tool calls, emitted after the text.
     #[serde(default)]
     pub tool_calls: Vec<ToolCall>,
+    /// A tool the provider runs itself (Anthropic's web search), emitted
+    /// before the text as a `server_tool_use` block and its result block.
+    /// Anthropic wire only; the OpenAI wire leaves it out.
+    pub server_tool: Option<ServerTool>,
     /// Chars per text delta (default 20).
     pub text_chunk_chars: Option<usize>,
     /// Chars per tool-argument delta (default 16).
@@ -109,6 +113,36 @@ pub struct ToolCall {
     pub input: Option<Value>,
     /// Arguments text sent verbatim instead of `input` (may be invalid JSON).
     pub input_raw: Option<String>,
+}
+
+/// A scripted server-tool call and its result.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTool {
+    /// Tool name (default `web_search`).
+    pub name: Option<String>,
+    /// Call id; default `srvtoolu_<rule>_<step>`.
+    pub id: Option<String>,
+    /// The call's input (default `{}`), streamed as `input_json_delta`.
+    pub input: Option<Value>,
+    /// Results: each `{ url, title, page_age? }` becomes a `web_search_result`
+    /// with an `encrypted_content` of `enc_<rule>_<step>_<i>`.
+    #[serde(default)]
+    pub results: Vec<SearchResult>,
+    /// Instead of results, a `web_search_tool_result_error` with this `error_code`.
+    pub error_code: Option<String>,
+}
+
+/// One scripted search result.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SearchResult {
+    /// The page address.
+    pub url: String,
+    /// The page title.
+    pub title: String,
+    /// How old the page is (`"2 days ago"`), sent when given.
+    pub page_age: Option<String>,
 }
 
 /// Token usage overrides.

@@ -112,6 +112,44 @@ pub fn openai_finish_reason(reply: &Reply) -> String {
     }
 }
 
+/// The server tool's two blocks: its call (input as given) and its result.
+fn server_blocks(reply: &Reply, ctx: &Ctx) -> Option<(Value, Value)> {
+    let tool = reply.server_tool.as_ref()?;
+    let id = tool
+        .id
+        .clone()
+        .unwrap_or_else(|| format!("srvtoolu_{}_{}", ctx.rule, ctx.step));
+    let call = json!({
+        "type": "server_tool_use",
+        "id": id,
+        "name": tool.name.as_deref().unwrap_or("web_search"),
+        "input": tool.input.clone().unwrap_or_else(|| json!({})),
+    });
+    let content = match &tool.error_code {
+        Some(code) => json!({"type": "web_search_tool_result_error", "error_code": code}),
+        None => Value::Array(
+            tool.results
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let mut v = json!({
+                        "type": "web_search_result",
+                        "url": r.url,
+                        "title": r.title,
+                        "encrypted_content": format!("enc_{}_{}_{i}", ctx.rule, ctx.step),
+                    });
+                    if let Some(age) = &r.page_age {
+                        v["page_age"] = json!(age);
+                    }
+                    v
+                })
+                .collect(),
+        ),
+    };
+    let result = json!({"type": "web_search_tool_result", "tool_use_id": id, "content": content});
+    Some((call, result))
+}
+
 fn anthropic_usage(t: Tokens, output: u64) -> Value {
     json!({
         "input_tokens": t.input,
@@ -137,6 +175,10 @@ pub fn full_body(wire: Wire, reply: &Reply, ctx: &Ctx) -> Value {
     match wire {
         Wire::Anthropic => {
             let mut content = Vec::new();
+            if let Some((call, result)) = server_blocks(reply, ctx) {
+                content.push(call);
+                content.push(result);
+            }
             if let Some(text) = &reply.text {
                 content.push(json!({"type": "text", "text": text}));
             }
@@ -233,6 +275,35 @@ fn anthropic_events(reply: &Reply, ctx: &Ctx) -> Vec<Bytes> {
         anthropic_event("ping", json!({"type": "ping"})),
     ];
     let mut index = 0usize;
+    if let Some((mut call, result)) = server_blocks(reply, ctx) {
+        // The call starts with an empty input; the input follows as deltas.
+        let input = call["input"].take().to_string();
+        call["input"] = json!({});
+        out.push(anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": call}),
+        ));
+        for piece in char_chunks(&input, reply.args_chunk()) {
+            out.push(anthropic_event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}),
+            ));
+        }
+        out.push(anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+        out.push(anthropic_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": result}),
+        ));
+        out.push(anthropic_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
     if let Some(text) = &reply.text {
         out.push(anthropic_event(
             "content_block_start",
@@ -278,7 +349,7 @@ fn anthropic_events(reply: &Reply, ctx: &Ctx) -> Vec<Bytes> {
         json!({
             "type": "message_delta",
             "delta": {"stop_reason": anthropic_stop_reason(reply), "stop_sequence": null},
-            "usage": {"output_tokens": t.output},
+            "usage": message_delta_usage(reply, t),
         }),
     ));
     out.push(anthropic_event(
@@ -286,6 +357,15 @@ fn anthropic_events(reply: &Reply, ctx: &Ctx) -> Vec<Bytes> {
         json!({"type": "message_stop"}),
     ));
     out
+}
+
+/// The closing usage: output tokens, and the searches a server tool made.
+fn message_delta_usage(reply: &Reply, t: Tokens) -> Value {
+    let mut usage = json!({"output_tokens": t.output});
+    if reply.server_tool.is_some() {
+        usage["server_tool_use"] = json!({"web_search_requests": 1});
+    }
+    usage
 }
 
 fn openai_events(reply: &Reply, ctx: &Ctx) -> Vec<Bytes> {

@@ -329,6 +329,34 @@ impl App {
                     },
                 );
             }
+            // The provider's own search: shown as a call that has already ended.
+            Event::ServerToolUsed {
+                agent,
+                call_id,
+                tool,
+                query,
+                results,
+                error,
+            } if agent == MAIN => {
+                let input = serde_json::json!({ "query": query });
+                self.transcript
+                    .call_started(call_id, tool, &format!("{query:?}"), &input);
+                let text = match error {
+                    Some(code) => format!("error: {code}"),
+                    None => results
+                        .iter()
+                        .map(|hit| format!("{} — {}", hit.title, hit.url))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                };
+                self.transcript.call_ended(
+                    call_id,
+                    CallOutcome {
+                        is_error: error.is_some(),
+                        text,
+                    },
+                );
+            }
             Event::Usage {
                 agent,
                 usage,

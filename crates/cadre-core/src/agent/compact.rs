@@ -235,6 +235,7 @@ impl Agent {
                 cache_after: if trimmed { None } else { self.cache_after },
                 // A summary needs no extra thinking.
                 effort: None,
+                web_search: self.tools.web_search(),
             };
             // The summary is not the agent's answer: its text is not shown.
             let mut on_delta = self.on_delta(false);

@@ -275,6 +275,8 @@ impl Agent {
                             let mut ctx = self.ctx.clone();
                             ctx.cancel = cancel.child_token();
                             ctx.decided_path = decided;
+                            // WebFetch's summary goes through this agent's client.
+                            ctx.caller = Some(Arc::new(self.caller()));
                             let output = tool.execute(&ctx, &input).await;
                             let output = self
                                 .post_tool_use(call, &tool_name, &input, output, cancel)

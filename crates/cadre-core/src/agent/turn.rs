@@ -398,6 +398,7 @@ impl Agent {
                 max_tokens: self.client.config().max_tokens,
                 cache_after: self.cache_after,
                 effort: self.effort.clone(),
+                web_search: self.tools.web_search(),
             };
             let mut on_delta = self.on_delta(true);
             let mut resp = match self.client.stream(&req, &mut on_delta, cancel).await {
@@ -460,6 +461,16 @@ impl Agent {
                 text: text.clone(),
                 tool_calls: calls.len(),
             });
+            for run in crate::model::server_tool_runs(&resp.message) {
+                self.events.emit(Event::ServerToolUsed {
+                    agent: self.id.clone(),
+                    call_id: run.id,
+                    tool: server_tool_name(&run.name),
+                    query: run.query.unwrap_or_default(),
+                    results: run.results,
+                    error: run.error,
+                });
+            }
             if !text.is_empty() {
                 out.final_text = text;
             }
@@ -564,4 +575,12 @@ fn is_roster(text: &str) -> bool {
 /// The `- name: description` lines of a roster reminder.
 fn roster_entries(text: &str) -> Vec<&str> {
     text.lines().filter(|l| l.starts_with("- ")).collect()
+}
+
+/// The name cadre gives a server tool: `web_search` is its `WebSearch`.
+fn server_tool_name(name: &str) -> String {
+    match name {
+        "web_search" => "WebSearch".into(),
+        other => other.to_string(),
+    }
 }

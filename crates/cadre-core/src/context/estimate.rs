@@ -30,6 +30,7 @@ pub fn estimate_message_tokens(message: &Message) -> u64 {
                     content,
                     ..
                 } => estimate_text_tokens(tool_use_id) + estimate_text_tokens(content),
+                ContentBlock::ServerBlock { block } => estimate_text_tokens(&block.to_string()),
             };
     }
     tokens

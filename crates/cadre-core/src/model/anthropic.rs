@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 
 use super::reply::ReplyBuilder;
 use super::types::Encodings;
-use super::{ContentBlock, Message, ModelError, ModelRequest, Role, StopReason, StreamDelta};
+use super::{
+    ContentBlock, Message, ModelError, ModelRequest, Role, StopReason, StreamDelta, is_server_block,
+};
 
 /// The API version header value the client sends.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -52,6 +54,9 @@ enum BlockOut<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheMark>,
     },
+    /// A server tool's block, sent back exactly as it came.
+    #[serde(untagged)]
+    Server(&'a Value),
 }
 
 /// A tool result's content: its text, or (with images) a text block and
@@ -99,6 +104,8 @@ impl BlockOut<'_> {
             BlockOut::Text { cache_control, .. }
             | BlockOut::ToolUse { cache_control, .. }
             | BlockOut::ToolResult { cache_control, .. } => *cache_control = EPHEMERAL,
+            // Left as the server made it: the breakpoint falls on the block before.
+            BlockOut::Server(_) => {}
         }
     }
 }
@@ -126,6 +133,31 @@ struct ToolOut<'a> {
     cache_control: Option<CacheMark>,
 }
 
+/// Anthropic's web search tool as a request offers it.
+#[derive(Serialize)]
+struct WebSearchOut<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_uses: Option<u32>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    allowed_domains: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    blocked_domains: &'a [String],
+}
+
+/// The server tool's version cadre speaks.
+pub(crate) const WEB_SEARCH_TYPE: &str = "web_search_20250305";
+
+/// One entry of the request's `tools`: a client tool or a server tool.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ToolEntry<'a> {
+    Client(ToolOut<'a>),
+    WebSearch(WebSearchOut<'a>),
+}
+
 #[cfg(test)]
 #[derive(Serialize)]
 struct BodyOut<'a> {
@@ -135,7 +167,7 @@ struct BodyOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<[SystemOut<'a>; 1]>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<ToolOut<'a>>,
+    tools: Vec<ToolEntry<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<OutputConfig<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -183,6 +215,7 @@ fn message_out(m: &Message) -> MessageOut<'_> {
                 is_error: *is_error,
                 cache_control: None,
             }),
+            ContentBlock::ServerBlock { block } => blocks.push(BlockOut::Server(block)),
         }
     }
     if blocks.is_empty() {
@@ -201,19 +234,33 @@ fn message_out(m: &Message) -> MessageOut<'_> {
     }
 }
 
-/// The tool list as sent, with a breakpoint after the last tool.
-fn tools_out(req: &ModelRequest) -> Vec<ToolOut<'_>> {
+/// The tool list as sent, with a breakpoint after the last client tool,
+/// then the server's web search when the request offers it.
+fn tools_out(req: &ModelRequest) -> Vec<ToolEntry<'_>> {
     let n_tools = req.tools.len();
-    req.tools
+    let mut out: Vec<ToolEntry<'_>> = req
+        .tools
         .iter()
         .enumerate()
-        .map(|(i, t)| ToolOut {
-            name: &t.name,
-            description: &t.description,
-            input_schema: &t.input_schema,
-            cache_control: if i + 1 == n_tools { EPHEMERAL } else { None },
+        .map(|(i, t)| {
+            ToolEntry::Client(ToolOut {
+                name: &t.name,
+                description: &t.description,
+                input_schema: &t.input_schema,
+                cache_control: if i + 1 == n_tools { EPHEMERAL } else { None },
+            })
         })
-        .collect()
+        .collect();
+    if let Some(search) = &req.web_search {
+        out.push(ToolEntry::WebSearch(WebSearchOut {
+            kind: WEB_SEARCH_TYPE,
+            name: "web_search",
+            max_uses: search.max_uses,
+            allowed_domains: &search.allowed_domains,
+            blocked_domains: &search.blocked_domains,
+        }));
+    }
+    out
 }
 
 /// The system prompt as sent, with its breakpoint; none when it is empty.
@@ -301,7 +348,7 @@ pub(crate) fn request_bytes(
         out.extend_from_slice(b",\"system\":");
         serde_json::to_writer(&mut out, &system)?;
     }
-    if !req.tools.is_empty() {
+    if !req.tools.is_empty() || req.web_search.is_some() {
         out.extend_from_slice(b",\"tools\":");
         serde_json::to_writer(&mut out, &tools_out(req))?;
     }
@@ -375,6 +422,11 @@ impl AnthropicDecoder {
                         if !text.is_empty() {
                             emit(StreamDelta::Text(text.to_string()));
                         }
+                    }
+                    // A server tool's call (its input follows as JSON deltas)
+                    // or its result (whole here): kept as sent, not run here.
+                    Some(kind) if is_server_block(kind) => {
+                        self.reply.start_server(index, block.clone())
                     }
                     // Thinking and other block kinds are not part of the conversation we keep.
                     _ => {}
@@ -473,6 +525,7 @@ pub(crate) fn decode_full(v: &Value) -> Result<super::ModelResponse, ModelError>
         let i = i as u64;
         match b.get("type").and_then(Value::as_str) {
             Some("text") => reply.push_text(i, b.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some(kind) if is_server_block(kind) => reply.start_server(i, b.clone()),
             Some("tool_use") => {
                 reply.start_tool(
                     i,
@@ -528,6 +581,7 @@ mod tests {
             max_tokens: 100,
             cache_after: None,
             effort: None,
+            web_search: None,
         };
         let body = request_body(&req, true);
         let s = body.to_string();
@@ -609,6 +663,7 @@ mod tests {
             max_tokens: 100,
             cache_after,
             effort: None,
+            web_search: None,
         }
     }
 

@@ -37,6 +37,7 @@ fn request() -> ModelRequest {
         max_tokens: 100,
         cache_after: None,
         effort: None,
+        web_search: None,
     }
 }
 

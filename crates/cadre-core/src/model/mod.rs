@@ -7,6 +7,7 @@ mod config;
 mod error;
 mod openai;
 mod reply;
+mod server_tools;
 mod sse;
 mod types;
 
@@ -14,4 +15,6 @@ pub use client::ModelClient;
 pub use config::{ClientConfig, Provider, is_loopback_url, parse_base_url, url_is_loopback};
 pub use error::ModelError;
 pub use reply::unique_call_ids;
+pub(crate) use server_tools::is_server_block;
+pub use server_tools::{SearchHit, ServerToolRun, ServerWebSearch, server_tool_runs};
 pub use types::*;

@@ -59,7 +59,7 @@ fn message_values(m: &Message, messages: &mut Vec<Value>) {
                         }
                         text.push_str(t);
                     }
-                    ContentBlock::ToolUse { .. } => {}
+                    ContentBlock::ToolUse { .. } | ContentBlock::ServerBlock { .. } => {}
                 }
             }
             if !text.is_empty() {
@@ -417,6 +417,7 @@ mod tests {
             max_tokens: 10,
             cache_after: None,
             effort: None,
+            web_search: None,
         };
         let body = request_body(&req, false);
         let roles: Vec<&str> = body["messages"]
@@ -446,6 +447,7 @@ mod tests {
                 max_tokens: 10,
                 cache_after: None,
                 effort: Some(effort.into()),
+                web_search: None,
             };
             assert_eq!(request_body(&req, true)["reasoning_effort"], want);
         }
@@ -509,6 +511,7 @@ mod tests {
                     max_tokens: 10,
                     cache_after: None,
                     effort: (system == "sys").then(|| "max".to_string()),
+                    web_search: None,
                 };
                 for stream in [true, false] {
                     let want = serde_json::to_vec(&body_tree(&req, stream)).unwrap();
@@ -527,6 +530,7 @@ mod tests {
             max_tokens: 10,
             cache_after: None,
             effort: None,
+            web_search: None,
         };
         request_bytes(&req(&m), true).unwrap();
         m.role = Role::User;

@@ -42,6 +42,11 @@ enum PartialBlock {
         name: String,
         args: String,
     },
+    /// A server tool's block; `args` collects a call's streamed input.
+    Server {
+        block: serde_json::Value,
+        args: String,
+    },
 }
 
 /// Collects text and tool-call fragments by block index, in index order.
@@ -61,7 +66,7 @@ impl ReplyBuilder {
             .or_insert_with(|| PartialBlock::Text(String::new()))
         {
             PartialBlock::Text(t) => t.push_str(text),
-            PartialBlock::Tool { .. } => {}
+            PartialBlock::Tool { .. } | PartialBlock::Server { .. } => {}
         }
     }
 
@@ -91,9 +96,22 @@ impl ReplyBuilder {
         }
     }
 
+    /// Starts the server tool block at `index`, as the server sent it.
+    pub(crate) fn start_server(&mut self, index: u64, block: serde_json::Value) {
+        self.blocks.insert(
+            index,
+            PartialBlock::Server {
+                block,
+                args: String::new(),
+            },
+        );
+    }
+
     /// Appends a fragment of argument JSON to the tool call at `index`.
     pub(crate) fn push_tool_args(&mut self, index: u64, fragment: &str) {
-        if let Some(PartialBlock::Tool { args, .. }) = self.blocks.get_mut(&index) {
+        if let Some(PartialBlock::Tool { args, .. } | PartialBlock::Server { args, .. }) =
+            self.blocks.get_mut(&index)
+        {
             args.push_str(fragment);
         } else {
             self.blocks.insert(
@@ -122,6 +140,17 @@ impl ReplyBuilder {
                         args
                     };
                     content.push(ContentBlock::ToolUse { id, name, input });
+                }
+                PartialBlock::Server { mut block, args } => {
+                    // The streamed input replaces the start event's empty one;
+                    // input that does not parse leaves the block as it began.
+                    if let (Ok(input), Some(fields)) = (
+                        serde_json::from_str::<serde_json::Value>(&args),
+                        block.as_object_mut(),
+                    ) {
+                        fields.insert("input".into(), input);
+                    }
+                    content.push(ContentBlock::ServerBlock { block });
                 }
             }
         }

@@ -50,6 +50,14 @@ pub enum ContentBlock {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<ToolImage>,
     },
+    /// A block the provider's server made for a tool it runs itself
+    /// (Anthropic's `server_tool_use`, `web_search_tool_result`): kept
+    /// verbatim, because the API wants it back as it was (its
+    /// `encrypted_content` included), and never run by cadre.
+    ServerBlock {
+        /// The block as the provider sent it.
+        block: serde_json::Value,
+    },
 }
 
 /// An image in a tool result.
@@ -284,6 +292,8 @@ pub struct ModelRequest {
     /// Reasoning effort (`low` … `max`, as a definition's `effort`); `None`
     /// leaves it to the provider.
     pub effort: Option<String>,
+    /// The provider's own web search, offered beside `tools` (Anthropic only).
+    pub web_search: Option<super::ServerWebSearch>,
 }
 
 /// Why the model stopped.

@@ -82,6 +82,23 @@ pub enum Event {
         /// One-line argument summary.
         summary: String,
     },
+    /// The provider ran one of its own tools for the model (Anthropic's web
+    /// search): what it searched and what it found. Nothing ran locally.
+    ServerToolUsed {
+        /// Agent id.
+        agent: String,
+        /// The server's call id.
+        call_id: String,
+        /// Canonical tool name (`WebSearch`).
+        tool: String,
+        /// The search query.
+        query: String,
+        /// The results' titles and URLs.
+        results: Vec<crate::model::SearchHit>,
+        /// The server's error code when the search failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// A tool call finished.
     ToolCallEnded {
         /// Agent id.

@@ -382,7 +382,7 @@ fn message_records(messages: &[Message]) -> Vec<RecordBody> {
                                 CallStatus::Ok
                             },
                         }),
-                        ContentBlock::ToolUse { .. } => {}
+                        ContentBlock::ToolUse { .. } | ContentBlock::ServerBlock { .. } => {}
                     }
                 }
             }

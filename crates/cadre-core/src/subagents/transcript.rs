@@ -138,6 +138,17 @@ pub fn entries(body: &RecordBody) -> Vec<TranscriptEntry> {
                     _ => {}
                 }
             }
+            // What the provider searched for the model, with what it found.
+            for run in crate::model::server_tool_runs(message) {
+                let found = match &run.error {
+                    Some(code) => format!("error: {code}"),
+                    None => format!("{} results", run.results.len()),
+                };
+                out.push(entry(
+                    EntryKind::ToolCall,
+                    format!("WebSearch {:?} → {found}", run.query.unwrap_or_default()),
+                ));
+            }
             out
         }
         RecordBody::ToolResult {

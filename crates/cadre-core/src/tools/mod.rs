@@ -19,6 +19,7 @@ mod todo;
 pub mod untrusted_text;
 pub(crate) mod util;
 mod web_fetch;
+mod web_search;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -48,6 +49,9 @@ pub use schema::{input_schema, with_description};
 pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
 pub use todo::{TodoItem, TodoList, TodoWriteTool};
 pub use web_fetch::WebFetchTool;
+pub use web_search::{
+    BRAVE_URL, BackendSearch, DEFAULT_MAX_RESULTS, SearchBackend, TAVILY_URL, WebSearchTool,
+};
 pub use write::WriteTool;
 
 pub use crate::tool_names::canonical_tool_name;
@@ -249,6 +253,12 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// When the provider runs this tool itself (Anthropic's web search): what
+    /// the request offers instead of a client tool.
+    fn server_web_search(&self) -> Option<crate::model::ServerWebSearch> {
+        None
+    }
+
     /// The spec sent to the model.
     fn spec(&self) -> ToolSpec {
         ToolSpec {
@@ -438,7 +448,7 @@ impl ToolRegistry {
                 Arc::new(GrepTool),
                 Arc::new(BashTool::default()),
                 Arc::new(TodoWriteTool),
-                Arc::new(WebFetchTool),
+                Arc::new(WebFetchTool::default()),
             ],
         }
     }
@@ -475,9 +485,27 @@ impl ToolRegistry {
         self.tools.iter().map(|t| t.name()).collect()
     }
 
-    /// Specs for the model, in registry order.
+    /// Specs for the model, in registry order; tools the provider runs
+    /// itself are offered by [`ToolRegistry::web_search`] instead.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().map(|t| t.spec()).collect()
+        self.tools
+            .iter()
+            .filter(|t| t.server_web_search().is_none())
+            .map(|t| t.spec())
+            .collect()
+    }
+
+    /// The provider's web search, when one of these tools is it.
+    pub fn web_search(&self) -> Option<crate::model::ServerWebSearch> {
+        self.tools.iter().find_map(|t| t.server_web_search())
+    }
+
+    /// Puts `tool` in the place of the tool of its name (at the end when there is none).
+    pub fn replace(&mut self, tool: Arc<dyn Tool>) {
+        match self.tools.iter_mut().find(|t| t.name() == tool.name()) {
+            Some(slot) => *slot = tool,
+            None => self.tools.push(tool),
+        }
     }
 }
 
