@@ -518,6 +518,7 @@ mod tests {
             error: None,
             cost_usd: Some(0.0023),
             compactions: 0,
+            worktree: None,
         });
         assert_eq!(
             r.status_line().unwrap(),

@@ -70,9 +70,12 @@ pub fn run(args: SkillsArgs) -> Result<ExitCode> {
             println!("{}", skill.loaded_text());
             if !skill.allowed_tools.is_empty() {
                 println!(
-                    "\nallowed-tools (not applied yet): {}",
+                    "\nallowed-tools (run without asking while the skill is active, once the Skill tool loads it): {}",
                     skill.allowed_tools.join(", ")
                 );
+            }
+            if let Some(model) = &skill.model {
+                println!("\nmodel: {model} (not applied: the skill runs on the session's model)");
             }
             Ok(ExitCode::SUCCESS)
         }

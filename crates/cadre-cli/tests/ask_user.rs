@@ -87,7 +87,10 @@ async fn the_tui_shows_the_questions_as_a_dialog_and_returns_the_answers() {
     // The answer line shows once keys count (a new question's first 0.3 s take none).
     let screen = pane.wait_text("Enter sends").await;
     assert!(screen.contains("Which colour?"), "{screen}");
-    assert!(screen.contains("1. Red") && screen.contains("2. Blue"), "{screen}");
+    assert!(
+        screen.contains("1. Red") && screen.contains("2. Blue"),
+        "{screen}"
+    );
     assert!(screen.contains("Question 1/2"), "{screen}");
     pane.type_text("2");
     pane.keys(&["Enter"]);
@@ -99,7 +102,10 @@ async fn the_tui_shows_the_questions_as_a_dialog_and_returns_the_answers() {
     pane.wait_text("Got the answers.").await;
     check_records(
         &h,
-        &[r#""Which colour?"="Blue""#, r#""Which size?"="extra large""#],
+        &[
+            r#""Which colour?"="Blue""#,
+            r#""Which size?"="extra large""#,
+        ],
     );
     pane.keys(&["C-c", "C-c"]);
     assert_eq!(pane.exit_status().await, 0);
@@ -118,7 +124,11 @@ async fn the_line_front_end_asks_at_its_prompt() {
     cadre.wait_for_stdout("Got the answers.").await;
     pty.type_line("/exit");
     assert!(cadre.exit_status().await, "{}", cadre.stderr());
-    assert!(cadre.stderr().contains("2. Blue — cool"), "{}", cadre.stderr());
+    assert!(
+        cadre.stderr().contains("2. Blue — cool"),
+        "{}",
+        cadre.stderr()
+    );
     check_records(
         &h,
         &[r#""Which colour?"="Red""#, r#""Which size?"="Large""#],

@@ -1,6 +1,7 @@
-//! Skills through the binary: the `Skill` tool lists the skills and loads
-//! one's full text; a definition's `skills` preloads them into its child's
-//! system prompt; `cadre skills list | show`.
+//! Skills through the binary: the roster reminder, the `Skill` tool loading
+//! one's full text, `allowed-tools` granted while the skill is active, a
+//! definition's `skills` preloaded into its child's system prompt, plugins'
+//! skills, `cadre skills list | show`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -41,13 +42,17 @@ rules:
         .iter()
         .find(|t| t["name"] == "Skill")
         .expect("the Skill tool is offered");
+    // The roster is a system reminder, not part of the tool list.
     let description = skill["description"].as_str().unwrap();
+    assert!(!description.contains("changelog"), "{description}");
+    let users = common::user_texts(&records[0].body);
     assert!(
-        description.contains("- changelog: Write a changelog entry in this project's style"),
-        "{description}"
+        users.contains("<system-reminder>")
+            && users.contains("- changelog: Write a changelog entry in this project's style"),
+        "{users}"
     );
     assert!(
-        !description.contains("release"),
+        !users.contains("release"),
         "user-only skills are not listed"
     );
     let results = tool_results(&records[1].body);
@@ -148,4 +153,79 @@ async fn slash_and_a_skills_name_sends_the_skill_in_the_line_front_end() {
     assert!(text.contains("/release v2.4"), "{text}");
     assert!(text.contains("Tag it."), "{text}");
     assert!(text.contains("Arguments: v2.4"), "{text}");
+}
+
+#[tokio::test]
+async fn allowed_tools_run_without_asking_only_while_the_skill_is_active() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Skill, input: { skill: "greeter" } }
+      - tool_calls:
+          - { name: Bash, input: { command: "echo granted-run" } }
+      - text: "one"
+      - tool_calls:
+          - { name: Bash, input: { command: "echo granted-run" } }
+      - text: "two"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/skills/greeter/SKILL.md",
+        "---\nname: greeter\ndescription: Greets\nallowed-tools: Bash(echo:*), Nonsense(((\n---\nRun echo.\n",
+    );
+    // A plugin's skill is found too, under its plugin's name.
+    std::fs::create_dir_all(h.data_dir().join("plugins/tools-kit/skills/lint")).unwrap();
+    std::fs::write(
+        h.data_dir().join("plugins/tools-kit/skills/lint/SKILL.md"),
+        "---\nname: lint\ndescription: Lints the code\n---\nLint.\n",
+    )
+    .unwrap();
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let users = common::user_texts(&records[0].body);
+    assert!(
+        users.contains("- tools-kit:lint: Lints the code"),
+        "{users}"
+    );
+    let loaded = tool_results(&records[1].body);
+    assert!(
+        loaded[0]
+            .0
+            .contains("these run without asking: Bash(echo:*)"),
+        "{loaded:?}"
+    );
+    assert!(loaded[0].0.contains("Not granted"), "{loaded:?}");
+    // Active: the command runs although `exec` asks nobody.
+    let ran = tool_results(&records[2].body);
+    let ran = ran.last().unwrap();
+    assert!(!ran.1 && ran.0.contains("granted-run"), "{ran:?}");
+
+    // In one session, the next turn no longer has it: the same command asks.
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/skills/greeter/SKILL.md",
+        "---\nname: greeter\ndescription: Greets\nallowed-tools: Bash(echo:*)\n---\nRun echo.\n",
+    );
+    let pty = common::Pty::open();
+    let mut cadre = common::line_session::Interactive::start(&h, &pty, &[]);
+    pty.type_line("go");
+    cadre.wait_for_stdout("one").await;
+    assert!(
+        !cadre.stderr().contains("Permission needed"),
+        "{}",
+        cadre.stderr()
+    );
+    pty.type_line("again");
+    cadre.wait_for_stderr("Permission needed: Bash", 1).await;
+    pty.type_line("n");
+    cadre.wait_for_stdout("two").await;
+    pty.type_line("/exit");
+    assert!(cadre.exit_status().await, "{}", cadre.stderr());
+    let records = h.records();
+    let again = tool_results(&records.last().unwrap().body);
+    let last = again.last().unwrap();
+    assert!(last.1 && !last.0.contains("granted-run"), "{again:?}");
 }

@@ -113,6 +113,19 @@ rules:
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
 
+    // Each child's end event says what became of its worktree.
+    let ended: Vec<String> = events(&out)
+        .iter()
+        .filter(|e| e["type"] == "subagent_ended")
+        .filter_map(|e| e["worktree"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(ended.len(), 3, "{ended:?}");
+    assert_eq!(
+        ended.iter().filter(|w| w.contains("(kept:")).count(),
+        2,
+        "{ended:?}"
+    );
+
     // The main checkout is untouched, and its worktrees are not changes of it.
     assert_eq!(h.read("shared.txt"), "base\n");
     assert_eq!(git(&top, &["status", "--porcelain"]), "");

@@ -76,6 +76,7 @@ fn ended(id: &str, status: ChildStatus, tool_calls: u32, tokens: u64, ms: u64) -
         error: None,
         cost_usd: None,
         compactions: 0,
+        worktree: None,
     }
 }
 

@@ -806,6 +806,7 @@ mod tests {
                 error: Some("limit".into()),
                 cost_usd: None,
                 compactions: 0,
+                worktree: None,
             },
             Event::Usage {
                 agent: "main".into(),

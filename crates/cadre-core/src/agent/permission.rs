@@ -29,6 +29,7 @@ impl Agent {
             input,
             path,
             matches!(hook, PreToolVerdict::Allow),
+            &self.ctx.grants.rules(),
         );
         let (reason, session_rule) = match (decision, hook) {
             (Decision::Deny(reason), _) => return Err(format!("denied: {reason}")),

@@ -155,6 +155,8 @@ impl Agent {
         if let Some(delegation) = &self.ctx.delegation {
             delegation.turn_started();
         }
+        // A skill's `allowed-tools` hold for the turn that loaded it only.
+        self.ctx.grants.clear();
         // Tools' reminders (the roster of agent types) go in once, before the
         // first message, so the tool list stays the same whatever exists.
         if self.conversation.is_empty() {

@@ -6,6 +6,7 @@ mod bash_rules;
 mod effect;
 mod gate;
 mod glob_plan;
+mod grants;
 #[cfg(test)]
 mod lexer_fuzz;
 mod path_rules;
@@ -22,6 +23,7 @@ pub use crate::protocol::{ApprovalAnswer, ApprovalQuestion, PermissionMode};
 pub use effect::ToolEffect;
 pub use gate::{ApprovalGate, ApprovalSource, HEADLESS_DENIAL, Headless};
 pub use glob_plan::glob_plan;
+pub use grants::ActiveGrants;
 pub use policy::{
     Decision, ModeSwitch, PermissionPolicy, PermissionTracker, decided_path, resolve_real,
 };

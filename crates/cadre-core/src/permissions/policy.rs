@@ -259,12 +259,14 @@ impl PermissionPolicy {
         args: &ToolInput,
         path: Option<&Path>,
     ) -> Decision {
-        self.decide_pre_approved(tracker, tool, effect, args, path, false)
+        self.decide_pre_approved(tracker, tool, effect, args, path, false, &RuleSet::new())
     }
 
     /// [`PermissionPolicy::decide_at`], with `pre_approved` (a PreToolUse
-    /// hook allowed the call) counting as an allow rule: deny rules, ask
+    /// hook allowed the call) and the allow rules of `grants` (active
+    /// skills' `allowed-tools`) counting as allow rules: deny rules, ask
     /// rules, plan mode and the calls that always ask still win.
+    #[allow(clippy::too_many_arguments)]
     pub fn decide_pre_approved(
         &self,
         tracker: &PermissionTracker,
@@ -273,6 +275,7 @@ impl PermissionPolicy {
         args: &ToolInput,
         path: Option<&Path>,
         pre_approved: bool,
+        grants: &RuleSet,
     ) -> Decision {
         let str_arg = |k: &str| args.get(k).and_then(Value::as_str);
         let path = path.map(Path::to_path_buf);
@@ -395,6 +398,10 @@ impl PermissionPolicy {
         }
         if matches!(rule, Some((RuleKind::Allow, _)))
             || pre_approved
+            || matches!(
+                grants.evaluate(&facts, &self.project_dir),
+                Some((RuleKind::Allow, _))
+            )
             || tracker.allows(&facts, &self.project_dir)
         {
             return Decision::Allow;

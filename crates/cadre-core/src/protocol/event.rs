@@ -318,6 +318,10 @@ pub enum Event {
         /// Times its conversation was compacted.
         #[serde(default)]
         compactions: u32,
+        /// Its git worktree (`isolation: worktree`): where it is kept and on
+        /// which branch, or that it was removed; absent without one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worktree: Option<String>,
     },
     /// A task (subagent or shell) was filed in the task table.
     TaskStarted {

@@ -2,9 +2,11 @@
 //! `name`, `description`, `allowed-tools`, `model`,
 //! `disable-model-invocation`; the body is the skill) and any files it
 //! bundles. Found in `.cadre/skills/` and `.claude/skills/` from the working
-//! directory up to the repository root, then `$CADRE_HOME/skills/` and
-//! `~/.claude/skills/`; the first found wins for a name. The `Skill` tool
-//! loads one on demand; a definition's `skills` preloads them.
+//! directory up to the repository root, then `$CADRE_HOME/skills/`,
+//! `~/.claude/skills/` and plugins' `skills/` (named `plugin:skill`); the
+//! first found wins for a name. The `Skill` tool loads one on demand (and
+//! grants its `allowed-tools` for the turn); a definition's `skills`
+//! preloads them.
 
 mod tool;
 
@@ -76,8 +78,22 @@ impl SkillSet {
         if let Some(home) = home {
             roots.push((home.join(".claude").join("skills"), "user"));
         }
+        // Plugins' skills come last, named `plugin:skill` as their agents are.
+        let mut plugins: Vec<PathBuf> = std::fs::read_dir(data_dir.join("plugins"))
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        plugins.sort();
         let mut set = SkillSet::default();
-        for (root, scope) in roots {
+        let plugin_roots = plugins.into_iter().filter_map(|p| {
+            let name = p.file_name()?.to_str()?.to_string();
+            Some((p.join("skills"), "plugin", Some(name)))
+        });
+        let roots: Vec<(PathBuf, &'static str, Option<String>)> = roots
+            .into_iter()
+            .map(|(root, scope)| (root, scope, None))
+            .chain(plugin_roots)
+            .collect();
+        for (root, scope, plugin) in roots {
             let Ok(entries) = std::fs::read_dir(&root) else {
                 continue;
             };
@@ -89,8 +105,14 @@ impl SkillSet {
                     continue;
                 }
                 match read_skill(&file, &dir, scope) {
-                    Ok(skill) if set.get(&skill.name).is_none() => set.skills.push(skill),
-                    Ok(_) => {}
+                    Ok(mut skill) => {
+                        if let Some(plugin) = &plugin {
+                            skill.name = format!("{plugin}:{}", skill.name);
+                        }
+                        if set.get(&skill.name).is_none() {
+                            set.skills.push(skill);
+                        }
+                    }
                     Err(why) => set
                         .warnings
                         .push(format!("skill {}: {why}", file.display())),

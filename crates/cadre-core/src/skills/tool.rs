@@ -1,7 +1,9 @@
 //! The `Skill` tool: the model loads a skill's full text when a task calls
-//! for it. The skills it may load (name and description) are listed in the
-//! tool's description, so only their one-line summaries cost context until
-//! one is used.
+//! for it. The skills it may load (name and description) reach the model in
+//! a system reminder before the first message, so only their one-line
+//! summaries cost context until one is used, and the tool list stays the
+//! same whatever skills exist. A loaded skill's `allowed-tools` run without
+//! asking until the agent's turn ends.
 
 use std::sync::Arc;
 
@@ -11,7 +13,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::SkillSet;
-use crate::model::ToolSpec;
 use crate::tools::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 
 /// Loads a skill.
@@ -36,8 +37,11 @@ struct Args {
 }
 
 const INTRO: &str = "Load a skill: instructions (and the files they come with) for a kind of \
-task. When a task matches a skill's description, load it first and follow it. Available \
-skills:";
+task. When a task matches a skill's description, load it first and follow it. The skills \
+there are, with what each is for, are listed in a system reminder.";
+
+/// The first line of the skills reminder.
+pub const SKILLS_HEADER: &str = "Skills available to the Skill tool (skill):";
 
 impl Tool for SkillTool {
     fn name(&self) -> &'static str {
@@ -63,7 +67,7 @@ impl Tool for SkillTool {
 
     fn execute<'a>(
         &'a self,
-        _ctx: &'a ToolContext,
+        ctx: &'a ToolContext,
         input: &'a ToolInput,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
@@ -77,6 +81,9 @@ impl Tool for SkillTool {
                     let mut text = skill.loaded_text();
                     if let Some(a) = args.args.filter(|a| !a.trim().is_empty()) {
                         text.push_str(&format!("\n\nArguments: {a}"));
+                    }
+                    if let Some(note) = grant_allowed_tools(ctx, skill) {
+                        text.push_str(&note);
                     }
                     ToolOutput::ok(text)
                 }
@@ -96,15 +103,52 @@ impl Tool for SkillTool {
         })
     }
 
-    fn spec(&self) -> ToolSpec {
-        let mut description = INTRO.to_string();
+    fn first_reminder(&self, _ctx: &ToolContext) -> Option<String> {
+        let mut text = format!("<system-reminder>\n{SKILLS_HEADER}\n");
+        let mut any = false;
         for skill in self.skills.for_model() {
-            description.push_str(&format!("\n- {}: {}", skill.name, skill.description));
+            any = true;
+            text.push_str(&format!("- {}: {}\n", skill.name, skill.description));
         }
-        ToolSpec {
-            name: "Skill".into(),
-            description,
-            input_schema: self.input_schema(),
+        text.push_str("</system-reminder>");
+        any.then_some(text)
+    }
+}
+
+/// Grants `skill`'s `allowed-tools` to the calling agent for the rest of its
+/// turn; the note the model gets about it (entries that are no rule are
+/// named and skipped).
+fn grant_allowed_tools(ctx: &ToolContext, skill: &super::Skill) -> Option<String> {
+    use crate::permissions::rules::{RuleKind, parse_rule};
+    if skill.allowed_tools.is_empty() {
+        return None;
+    }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let mut granted = Vec::new();
+    let mut skipped = Vec::new();
+    let mut rules = Vec::new();
+    for entry in &skill.allowed_tools {
+        match parse_rule(RuleKind::Allow, entry, home.as_deref()) {
+            Ok(rule) => {
+                granted.push(entry.as_str());
+                rules.push(rule);
+            }
+            Err(e) => skipped.push(format!("{entry} ({e})")),
         }
     }
+    ctx.grants.grant(rules);
+    let mut note = String::new();
+    if !granted.is_empty() {
+        note.push_str(&format!(
+            "\n\nWhile this skill is active (until your turn ends), these run without asking: {}.",
+            granted.join(", ")
+        ));
+    }
+    if !skipped.is_empty() {
+        note.push_str(&format!(
+            "\n\nNot granted (not a permission rule): {}.",
+            skipped.join("; ")
+        ));
+    }
+    Some(note)
 }

@@ -129,6 +129,8 @@ pub struct ToolContext {
     pub caller: Option<Arc<Caller>>,
     /// Variables the settings files' `env` adds to the commands `Bash` starts.
     pub command_env: Arc<Vec<(String, String)>>,
+    /// Rules this agent's active skills grant (their `allowed-tools`).
+    pub grants: Arc<crate::permissions::ActiveGrants>,
 }
 
 impl ToolContext {
@@ -148,6 +150,7 @@ impl ToolContext {
             delegation: None,
             caller: None,
             command_env: Arc::default(),
+            grants: Arc::default(),
         }
     }
 

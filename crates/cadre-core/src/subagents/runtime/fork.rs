@@ -46,6 +46,7 @@ impl SubagentRuntime {
         let mut ctx = self.base_ctx.clone();
         ctx.agent_id = agent_id.clone();
         ctx.file_state = Arc::new(Default::default());
+        ctx.grants = Arc::default();
         ctx.todos = Arc::new(Default::default());
         let mut policy = (*self.policy).clone();
         policy.mode = caller.mode;

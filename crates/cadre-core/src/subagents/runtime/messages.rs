@@ -408,6 +408,7 @@ impl SubagentRuntime {
         let mut ctx = self.base_ctx.clone();
         ctx.agent_id = saved.agent_id.clone();
         ctx.file_state = Arc::new(Default::default());
+        ctx.grants = Arc::default();
         ctx.todos = Arc::new(Default::default());
         if saved.read_only {
             ctx.sandbox = ctx

@@ -311,6 +311,7 @@ impl SubagentRuntime {
             error: r.error.clone(),
             cost_usd: r.cost.map(|c| c.usd()),
             compactions: r.compactions,
+            worktree: r.worktree.clone(),
         });
     }
 

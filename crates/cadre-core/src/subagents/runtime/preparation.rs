@@ -166,6 +166,7 @@ impl SubagentRuntime {
         }
         ctx.agent_id = agent_id.clone();
         ctx.file_state = Arc::new(Default::default());
+        ctx.grants = Arc::default();
         if !def.include_project_instructions {
             ctx.file_state.omit_instructions();
         }
