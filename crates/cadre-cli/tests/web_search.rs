@@ -265,3 +265,41 @@ fn user_config(h: &Harness, text: impl AsRef<str>) {
     std::fs::create_dir_all(h.data_dir()).unwrap();
     std::fs::write(h.data_dir().join("config.toml"), text.as_ref()).unwrap();
 }
+
+#[tokio::test]
+async fn a_paused_search_turn_is_sent_back_and_continued() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - server_tool:
+          input: { query: "long research" }
+          results:
+            - { url: "https://example.com/a", title: "A" }
+        stop_reason: pause_turn
+      - text: "Finished after the pause."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    user_config(&h, "[web_search]\nprovider = \"anthropic\"\n");
+    let out = h.cadre(&["exec", "--json", "research it"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        common::stdout(&out).contains("Finished after the pause."),
+        "{}",
+        common::stdout(&out)
+    );
+    let records = h.records();
+    assert_eq!(records.len(), 2, "{records:?}");
+    // The paused reply went back as the last message, with no user message after it.
+    let messages = records[1].body["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "assistant", "{last}");
+    assert!(
+        last["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["type"] == "server_tool_use"),
+        "{last}"
+    );
+}

@@ -372,3 +372,73 @@ rules:
     );
     assert_eq!(branches.trim(), "cadre/feature-1");
 }
+
+#[tokio::test]
+async fn a_worktree_childs_own_children_and_a_forks_work_stay_in_their_worktree() {
+    let script = r#"
+rules:
+  - name: fork
+    when: { any_user: "<fork_boilerplate>" }
+    replies:
+      - tool_calls:
+          - { name: Write, input: { file_path: "forked.txt", content: "fork\n" } }
+      - text: "Scope: fork. Result: wrote forked.txt"
+  - name: grandchild
+    when: { first_user: "grandchild-task" }
+    replies:
+      - tool_calls:
+          - { name: Write, input: { file_path: "nested.txt", content: "nested\n" } }
+      - text: "grandchild done"
+  - name: child
+    when: { first_user: "child-task" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "g", prompt: "grandchild-task", subagent_type: "general-purpose" } }
+      - text: "child done"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "c", prompt: "child-task", isolation: "worktree" } }
+          - { name: Agent, input: { description: "f", prompt: "fork-task", subagent_type: "fork", isolation: "worktree" } }
+      - text: "waiting"
+      - text: "parent done"
+"#;
+    let h = repository(script).await;
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[subagents]\nmax_depth = 2\n",
+    )
+    .unwrap();
+    let top = h.project.path().canonicalize().unwrap();
+    let out = h
+        .cadre(&["exec", "--json", "--permission-mode", "acceptEdits", "go"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Neither file reached the main checkout.
+    assert!(!top.join("nested.txt").exists());
+    assert!(!top.join("forked.txt").exists());
+    let records = h.records();
+    // The grandchild, started without isolation, worked in its parent's worktree.
+    let parent = rule_records(&records, "parent");
+    let reports = tool_results(&parent[1].body);
+    let child_kept = kept_worktrees(&reports[0].0);
+    assert_eq!(child_kept.len(), 1, "{reports:?}");
+    let child_path = Path::new(&child_kept[0].1);
+    assert_eq!(
+        std::fs::read_to_string(child_path.join("nested.txt")).unwrap(),
+        "nested\n"
+    );
+    // The fork was told where it works now, and its file is in its own worktree.
+    let fork = rule_records(&records, "fork");
+    let directive = common::user_texts(&fork[0].body);
+    assert!(directive.contains("# Worktree"), "{directive}");
+    let forked: Vec<_> = std::fs::read_dir(top.join(".cadre/worktrees"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("forked.txt"))
+        .filter(|p| p.exists())
+        .collect();
+    assert_eq!(forked.len(), 1, "the fork's worktree holds its file");
+    assert_ne!(forked[0].parent().unwrap(), child_path);
+}

@@ -302,6 +302,11 @@ impl Agent {
             tool_rules: self.policy.only.clone(),
             fork: self.is_fork(),
             events: self.events.clone(),
+            place: crate::tools::AgentPlace {
+                cwd: self.ctx.cwd.clone(),
+                project_dir: self.policy.project_dir.clone(),
+                sandbox: self.ctx.sandbox.clone(),
+            },
         }
     }
 

@@ -360,6 +360,8 @@ impl Agent {
         // Times a Stop hook kept this turn going (a cap, so two hooks that
         // disagree cannot loop forever).
         let mut stop_blocks = 0;
+        // Times the provider paused its own tool loop this turn.
+        let mut pauses = 0u32;
         loop {
             if out.requests >= self.limits.max_requests {
                 out.status = TurnStatus::LimitReached;
@@ -489,6 +491,15 @@ impl Agent {
                 return out.failed_on_log(e);
             }
             if calls.is_empty() {
+                // The provider paused its own tool loop (a long server-side
+                // search): the reply goes back as it is, and it goes on.
+                if matches!(&resp.stop_reason, StopReason::Other(r) if r == "pause_turn")
+                    && pauses < MAX_PAUSES
+                    && !cancel.is_cancelled()
+                {
+                    pauses += 1;
+                    continue;
+                }
                 // A reply the context limit cut off is continued after a
                 // compaction, not lost.
                 let cut_by_context = match &resp.stop_reason {
@@ -563,6 +574,9 @@ impl Agent {
         }
     }
 }
+
+/// Paused server-tool loops continued in one turn before it ends as it is.
+const MAX_PAUSES: u32 = 8;
 
 /// The roster reminder's first line when it replaces an earlier roster.
 const ROSTER_CHANGED_HEADER: &str =

@@ -32,6 +32,21 @@ pub struct Caller {
     /// Its event sink: its children's sinks hang under it, so their
     /// progress says whose children they are.
     pub events: crate::protocol::EventSink,
+    /// Its folder, project root and sandbox, which its children start from
+    /// (a child in a worktree has its children work there too).
+    pub place: AgentPlace,
+}
+
+/// Where an agent works: its folder, the root its file tools count as the
+/// project, and its `Bash` sandbox.
+#[derive(Clone)]
+pub struct AgentPlace {
+    /// Its working folder.
+    pub cwd: std::path::PathBuf,
+    /// Its project root (canonical).
+    pub project_dir: std::path::PathBuf,
+    /// Its sandbox, if commands are sandboxed.
+    pub sandbox: Option<Arc<crate::sandbox::SandboxPolicy>>,
 }
 
 /// One call of a batch handed to [`Delegation::spawn`].

@@ -38,7 +38,7 @@ use crate::sandbox::SandboxPolicy;
 pub use ask_user::AskUserQuestionTool;
 pub use background_tasks::BackgroundTasks;
 pub use bash::BashTool;
-pub use delegation::{Caller, Delegation, ROSTER_HEADER, SpawnCall};
+pub use delegation::{AgentPlace, Caller, Delegation, ROSTER_HEADER, SpawnCall};
 pub use edit::EditTool;
 pub use file_state::FileStateCache;
 pub use glob::GlobTool;

@@ -33,7 +33,7 @@ impl SubagentRuntime {
         check_isolation(args.isolation.as_deref())?;
         let agent_id = new_agent_id();
         let worktree = match args.isolation {
-            Some(_) => Some(ChildWorktree::add(&self.base_ctx.cwd, &agent_id, "the fork").await?),
+            Some(_) => Some(ChildWorktree::add(&caller.place.cwd, &agent_id, "the fork").await?),
             None => None,
         };
         let tag = ChildTag {
@@ -44,6 +44,9 @@ impl SubagentRuntime {
         };
         let events = caller.events.for_child(tag.clone());
         let mut ctx = self.base_ctx.clone();
+        // A copy of its parent, working where the parent works.
+        ctx.cwd = caller.place.cwd.clone();
+        ctx.sandbox = caller.place.sandbox.clone();
         ctx.agent_id = agent_id.clone();
         ctx.file_state = Arc::new(Default::default());
         ctx.grants = Arc::default();
@@ -51,6 +54,7 @@ impl SubagentRuntime {
         let mut policy = (*self.policy).clone();
         policy.mode = caller.mode;
         policy.only = caller.tool_rules.clone();
+        policy.project_dir = caller.place.project_dir.clone();
         let mut directive = fork_directive(&args.prompt);
         if let Some(wt) = &worktree {
             // Its history names the parent's paths: the note maps them.

@@ -40,7 +40,7 @@ impl SubagentRuntime {
             }
         };
         // The project's instructions and facts, read once for the batch.
-        let project = crate::agent::ProjectContext::read(&self.base_ctx.cwd).await;
+        let project = crate::agent::ProjectContext::read(&parent.caller.place.cwd).await;
         let mut prepared: Vec<(usize, Prepared)> = Vec::new();
         for (slot, call) in calls.into_iter().enumerate() {
             match self.prepare(parent, &catalog, &project, call, total).await {

@@ -56,15 +56,16 @@ impl SubagentRuntime {
         // A worktree (DESIGN 7.11) is made before anything else is decided
         // from the folder: the child's project facts are the worktree's.
         let agent_id = new_agent_id();
+        let place = &parent.caller.place;
         let worktree = match args.isolation.as_deref().or(def.isolation.as_deref()) {
-            Some(_) => Some(ChildWorktree::add(&self.base_ctx.cwd, &agent_id, &def.name).await?),
+            Some(_) => Some(ChildWorktree::add(&place.cwd, &agent_id, &def.name).await?),
             None => None,
         };
         let worktree_project;
         let project = match worktree.as_ref().and_then(ChildWorktree::worktree) {
             Some(wt) => {
                 worktree_project =
-                    crate::agent::ProjectContext::read(&wt.counterpart(&self.base_ctx.cwd)).await;
+                    crate::agent::ProjectContext::read(&wt.counterpart(&place.cwd)).await;
                 &worktree_project
             }
             None => project,
@@ -87,7 +88,7 @@ impl SubagentRuntime {
                 mode: caller.mode,
                 depth: spawner.depth,
                 provider: caller.client.config().provider,
-                sandbox: self.base_ctx.sandbox.as_ref(),
+                sandbox: place.sandbox.as_ref(),
                 project,
                 settings: &self.settings,
                 models: &self.model_settings,
@@ -138,7 +139,10 @@ impl SubagentRuntime {
             policy.memory_dir = Some(dir);
         }
         let mut sandbox = spec.sandbox.clone();
+        // It works where its parent works (a worktree child's children too).
         let mut ctx = self.base_ctx.clone();
+        ctx.cwd = place.cwd.clone();
+        policy.project_dir = place.project_dir.clone();
         if let Some(wt) = &worktree {
             wt.confine(&mut ctx, &mut policy, &mut sandbox);
             system.push_str("\n\n");
