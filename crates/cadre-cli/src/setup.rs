@@ -360,7 +360,11 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             .collect(),
         trusted,
     ));
-    let skills = Arc::new(SkillSet::load(&cwd, &home, dirs_home().as_deref()));
+    let mut skills = SkillSet::load(&cwd, &home, dirs_home().as_deref());
+    // A skill's `model` (an alias or id) runs on this session's provider.
+    let provider = client.config().provider;
+    skills.resolve_models(|name| settings.resolve_model(provider, name));
+    let skills = Arc::new(skills);
     warnings.extend(skills.warnings.iter().cloned());
     let mcp_config = McpConfig::load(&mcp_paths(&home, &cwd, trusted, agent));
     warnings.extend(mcp_config.warnings.iter().cloned());

@@ -75,7 +75,9 @@ pub fn run(args: SkillsArgs) -> Result<ExitCode> {
                 );
             }
             if let Some(model) = &skill.model {
-                println!("\nmodel: {model} (not applied: the skill runs on the session's model)");
+                println!(
+                    "\nmodel: {model} (the rest of the turn that loads it with the Skill tool runs on it)"
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -229,3 +229,31 @@ rules:
     let last = again.last().unwrap();
     assert!(last.1 && !last.0.contains("granted-run"), "{again:?}");
 }
+
+#[tokio::test]
+async fn a_skills_model_runs_the_rest_of_the_turn() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Skill, input: { skill: "quick" } }
+      - text: "answered quickly"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/skills/quick/SKILL.md",
+        "---\nname: quick\ndescription: Answers fast\nmodel: haiku\n---\nBe brief.\n",
+    );
+    let out = h.cadre(&["exec", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    assert_eq!(records[0].body["model"], "mock-model");
+    let model = records[1].body["model"].as_str().unwrap();
+    assert!(model.starts_with("claude-haiku"), "{model}");
+    let loaded = tool_results(&records[1].body);
+    assert!(
+        loaded[0].0.contains(&format!("runs on the model {model}")),
+        "{loaded:?}"
+    );
+}

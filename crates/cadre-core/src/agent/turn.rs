@@ -394,8 +394,13 @@ impl Agent {
                 agent: self.id.clone(),
                 request: out.requests,
             });
+            // An active skill's `model` holds for the rest of the turn.
+            let client = match self.ctx.grants.model() {
+                Some(m) if m != self.client.config().model => self.client.with_model(&m),
+                _ => self.client.clone(),
+            };
             let req = ModelRequest {
-                model: self.client.config().model.clone(),
+                model: client.config().model.clone(),
                 system: self.system.clone(),
                 messages: self.conversation.clone(),
                 tools: self.tools.specs(),
@@ -405,7 +410,7 @@ impl Agent {
                 web_search: self.tools.web_search(),
             };
             let mut on_delta = self.on_delta(true);
-            let mut resp = match self.client.stream(&req, &mut on_delta, cancel).await {
+            let mut resp = match client.stream(&req, &mut on_delta, cancel).await {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => {
                     out.status = TurnStatus::Interrupted;

@@ -37,7 +37,8 @@ pub struct Skill {
     pub dir: PathBuf,
     /// `allowed-tools`, as written.
     pub allowed_tools: Vec<String>,
-    /// `model`, as written.
+    /// `model`: as written, or the model id once the session resolved it
+    /// ([`SkillSet::resolve_models`]); `None` for `inherit`.
     pub model: Option<String>,
     /// `disable-model-invocation: true`: only the user may invoke it.
     pub user_only: bool,
@@ -120,6 +121,17 @@ impl SkillSet {
             }
         }
         set
+    }
+
+    /// Turns each skill's `model` into the id `resolve` gives for it
+    /// (`inherit` keeps the session's model).
+    pub fn resolve_models(&mut self, resolve: impl Fn(&str) -> String) {
+        for skill in &mut self.skills {
+            skill.model = match skill.model.as_deref().map(str::trim) {
+                None | Some("") | Some("inherit") => None,
+                Some(name) => Some(resolve(name)),
+            };
+        }
     }
 
     /// The skill named `name`.

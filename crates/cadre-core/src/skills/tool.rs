@@ -85,6 +85,12 @@ impl Tool for SkillTool {
                     if let Some(note) = grant_allowed_tools(ctx, skill) {
                         text.push_str(&note);
                     }
+                    if let Some(model) = &skill.model {
+                        ctx.grants.set_model(model);
+                        text.push_str(&format!(
+                            "\n\nThe rest of this turn runs on the model {model}, as the skill asks."
+                        ));
+                    }
                     ToolOutput::ok(text)
                 }
                 None => {
