@@ -257,3 +257,35 @@ rules:
         "{loaded:?}"
     );
 }
+
+#[tokio::test]
+async fn a_skill_sent_with_slash_grants_its_allowed_tools_for_that_turn() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo deployed" } }
+      - text: "Deploy done."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    write_skills(&h);
+    h.write(
+        ".claude/skills/deploy/SKILL.md",
+        "---\nname: deploy\ndescription: Deploys\ndisable-model-invocation: true\nallowed-tools: Bash(echo:*)\n---\nRun echo deployed.\n",
+    );
+    let pty = common::Pty::open();
+    let mut cadre = common::line_session::Interactive::start(&h, &pty, &["--no-tui"]);
+    pty.type_line("/deploy now");
+    cadre.wait_for_stdout("Deploy done.").await;
+    pty.type_line("/exit");
+    assert!(cadre.exit_status().await, "{}", cadre.stderr());
+    assert!(
+        !cadre.stderr().contains("Permission needed"),
+        "{}",
+        cadre.stderr()
+    );
+    let records = h.records();
+    let ran = tool_results(&records[1].body);
+    assert!(!ran[0].1 && ran[0].0.contains("deployed"), "{ran:?}");
+}

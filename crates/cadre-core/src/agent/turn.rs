@@ -157,6 +157,9 @@ impl Agent {
         }
         // A skill's `allowed-tools` hold for the turn that loaded it only.
         self.ctx.grants.clear();
+        for tool in self.tools.tools() {
+            tool.user_message(&self.ctx, &user_text);
+        }
         // Tools' reminders (the roster of agent types) go in once, before the
         // first message, so the tool list stays the same whatever exists.
         if self.conversation.is_empty() {

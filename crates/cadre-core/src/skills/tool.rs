@@ -109,6 +109,24 @@ impl Tool for SkillTool {
         })
     }
 
+    fn user_message(&self, ctx: &ToolContext, text: &str) {
+        // `/NAME args` then the skill's text, as the front ends send it.
+        let Some(first) = text.lines().next().and_then(|l| l.strip_prefix('/')) else {
+            return;
+        };
+        let name = first.split_whitespace().next().unwrap_or("");
+        let Some(skill) = self.skills.get(name) else {
+            return;
+        };
+        let header = format!("Skill {}.", skill.name);
+        if text.lines().nth(2).is_some_and(|l| l.starts_with(&header)) {
+            grant_allowed_tools(ctx, skill);
+            if let Some(model) = &skill.model {
+                ctx.grants.set_model(model);
+            }
+        }
+    }
+
     fn first_reminder(&self, _ctx: &ToolContext) -> Option<String> {
         let mut text = format!("<system-reminder>\n{SKILLS_HEADER}\n");
         let mut any = false;

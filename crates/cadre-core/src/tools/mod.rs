@@ -249,6 +249,10 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// Sees a message the user sends the agent, before its turn runs (a
+    /// skill the user invoked with `/NAME` grants what it grants).
+    fn user_message(&self, _ctx: &ToolContext, _text: &str) {}
+
     /// This tool as offered beside `tools` (canonical names): a version that
     /// does not point to a tool missing from them, or `None` when this one
     /// points to none.
