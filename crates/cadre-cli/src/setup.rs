@@ -364,6 +364,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     // A skill's `model` (an alias or id) runs on this session's provider.
     let provider = client.config().provider;
     skills.resolve_models(|name| settings.resolve_model(provider, name));
+    warnings.extend(skills.hold_back_untrusted(trusted));
     let skills = Arc::new(skills);
     warnings.extend(skills.warnings.iter().cloned());
     let mcp_config = McpConfig::load(&mcp_paths(&home, &cwd, trusted, agent));
@@ -538,7 +539,8 @@ pub fn ask_trust_if_needed(perms: &PermissionArgs) -> Result<()> {
         ..McpPaths::default()
     })
     .needs_trust;
-    if settings.needs_trust.is_empty() && servers.is_empty() {
+    let skills = SkillSet::load(&cwd, &home, dirs_home().as_deref()).needing_trust();
+    if settings.needs_trust.is_empty() && servers.is_empty() && skills.is_empty() {
         return Ok(());
     }
     let mut err = std::io::stderr().lock();
@@ -553,6 +555,13 @@ Its project settings would, once trusted:",
     }
     for (path, name) in &servers {
         writeln!(err, "  - start the MCP server {name} of {}", path.display())?;
+    }
+    for (name, tools) in &skills {
+        writeln!(
+            err,
+            "  - let the skill {name} run {} without asking",
+            tools.join(", ")
+        )?;
     }
     writeln!(
         err,

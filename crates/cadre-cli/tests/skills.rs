@@ -182,7 +182,7 @@ rules:
         "---\nname: lint\ndescription: Lints the code\n---\nLint.\n",
     )
     .unwrap();
-    let out = h.cadre(&["exec", "--json", "go"]).await;
+    let out = h.cadre(&["exec", "--json", "--trust", "go"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let records = h.records();
     let users = common::user_texts(&records[0].body);
@@ -210,7 +210,7 @@ rules:
         "---\nname: greeter\ndescription: Greets\nallowed-tools: Bash(echo:*)\n---\nRun echo.\n",
     );
     let pty = common::Pty::open();
-    let mut cadre = common::line_session::Interactive::start(&h, &pty, &[]);
+    let mut cadre = common::line_session::Interactive::start(&h, &pty, &["--trust"]);
     pty.type_line("go");
     cadre.wait_for_stdout("one").await;
     assert!(
@@ -275,7 +275,7 @@ rules:
         "---\nname: deploy\ndescription: Deploys\ndisable-model-invocation: true\nallowed-tools: Bash(echo:*)\n---\nRun echo deployed.\n",
     );
     let pty = common::Pty::open();
-    let mut cadre = common::line_session::Interactive::start(&h, &pty, &["--no-tui"]);
+    let mut cadre = common::line_session::Interactive::start(&h, &pty, &["--no-tui", "--trust"]);
     pty.type_line("/deploy now");
     cadre.wait_for_stdout("Deploy done.").await;
     pty.type_line("/exit");
@@ -288,4 +288,34 @@ rules:
     let records = h.records();
     let ran = tool_results(&records[1].body);
     assert!(!ran[0].1 && ran[0].0.contains("deployed"), "{ran:?}");
+}
+
+#[tokio::test]
+async fn a_project_skills_allowed_tools_need_the_folder_trusted() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Skill, input: { skill: "greeter" } }
+      - tool_calls:
+          - { name: Bash, input: { command: "echo granted-run" } }
+      - text: "one"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/skills/greeter/SKILL.md",
+        "---\nname: greeter\ndescription: Greets\nallowed-tools: Bash(echo:*)\n---\nRun echo.\n",
+    );
+    let out = h.cadre(&["exec", "--json", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("the allowed-tools of the project skills greeter do not apply"),
+        "{}",
+        stdout(&out)
+    );
+    let records = h.records();
+    let ran = tool_results(&records[2].body);
+    let ran = ran.last().unwrap();
+    assert!(ran.1 && !ran.0.contains("granted-run"), "{ran:?}");
 }

@@ -123,6 +123,38 @@ impl SkillSet {
         set
     }
 
+    /// In a folder not trusted, project skills' `allowed-tools` would widen
+    /// permissions from a file the user has not vouched for: they are
+    /// dropped, and the warning names those skills.
+    pub fn hold_back_untrusted(&mut self, trusted: bool) -> Option<String> {
+        if trusted {
+            return None;
+        }
+        let mut held = Vec::new();
+        for skill in &mut self.skills {
+            if skill.scope == "project" && !skill.allowed_tools.is_empty() {
+                skill.allowed_tools.clear();
+                held.push(skill.name.clone());
+            }
+        }
+        (!held.is_empty()).then(|| {
+            format!(
+                "the allowed-tools of the project skills {} do not apply: this folder is not trusted (answer yes when cadre asks, run `cadre config trust`, or pass --trust)",
+                held.join(", ")
+            )
+        })
+    }
+
+    /// The project skills whose `allowed-tools` need the folder trusted,
+    /// with those tools, for the trust question.
+    pub fn needing_trust(&self) -> Vec<(String, Vec<String>)> {
+        self.skills
+            .iter()
+            .filter(|s| s.scope == "project" && !s.allowed_tools.is_empty())
+            .map(|s| (s.name.clone(), s.allowed_tools.clone()))
+            .collect()
+    }
+
     /// Turns each skill's `model` into the id `resolve` gives for it
     /// (`inherit` keeps the session's model).
     pub fn resolve_models(&mut self, resolve: impl Fn(&str) -> String) {
