@@ -442,3 +442,45 @@ rules:
     assert_eq!(forked.len(), 1, "the fork's worktree holds its file");
     assert_ne!(forked[0].parent().unwrap(), child_path);
 }
+
+#[tokio::test]
+async fn a_resumed_worktree_child_gets_its_worktree_back() {
+    let script = r#"
+rules:
+  - name: child
+    when: { first_user: "iso-task" }
+    replies:
+      - text: "first answer, nothing changed"
+      - tool_calls:
+          - { name: Write, input: { file_path: "made-on-resume.txt", content: "x\n" } }
+      - text: "WROTE IT"
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "i", prompt: "iso-task", isolation: "worktree", name: "iso" } }
+      - tool_calls:
+          - { name: SendMessage, input: { to: "iso", message: "one more thing" } }
+      - text: "waiting"
+      - text: "parent done"
+"#;
+    let h = repository(script).await;
+    let top = h.project.path().canonicalize().unwrap();
+    let out = h
+        .cadre(&["exec", "--json", "--permission-mode", "acceptEdits", "go"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let parent = rule_records(&records, "parent");
+    // The first run changed nothing: its worktree went.
+    let first = tool_results(&parent[1].body);
+    assert!(first[0].0.contains("worktree: removed"), "{first:?}");
+    // Resumed, it works in a worktree of the same name again, kept now.
+    let notice = common::user_texts(&parent.last().unwrap().body);
+    let kept = kept_worktrees(&notice.replace("\\n", "\n"));
+    assert_eq!(kept.len(), 1, "{notice}");
+    assert!(
+        Path::new(&kept[0].1).join("made-on-resume.txt").is_file(),
+        "{notice}"
+    );
+    assert!(!top.join("made-on-resume.txt").exists());
+}
