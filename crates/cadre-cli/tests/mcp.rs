@@ -837,3 +837,25 @@ async fn a_streamable_http_server_is_reached_by_its_url_with_variables_expanded(
     assert_eq!(results[0], ("echo: over http".to_string(), false));
     assert_eq!(results[1], ("3".to_string(), false));
 }
+
+#[tokio::test]
+async fn the_tui_shows_the_servers_status_and_slash_mcp_lists_its_tools() {
+    if !common::tmux::tmux_available() {
+        return;
+    }
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: \"Answer one.\"\n",
+        Wire::Anthropic,
+    )
+    .await;
+    h.write(".mcp.json", &servers(&[]));
+    let pane = common::tmux::Pane::start(&h, &["--trust"]);
+    pane.wait_text("MCP server fixture: ready (").await;
+    pane.type_text("/mcp");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_text("mcp__fixture__echo").await;
+    assert!(screen.contains("fixture"), "{screen}");
+    assert!(h.records().is_empty(), "/mcp never reaches the model");
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.exit_status().await, 0);
+}

@@ -319,3 +319,29 @@ rules:
     let ran = ran.last().unwrap();
     assert!(ran.1 && !ran.0.contains("granted-run"), "{ran:?}");
 }
+
+#[tokio::test]
+async fn slash_and_a_skills_name_sends_the_skill_in_the_tui() {
+    if !common::tmux::tmux_available() {
+        return;
+    }
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: \"Released it.\"\n",
+        Wire::Anthropic,
+    )
+    .await;
+    write_skills(&h);
+    let pane = common::tmux::Pane::start(&h, &[]);
+    pane.wait_text("mock-model").await;
+    pane.type_text("/release v3.0");
+    pane.keys(&["Enter"]);
+    pane.wait_text("Released it.").await;
+    let records = h.records();
+    assert_eq!(records.len(), 1);
+    let text = common::user_texts(&records[0].body);
+    assert!(text.contains("/release v3.0"), "{text}");
+    assert!(text.contains("Tag it."), "{text}");
+    assert!(text.contains("Arguments: v3.0"), "{text}");
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.exit_status().await, 0);
+}
