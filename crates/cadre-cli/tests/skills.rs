@@ -8,6 +8,22 @@ mod common;
 
 use common::{Harness, Wire, rule_records, stderr, stdout, system_text, tool_results};
 
+/// A turn that loads the skill `greeter` and runs `echo` (the first
+/// message), then a turn that runs `echo` without loading it (the second).
+const GREETER_TURNS: &str = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Skill, input: { skill: "greeter" } }
+      - tool_calls:
+          - { name: Bash, input: { command: "echo granted-run" } }
+      - text: "one"
+      - tool_calls:
+          - { name: Bash, input: { command: "echo granted-run" } }
+      - text: "two"
+"#;
+
 fn write_skills(h: &Harness) {
     h.write(
         ".claude/skills/changelog/SKILL.md",
@@ -157,20 +173,7 @@ async fn slash_and_a_skills_name_sends_the_skill_in_the_line_front_end() {
 
 #[tokio::test]
 async fn allowed_tools_run_without_asking_only_while_the_skill_is_active() {
-    let script = r#"
-rules:
-  - name: main
-    replies:
-      - tool_calls:
-          - { name: Skill, input: { skill: "greeter" } }
-      - tool_calls:
-          - { name: Bash, input: { command: "echo granted-run" } }
-      - text: "one"
-      - tool_calls:
-          - { name: Bash, input: { command: "echo granted-run" } }
-      - text: "two"
-"#;
-    let h = Harness::new(script, Wire::Anthropic).await;
+    let h = Harness::new(GREETER_TURNS, Wire::Anthropic).await;
     h.write(
         ".claude/skills/greeter/SKILL.md",
         "---\nname: greeter\ndescription: Greets\nallowed-tools: Bash(echo:*), Nonsense(((\n---\nRun echo.\n",
@@ -204,7 +207,7 @@ rules:
     assert!(!ran.1 && ran.0.contains("granted-run"), "{ran:?}");
 
     // In one session, the next turn no longer has it: the same command asks.
-    let h = Harness::new(script, Wire::Anthropic).await;
+    let h = Harness::new(GREETER_TURNS, Wire::Anthropic).await;
     h.write(
         ".claude/skills/greeter/SKILL.md",
         "---\nname: greeter\ndescription: Greets\nallowed-tools: Bash(echo:*)\n---\nRun echo.\n",
@@ -292,17 +295,7 @@ rules:
 
 #[tokio::test]
 async fn a_project_skills_allowed_tools_need_the_folder_trusted() {
-    let script = r#"
-rules:
-  - name: main
-    replies:
-      - tool_calls:
-          - { name: Skill, input: { skill: "greeter" } }
-      - tool_calls:
-          - { name: Bash, input: { command: "echo granted-run" } }
-      - text: "one"
-"#;
-    let h = Harness::new(script, Wire::Anthropic).await;
+    let h = Harness::new(GREETER_TURNS, Wire::Anthropic).await;
     h.write(
         ".claude/skills/greeter/SKILL.md",
         "---\nname: greeter\ndescription: Greets\nallowed-tools: Bash(echo:*)\n---\nRun echo.\n",

@@ -54,6 +54,21 @@ async fn repository_in(project: tempfile::TempDir, script: &str) -> Harness {
     h
 }
 
+/// `cadre [before] exec --json` with edits and `Bash` allowed, on the task `go`.
+fn accepting<'a>(before: &[&'a str]) -> Vec<&'a str> {
+    let mut args = before.to_vec();
+    args.extend([
+        "exec",
+        "--json",
+        "--permission-mode",
+        "acceptEdits",
+        "--allow",
+        "Bash",
+        "go",
+    ]);
+    args
+}
+
 /// `(name, path)` of every `worktree:` line of a report that kept one.
 fn kept_worktrees(text: &str) -> Vec<(String, String)> {
     text.lines()
@@ -100,17 +115,7 @@ rules:
 "#;
     let h = repository(script).await;
     let top = h.project.path().canonicalize().unwrap();
-    let out = h
-        .cadre(&[
-            "exec",
-            "--json",
-            "--permission-mode",
-            "acceptEdits",
-            "--allow",
-            "Bash",
-            "go",
-        ])
-        .await;
+    let out = h.cadre(&accepting(&[])).await;
     assert!(out.status.success(), "{}", stderr(&out));
 
     // Each child's end event says what became of its worktree.
@@ -245,17 +250,7 @@ rules:
         top = top.display()
     );
     let h = repository_in(project, &script).await;
-    let out = h
-        .cadre(&[
-            "exec",
-            "--json",
-            "--permission-mode",
-            "acceptEdits",
-            "--allow",
-            "Bash",
-            "go",
-        ])
-        .await;
+    let out = h.cadre(&accepting(&[])).await;
     assert!(out.status.success(), "{}", stderr(&out));
     common::require_landlock(&events(&out));
     let records = h.records();
@@ -334,19 +329,7 @@ rules:
 "#;
     let h = repository(script).await;
     let top = h.project.path().canonicalize().unwrap();
-    let out = h
-        .cadre(&[
-            "--worktree",
-            "feature-1",
-            "exec",
-            "--json",
-            "--permission-mode",
-            "acceptEdits",
-            "--allow",
-            "Bash",
-            "go",
-        ])
-        .await;
+    let out = h.cadre(&accepting(&["--worktree", "feature-1"])).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let wt = top.join(".cadre/worktrees/feature-1");
     let records = h.records();

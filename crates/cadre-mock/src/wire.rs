@@ -241,6 +241,29 @@ fn anthropic_event(name: &str, data: Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
 }
 
+/// One content block as Anthropic streams it: its start, its deltas, its stop.
+fn push_anthropic_block(
+    out: &mut Vec<Bytes>,
+    index: usize,
+    block: Value,
+    deltas: impl IntoIterator<Item = Value>,
+) {
+    out.push(anthropic_event(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": index, "content_block": block}),
+    ));
+    for delta in deltas {
+        out.push(anthropic_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        ));
+    }
+    out.push(anthropic_event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": index}),
+    ));
+}
+
 fn openai_event(data: &Value) -> Bytes {
     Bytes::from(format!("data: {data}\n\n"))
 }
@@ -279,69 +302,29 @@ fn anthropic_events(reply: &Reply, ctx: &Ctx) -> Vec<Bytes> {
         // The call starts with an empty input; the input follows as deltas.
         let input = call["input"].take().to_string();
         call["input"] = json!({});
-        out.push(anthropic_event(
-            "content_block_start",
-            json!({"type": "content_block_start", "index": index, "content_block": call}),
-        ));
-        for piece in char_chunks(&input, reply.args_chunk()) {
-            out.push(anthropic_event(
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}),
-            ));
-        }
-        out.push(anthropic_event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": index}),
-        ));
+        let deltas = char_chunks(&input, reply.args_chunk())
+            .into_iter()
+            .map(|piece| json!({"type": "input_json_delta", "partial_json": piece}));
+        push_anthropic_block(&mut out, index, call, deltas);
         index += 1;
-        out.push(anthropic_event(
-            "content_block_start",
-            json!({"type": "content_block_start", "index": index, "content_block": result}),
-        ));
-        out.push(anthropic_event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": index}),
-        ));
+        push_anthropic_block(&mut out, index, result, []);
         index += 1;
     }
     if let Some(text) = &reply.text {
-        out.push(anthropic_event(
-            "content_block_start",
-            json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
-        ));
-        for piece in char_chunks(text, reply.text_chunk()) {
-            out.push(anthropic_event(
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}),
-            ));
-        }
-        out.push(anthropic_event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": index}),
-        ));
+        let deltas = char_chunks(text, reply.text_chunk())
+            .into_iter()
+            .map(|piece| json!({"type": "text_delta", "text": piece}));
+        push_anthropic_block(&mut out, index, json!({"type": "text", "text": ""}), deltas);
         index += 1;
     }
     for (i, call) in reply.tool_calls.iter().enumerate() {
-        out.push(anthropic_event(
-            "content_block_start",
-            json!({
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {"type": "tool_use", "id": tool_id(reply, ctx, i, "toolu"), "name": call.name, "input": {}},
-            }),
-        ));
+        let block = json!({"type": "tool_use", "id": tool_id(reply, ctx, i, "toolu"), "name": call.name, "input": {}});
         let mut pieces = vec![String::new()];
         pieces.extend(char_chunks(&call.args_text(), reply.args_chunk()));
-        for piece in pieces {
-            out.push(anthropic_event(
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}),
-            ));
-        }
-        out.push(anthropic_event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": index}),
-        ));
+        let deltas = pieces
+            .into_iter()
+            .map(|piece| json!({"type": "input_json_delta", "partial_json": piece}));
+        push_anthropic_block(&mut out, index, block, deltas);
         index += 1;
     }
     out.push(anthropic_event(
