@@ -186,6 +186,8 @@ fn search_tool(
                     "TAVILY_API_KEY".into()
                 }
             });
+            // Whether or not it is set here, nothing cadre starts inherits it.
+            cadre_core::secrets::register_var(&env);
             let key = file
                 .key
                 .clone()

@@ -303,3 +303,129 @@ rules:
         "{last}"
     );
 }
+
+/// What a fake Brave or Tavily service was sent: its key and query.
+type Asked = Arc<Mutex<Vec<(String, String)>>>;
+
+/// Brave's `GET /res/v1/web/search?q=` (key in `X-Subscription-Token`) and
+/// Tavily's `POST /search` (key and query in the JSON body) on a free
+/// loopback port; returns its port.
+async fn brave_and_tavily(asked: Asked) -> u16 {
+    use axum::http::HeaderMap;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = Router::new()
+        .route(
+            "/res/v1/web/search",
+            get(
+                |State(asked): State<Asked>,
+                 headers: HeaderMap,
+                 Query(q): Query<std::collections::HashMap<String, String>>| async move {
+                    let key = headers
+                        .get("x-subscription-token")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_string();
+                    asked
+                        .lock()
+                        .unwrap()
+                        .push((key, q.get("q").cloned().unwrap_or_default()));
+                    axum::Json(json!({"web": {"results": [
+                        {"url": "https://brave.example/a", "title": "From Brave", "description": "brave snippet"}
+                    ]}}))
+                },
+            ),
+        )
+        .route(
+            "/search",
+            axum::routing::post(
+                |State(asked): State<Asked>, axum::Json(body): axum::Json<Value>| async move {
+                    asked.lock().unwrap().push((
+                        body["api_key"].as_str().unwrap_or("").to_string(),
+                        body["query"].as_str().unwrap_or("").to_string(),
+                    ));
+                    axum::Json(json!({"results": [
+                        {"url": "https://tavily.example/b", "title": "From Tavily", "content": "tavily snippet"}
+                    ]}))
+                },
+            ),
+        )
+        .with_state(asked);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    port
+}
+
+#[tokio::test]
+async fn brave_and_tavily_are_called_with_their_keys_which_never_reach_the_model() {
+    let asked: Asked = Arc::default();
+    let port = brave_and_tavily(asked.clone()).await;
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: WebSearch, input: { query: "rust search" } }
+      - text: "done"
+"#;
+    for (provider, path, key, title) in [
+        (
+            "brave",
+            "/res/v1/web/search",
+            "brave-secret-key-123",
+            "From Brave",
+        ),
+        ("tavily", "/search", "tavily-secret-key-456", "From Tavily"),
+    ] {
+        let h = Harness::new(script, Wire::OpenAi).await;
+        user_config(
+            &h,
+            format!(
+                "[web_search]\nprovider = \"{provider}\"\nurl = \"http://127.0.0.1:{port}{path}\"\nkey_env = \"TEST_SEARCH_KEY\"\n"
+            ),
+        );
+        let out = h
+            .cadre_env(&["exec", "--json", "go"], &[("TEST_SEARCH_KEY", key)])
+            .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let records = h.records();
+        let (result, is_error) = tool_results(&records[1].body).remove(0);
+        assert!(!is_error && result.contains(title), "{provider}: {result}");
+        // The key went to the service, never to the model or the events.
+        assert!(!records[1].body.to_string().contains(key));
+        assert!(!common::stdout(&out).contains(key));
+        assert!(
+            asked
+                .lock()
+                .unwrap()
+                .contains(&(key.to_string(), "rust search".to_string())),
+            "{provider}: {:?}",
+            asked.lock().unwrap()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_search_services_key_is_not_inherited_by_commands() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "echo \"key=[${TEST_SEARCH_KEY:-unset}]\"" } }
+      - text: "done"
+"#;
+    let h = Harness::new(script, Wire::OpenAi).await;
+    user_config(
+        &h,
+        "[web_search]\nprovider = \"brave\"\nkey_env = \"TEST_SEARCH_KEY\"\n",
+    );
+    let out = h
+        .cadre_env(
+            &["exec", "--allow", "Bash", "go"],
+            &[("TEST_SEARCH_KEY", "search-secret-789")],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (result, _) = tool_results(&h.records()[1].body).remove(0);
+    assert!(result.contains("key=[unset]"), "{result}");
+}

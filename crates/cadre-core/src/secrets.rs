@@ -19,6 +19,32 @@ pub const MIN_SECRET_LEN: usize = 8;
 
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
+/// Variables beyond [`KEY_VARS`] that hold a key cadre uses (a search
+/// service's, say): the commands cadre starts never inherit them either.
+static SECRET_VARS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Marks the variable `name` as holding a key: from now on it is removed
+/// from the environment of every command cadre starts.
+pub fn register_var(name: &str) {
+    let mut vars = SECRET_VARS.write().unwrap_or_else(|e| e.into_inner());
+    if !vars.iter().any(|v| v == name) {
+        vars.push(name.to_string());
+    }
+}
+
+/// Every variable holding a key: the model keys, then the registered ones.
+pub fn secret_vars() -> Vec<String> {
+    let mut names: Vec<String> = KEY_VARS.iter().map(|s| s.to_string()).collect();
+    names.extend(
+        SECRET_VARS
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned(),
+    );
+    names
+}
+
 /// Adds `value` to the secrets redacted from now on (ignored if too short).
 pub fn register(value: &str) {
     let value = value.trim();

@@ -89,7 +89,7 @@ fn build_command(
         .kill_on_drop(true);
     // Hooks never see cadre's model keys from the inherited environment;
     // `env` comes from the user's own settings and is applied as given.
-    for key in crate::secrets::KEY_VARS {
+    for key in crate::secrets::secret_vars() {
         cmd.env_remove(key);
     }
     cmd.envs(env.iter().map(|(k, v)| (k, v)));

@@ -19,7 +19,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{ServerConfig, ServerTransport};
 use super::content::{McpResult, convert_result};
-use crate::tools::bash::SECRET_ENV;
 use crate::tools::untrusted_text::sanitize_report;
 
 /// Most tools taken from one server: a server listing thousands would fill
@@ -225,8 +224,8 @@ impl McpServer {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args).current_dir(&self.cwd);
                 // cadre's model keys reach a server only when its entry names them.
-                for key in SECRET_ENV {
-                    if !env.contains_key(key) {
+                for key in crate::secrets::secret_vars() {
+                    if !env.contains_key(&key) {
                         cmd.env_remove(key);
                     }
                 }

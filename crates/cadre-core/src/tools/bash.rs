@@ -467,9 +467,6 @@ fn tail_chars(text: &str, max: usize) -> String {
     format!("[… {} earlier bytes]\n{}", start, &text[start..])
 }
 
-/// Environment variables holding model credentials, removed from commands' environment.
-pub const SECRET_ENV: [&str; 2] = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
-
 /// Starts `command` under bash (or sh when there is no bash), stdout and stderr
 /// both going to `writer`, in a new process group.
 fn spawn(
@@ -492,7 +489,7 @@ fn spawn(
             .kill_on_drop(true);
         cmd.envs(env.iter().map(|(k, v)| (k, v)));
         // The model's commands never see cadre's credentials.
-        for key in SECRET_ENV {
+        for key in crate::secrets::secret_vars() {
             cmd.env_remove(key);
         }
         // SAFETY: the hook makes only async-signal-safe system calls (see reaper).
