@@ -296,3 +296,26 @@ async fn a_configured_window_compacts_at_85_percent_and_the_next_request_is_smal
         assert!(boundary["tokens_after"].as_u64() < boundary["tokens_before"].as_u64());
     }
 }
+
+#[tokio::test]
+async fn the_skills_reminder_is_still_there_after_a_compaction() {
+    let h = Harness::new(REFUSED_ONCE, Wire::Anthropic).await;
+    h.write("a.txt", "alpha\n");
+    h.write(
+        ".claude/skills/changelog/SKILL.md",
+        "---\nname: changelog\ndescription: Write a changelog entry\n---\nUse headings.\n",
+    );
+    let out = h.cadre(&["exec", "--json", "read a.txt"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let reqs = h.records();
+    let main = rule_records(&reqs, "main");
+    let retried = user_texts(&main[2].body);
+    assert!(retried.contains("<compaction-summary>"), "{retried}");
+    assert_eq!(
+        retried
+            .matches("- changelog: Write a changelog entry")
+            .count(),
+        1,
+        "{retried}"
+    );
+}

@@ -77,9 +77,38 @@ impl Agent {
         Ok(())
     }
 
+    /// Puts other tools' first reminders (the skills there are) back when
+    /// the conversation no longer holds them (a compaction summarised them
+    /// away). The roster of agent types has its own refresh, above.
+    async fn restore_tool_reminders(&mut self) -> Result<(), LogFailure> {
+        let missing: Vec<String> = self
+            .tools
+            .tools()
+            .iter()
+            .filter(|t| t.name() != "Agent")
+            .filter_map(|t| t.first_reminder(&self.ctx))
+            .filter(|text| !self.holds_user_text(text))
+            .collect();
+        for text in missing {
+            self.log_user_text(text).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether a user message of the conversation holds exactly `text`.
+    fn holds_user_text(&self, text: &str) -> bool {
+        self.conversation.iter().any(|m| {
+            m.role == Role::User
+                && m.content
+                    .iter()
+                    .any(|b| matches!(b, ContentBlock::Text { text: t } if t == text))
+        })
+    }
+
     /// Joins finished background tasks' notice to the next request.
     pub(super) async fn deliver_notices(&mut self) -> Result<(), LogFailure> {
         self.refresh_roster().await?;
+        self.restore_tool_reminders().await?;
         let mut messages = Vec::new();
         if let Some(inbox) = &mut self.inbox {
             while let Ok(m) = inbox.try_recv() {
