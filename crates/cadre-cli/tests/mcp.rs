@@ -859,3 +859,65 @@ async fn the_tui_shows_the_servers_status_and_slash_mcp_lists_its_tools() {
     pane.keys(&["C-c", "C-c"]);
     assert_eq!(pane.exit_status().await, 0);
 }
+
+#[tokio::test]
+async fn a_resumed_childs_inline_server_goes_when_the_resumed_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let gate = dir.path().join("go-on");
+    let after = dir.path().join("parent-goes-on");
+    let script = format!(
+        r#"
+rules:
+  - name: child
+    when: {{ first_user: "own-task" }}
+    replies:
+      - text: "first run done"
+      - tool_calls:
+          - {{ name: mcp__own__peek, input: {{}} }}
+          - {{ name: Bash, input: {{ command: "while [ ! -e {gate} ]; do sleep 0.05; done", description: "wait" }} }}
+      - text: "second run done"
+  - name: parent
+    replies:
+      - tool_calls:
+          - {{ name: Agent, input: {{ description: "own", prompt: "own-task", subagent_type: "with-own", name: "own" }} }}
+      - tool_calls:
+          - {{ name: SendMessage, input: {{ to: "own", message: "once more" }} }}
+      - tool_calls:
+          - {{ name: Bash, input: {{ command: "while [ ! -e {after} ]; do sleep 0.05; done", description: "wait" }} }}
+      - text: "waiting"
+      - text: "parent done"
+"#,
+        gate = gate.display(),
+        after = after.display(),
+    );
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    let (run, first) = run_with_own_server(&h, &pid_file).await;
+    // The first run ends, and its server with it.
+    common::wait_until("the first run's server is gone", || !alive(first)).await;
+    // Resumed, the child starts its server again on use.
+    let read_pid = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+    };
+    common::wait_until("the resumed run's server writes its pid", || {
+        read_pid().is_some_and(|p| p != first)
+    })
+    .await;
+    let second = read_pid().unwrap();
+    assert!(
+        alive(second),
+        "the server runs while the resumed child does"
+    );
+    std::fs::write(&gate, "").unwrap();
+    // The parent still waits: the server went with the resumed run.
+    common::wait_until("the resumed run's server is gone", || !alive(second)).await;
+    std::fs::write(&after, "").unwrap();
+    let (status, _) = run.finish().await;
+    assert!(status.success());
+    let records = h.records();
+    let child = rule_records(&records, "child");
+    let results = tool_results(&child.last().unwrap().body);
+    assert!(results.iter().any(|(t, _)| t == "peeked"), "{results:?}");
+}

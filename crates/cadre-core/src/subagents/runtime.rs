@@ -127,6 +127,8 @@ struct ChildRecord {
     resumable: bool,
     /// Its report carries a parsed verdict.
     verdict: bool,
+    /// The MCP servers of its own (closed after each of its runs).
+    servers: Vec<Arc<crate::mcp::McpServer>>,
 }
 
 /// How many children of the session are running (or admitted and queued).
@@ -196,10 +198,6 @@ struct Prepared {
     /// Its definition's display colour, for `SubagentStarted`.
     color: Option<String>,
     /// The MCP servers it started for itself, closed when it is dropped.
-    #[expect(
-        dead_code,
-        reason = "held for its Drop: the child's own servers close with it"
-    )]
     mcp_servers: mcp_servers::DedicatedServers,
     /// Its git worktree (`isolation: worktree`), ended after its run.
     worktree: Option<isolation::ChildWorktree>,

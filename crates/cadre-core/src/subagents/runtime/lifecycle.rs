@@ -49,6 +49,7 @@ impl SubagentRuntime {
                 task_id: p.task_id.clone(),
                 resumable: p.resumable,
                 verdict: p.verification,
+                servers: p.mcp_servers.handles(),
             };
             if let Some(path) = &output_path {
                 self.save_child(path, &record);

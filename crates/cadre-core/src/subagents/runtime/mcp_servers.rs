@@ -19,6 +19,19 @@ use crate::tools::ToolRegistry;
 #[derive(Default)]
 pub(super) struct DedicatedServers(Vec<Arc<McpServer>>);
 
+impl DedicatedServers {
+    /// The servers, for a resumed run of the same child: it starts them
+    /// again on use, and they close again when that run ends.
+    pub(super) fn handles(&self) -> Vec<Arc<McpServer>> {
+        self.0.clone()
+    }
+
+    /// Takes charge of `servers` (closed when dropped).
+    pub(super) fn adopt(servers: Vec<Arc<McpServer>>) -> Self {
+        DedicatedServers(servers)
+    }
+}
+
 impl Drop for DedicatedServers {
     fn drop(&mut self) {
         for server in self.0.drain(..) {

@@ -70,7 +70,7 @@ impl SubagentRuntime {
                 }
             }
         };
-        let (agent_id, agent_type, task_id, resumable, spawner, name, verdict) = {
+        let (agent_id, agent_type, task_id, resumable, spawner, name, verdict, servers) = {
             let Ok(children) = self.children.lock() else {
                 return ToolOutput::error("internal error: child registry unavailable");
             };
@@ -83,6 +83,7 @@ impl SubagentRuntime {
                 c.spawner.clone(),
                 c.name.clone(),
                 c.verdict,
+                c.servers.clone(),
             )
         };
         // Running: deliver to its inbox.
@@ -109,6 +110,7 @@ impl SubagentRuntime {
                 spawner,
                 name,
                 verdict,
+                servers,
             },
             args.message,
         )
@@ -132,6 +134,7 @@ impl SubagentRuntime {
             spawner,
             name,
             verdict,
+            servers,
         } = child;
         let Some(dir) = &self.agents_dir else {
             return ToolOutput::error(
@@ -223,7 +226,7 @@ impl SubagentRuntime {
             spawner,
             resumable: true,
             color: None,
-            mcp_servers: Default::default(),
+            mcp_servers: super::mcp_servers::DedicatedServers::adopt(servers),
             worktree,
         };
         self.emit_started(&prepared);
@@ -245,6 +248,8 @@ struct Resumed {
     spawner: Option<(u32, Option<Vec<String>>)>,
     name: Option<String>,
     verdict: bool,
+    /// Its own MCP servers, closed again when the resumed run ends.
+    servers: Vec<Arc<crate::mcp::McpServer>>,
 }
 
 /// What is kept on disk of a child, beside its task's output, so `SendMessage`
@@ -477,6 +482,8 @@ impl SubagentRuntime {
             task_id: None,
             resumable: saved.resumable,
             verdict: saved.verdict,
+            // A child of an earlier process starts its own servers afresh.
+            servers: Vec::new(),
         }
     }
 }
