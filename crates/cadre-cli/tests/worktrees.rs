@@ -467,3 +467,27 @@ rules:
     );
     assert!(!top.join("made-on-resume.txt").exists());
 }
+
+#[tokio::test]
+async fn the_tui_in_a_worktree_shows_its_branch_and_removes_it_unchanged() {
+    if !common::tmux::tmux_available() {
+        return;
+    }
+    let h = repository("rules:\n  - replies:\n      - text: \"Hello from the worktree.\"\n").await;
+    let top = h.project.path().canonicalize().unwrap();
+    let pane = common::tmux::Pane::start(&h, &["--worktree", "tui-1"]);
+    // The status line names the worktree's branch.
+    pane.wait_text("cadre/tui-1").await;
+    assert!(top.join(".cadre/worktrees/tui-1").is_dir());
+    pane.type_text("hello");
+    pane.keys(&["Enter"]);
+    pane.wait_text("Hello from the worktree.").await;
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.exit_status().await, 0);
+    assert!(!top.join(".cadre/worktrees/tui-1").exists());
+    let branches = git(
+        &top,
+        &["branch", "--list", "--format=%(refname:short)", "cadre/*"],
+    );
+    assert_eq!(branches.trim(), "");
+}
