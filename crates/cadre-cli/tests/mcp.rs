@@ -587,6 +587,26 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// A Bash command that waits until the test creates `file`.
+fn wait_command(file: &std::path::Path) -> String {
+    format!("while [ ! -e {} ]; do sleep 0.05; done", file.display())
+}
+
+/// A temp dir (kept while the returned guard lives) with the paths an
+/// inline-server test uses: the server's pid file, the file the child
+/// waits for, and the file the parent waits for.
+fn wait_files() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::path::PathBuf,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    let (pid, gate, after) = (path("pid"), path("go-on"), path("parent-goes-on"));
+    (dir, pid, gate, after)
+}
+
 /// Writes the `with-own` definition (an inline server that records its pid
 /// in `pid_file`), starts `exec` and waits until that server runs; returns
 /// the run and the server's pid.
@@ -619,10 +639,7 @@ async fn an_inline_server_runs_only_while_its_child_runs_whichever_way_the_child
         ("completes", "      - text: \"child done\"\n"),
         ("fails", "      - fail: { status: 400 }\n"),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let pid_file = dir.path().join("pid");
-        let gate = dir.path().join("go-on");
-        let after = dir.path().join("parent-goes-on");
+        let (_dir, pid_file, gate, after) = wait_files();
         let script = format!(
             r#"
 rules:
@@ -631,17 +648,17 @@ rules:
     replies:
       - tool_calls:
           - {{ name: mcp__own__peek, input: {{}} }}
-          - {{ name: Bash, input: {{ command: "while [ ! -e {gate} ]; do sleep 0.05; done", description: "wait" }} }}
+          - {{ name: Bash, input: {{ command: "{gate}", description: "wait" }} }}
 {child_replies}  - name: parent
     replies:
       - tool_calls:
           - {{ name: Agent, input: {{ description: "own", prompt: "own-task", subagent_type: "with-own" }} }}
       - tool_calls:
-          - {{ name: Bash, input: {{ command: "while [ ! -e {after} ]; do sleep 0.05; done", description: "wait" }} }}
+          - {{ name: Bash, input: {{ command: "{after}", description: "wait" }} }}
       - text: "parent done"
 "#,
-            gate = gate.display(),
-            after = after.display(),
+            gate = wait_command(&gate),
+            after = wait_command(&after),
         );
         let h = Harness::new(&script, Wire::Anthropic).await;
         let (run, pid) = run_with_own_server(&h, &pid_file).await;
@@ -746,7 +763,7 @@ async fn an_inline_server_goes_with_a_background_child_that_is_stopped() {
     let stop_now = dir.path().join("stop-now");
     let after = dir.path().join("after");
     let never = dir.path().join("never");
-    let wait = |f: &std::path::Path| format!("while [ ! -e {} ]; do sleep 0.05; done", f.display());
+    let wait = wait_command;
     let script = format!(
         r#"
 rules:
@@ -862,10 +879,7 @@ async fn the_tui_shows_the_servers_status_and_slash_mcp_lists_its_tools() {
 
 #[tokio::test]
 async fn a_resumed_childs_inline_server_goes_when_the_resumed_run_ends() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("pid");
-    let gate = dir.path().join("go-on");
-    let after = dir.path().join("parent-goes-on");
+    let (_dir, pid_file, gate, after) = wait_files();
     let script = format!(
         r#"
 rules:
@@ -875,7 +889,7 @@ rules:
       - text: "first run done"
       - tool_calls:
           - {{ name: mcp__own__peek, input: {{}} }}
-          - {{ name: Bash, input: {{ command: "while [ ! -e {gate} ]; do sleep 0.05; done", description: "wait" }} }}
+          - {{ name: Bash, input: {{ command: "{gate}", description: "wait" }} }}
       - text: "second run done"
   - name: parent
     replies:
@@ -884,12 +898,12 @@ rules:
       - tool_calls:
           - {{ name: SendMessage, input: {{ to: "own", message: "once more" }} }}
       - tool_calls:
-          - {{ name: Bash, input: {{ command: "while [ ! -e {after} ]; do sleep 0.05; done", description: "wait" }} }}
+          - {{ name: Bash, input: {{ command: "{after}", description: "wait" }} }}
       - text: "waiting"
       - text: "parent done"
 "#,
-        gate = gate.display(),
-        after = after.display(),
+        gate = wait_command(&gate),
+        after = wait_command(&after),
     );
     let h = Harness::new(&script, Wire::Anthropic).await;
     let (run, first) = run_with_own_server(&h, &pid_file).await;
