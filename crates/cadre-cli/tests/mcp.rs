@@ -785,6 +785,8 @@ rules:
       - tool_calls:
           - {{ name: Bash, input: {{ command: "{after}", description: "wait" }} }}
       - text: "parent done"
+      # The stopped task's notice may come after that reply, in a turn of its own.
+      - text: "noted"
 "#,
         never = wait(&never),
         stop_now = wait(&stop_now),
