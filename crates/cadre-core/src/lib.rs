@@ -11,6 +11,7 @@ pub mod hooks;
 pub mod instructions;
 pub mod mcp;
 pub mod model;
+pub mod path_segment;
 pub mod permissions;
 pub mod project_root;
 pub mod protocol;

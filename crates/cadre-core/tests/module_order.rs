@@ -12,6 +12,7 @@ const LEVELS: &[(&str, u8)] = &[
     ("tool_names", 0),
     ("project_root", 0),
     ("frontmatter", 0),
+    ("path_segment", 0),
     ("worktrees", 0),
     ("model", 1),
     ("protocol", 2),

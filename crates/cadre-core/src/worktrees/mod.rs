@@ -468,16 +468,13 @@ impl Worktree {
     }
 }
 
-/// Refuses names that git or a path could misread.
+/// Refuses names that git or a path could misread: a safe path segment (the
+/// rule every name from a file follows) that git also takes as a branch name.
 fn check_name(name: &str) -> Result<(), WorktreeError> {
-    let fine = !name.is_empty()
-        && name.len() <= 100
+    let fine = crate::path_segment::is_safe_segment(name)
         && !name.starts_with(['.', '-'])
         && !name.ends_with(".lock")
-        && !name.contains("..")
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        && !name.contains("..");
     if fine {
         Ok(())
     } else {
