@@ -242,9 +242,12 @@ fn show(
             .and_then(|m| m.parse().ok())
             .unwrap_or(PermissionMode::Default)
     });
-    let subagents = crate::setup::subagent_settings(settings);
+    let mut subagents = crate::setup::subagent_settings(settings);
     let tools = session_tools();
     let cwd = std::env::current_dir()?;
+    // A trusted folder's definitions may widen the mode, as in a session.
+    subagents.project_trusted =
+        crate::setup::folder_trusted(&data_dir()?, &cwd, perms, &mut Vec::new());
     let resolved = ChildSpec::resolve(
         &def,
         &ChildCall::default(),
@@ -293,6 +296,7 @@ fn show(
             session_mode,
             def.permission_mode,
             def.source,
+            subagents.mode_limits(),
         ),
     };
     write!(

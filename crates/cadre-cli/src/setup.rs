@@ -214,7 +214,8 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     let output_cap = file.tools.output_cap_bytes.unwrap_or(DEFAULT_OUTPUT_CAP);
 
     let mut mode = permission_mode(perms, &settings, &mut warnings)?;
-    let subagents = subagent_settings(&settings);
+    let mut subagents = subagent_settings(&settings);
+    subagents.project_trusted = trusted;
     let sources = catalog_sources(agent, &subagents, &cwd, &home);
     let catalog = DefinitionCatalog::load(&sources).map_err(UsageError)?;
     let mut web = WebTools::from_settings(&settings, client.config(), &mut warnings);
@@ -609,6 +610,8 @@ pub fn subagent_settings(settings: &Settings) -> SubagentSettings {
             // Range-checked on load; try_ keeps a bad value from ever panicking.
             .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
             .unwrap_or(d.auto_background_after),
+        project_trusted: false,
+        bypass_disabled: settings.bypass_disabled_by.is_some(),
     }
 }
 

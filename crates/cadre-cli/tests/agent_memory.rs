@@ -59,10 +59,15 @@ rules:
         ".claude/agents/other.md",
         "---\nname: other\ndescription: no memory\n---\nWork.\n",
     );
-    h.write(
-        ".claude/agents/diarist.md",
+    // A user memory is the user's own definitions' (a project's would be
+    // refused in this untrusted folder).
+    let diarist = h.data_dir().join("agents/diarist.md");
+    std::fs::create_dir_all(diarist.parent().unwrap()).unwrap();
+    std::fs::write(
+        &diarist,
         "---\nname: diarist\ndescription: a user memory\nmemory: user\n---\nWrite.\n",
-    );
+    )
+    .unwrap();
     h.write(".cadre/agent-memory/keeper/MEMORY.md", "the answer is 42\n");
     let out = h.cadre(&["exec", "go"]).await;
     assert!(out.status.success(), "{}", stderr(&out));

@@ -844,7 +844,7 @@ async fn show_says_a_project_definition_cannot_widen_the_mode_but_a_user_one_can
     let body = stdout(&out);
     assert!(
         body.contains(
-            "mode:        default (session: default; definition asks for bypassPermissions)\n             project definition asks for bypassPermissions; runs at default (a project file cannot widen permissions)\n"
+            "mode:        default (session: default; definition asks for bypassPermissions)\n             project definition asks for bypassPermissions; runs at default (a project file cannot widen permissions until the folder is trusted)\n"
         ),
         "{body}"
     );

@@ -98,6 +98,10 @@ impl PermissionTracker {
     }
 }
 
+/// Folders whose writes always ask: the repository's and the agent
+/// definitions' and settings'.
+const ALWAYS_ASK_DIRS: [&str; 3] = [".git", ".claude", ".cadre"];
+
 /// Most symlinks followed while resolving one path (the kernel's own limit).
 const MAX_LINKS: usize = 40;
 
@@ -338,14 +342,10 @@ impl PermissionPolicy {
                 "the command's name is made when it runs, so the rule {text} may cover it"
             ));
         }
-        // An agent keeps its own memory without asking (plan mode still
-        // only reads; deny rules still hold, above).
-        if matches!(effect, ToolEffect::ReadOnly | ToolEffect::Edit)
-            && path.as_deref().is_some_and(|p| self.in_memory_dir(p))
-            && (effect == ToolEffect::ReadOnly || self.mode != PermissionMode::Plan)
-        {
-            return Decision::Allow;
-        }
+        // The data directory and the folders that always ask are decided
+        // before this agent's memory: the exemption below covers only what
+        // lies inside its own folder.
+        let own_memory = path.as_deref().is_some_and(|p| self.in_memory_dir(p));
         // No file tool writes the data directory, whatever the rules and mode.
         if effect == ToolEffect::Edit
             && let Some(why) = path.as_deref().and_then(|p| self.data_dir_write(p))
@@ -371,21 +371,29 @@ impl PermissionPolicy {
         // and `.cadre` hold agent definitions and settings (in the home
         // directory, trusted ones that may ask for wider modes).
         // Only the part inside the project counts: an agent whose project is
-        // a worktree under `.cadre/worktrees/` writes its own files freely.
+        // a worktree under `.cadre/worktrees/` writes its own files freely,
+        // and an agent its own memory folder (none of these folders is
+        // inside it: `in_memory_dir`).
         if effect == ToolEffect::Edit
+            && !own_memory
             && let Some(p) = &path
             && let Some(dir) = p
                 .strip_prefix(&self.project_dir)
                 .unwrap_or(p)
                 .components()
                 .map(|c| c.as_os_str())
-                .find(|c| [".git", ".claude", ".cadre"].iter().any(|d| c == d))
+                .find(|c| ALWAYS_ASK_DIRS.iter().any(|d| c == d))
         {
             return ask(format!(
                 "writes to {}/ always ask ({})",
                 dir.to_string_lossy(),
                 p.display()
             ));
+        }
+        // An agent keeps its own memory without asking (plan mode only
+        // reads, above; deny rules and its tools' rules still hold, above).
+        if own_memory && matches!(effect, ToolEffect::ReadOnly | ToolEffect::Edit) {
+            return Decision::Allow;
         }
         if effect == ToolEffect::Execute
             && args.get("sandbox").and_then(Value::as_bool) == Some(false)
@@ -436,11 +444,19 @@ impl PermissionPolicy {
         }
     }
 
-    /// Whether `path` lies in this agent's own memory folder.
+    /// Whether the resolved `path` lies inside this agent's own memory
+    /// folder (not the folder itself), and not in a `.git`, `.claude` or
+    /// `.cadre` folder below it.
     fn in_memory_dir(&self, path: &Path) -> bool {
-        self.memory_dir
-            .as_deref()
-            .is_some_and(|d| path.starts_with(d))
+        self.memory_dir.as_deref().is_some_and(|d| {
+            path.strip_prefix(d).is_ok_and(|rest| {
+                rest.components().next().is_some()
+                    && rest.components().all(|c| match c {
+                        Component::Normal(part) => !ALWAYS_ASK_DIRS.iter().any(|d| part == *d),
+                        _ => false,
+                    })
+            })
+        })
     }
 
     /// Why writing `path` is refused outright: it lies in the data directory.
@@ -652,6 +668,104 @@ mod tests {
                 &r
             ),
             Decision::Ask { .. }
+        ));
+    }
+
+    #[test]
+    fn a_memory_folder_exempts_only_what_lies_inside_it() {
+        let (_d, r) = root();
+        let project = r.join("p");
+        let data = r.join("data");
+        let memory = project.join(".cadre/agent-memory/notes");
+        std::fs::create_dir_all(&memory).unwrap();
+        std::fs::create_dir_all(&data).unwrap();
+        let t = PermissionTracker::default();
+        let decide = |policy: &PermissionPolicy, tool: &str, effect, path: &Path| {
+            let input = serde_json::json!({"file_path": path, "content": "", "old_string": "a", "new_string": "b"});
+            policy.decide(
+                &t,
+                tool,
+                effect,
+                &input.as_object().cloned().unwrap_or_default(),
+                &project,
+            )
+        };
+        for mode in [
+            PermissionMode::DontAsk,
+            PermissionMode::Default,
+            PermissionMode::AcceptEdits,
+        ] {
+            let mut policy = PermissionPolicy::new(mode, RuleSet::default(), &project, &data, true);
+            policy.memory_dir = Some(memory.clone());
+            // Inside its own folder: no question.
+            assert_eq!(
+                decide(
+                    &policy,
+                    "Write",
+                    ToolEffect::Edit,
+                    &memory.join("MEMORY.md")
+                ),
+                Decision::Allow,
+                "{mode}"
+            );
+            assert_eq!(
+                decide(&policy, "Read", ToolEffect::ReadOnly, &memory.join("x")),
+                Decision::Allow
+            );
+            // The folder's neighbours, a .git below it, and the project's
+            // .git are not its own: they ask (or are denied) as ever.
+            for other in [
+                project.join(".cadre/agent-memory/other/MEMORY.md"),
+                memory.join(".git/config"),
+                project.join(".git/config"),
+            ] {
+                assert!(
+                    !matches!(
+                        decide(&policy, "Write", ToolEffect::Edit, &other),
+                        Decision::Allow
+                    ),
+                    "{mode}: {}",
+                    other.display()
+                );
+            }
+            // A memory folder in the data directory covers only itself.
+            policy.memory_dir = Some(data.join("agent-memory/notes"));
+            assert!(matches!(
+                decide(
+                    &policy,
+                    "Write",
+                    ToolEffect::Edit,
+                    &data.join("config.toml")
+                ),
+                Decision::Deny(_)
+            ));
+            assert_eq!(
+                decide(
+                    &policy,
+                    "Write",
+                    ToolEffect::Edit,
+                    &data.join("agent-memory/notes/MEMORY.md")
+                ),
+                Decision::Allow
+            );
+        }
+        // Plan mode reads its memory and writes nothing.
+        let mut policy = PermissionPolicy::new(
+            PermissionMode::Plan,
+            RuleSet::default(),
+            &project,
+            &data,
+            true,
+        );
+        policy.memory_dir = Some(data.join("agent-memory/notes"));
+        let file = data.join("agent-memory/notes/MEMORY.md");
+        assert_eq!(
+            decide(&policy, "Read", ToolEffect::ReadOnly, &file),
+            Decision::Allow
+        );
+        assert!(matches!(
+            decide(&policy, "Write", ToolEffect::Edit, &file),
+            Decision::Deny(_)
         ));
     }
 }

@@ -57,6 +57,22 @@ pub struct SubagentSettings {
     /// A foreground child still running after this long moves to the
     /// background, so one slow child never holds the parent's turn hostage.
     pub auto_background_after: std::time::Duration,
+    /// The project folder is trusted: its definitions' `permissionMode`
+    /// applies as a user definition's does, and their `memory: user` opens a
+    /// folder of their own.
+    pub project_trusted: bool,
+    /// A settings file disables `bypassPermissions`: no definition gets it.
+    pub bypass_disabled: bool,
+}
+
+impl SubagentSettings {
+    /// What the ratchet allows definitions beyond their source.
+    pub fn mode_limits(&self) -> super::ratchet::ModeLimits {
+        super::ratchet::ModeLimits {
+            project_trusted: self.project_trusted,
+            bypass_disabled: self.bypass_disabled,
+        }
+    }
 }
 
 impl Default for SubagentSettings {
@@ -72,6 +88,8 @@ impl Default for SubagentSettings {
             enable_verification: false,
             custom_deny: Vec::new(),
             auto_background_after: std::time::Duration::from_secs(120),
+            project_trusted: false,
+            bypass_disabled: false,
         }
     }
 }

@@ -148,7 +148,12 @@ impl ChildSpec {
             tools: ToolRegistry::from_tools(tools),
             agent_types: filtered.agent_types,
             depth,
-            mode: child_mode(parent.mode, def.permission_mode, def.source),
+            mode: child_mode(
+                parent.mode,
+                def.permission_mode,
+                def.source,
+                parent.settings.mode_limits(),
+            ),
             model,
             system: child_system_prompt(def, parent.project),
             sandbox,
@@ -158,6 +163,47 @@ impl ChildSpec {
             tool_rules: filtered.scoped,
             effort: def.effort.clone(),
         })
+    }
+
+    /// Read, Write and Edit for its memory folder `dir`, as Claude Code
+    /// gives them to an agent with a memory, but only there: a tool the
+    /// child lacks (from `parent`'s, in its order) or has only by rules
+    /// gets a rule for the folder. A tool its lists grant whole stays so;
+    /// everywhere else its `tools` and `disallowedTools` decide.
+    pub fn grant_memory(&mut self, parent: &ToolRegistry, dir: &std::path::Path) {
+        let rule_tool = |rule: &str| rule.split('(').next().map(str::trim).map(str::to_string);
+        let mut added = Vec::new();
+        for tool in MEMORY_TOOLS {
+            let scoped = self
+                .tool_rules
+                .iter()
+                .any(|r| rule_tool(r).as_deref() == Some(tool));
+            let has = self.tools.get(tool).is_some();
+            if has && !scoped {
+                continue;
+            }
+            if !has {
+                if parent.get(tool).is_none() {
+                    continue;
+                }
+                added.push(tool);
+            }
+            let glob = globset::escape(&dir.to_string_lossy());
+            // `//` makes the rule's path absolute.
+            self.tool_rules.push(format!("{tool}(/{glob}/**)"));
+        }
+        if added.is_empty() {
+            return;
+        }
+        let kept: Vec<Arc<dyn Tool>> = parent
+            .tools()
+            .iter()
+            .filter_map(|t| match self.tools.get(t.name()) {
+                Some(own) => Some(own),
+                None => added.contains(&t.name()).then(|| t.clone()),
+            })
+            .collect();
+        self.tools = ToolRegistry::from_tools(kept);
     }
 
     /// `policy` with this child's tool rules (calls outside them denied);
@@ -194,6 +240,9 @@ impl ChildSpec {
         out
     }
 }
+
+/// The tools a memory brings, for its folder only.
+const MEMORY_TOOLS: [&str; 3] = ["Read", "Write", "Edit"];
 
 /// Whether an agent with `tools` needs a place in the subagent runtime: it
 /// may start children or message them.

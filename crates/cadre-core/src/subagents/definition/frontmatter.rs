@@ -299,6 +299,20 @@ fn parse_into(
             format!("`{field}`: {}", problem.message),
         );
     }
+    // The name becomes the memory folder's name: one that is no path
+    // segment (`..`, `a/b`) still loads, without a memory.
+    if def.memory.is_some()
+        && let Some(problem) = crate::path_segment::segment_problem(&name)
+    {
+        issues.push(
+            IssueLevel::Warning,
+            key_line(&frontmatter, "memory"),
+            format!(
+                "`memory` ignored: no memory folder for this agent: {problem}, so it is not one path segment"
+            ),
+        );
+        def.memory = None;
+    }
     for key in def.unknown_fields.keys() {
         issues.push(
             IssueLevel::Warning,

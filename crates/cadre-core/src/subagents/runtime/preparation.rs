@@ -76,7 +76,7 @@ impl SubagentRuntime {
         // `cadre agents show`.
         let caller = parent.caller;
         let (parent_tools, mcp_servers) = self.child_mcp_tools(&def, &caller.tools).await;
-        let spec = ChildSpec::resolve(
+        let mut spec = ChildSpec::resolve(
             &def,
             &ChildCall {
                 background: background_requested,
@@ -98,13 +98,22 @@ impl SubagentRuntime {
         for warning in spec.warnings(&def.name) {
             self.warn_once(warning);
         }
+        // A memory: Read, Write and Edit in its folder only, before the
+        // tool rules bind the policy.
+        let memory = match &def.memory {
+            Some(value) => self.child_memory(&def, value)?,
+            None => None,
+        };
+        if let Some((dir, _)) = &memory {
+            spec.grant_memory(&parent_tools, dir);
+        }
         let mut policy = (*self.policy).clone();
         policy.mode = spec.mode.mode;
         // The parent's tool rules hold for its children too.
         policy.only = caller.tool_rules.clone();
         spec.restrict(&mut policy)
             .map_err(|e| ToolOutput::error(format!("{} was not started: {e}", def.name)))?;
-        let mut tools = spec.tools;
+        let tools = spec.tools;
         let mut system = spec.system;
         // `skills`: each one's full text, in the order listed.
         for name in &def.skills {
@@ -119,21 +128,7 @@ impl SubagentRuntime {
                 )),
             }
         }
-        if let Some(value) = &def.memory {
-            let (dir, section) = self.child_memory(&def.name, value)?;
-            // Read, Write and Edit come with a memory, as in Claude Code,
-            // in the parent's order like the rest.
-            let with_memory = parent_tools
-                .tools()
-                .iter()
-                .filter_map(|t| match tools.get(t.name()) {
-                    Some(own) => Some(own),
-                    None => ["Read", "Write", "Edit"]
-                        .contains(&t.name())
-                        .then(|| t.clone()),
-                })
-                .collect();
-            tools = crate::tools::ToolRegistry::from_tools(with_memory);
+        if let Some((dir, section)) = memory {
             system.push_str("\n\n");
             system.push_str(&section);
             policy.memory_dir = Some(dir);
@@ -236,23 +231,37 @@ impl SubagentRuntime {
         })
     }
 
-    /// A child's memory folder (made if new) and the prompt section about
-    /// it; `Err` when the definition's `memory` names no scope.
+    /// A child's memory folder (made if new, resolved) and the prompt
+    /// section about it; `None`, with a warning, when it gets none (a name
+    /// that is no path segment, a project's `memory: user` in a folder not
+    /// trusted); `Err` when the definition's `memory` names no scope or its
+    /// folder is refused (a symlink).
     fn child_memory(
         &self,
-        name: &str,
+        def: &crate::subagents::AgentDefinition,
         value: &serde_json::Value,
-    ) -> Result<(std::path::PathBuf, String), ToolOutput> {
-        use crate::subagents::memory::{self, MemoryScope};
-        let not_started = |why: String| ToolOutput::error(format!("{name} was not started: {why}"));
+    ) -> Result<Option<(std::path::PathBuf, String)>, ToolOutput> {
+        use crate::subagents::memory::{self, MemoryBases, MemoryScope};
+        let not_started =
+            |why: String| ToolOutput::error(format!("{} was not started: {why}", def.name));
         let scope = MemoryScope::parse(value).map_err(not_started)?;
-        let dir = scope.dir(name, &self.policy.data_dir, &self.base_ctx.cwd);
-        memory::open(scope, &dir).map_err(|e| {
-            not_started(format!(
-                "its memory folder {} cannot be made: {e}",
-                dir.display()
-            ))
-        })
+        let bases = MemoryBases {
+            data_dir: &self.policy.data_dir,
+            project: &self.base_ctx.cwd,
+            project_trusted: self.settings.project_trusted,
+        };
+        match memory::place(def, scope, &bases).and_then(|place| memory::open(&place)) {
+            Ok(opened) => Ok(Some(opened)),
+            Err(e) if e.starts_without() => {
+                let file = match &def.path {
+                    Some(p) => p.display().to_string(),
+                    None => def.source.as_str().to_string(),
+                };
+                self.warn_once(format!("agent definition {file}: {}: {e}", def.name));
+                Ok(None)
+            }
+            Err(e) => Err(not_started(e.to_string())),
+        }
     }
 
     /// A child's hooks: the session's, plus its definition's own (a project
