@@ -117,6 +117,10 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     ensure_private_dir(&home)?;
     let mut warnings = Vec::new();
     let trusted = folder_trusted(&home, &cwd, perms, &mut warnings);
+    if perms.trust {
+        // `--trust` also approves instruction imports from outside the project.
+        cadre_core::instructions::approve_outside_imports_for_this_run();
+    }
     let settings = Settings::load_with(&settings_paths(&home, &cwd, trusted))?;
     warnings.extend(settings.warnings.iter().cloned());
     warnings.extend(read_project_instructions(&cwd).1);
@@ -512,18 +516,91 @@ pub fn folder_trusted(
     }
 }
 
-/// Asks once per folder, before an interactive session starts, whether to
-/// trust it, when its project settings would do more than the defaults
-/// allow and the user has not answered for it yet. Only a person at a
-/// terminal is asked; the answer is recorded in `$CADRE_HOME`.
+/// Asks, before an interactive session starts, the questions of a folder
+/// not answered yet: whether to trust it (when its project settings would
+/// do more than the defaults allow), then whether its instruction files
+/// may import the files outside the project they name. Only a person at a
+/// terminal is asked; the answers are recorded in `$CADRE_HOME`.
 pub fn ask_trust_if_needed(perms: &PermissionArgs) -> Result<()> {
-    use std::io::{BufRead, IsTerminal, Write};
+    use std::io::IsTerminal;
     if perms.trust || !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return Ok(());
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let home = data_dir()?;
     ensure_private_dir(&home)?;
+    ask_folder_trust(&cwd, &home)?;
+    ask_outside_imports(&cwd, &home)
+}
+
+/// Reads one answer line from the terminal: yes for `y` or `yes`.
+fn read_yes() -> Result<bool> {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(
+        line.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}
+
+/// Asks once per outside file whether the project's instruction files may
+/// import it; a yes may reveal the approved files' own outside imports,
+/// which are asked about in turn.
+fn ask_outside_imports(cwd: &std::path::Path, home: &std::path::Path) -> Result<()> {
+    use cadre_core::instructions::approvals::ImportApprovals;
+    use cadre_core::instructions::{InstructionSources, load, project_root};
+    use std::io::Write;
+    let root = project_root(cwd);
+    loop {
+        let Ok(mut answers) = ImportApprovals::load(home) else {
+            // The start-up warning names the skipped files.
+            return Ok(());
+        };
+        let loaded = load(&InstructionSources::for_session(
+            cwd,
+            Some(home.to_path_buf()),
+        ));
+        let new: Vec<_> = loaded
+            .outside_skipped
+            .iter()
+            .filter(|f| !answers.answered(&root, &f.resolved))
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let mut err = std::io::stderr().lock();
+        writeln!(
+            err,
+            "The instruction files of {} import files from outside the project:",
+            root.display()
+        )?;
+        for f in &new {
+            writeln!(err, "  - {}", f.describe())?;
+        }
+        writeln!(
+            err,
+            "Their contents would be sent to the model with every request."
+        )?;
+        write!(err, "Allow these imports? [y/N] ")?;
+        err.flush()?;
+        drop(err);
+        let yes = read_yes()?;
+        let files: Vec<PathBuf> = new.iter().map(|f| f.resolved.clone()).collect();
+        answers.record(&root, &files, yes)?;
+        if !yes {
+            eprintln!("Not imported: those files stay out of the prompt.");
+            return Ok(());
+        }
+        eprintln!("Imported. The answer is kept in {}.", home.display());
+    }
+}
+
+/// The workspace trust question, when the folder has not been answered and
+/// its project files hold something that needs trust.
+fn ask_folder_trust(cwd: &std::path::Path, home: &std::path::Path) -> Result<()> {
+    use std::io::Write;
+    let (cwd, home) = (cwd.to_path_buf(), home.to_path_buf());
     let Ok(mut store) = TrustStore::load(&home) else {
         // prepare() names the broken file.
         return Ok(());
@@ -566,14 +643,12 @@ Its project settings would, once trusted:",
     }
     writeln!(
         err,
-        "Hooks, MCP servers and commands it sets run with your rights, outside the sandbox. Deny and ask rules apply either way."
+        "Hooks, MCP servers and commands it sets run with your rights, outside the sandbox; servers it names get your keys and queries. Deny and ask rules apply either way."
     )?;
     write!(err, "Trust this folder? [y/N] ")?;
     err.flush()?;
     drop(err);
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let yes = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+    let yes = read_yes()?;
     store.record(&cwd, yes)?;
     eprintln!(
         "{}",

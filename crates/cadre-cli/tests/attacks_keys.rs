@@ -189,7 +189,9 @@ async fn a_project_provider_cannot_send_the_other_key_to_the_users_server() {
     h.write(".cadre/config.toml", "provider = \"anthropic\"\n");
     let out = h
         .command(
-            &["exec", "hello"],
+            // Trusted: the rule binding a project's provider to a
+            // server of its own holds whatever the trust.
+            &["exec", "--trust", "hello"],
             &[
                 ("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
                 ("OPENAI_API_KEY", OPENAI_KEY),
@@ -228,7 +230,9 @@ async fn a_project_provider_with_the_users_env_base_url_is_ignored_too() {
     let base = format!("{url}/v1");
     let out = h
         .command(
-            &["exec", "hello"],
+            // Trusted: the rule binding a project's provider to a
+            // server of its own holds whatever the trust.
+            &["exec", "--trust", "hello"],
             &[
                 ("ANTHROPIC_API_KEY", ANTHROPIC_KEY),
                 ("OPENAI_API_KEY", OPENAI_KEY),

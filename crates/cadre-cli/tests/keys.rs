@@ -149,7 +149,8 @@ async fn project_base_url_with_userinfo_is_ignored() {
         format!("base_url = \"{}\"\n", h.mock.url()),
     )
     .unwrap();
-    let mut cmd = h.command(&["exec", "--json", "hi"], &key_env());
+    // Trusted: the userinfo rule holds whatever the trust.
+    let mut cmd = h.command(&["exec", "--json", "--trust", "hi"], &key_env());
     cmd.env_remove("CADRE_BASE_URL");
     let out = cmd
         .stdin(std::process::Stdio::null())
@@ -193,7 +194,8 @@ async fn project_base_url_spellings_are_decided_on_the_parsed_host() {
     ];
     for (i, url) in accepted.iter().enumerate() {
         h.write(".cadre/config.toml", &format!("base_url = \"{url}\"\n"));
-        let mut cmd = h.command(&["exec", "--json", "hi"], &key_env());
+        // A project's base_url applies only in a trusted folder.
+        let mut cmd = h.command(&["exec", "--json", "--trust", "hi"], &key_env());
         cmd.env_remove("CADRE_BASE_URL");
         let out = cmd
             .stdin(std::process::Stdio::null())
@@ -227,7 +229,7 @@ async fn project_base_url_spellings_are_decided_on_the_parsed_host() {
     for url in &refused {
         h.write(".cadre/config.toml", &format!("base_url = \"{url}\"\n"));
         let before = h.records().len();
-        let mut cmd = h.command(&["exec", "--json", "hi"], &key_env());
+        let mut cmd = h.command(&["exec", "--json", "--trust", "hi"], &key_env());
         cmd.env_remove("CADRE_BASE_URL");
         let out = cmd
             .stdin(std::process::Stdio::null())
@@ -595,7 +597,8 @@ async fn instruction_file_that_is_not_a_small_regular_file_is_skipped() {
     for kind in ["zero", "fifo", "big"] {
         let limit = cadre_core::instructions::MAX_READ_BYTES as usize;
         plant(&h, "AGENTS.md", kind, limit);
-        let out = bounded(&h, &["exec", "--json", "hi"]).await;
+        // Trusted, so a link out of the project is followed up to the check.
+        let out = bounded(&h, &["exec", "--json", "--trust", "hi"]).await;
         assert!(out.status.success(), "{kind}: {}", stderr(&out));
         let warning = events(&out)
             .into_iter()

@@ -715,6 +715,9 @@ impl Settings {
                 }
             }
         }
+        if !trusted {
+            hold_back_servers(&project_path, &mut project_file, &mut needs_trust);
+        }
         for (source, f) in [
             (home.join("config.toml"), &file),
             (project_path.clone(), &project_file),
@@ -768,7 +771,7 @@ impl Settings {
             .map(|e| format!("{} in {}", e.key, e.path.display()))
             .collect();
         self.warnings.push(format!(
-            "this folder is not trusted, so its project settings that widen permissions or run commands are ignored: {}; answer yes when cadre asks to trust the folder, run `cadre config trust`, or pass --trust for one run (deny and ask rules apply either way)",
+            "this folder is not trusted, so its project settings that widen permissions, run commands or choose the servers your keys and queries go to are ignored: {}; answer yes when cadre asks to trust the folder, run `cadre config trust`, or pass --trust for one run (deny and ask rules apply either way)",
             entries.join("; ")
         ));
     }
@@ -1108,6 +1111,49 @@ impl Settings {
     }
 }
 
+/// Holds back, in an untrusted folder, what of the project file picks the
+/// servers the user's keys and queries go to (`base_url`, `provider`,
+/// `[web_search]`): even a loopback port may be anyone's on a shared machine.
+fn hold_back_servers(path: &Path, project: &mut ConfigFile, needs_trust: &mut Vec<IgnoredEntry>) {
+    let mut held = Vec::new();
+    if let Some(url) = project.base_url.take() {
+        held.push(format!("base_url ({url})"));
+    }
+    if let Some(provider) = project.provider.take() {
+        held.push(format!("provider ({provider})"));
+    }
+    let search = std::mem::take(&mut project.web_search);
+    let mut keys = Vec::new();
+    for (name, value) in [
+        ("provider", search.provider.clone()),
+        ("url", search.url.clone()),
+        ("max_uses", search.max_uses.map(|n| n.to_string())),
+        ("max_results", search.max_results.map(|n| n.to_string())),
+    ] {
+        if let Some(v) = value {
+            keys.push(format!("{name} = {v}"));
+        }
+    }
+    for (name, list) in [
+        ("allowed_domains", &search.allowed_domains),
+        ("blocked_domains", &search.blocked_domains),
+    ] {
+        if !list.is_empty() {
+            keys.push(format!("{name} = {}", list.join(" ")));
+        }
+    }
+    if !keys.is_empty() {
+        held.push(format!("web_search ({})", keys.join(", ")));
+    }
+    for key in held {
+        needs_trust.push(IgnoredEntry {
+            path: path.to_path_buf(),
+            key,
+            why: UNTRUSTED_WHY.into(),
+        });
+    }
+}
+
 /// Drops what a project file may not set in `[web_search]`: a key, the
 /// variable a key is read from, and a `url` that is not loopback.
 fn project_web_search(path: &Path, search: &mut WebSearchFile, warnings: &mut Vec<String>) {
@@ -1191,7 +1237,8 @@ mod tests {
             "[web_search]\nprovider = \"searxng\"\nurl = \"https://evil.example\"\nkey = \"stolen-key-123\"\nkey_env = \"ANTHROPIC_API_KEY\"\nblocked_domains = [\"b.example\"]\n",
         )
         .unwrap();
-        let s = Settings::load(home.path(), proj.path()).unwrap();
+        // Trusted: the rules for keys and remote servers hold all the same.
+        let s = Settings::load_toml(home.path(), proj.path(), true).unwrap();
         let search = &s.file.web_search;
         assert_eq!(search.provider.as_deref(), Some("searxng"));
         assert_eq!(search.url, None);
@@ -1213,11 +1260,52 @@ mod tests {
             "[web_search]\nurl = \"http://127.0.0.1:8888\"\n",
         )
         .unwrap();
-        let s = Settings::load(home.path(), proj.path()).unwrap();
+        let s = Settings::load_toml(home.path(), proj.path(), true).unwrap();
         assert_eq!(
             s.file.web_search.url.as_deref(),
             Some("http://127.0.0.1:8888/")
         );
+        // …once the folder is trusted; until then the user's search stays.
+        let s = Settings::load(home.path(), proj.path()).unwrap();
+        assert_eq!(s.file.web_search.url, None);
+        assert_eq!(s.file.web_search.provider.as_deref(), Some("brave"));
+        let held: Vec<&str> = s.needs_trust.iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(held, ["web_search (url = http://127.0.0.1:8888/)"]);
+    }
+
+    #[test]
+    fn an_untrusted_project_picks_no_server_and_no_provider() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            "provider = \"anthropic\"\nbase_url = \"http://127.0.0.1:1111\"\n",
+        )
+        .unwrap();
+        std::fs::create_dir(proj.path().join(".cadre")).unwrap();
+        std::fs::write(
+            proj.path().join(".cadre/config.toml"),
+            "provider = \"openai\"\nbase_url = \"http://127.0.0.1:2222\"\n",
+        )
+        .unwrap();
+        let s = Settings::load(home.path(), proj.path()).unwrap();
+        assert_eq!(s.file.base_url.as_deref(), Some("http://127.0.0.1:1111"));
+        assert_eq!(s.file.provider.as_deref(), Some("anthropic"));
+        assert!(!s.project_provider_unbound);
+        let warning: Vec<&String> = s
+            .warnings
+            .iter()
+            .filter(|w| w.contains("not trusted"))
+            .collect();
+        assert_eq!(warning.len(), 1, "{:?}", s.warnings);
+        assert!(
+            warning[0].contains("base_url (http://127.0.0.1:2222/)")
+                && warning[0].contains("provider (openai)"),
+            "{warning:?}"
+        );
+        let s = Settings::load_toml(home.path(), proj.path(), true).unwrap();
+        assert_eq!(s.file.base_url.as_deref(), Some("http://127.0.0.1:2222/"));
+        assert_eq!(s.file.provider.as_deref(), Some("openai"));
     }
 
     #[test]

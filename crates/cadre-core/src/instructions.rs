@@ -2,9 +2,19 @@
 //! `AGENTS.md`, `CLAUDE.md` and `CLAUDE.local.md` from the repository root down
 //! to the working directory, each followed by the files it imports with
 //! `@path`; files in subdirectories come later, when the agent reads there.
+//!
+//! A project's files come from whoever wrote the repository, so what they
+//! bring in is bounded: a project file (or an import of one) that resolves,
+//! symlinks followed, outside the project is used only once the user
+//! approved it ([`approvals`]) or trusted the run (`--trust`); nothing in
+//! cadre's data directory is ever imported, whoever asks. The user's own
+//! files may import anything else.
 
-use std::collections::HashSet;
+pub mod approvals;
+
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::small_file::read_small_text;
 
@@ -73,8 +83,102 @@ pub struct InstructionFile {
 pub struct LoadedInstructions {
     /// The files, in the order the prompt shows them.
     pub files: Vec<InstructionFile>,
-    /// Problems for the user: cycles, missing imports, unreadable files, cuts.
+    /// Problems for the user: cycles, missing imports, unreadable files, cuts,
+    /// and one naming every file below that was not used.
     pub warnings: Vec<String>,
+    /// Files a project file brings in from outside the project that were not
+    /// used, for want of the user's approval (what the question lists).
+    pub outside_skipped: Vec<SkippedFile>,
+    /// Files refused because they are in cadre's data directory.
+    pub data_dir_refused: Vec<SkippedFile>,
+}
+
+/// A file an instruction file names that was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedFile {
+    /// As named (the import's path, or the instruction file found).
+    pub path: PathBuf,
+    /// Where it resolves, symlinks followed (what an approval records).
+    pub resolved: PathBuf,
+    /// The file importing it; `None` for an instruction file that is itself
+    /// a link out of the project.
+    pub importer: Option<PathBuf>,
+}
+
+impl SkippedFile {
+    /// `path (imported by X)`, or `path -> target` for a link, as shown to the user.
+    pub fn describe(&self) -> String {
+        let shown = if self.resolved == self.path {
+            self.path.display().to_string()
+        } else {
+            format!("{} -> {}", self.path.display(), self.resolved.display())
+        };
+        match &self.importer {
+            Some(by) => format!("{shown} (imported by {})", by.display()),
+            None => shown,
+        }
+    }
+}
+
+/// Which files outside the project a project's instruction files may bring in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum OutsideImports {
+    /// None of them: each is skipped and named in one warning.
+    #[default]
+    None,
+    /// Those the user approved (resolved paths).
+    Approved(BTreeSet<PathBuf>),
+    /// Every one (the user trusted this run with `--trust`).
+    All,
+}
+
+impl OutsideImports {
+    fn allows(&self, resolved: &Path) -> bool {
+        match self {
+            OutsideImports::None => false,
+            OutsideImports::Approved(files) => files.contains(resolved),
+            OutsideImports::All => true,
+        }
+    }
+}
+
+/// Set once by the binary for `--trust`: every outside import of this run is
+/// approved. Process-wide because instructions are read in many places (the
+/// main prompt, each child's, files beside a `Read`) from a working
+/// directory alone, and the flag holds for the whole run.
+static OUTSIDE_APPROVED_FOR_RUN: AtomicBool = AtomicBool::new(false);
+
+/// Approves every outside import for the rest of this process (`--trust`).
+pub fn approve_outside_imports_for_this_run() {
+    OUTSIDE_APPROVED_FOR_RUN.store(true, Ordering::SeqCst);
+}
+
+/// The project a session in `cwd` reads instructions from: the repository
+/// root (outside a repository, `cwd`), resolved.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    let dirs = crate::project_root::project_dirs(cwd);
+    let root = dirs
+        .closest_first
+        .last()
+        .cloned()
+        .unwrap_or_else(|| cwd.to_path_buf());
+    root.canonicalize().unwrap_or(root)
+}
+
+/// What a session in `cwd` may import from outside its project: everything
+/// after `--trust`, else what the user approved for it (recorded in
+/// `data_dir`), else nothing. A broken answers file approves nothing.
+pub fn outside_imports(cwd: &Path, data_dir: Option<&Path>) -> OutsideImports {
+    if OUTSIDE_APPROVED_FOR_RUN.load(Ordering::SeqCst) {
+        return OutsideImports::All;
+    }
+    let Some(data_dir) = data_dir else {
+        return OutsideImports::None;
+    };
+    match approvals::ImportApprovals::load(data_dir) {
+        Ok(answers) => OutsideImports::Approved(answers.approved(&project_root(cwd))),
+        Err(_) => OutsideImports::None,
+    }
 }
 
 impl LoadedInstructions {
@@ -106,15 +210,32 @@ pub struct InstructionSources {
     pub cwd: PathBuf,
     /// The home directory: `~/.claude/CLAUDE.md`, and `~/` in imports.
     pub home_dir: Option<PathBuf>,
-    /// `$CADRE_HOME`: `AGENTS.md` there.
+    /// `$CADRE_HOME`: `AGENTS.md` there; nothing under it is ever imported.
     pub data_dir: Option<PathBuf>,
+    /// Which files outside the project the project's files may bring in.
+    pub outside: OutsideImports,
+}
+
+impl InstructionSources {
+    /// The sources of a session in `cwd`: `$HOME`, `data_dir`, and the
+    /// outside imports approved for it ([`outside_imports`]).
+    pub fn for_session(cwd: &Path, data_dir: Option<PathBuf>) -> InstructionSources {
+        InstructionSources {
+            cwd: cwd.to_path_buf(),
+            home_dir: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+            outside: outside_imports(cwd, data_dir.as_deref()),
+            data_dir,
+        }
+    }
 }
 
 /// Reads every instruction file for a session in `sources.cwd`: the user's
 /// first (as Claude Code puts them), then the project's outermost first, each
 /// followed by its imports.
 pub fn load(sources: &InstructionSources) -> LoadedInstructions {
-    let mut loader = Loader::new(sources.home_dir.clone());
+    let mut loader = Loader::new(sources);
     if let Some(home) = &sources.home_dir {
         loader.add_top(
             &home.join(".claude").join("CLAUDE.md"),
@@ -158,9 +279,10 @@ pub fn nested_dirs(cwd: &Path, file: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The instruction files in `dirs` (outermost first), with their imports.
-pub fn load_nested(dirs: &[PathBuf], home_dir: Option<PathBuf>) -> LoadedInstructions {
-    let mut loader = Loader::new(home_dir);
+/// The instruction files in `dirs` (outermost first, below `sources.cwd`),
+/// with their imports, under the same rules as [`load`].
+pub fn load_nested(dirs: &[PathBuf], sources: &InstructionSources) -> LoadedInstructions {
+    let mut loader = Loader::new(sources);
     for dir in dirs {
         for (name, _) in &PROJECT_NAMES {
             loader.add_top(&dir.join(name), InstructionKind::Nested);
@@ -172,6 +294,11 @@ pub fn load_nested(dirs: &[PathBuf], home_dir: Option<PathBuf>) -> LoadedInstruc
 /// Reads files and follows their imports, once each, within the caps.
 struct Loader {
     home_dir: Option<PathBuf>,
+    /// The data directory, resolved: never read from, but for the user's `AGENTS.md`.
+    data_dir: Option<PathBuf>,
+    /// The project root, resolved: a project file's imports stay below it unless approved.
+    project_root: PathBuf,
+    outside: OutsideImports,
     out: LoadedInstructions,
     /// Canonical paths already loaded: a second mention adds nothing.
     seen: HashSet<PathBuf>,
@@ -179,28 +306,111 @@ struct Loader {
 }
 
 impl Loader {
-    fn new(home_dir: Option<PathBuf>) -> Loader {
+    fn new(sources: &InstructionSources) -> Loader {
+        let resolved = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         Loader {
-            home_dir,
+            home_dir: sources.home_dir.clone(),
+            data_dir: sources.data_dir.as_deref().map(resolved),
+            project_root: project_root(&sources.cwd),
+            outside: sources.outside.clone(),
             out: LoadedInstructions::default(),
             seen: HashSet::new(),
             total: 0,
         }
     }
 
-    fn finish(self) -> LoadedInstructions {
+    /// The result, with one warning naming every file not used.
+    fn finish(mut self) -> LoadedInstructions {
+        let list = |files: &[SkippedFile]| {
+            files
+                .iter()
+                .map(SkippedFile::describe)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut parts = Vec::new();
+        if !self.out.outside_skipped.is_empty() {
+            parts.push(format!(
+                "outside the project, not approved: {} (cadre asks about them when it starts interactively; --trust approves them for one run)",
+                list(&self.out.outside_skipped)
+            ));
+        }
+        if !self.out.data_dir_refused.is_empty() {
+            parts.push(format!(
+                "in cadre's data directory, which is never imported: {}",
+                list(&self.out.data_dir_refused)
+            ));
+        }
+        if !parts.is_empty() {
+            self.out.warnings.push(format!(
+                "instruction files not used, so not sent to the model: {}",
+                parts.join("; ")
+            ));
+        }
         self.out
     }
 
     /// A file looked for by name: its absence is normal.
     fn add_top(&mut self, path: &Path, kind: InstructionKind) {
         let mut stack = Vec::new();
-        self.add(path, kind, &mut stack);
+        let from_user = kind == InstructionKind::User;
+        self.add(path, kind, &mut stack, from_user);
+    }
+
+    /// Whether `resolved` may be read for a file named `path`; records why
+    /// not. `from_user`: it is one of the user's own files or imported by one.
+    fn admits(
+        &mut self,
+        path: &Path,
+        resolved: &Path,
+        kind: &InstructionKind,
+        from_user: bool,
+    ) -> bool {
+        let importer = match kind {
+            InstructionKind::ImportedBy(by) => Some(by.clone()),
+            _ => None,
+        };
+        let skipped = || SkippedFile {
+            path: path.to_path_buf(),
+            resolved: resolved.to_path_buf(),
+            importer: importer.clone(),
+        };
+        // Only the user's own AGENTS.md is read from the data directory: it
+        // holds config, logs and answers that no prompt should carry.
+        let top_user_file = *kind == InstructionKind::User;
+        if !top_user_file
+            && let Some(data) = &self.data_dir
+            && resolved.starts_with(data)
+        {
+            let file = skipped();
+            if !self.out.data_dir_refused.contains(&file) {
+                self.out.data_dir_refused.push(file);
+            }
+            return false;
+        }
+        if from_user || resolved.starts_with(&self.project_root) || self.outside.allows(resolved) {
+            return true;
+        }
+        if !self
+            .out
+            .outside_skipped
+            .iter()
+            .any(|f| f.resolved == resolved)
+        {
+            self.out.outside_skipped.push(skipped());
+        }
+        false
     }
 
     /// Loads `path` and then its imports; `stack` holds the canonical paths of
     /// the files importing it, outermost first.
-    fn add(&mut self, path: &Path, kind: InstructionKind, stack: &mut Vec<PathBuf>) {
+    fn add(
+        &mut self,
+        path: &Path,
+        kind: InstructionKind,
+        stack: &mut Vec<PathBuf>,
+        from_user: bool,
+    ) {
         let importer = match &kind {
             InstructionKind::ImportedBy(by) => Some(by.clone()),
             _ => None,
@@ -227,9 +437,13 @@ impl Loader {
             ));
             return;
         }
-        if !self.seen.insert(canonical.clone()) {
+        if self.seen.contains(&canonical) {
             return;
         }
+        if !self.admits(path, &canonical, &kind, from_user) {
+            return;
+        }
+        self.seen.insert(canonical.clone());
         // Read by the name found, so a warning names the file the user wrote.
         let text = match read_small_text(path, MAX_READ_BYTES) {
             Ok(text) => text,
@@ -305,6 +519,7 @@ impl Loader {
                 &target,
                 InstructionKind::ImportedBy(path.to_path_buf()),
                 stack,
+                from_user,
             );
         }
         stack.pop();
@@ -457,6 +672,7 @@ mod tests {
             cwd: r.join("repo/a/b"),
             home_dir: Some(r.join("home")),
             data_dir: Some(r.join("home/.cadre")),
+            outside: OutsideImports::None,
         };
         (dir, sources)
     }
@@ -523,6 +739,7 @@ mod tests {
             cwd: r.join("p/c"),
             home_dir: None,
             data_dir: None,
+            outside: OutsideImports::None,
         };
         let loaded = load(&sources);
         if !crate::project_root::project_dirs(&sources.cwd).in_repository {
@@ -542,7 +759,7 @@ mod tests {
 
     #[test]
     fn imports_relative_nested_home_and_missing() {
-        let (dir, sources) = layout();
+        let (dir, mut sources) = layout();
         let r = dir.path();
         write(
             &r.join("repo/CLAUDE.md"),
@@ -551,6 +768,9 @@ mod tests {
         write(&r.join("repo/docs/style.md"), "style; more in @deeper/x.md");
         write(&r.join("repo/docs/deeper/x.md"), "deep");
         write(&r.join("home/notes.md"), "home notes");
+        // Approved, the import from home is followed like the others.
+        let notes = r.join("home/notes.md").canonicalize().unwrap();
+        sources.outside = OutsideImports::Approved(BTreeSet::from([notes]));
         let loaded = load(&sources);
         assert_eq!(
             paths(&loaded, r),
@@ -567,6 +787,86 @@ mod tests {
         );
         assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
         assert!(loaded.warnings[0].contains("missing.md, which does not exist"));
+    }
+
+    #[test]
+    fn a_project_file_imports_from_outside_only_what_was_approved() {
+        let (dir, mut sources) = layout();
+        let r = dir.path();
+        write(
+            &r.join("repo/CLAUDE.md"),
+            "@~/.ssh/id_rsa @../outside.md @link.md @~/.cadre/config.toml @docs/in.md",
+        );
+        write(&r.join("repo/docs/in.md"), "inside");
+        write(&r.join("home/.ssh/id_rsa"), "PRIVATE KEY");
+        write(&r.join("outside.md"), "OUTSIDE");
+        write(&r.join("linked.md"), "LINKED");
+        std::os::unix::fs::symlink(r.join("linked.md"), r.join("repo/link.md")).unwrap();
+        write(&r.join("home/.cadre/config.toml"), "SECRET CONFIG");
+        let loaded = load(&sources);
+        let text = loaded.render().unwrap();
+        assert!(text.contains("inside"), "{text}");
+        for secret in ["PRIVATE KEY", "OUTSIDE", "LINKED", "SECRET CONFIG"] {
+            assert!(!text.contains(secret), "{secret}: {text}");
+        }
+        assert_eq!(
+            loaded.outside_skipped.len(),
+            3,
+            "{:?}",
+            loaded.outside_skipped
+        );
+        assert_eq!(loaded.data_dir_refused.len(), 1);
+        assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+        for name in ["id_rsa", "outside.md", "link.md", "config.toml"] {
+            assert!(
+                loaded.warnings[0].contains(name),
+                "{name}: {:?}",
+                loaded.warnings
+            );
+        }
+        // Approving all: the outside files come in, the data directory's never.
+        sources.outside = OutsideImports::All;
+        let text = load(&sources).render().unwrap();
+        for secret in ["PRIVATE KEY", "OUTSIDE", "LINKED"] {
+            assert!(text.contains(secret), "{secret}: {text}");
+        }
+        assert!(!text.contains("SECRET CONFIG"));
+    }
+
+    #[test]
+    fn the_users_files_import_anything_but_the_data_directory() {
+        let (dir, sources) = layout();
+        let r = dir.path();
+        write(
+            &r.join("home/.claude/CLAUDE.md"),
+            "@~/notes.md @~/.cadre/trust.json",
+        );
+        write(
+            &r.join("home/.cadre/AGENTS.md"),
+            "user agents @sessions/x.md",
+        );
+        write(&r.join("home/notes.md"), "HOME NOTES");
+        write(&r.join("home/.cadre/trust.json"), "TRUST ANSWERS");
+        write(&r.join("home/.cadre/sessions/x.md"), "SESSION LOG");
+        // A project file linked into the data directory is refused too.
+        std::os::unix::fs::symlink(r.join("home/.cadre/trust.json"), r.join("repo/CLAUDE.md"))
+            .unwrap();
+        let loaded = load(&sources);
+        let text = loaded.render().unwrap();
+        assert!(
+            text.contains("HOME NOTES") && text.contains("user agents"),
+            "{text}"
+        );
+        for secret in ["TRUST ANSWERS", "SESSION LOG"] {
+            assert!(!text.contains(secret), "{secret}: {text}");
+        }
+        assert_eq!(
+            loaded.data_dir_refused.len(),
+            3,
+            "{:?}",
+            loaded.data_dir_refused
+        );
+        assert!(loaded.outside_skipped.is_empty());
     }
 
     #[test]

@@ -2,8 +2,6 @@
 //! (user files, the project's from the repository root down, their
 //! imports), each with its size, and what went wrong reading them.
 
-use std::path::PathBuf;
-
 use cadre_core::instructions::{
     InstructionKind, InstructionSources, LoadedInstructions, MAX_FILE_BYTES, MAX_TOTAL_BYTES, load,
 };
@@ -13,13 +11,7 @@ use super::CommandContext;
 /// The files as they are read now for the session's directory.
 pub fn describe(ctx: &CommandContext<'_>) -> String {
     let runtime = ctx.runtime;
-    let sources = InstructionSources {
-        cwd: runtime.cwd.clone(),
-        home_dir: std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from),
-        data_dir: Some(runtime.home.clone()),
-    };
+    let sources = InstructionSources::for_session(&runtime.cwd, Some(runtime.home.clone()));
     render(&load(&sources))
 }
 
@@ -91,6 +83,7 @@ mod tests {
             cwd: r.to_path_buf(),
             home_dir: None,
             data_dir: None,
+            outside: Default::default(),
         });
         let text = render(&loaded);
         let lines: Vec<&str> = text.lines().collect();

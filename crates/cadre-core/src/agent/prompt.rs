@@ -107,13 +107,7 @@ pub fn project_instructions(cwd: &Path) -> Option<String> {
 /// The project's instructions for a session in `cwd`, and the warnings met
 /// reading them (import cycles, missing imports, unreadable files, cuts).
 pub fn read_project_instructions(cwd: &Path) -> (Option<String>, Vec<String>) {
-    let sources = InstructionSources {
-        cwd: cwd.to_path_buf(),
-        home_dir: std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(std::path::PathBuf::from),
-        data_dir: crate::config::data_dir().ok(),
-    };
+    let sources = InstructionSources::for_session(cwd, crate::config::data_dir().ok());
     let loaded = crate::instructions::load(&sources);
     (loaded.render(), loaded.warnings)
 }

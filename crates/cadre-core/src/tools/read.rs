@@ -96,8 +96,9 @@ impl Tool for ReadTool {
                 let dirs = crate::instructions::nested_dirs(&ctx.cwd, &path);
                 let dirs = ctx.file_state.claim_instruction_dirs(dirs);
                 if !dirs.is_empty() {
+                    let cwd = ctx.cwd.clone();
                     let reminder =
-                        util::blocking(move || ToolOutput::ok(nested_reminder(&dirs))).await;
+                        util::blocking(move || ToolOutput::ok(nested_reminder(&cwd, &dirs))).await;
                     if !reminder.is_error {
                         return ToolOutput::ok(out.content + &reminder.content);
                     }
@@ -111,11 +112,10 @@ impl Tool for ReadTool {
 /// The instruction files in `dirs` (subdirectories of the working directory
 /// the agent reads in for the first time), as a reminder after the lines
 /// read; empty when there are none.
-fn nested_reminder(dirs: &[std::path::PathBuf]) -> String {
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(std::path::PathBuf::from);
-    let loaded = crate::instructions::load_nested(dirs, home);
+fn nested_reminder(cwd: &Path, dirs: &[std::path::PathBuf]) -> String {
+    let sources =
+        crate::instructions::InstructionSources::for_session(cwd, crate::config::data_dir().ok());
+    let loaded = crate::instructions::load_nested(dirs, &sources);
     match loaded.render() {
         Some(text) => format!(
             "\n\n<system-reminder>\nInstruction files from the directories of the file just read; they apply to work in those directories.\n\n{text}\n</system-reminder>"
