@@ -260,6 +260,8 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
                 file.sandbox.network.unwrap_or(false),
             );
             s.additional_dirs = additional.clone();
+            // A session in a cadre worktree (`--worktree`) commits on its branch.
+            s.git_writable = cadre_core::worktrees::git_writable_at(&cwd);
             s
         })),
     };

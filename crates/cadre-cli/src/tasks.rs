@@ -135,6 +135,14 @@ async fn sweep(table: &TaskTable) -> Result<()> {
             lost.join(", ")
         );
     }
+    // A lost worktree child's worktree is settled as its end would have.
+    for id in &lost {
+        if let Ok(row) = table.get(id).await
+            && let Some(said) = cadre_core::subagents::settle_lost_worktree(&row.output_path).await
+        {
+            eprintln!("task {id}: {said}");
+        }
+    }
     Ok(())
 }
 

@@ -375,7 +375,14 @@ impl Agent {
     /// Replaces the conversation (used when resuming from a log).
     pub fn restore(&mut self, messages: Vec<Message>) {
         self.conversation = messages;
-        self.counted = None;
+        // A resumed session's log says what the live one had counted, so
+        // this agent compacts when the live one would have (not earlier,
+        // from an estimate of the whole conversation).
+        self.counted = self
+            .log
+            .as_ref()
+            .and_then(|log| log.counted())
+            .filter(|(_, upto)| *upto <= self.conversation.len());
         // Before the first reply the front end knows a resumed or inherited
         // conversation's context from an estimate.
         if !self.conversation.is_empty() {

@@ -310,11 +310,17 @@ impl Session {
         let work = match tasks {
             Some(table) => {
                 for id in table.mark_lost_on_startup().await? {
-                    events.emit(Event::Warning {
-                        message: format!(
-                            "task {id} was lost: its cadre process ended while it was active"
-                        ),
-                    });
+                    let mut message =
+                        format!("task {id} was lost: its cadre process ended while it was active");
+                    // A worktree child's worktree is settled as its end would have.
+                    if let Ok(row) = table.get(&id).await
+                        && let Some(said) =
+                            crate::subagents::settle_lost_worktree(&row.output_path).await
+                    {
+                        message.push_str("; ");
+                        message.push_str(&said);
+                    }
+                    events.emit(Event::Warning { message });
                 }
                 let work = BackgroundWork::new(table, session_id.clone(), events.clone());
                 // After a resume, tasks that ended unannounced are announced now, once.

@@ -15,7 +15,8 @@ use crate::model::Message;
 use crate::protocol::{Event, EventSink};
 use crate::session::{
     NOT_RUN_RESULT, Rebuilt, RecordBody, SessionError, SessionLock, SessionLog, UNKNOWN_RESULT,
-    UnfinishedCall, locks_dir, new_session_id, read_log, rebuild, session_path, sessions_dir,
+    UnfinishedCall, locks_dir, new_session_id, read_log, rebuild, recover_torn_tail, session_path,
+    sessions_dir,
 };
 
 /// Why a session log could not be opened.
@@ -91,6 +92,16 @@ impl PendingResume {
         let path = session_path(home, id)?;
         let (_, locks) = dirs(home)?;
         let lock = SessionLock::acquire(&locks, id)?;
+        // Held: a torn last line can move aside before anything reads it.
+        if let Some(moved) = recover_torn_tail(&path)? {
+            events.emit(Event::Warning {
+                message: format!(
+                    "session {id}: its last line was cut off mid-write (a crash or a full disk); its {} bytes were moved to {} and the log now ends at its last whole record",
+                    moved.bytes,
+                    moved.file.display()
+                ),
+            });
+        }
         let loaded = read_log(&path)?;
         for w in &loaded.warnings {
             events.emit(Event::Warning {
@@ -130,7 +141,7 @@ impl PendingResume {
     /// have run, `not_run` otherwise: neither runs again) and the resume, and
     /// reports `session_resumed`.
     pub fn accept(self, events: &EventSink) -> Result<OpenedLog, OpenError> {
-        let log = SessionLog::reopen(&self.path)?;
+        let log = SessionLog::reopen(&self.path)?.with_counted(self.rebuilt.counted);
         for c in &self.rebuilt.unfinished {
             let (content, status) = if c.started {
                 (UNKNOWN_RESULT, crate::session::CallStatus::Unknown)

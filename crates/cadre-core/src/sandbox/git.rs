@@ -11,6 +11,21 @@
 //! cannot be renamed away and replaced. Mount changes stay in the command's
 //! namespace (`/` is made a mount slave first), and Landlock forbids the
 //! command to undo them.
+//!
+//! Inside a writable temp dir (a project under `/tmp`), Landlock's grant on
+//! the temp dir covers the project's surroundings too, so two more kinds of
+//! mount are made first: the project (or the main checkout) and its
+//! ancestors below the temp dir are bound onto themselves ("anchors": they
+//! cannot be renamed away and replaced by a copy with other hooks), and the
+//! main checkout of a linked worktree is bound read-only as a whole, after
+//! the folders that stay writable in it (the worktree, the git objects and
+//! refs its commits write) were bound onto themselves.
+//!
+//! The git dirs of the repository's other linked worktrees are protected too,
+//! but they come and go while commands run (sibling agents' worktrees are
+//! removed when they end): one that is gone by the time the command starts is
+//! skipped, never an error, and none of them gets a `hooks` directory made
+//! (git reads hooks only from the common git dir).
 
 use std::ffi::CString;
 use std::fs;
@@ -32,12 +47,47 @@ const PROTECTED_FILES: [&str; 4] = ["config", "config.worktree", "commondir", "g
 pub(super) struct GitGuard {
     /// `Some((uid_map, gid_map))`: create a user namespace first (not root).
     id_maps: Option<(Vec<u8>, Vec<u8>)>,
+    /// Directories bound onto themselves before anything else, outermost
+    /// first, so that they can't be renamed away (see the module doc).
+    anchors: Vec<CString>,
+    /// Folders inside a read-only tree that stay writable: bound onto
+    /// themselves before the tree is bound read-only.
+    writable_inside: Vec<CString>,
+    /// Trees bound read-only as a whole, with their locked mount flags.
+    read_only_trees: Vec<(CString, libc::c_ulong)>,
     /// Directories bound onto themselves, read-write, so they can't be renamed.
-    pins: Vec<CString>,
+    pins: Vec<Target>,
     /// Files and directories bound onto themselves read-only, with the mount
     /// flags (`nosuid`, `nodev`, ...) their file system already has, which a
     /// read-only remount must keep.
-    read_only: Vec<(CString, libc::c_ulong)>,
+    read_only: Vec<(Target, libc::c_ulong)>,
+    /// The main checkout of a linked-worktree project (the folder holding
+    /// the common `.git`), when the project is not that checkout itself.
+    pub(super) main_checkout: Option<PathBuf>,
+}
+
+/// A path to mount. An `optional` one (another linked worktree's git dir,
+/// which may be removed at any moment) is skipped when it is gone by the
+/// time the command starts.
+#[derive(Debug)]
+struct Target {
+    path: CString,
+    optional: bool,
+}
+
+/// A path to protect, as planned.
+struct Planned {
+    path: PathBuf,
+    optional: bool,
+}
+
+impl Planned {
+    fn required(path: PathBuf) -> Planned {
+        Planned {
+            path,
+            optional: false,
+        }
+    }
 }
 
 /// The paths to protect for `project` (a real path), or `None` when there
@@ -47,37 +97,47 @@ pub(super) fn plan(project: &Path) -> Result<Option<GitGuard>, PathBuf> {
     let Ok(meta) = fs::symlink_metadata(&dot_git) else {
         return Ok(None);
     };
-    let mut pins: Vec<PathBuf> = Vec::new();
-    let mut read_only: Vec<PathBuf> = Vec::new();
+    let mut pins: Vec<Planned> = Vec::new();
+    let mut read_only: Vec<Planned> = Vec::new();
     let git_dir = if meta.is_dir() {
-        pins.push(dot_git.clone());
+        pins.push(Planned::required(dot_git.clone()));
         dot_git
     } else if meta.is_file() {
         // A worktree or submodule checkout: `.git` says where its git dir is.
-        read_only.push(dot_git.clone());
+        read_only.push(Planned::required(dot_git.clone()));
         match gitdir_pointer(&dot_git, project) {
             Some(dir) => {
-                pins.push(dir.clone());
+                pins.push(Planned::required(dir.clone()));
                 dir
             }
-            None => return Ok(Some(guard(pins, read_only)?)),
+            None => return Ok(Some(guard(pins, read_only, None)?)),
         }
     } else {
         // A symlink can be replaced, and a bind mount would follow it.
         return Err(dot_git);
     };
-    protect_git_dir(&git_dir, &mut read_only);
     let common = fs::read_to_string(git_dir.join("commondir"))
         .ok()
         .and_then(|c| git_dir.join(c.trim()).canonicalize().ok());
     let common = match common {
         Some(c) if c != git_dir => {
-            pins.push(c.clone());
-            protect_git_dir(&c, &mut read_only);
+            // A linked worktree: its own git dir holds no hooks git reads.
+            protect_git_dir(&git_dir, false, false, &mut read_only);
+            pins.push(Planned::required(c.clone()));
+            protect_git_dir(&c, true, false, &mut read_only);
             c
         }
-        _ => git_dir,
+        _ => {
+            protect_git_dir(&git_dir, true, false, &mut read_only);
+            git_dir.clone()
+        }
     };
+    // The checkout that holds the common git dir, when it is not the project.
+    let main_checkout = match common.file_name() {
+        Some(n) if n == ".git" => common.parent().filter(|top| *top != project),
+        _ => None,
+    }
+    .map(Path::to_path_buf);
     // Submodules' and linked worktrees' git dirs: their hooks run, and their
     // files are read, when git is used in those checkouts.
     let mut stack = vec![common.join("modules"), common.join("worktrees")];
@@ -85,15 +145,26 @@ pub(super) fn plan(project: &Path) -> Result<Option<GitGuard>, PathBuf> {
         let Ok(entries) = fs::read_dir(&dir) else {
             continue;
         };
+        // Linked worktrees (their git dirs sit right under `worktrees/`)
+        // come and go while commands run: theirs are optional mounts.
+        let worktrees = dir == common.join("worktrees");
         for entry in entries.flatten() {
             if !entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
             let sub = entry.path();
+            if sub == git_dir {
+                continue;
+            }
             if sub.join("HEAD").is_file() {
-                pins.push(sub.clone());
-                protect_git_dir(&sub, &mut read_only);
-                stack.push(sub.join("modules"));
+                pins.push(Planned {
+                    path: sub.clone(),
+                    optional: worktrees,
+                });
+                protect_git_dir(&sub, !worktrees, worktrees, &mut read_only);
+                if !worktrees {
+                    stack.push(sub.join("modules"));
+                }
             } else if dir.ends_with("modules") {
                 // Submodule names may contain slashes.
                 stack.push(sub);
@@ -103,21 +174,27 @@ pub(super) fn plan(project: &Path) -> Result<Option<GitGuard>, PathBuf> {
             }
         }
     }
-    Ok(Some(guard(pins, read_only)?))
+    Ok(Some(guard(pins, read_only, main_checkout)?))
 }
 
-/// Adds a git dir's hooks and configuration files to `read_only`; creates an
-/// empty `hooks` directory when there is none, so that a command cannot.
-fn protect_git_dir(git_dir: &Path, read_only: &mut Vec<PathBuf>) {
-    let hooks = git_dir.join("hooks");
-    if fs::symlink_metadata(&hooks).is_err() {
-        let _ = fs::create_dir(&hooks);
+/// Adds a git dir's hooks (`with_hooks`: a git dir whose hooks git runs) and
+/// configuration files to `read_only`; creates an empty `hooks` directory
+/// when there is none, so that a command cannot.
+fn protect_git_dir(git_dir: &Path, with_hooks: bool, optional: bool, read_only: &mut Vec<Planned>) {
+    if with_hooks {
+        let hooks = git_dir.join("hooks");
+        if fs::symlink_metadata(&hooks).is_err() {
+            let _ = fs::create_dir(&hooks);
+        }
+        read_only.push(Planned {
+            path: hooks,
+            optional,
+        });
     }
-    read_only.push(hooks);
     for name in PROTECTED_FILES {
         let path = git_dir.join(name);
         if fs::symlink_metadata(&path).is_ok() {
-            read_only.push(path);
+            read_only.push(Planned { path, optional });
         }
     }
 }
@@ -129,22 +206,84 @@ fn gitdir_pointer(dot_git: &Path, project: &Path) -> Option<PathBuf> {
     project.join(target).canonicalize().ok()
 }
 
-fn guard(pins: Vec<PathBuf>, read_only: Vec<PathBuf>) -> Result<GitGuard, PathBuf> {
-    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(|_| p.to_path_buf());
-    let pins = pins.iter().map(|p| c(p)).collect::<Result<Vec<_>, _>>()?;
+fn c_path(p: &Path) -> Result<CString, PathBuf> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| p.to_path_buf())
+}
+
+fn guard(
+    pins: Vec<Planned>,
+    read_only: Vec<Planned>,
+    main_checkout: Option<PathBuf>,
+) -> Result<GitGuard, PathBuf> {
+    let mut kept_pins = Vec::with_capacity(pins.len());
+    for pin in pins {
+        kept_pins.push(Target {
+            path: c_path(&pin.path)?,
+            optional: pin.optional,
+        });
+    }
     let mut ro = Vec::with_capacity(read_only.len());
-    for path in &read_only {
+    for planned in &read_only {
+        let path = &planned.path;
+        let meta = fs::symlink_metadata(path);
+        // Another worktree's git dir removed meanwhile: nothing to protect.
+        if planned.optional && meta.is_err() {
+            continue;
+        }
         // A symlink here would be replaced while its target got the mount.
-        if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        if meta.is_ok_and(|m| m.file_type().is_symlink()) {
+            if planned.optional {
+                continue;
+            }
             return Err(path.clone());
         }
-        ro.push((c(path)?, locked_flags(path).ok_or_else(|| path.clone())?));
+        let flags = match locked_flags(path) {
+            Some(f) => f,
+            None if planned.optional => continue,
+            None => return Err(path.clone()),
+        };
+        ro.push((
+            Target {
+                path: c_path(path)?,
+                optional: planned.optional,
+            },
+            flags,
+        ));
     }
     Ok(GitGuard {
         id_maps: id_maps(),
-        pins,
+        anchors: Vec::new(),
+        writable_inside: Vec::new(),
+        read_only_trees: Vec::new(),
+        pins: kept_pins,
         read_only: ro,
+        main_checkout,
     })
+}
+
+impl GitGuard {
+    /// Binds `dirs` onto themselves first (outermost first), so they cannot
+    /// be renamed away. `Err` names a path that cannot be mounted.
+    pub(super) fn anchor(&mut self, dirs: &[PathBuf]) -> Result<(), PathBuf> {
+        for dir in dirs {
+            self.anchors.push(c_path(dir)?);
+        }
+        Ok(())
+    }
+
+    /// Makes `tree` read-only but for `writable` (folders inside it).
+    pub(super) fn read_only_tree(
+        &mut self,
+        tree: &Path,
+        writable: &[PathBuf],
+    ) -> Result<(), PathBuf> {
+        let flags = locked_flags(tree).ok_or_else(|| tree.to_path_buf())?;
+        for dir in writable.iter().filter(|d| d.starts_with(tree)) {
+            self.writable_inside.push(c_path(dir)?);
+        }
+        self.read_only_trees.push((c_path(tree)?, flags));
+        Ok(())
+    }
 }
 
 /// `None` as root; otherwise the uid and gid maps that keep the user's ids
@@ -191,19 +330,43 @@ impl GitGuard {
     /// run before Landlock is applied (a Landlock domain cannot mount).
     pub(super) fn apply(&self) -> io::Result<()> {
         enter_namespace(self.id_maps.as_ref())?;
-        for path in &self.pins {
+        for path in self.anchors.iter().chain(&self.writable_inside) {
             mount(Some(path), path, libc::MS_BIND | libc::MS_REC)?;
         }
-        for (path, flags) in &self.read_only {
-            mount(Some(path), path, libc::MS_BIND | libc::MS_REC)?;
-            mount(
-                None,
-                path,
-                libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags,
-            )?;
+        // Recursive, so the writable folders bound above stay writable in
+        // it; the read-only remount is of the tree's own mount only.
+        for (path, flags) in &self.read_only_trees {
+            bind_read_only(path, *flags)?;
+        }
+        // Another worktree's git dir removed since the plan: nothing to protect.
+        let vanished =
+            |optional: bool, e: &io::Error| optional && e.raw_os_error() == Some(libc::ENOENT);
+        for pin in &self.pins {
+            if let Err(e) = mount(Some(&pin.path), &pin.path, libc::MS_BIND | libc::MS_REC)
+                && !vanished(pin.optional, &e)
+            {
+                return Err(e);
+            }
+        }
+        for (target, flags) in &self.read_only {
+            if let Err(e) = bind_read_only(&target.path, *flags)
+                && !vanished(target.optional, &e)
+            {
+                return Err(e);
+            }
         }
         reenter_cwd()
     }
+}
+
+/// Binds `path` onto itself and makes that mount read-only, keeping `flags`.
+fn bind_read_only(path: &std::ffi::CStr, flags: libc::c_ulong) -> io::Result<()> {
+    mount(Some(path), path, libc::MS_BIND | libc::MS_REC)?;
+    mount(
+        None,
+        path,
+        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags,
+    )
 }
 
 /// Changes to the working directory again by its path: a working directory

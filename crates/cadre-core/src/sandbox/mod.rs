@@ -241,14 +241,30 @@ impl SandboxPolicy {
         // The project's git hooks and config: read-only mounts when this
         // process can make them, else the whole git dir is read-only.
         let mut no_write: Vec<PathBuf> = Vec::new();
+        // Kept out of the grants of the temp and additional dirs only.
+        let mut not_through_others: Vec<PathBuf> = Vec::new();
         let mut git = None;
         if self.read_only_project {
             no_write.push(project.clone());
         } else {
             match git::plan(&project) {
                 Ok(None) => {}
-                Ok(Some(guard)) if mounts_work() => git = Some(guard),
-                Ok(Some(_)) | Err(_) => no_write.push(project.join(".git")),
+                Ok(Some(guard)) if mounts_work() => {
+                    match self.guard_surroundings(guard, &project) {
+                        Ok(guard) => git = Some(guard),
+                        Err(main) => {
+                            no_write.push(project.join(".git"));
+                            not_through_others.extend(main);
+                        }
+                    }
+                }
+                Ok(Some(guard)) => {
+                    no_write.push(project.join(".git"));
+                    // The main checkout of a linked worktree stays out of a
+                    // writable temp dir's grant (the walk below).
+                    not_through_others.extend(guard.main_checkout);
+                }
+                Err(_) => no_write.push(project.join(".git")),
             }
         }
         // Started in the home directory, the project holds `~/.claude`, whose
@@ -273,6 +289,7 @@ impl SandboxPolicy {
             // Already readable through `/`, unless it lies under /dev.
             builder.grant_tree(&project, AccessFs::from_read(FS_ABI), true, &[])?;
         }
+        let others: Vec<&Path> = not_through_others.iter().map(PathBuf::as_path).collect();
         for dir in &self.additional_dirs {
             // A folder removed since start-up is not an error.
             if let Ok(real) = dir.canonicalize() {
@@ -281,7 +298,7 @@ impl SandboxPolicy {
                 } else {
                     all
                 };
-                builder.grant_tree(&real, access, false, &[])?;
+                builder.grant_tree(&real, access, false, &others)?;
             }
         }
         if git.is_some() && !self.read_only_project {
@@ -295,7 +312,7 @@ impl SandboxPolicy {
         for extra in &self.extra_writable {
             // Missing temp dirs (no /var/tmp, stale $TMPDIR) are not an error.
             if let Ok(real) = extra.canonicalize() {
-                builder.grant_tree(&real, all, false, &[])?;
+                builder.grant_tree(&real, all, false, &others)?;
             }
         }
 
@@ -312,6 +329,57 @@ impl SandboxPolicy {
             git,
             support,
         })
+    }
+
+    /// The folders other than the project that this policy lets commands
+    /// write (temp dirs, additional dirs), as real paths.
+    fn other_writable_roots(&self) -> Vec<PathBuf> {
+        self.extra_writable
+            .iter()
+            .chain(&self.additional_dirs)
+            .filter_map(|d| d.canonicalize().ok())
+            .collect()
+    }
+
+    /// Adds to `guard` the mounts that keep the project's surroundings out
+    /// of reach when another writable folder (a temp dir) contains them:
+    /// the project and its ancestors below that folder are anchored (they
+    /// cannot be moved away and replaced), and a linked worktree's main
+    /// checkout is read-only but for the project and [`Self::git_writable`].
+    /// `Err` holds the main checkout (to keep out of those grants instead)
+    /// when the mounts cannot be planned.
+    fn guard_surroundings(
+        &self,
+        mut guard: git::GitGuard,
+        project: &Path,
+    ) -> Result<git::GitGuard, Option<PathBuf>> {
+        let roots = self.other_writable_roots();
+        let main = guard.main_checkout.clone();
+        let fail = |_| main.clone();
+        let below_a_root = |dir: &Path| {
+            roots
+                .iter()
+                .filter(|r| dir.starts_with(r) && dir != r.as_path())
+                .min_by_key(|r| r.components().count())
+                .cloned()
+        };
+        if let Some(top) = &main
+            && let Some(root) = below_a_root(top)
+        {
+            let mut writable = vec![project.to_path_buf()];
+            writable.extend(
+                self.git_writable
+                    .iter()
+                    .filter_map(|d| d.canonicalize().ok()),
+            );
+            guard.anchor(&ancestors_below(top, &root)).map_err(fail)?;
+            guard.read_only_tree(top, &writable).map_err(fail)?;
+        } else if let Some(root) = below_a_root(project) {
+            let mut anchors = ancestors_below(project, &root);
+            anchors.push(project.to_path_buf());
+            guard.anchor(&anchors).map_err(fail)?;
+        }
+        Ok(guard)
     }
 
     /// One line for the approval question.
@@ -716,6 +784,18 @@ fn open_path(path: &Path) -> io::Result<File> {
 /// The real path of an open file, from `/proc/self/fd`; `None` without /proc.
 fn fd_path(file: &File) -> Option<PathBuf> {
     fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+}
+
+/// The ancestors of `dir` strictly between `root` and `dir`, outermost first.
+fn ancestors_below(dir: &Path, root: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = dir
+        .ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(root) && *a != root)
+        .map(Path::to_path_buf)
+        .collect();
+    out.reverse();
+    out
 }
 
 /// The real absolute path of `path`, which may not exist yet: the longest

@@ -613,6 +613,62 @@ fn git_file_pointer_is_read_only() {
 }
 
 #[test]
+#[cfg_attr(
+    any(cadre_no_landlock, cadre_no_mount_namespace),
+    ignore = "skipped: needs Landlock and a private mount namespace, which are missing here"
+)]
+fn a_sibling_worktree_removed_after_the_plan_does_not_stop_the_command() {
+    require_landlock();
+    let fx = Fixture::new();
+    let ident = ["-c", "user.name=t", "-c", "user.email=t@example.com"];
+    let mine = fx.project.join("wt-mine");
+    let sibling = fx.project.join("wt-sibling");
+    let made = git(&fx.project, &["init", "-q"])
+        && git(
+            &fx.project,
+            &[&ident[..], &["commit", "-q", "--allow-empty", "-m", "init"]].concat(),
+        )
+        && git(
+            &fx.project,
+            &["worktree", "add", "-q", mine.to_str().unwrap()],
+        )
+        && git(
+            &fx.project,
+            &["worktree", "add", "-q", sibling.to_str().unwrap()],
+        );
+    if !made {
+        eprintln!("skipping: git (with worktrees) not available");
+        return;
+    }
+    let policy = SandboxPolicy::new(mine.clone(), fx.data.clone(), false);
+    // Planned while the sibling is there, started once it is gone (another
+    // agent's worktree removed at its end).
+    let prepared = Arc::new(policy.prepare().unwrap());
+    let sibling_git_dir = fx.project.join(".git/worktrees/wt-sibling");
+    assert!(sibling_git_dir.is_dir());
+    assert!(
+        !sibling_git_dir.join("hooks").exists(),
+        "no hooks dir is made in another worktree's git dir"
+    );
+    assert!(git(
+        &fx.project,
+        &["worktree", "remove", "--force", sibling.to_str().unwrap()]
+    ));
+    assert!(!sibling_git_dir.exists());
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg("echo ran").current_dir(&mine);
+    // SAFETY: the hook only makes system calls.
+    unsafe { cmd.pre_exec(command_pre_exec(prepared)) };
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+}
+
+#[test]
 #[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn common_tools_work_with_the_network_off() {
     require_landlock();

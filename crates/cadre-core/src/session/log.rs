@@ -158,6 +158,8 @@ pub fn now_ms() -> u64 {
 pub struct SessionLog {
     path: PathBuf,
     file: Arc<File>,
+    /// For a log reopened by a resume: [`Rebuilt::counted`] of it.
+    counted: Option<(u64, usize)>,
 }
 
 /// Lines for the log writer: the file, the lines in order, and who waits
@@ -206,34 +208,34 @@ impl SessionLog {
         Ok(SessionLog {
             path: path.to_path_buf(),
             file: Arc::new(file),
+            counted: None,
         })
     }
 
-    /// Reopens an existing log for appending. A torn last line is closed off
-    /// with a newline first so the next record starts cleanly.
+    /// Reopens an existing log for appending. A torn last line is moved to
+    /// its recovery file first ([`recover_torn_tail`]) so the next record
+    /// starts cleanly.
     pub fn reopen(path: &Path) -> Result<SessionLog, SessionError> {
-        let mut file = open_private(path, false)?;
-        let ends_clean = {
-            let mut text = Vec::new();
-            File::open(path)
-                .and_then(|mut f| f.read_to_end(&mut text))
-                .map_err(|source| SessionError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            text.is_empty() || text.ends_with(b"\n")
-        };
-        if !ends_clean {
-            file.write_all(b"\n")
-                .map_err(|source| SessionError::Write {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-        }
+        recover_torn_tail(path)?;
+        let file = open_private(path, false)?;
         Ok(SessionLog {
             path: path.to_path_buf(),
             file: Arc::new(file),
+            counted: None,
         })
+    }
+
+    /// The same log, carrying what the provider last counted for the
+    /// conversation it rebuilds to ([`Rebuilt::counted`]), for the agent
+    /// that continues it.
+    pub fn with_counted(mut self, counted: Option<(u64, usize)>) -> SessionLog {
+        self.counted = counted;
+        self
+    }
+
+    /// See [`Self::with_counted`].
+    pub fn counted(&self) -> Option<(u64, usize)> {
+        self.counted
     }
 
     /// The log's path.
@@ -408,6 +410,84 @@ fn open_private(path: &Path, create_new: bool) -> Result<File, SessionError> {
     })
 }
 
+/// Where the torn last line of the log at `path` is kept: beside it, with
+/// `.torn` added to its name (no session listing reads it).
+pub fn recovery_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".torn");
+    path.with_file_name(name)
+}
+
+/// A torn last line moved out of a log by [`recover_torn_tail`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveredTail {
+    /// The recovery file the bytes were appended to.
+    pub file: PathBuf,
+    /// How many bytes were moved.
+    pub bytes: usize,
+}
+
+/// Makes the log at `path` end with a whole line before anything is
+/// appended: an incomplete last line (a crash or a full disk cut it) is
+/// appended to the [`recovery_path`] file (0600) and cut from the log, so it
+/// never ends up in the middle of the log. A last line that is a whole
+/// record and only lacks its newline gets the newline. `None` when the log
+/// already ended cleanly.
+pub fn recover_torn_tail(path: &Path) -> Result<Option<RecoveredTail>, SessionError> {
+    let read_error = |source| SessionError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(read_error)?;
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(None);
+    }
+    let start = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let tail = &bytes[start..];
+    let mut log = open_private(path, false)?;
+    let write_error = |source| SessionError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    if serde_json::from_slice::<LogRecord>(tail).is_ok() {
+        log.write_all(b"\n").map_err(write_error)?;
+        return Ok(None);
+    }
+    // Kept first, cut after: a crash in between loses nothing.
+    let file = recovery_path(path);
+    let mut recovery = open_private_creating(&file)?;
+    recovery
+        .write_all(tail)
+        .and_then(|()| recovery.sync_all())
+        .map_err(|source| SessionError::Write {
+            path: file.clone(),
+            source,
+        })?;
+    log.set_len(start as u64).map_err(write_error)?;
+    Ok(Some(RecoveredTail {
+        file,
+        bytes: tail.len(),
+    }))
+}
+
+/// Opens `path` for appending, made 0600 when missing.
+fn open_private_creating(path: &Path) -> Result<File, SessionError> {
+    let mut opts = OpenOptions::new();
+    opts.append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path).map_err(|source| SessionError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// A log read back.
 #[derive(Debug, Clone, Default)]
 pub struct LoadedLog {
@@ -476,6 +556,11 @@ pub struct Rebuilt {
     pub messages: Vec<Message>,
     /// Calls without a logged result; results were filled in (unknown / not run).
     pub unfinished: Vec<UnfinishedCall>,
+    /// The tokens the provider last counted for the conversation, and how
+    /// many of `messages` that count covers, as the live session had them:
+    /// from the last reply's usage, or a compaction's estimate after it.
+    /// The resumed agent then decides when to compact as the live one would.
+    pub counted: Option<(u64, usize)>,
 }
 
 /// How a tool call went, as its `tool_result` record says.
@@ -530,12 +615,18 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                 }
                 _ => out.messages.push(Message::user_text(text.clone())),
             },
-            RecordBody::CompactBoundary { summary, kept, .. } => {
+            RecordBody::CompactBoundary {
+                summary,
+                kept,
+                tokens_after,
+                ..
+            } => {
                 // Everything before is replaced by the summary, exactly as the
                 // live session replaced it; calls left open before it are gone
                 // with the messages that held them.
                 out.messages = crate::context::compacted_conversation(summary, kept);
                 out.unfinished.clear();
+                out.counted = Some((*tokens_after, out.messages.len()));
             }
             RecordBody::Rewind { messages, blocks } => {
                 crate::context::apply_cut(
@@ -545,6 +636,8 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                         blocks: *blocks,
                     },
                 );
+                // What was counted belonged to the longer conversation.
+                out.counted = None;
                 // Calls cut away with their messages are no longer unfinished.
                 let kept: HashSet<String> = out
                     .messages
@@ -554,9 +647,15 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                     .collect();
                 out.unfinished.retain(|u| kept.contains(&u.call_id));
             }
-            RecordBody::Assistant { message, .. } => {
+            RecordBody::Assistant { message, usage, .. } => {
                 let calls = message.tool_calls();
                 out.messages.push(message.clone());
+                // As the live agent counts a reply (a server that reports
+                // no usage is estimated instead).
+                out.counted = usage
+                    .as_ref()
+                    .filter(|u| u.total() > 0)
+                    .map(|u| (u.total(), out.messages.len()));
                 if calls.is_empty() {
                     continue;
                 }
@@ -659,7 +758,22 @@ mod tests {
         .unwrap();
         let loaded = read_log(&path).unwrap();
         assert_eq!(loaded.records.len(), 2);
-        assert!(loaded.warnings[0].contains("not a valid record"));
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(
+            std::fs::read(recovery_path(&path)).unwrap(),
+            br#"{"v":1,"time_ms":1,"type":"user","te"#
+        );
+    }
+
+    #[test]
+    fn a_whole_last_record_without_its_newline_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, br#"{"v":1,"time_ms":1,"type":"user","text":"hi"}"#).unwrap();
+        assert_eq!(recover_torn_tail(&path).unwrap(), None);
+        assert_eq!(read_log(&path).unwrap().records.len(), 1);
+        assert!(std::fs::read(&path).unwrap().ends_with(b"}\n"));
+        assert!(!recovery_path(&path).exists());
     }
 
     #[tokio::test]

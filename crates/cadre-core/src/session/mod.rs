@@ -8,8 +8,9 @@ mod store;
 
 pub use lock::{SessionLock, lock_path, locks_dir};
 pub use log::{
-    CallStatus, LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody, SessionLog,
-    UNKNOWN_RESULT, UnfinishedCall, now_ms, read_log, rebuild,
+    CallStatus, LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody,
+    RecoveredTail, SessionLog, UNKNOWN_RESULT, UnfinishedCall, now_ms, read_log, rebuild,
+    recover_torn_tail, recovery_path,
 };
 pub use store::{
     SessionSummary, SessionTotals, civil_from_days, is_valid_session_id, list_sessions,

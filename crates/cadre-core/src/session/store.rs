@@ -311,6 +311,7 @@ pub fn remove_session(home: &Path, id: &str) -> Result<usize, SessionError> {
         path: path.clone(),
         source,
     })?;
+    let _ = std::fs::remove_file(super::recovery_path(&path));
     let _ = std::fs::remove_file(super::lock_path(&super::locks_dir(home), id));
     Ok(children)
 }

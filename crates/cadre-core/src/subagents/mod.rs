@@ -19,7 +19,7 @@ pub use agent_tool::{AgentArgs, AgentTool, SendMessageTool, roster_reminder};
 pub use report::{ChildReport, ChildStatus, Verdict};
 pub use runtime::{
     BatchCall, BatchFailure, ChildTag, Parent, Spawner, SubagentRuntime, SubagentSettings,
-    new_agent_id,
+    new_agent_id, settle_lost_worktree,
 };
 pub use spec::{ChildCall, ChildSpec, ParentView, session_tools};
 pub use types::*;

@@ -177,6 +177,7 @@ mod preparation;
 pub use admission::Spawner;
 
 pub use fork::fork_directive;
+pub use isolation::settle_lost_worktree;
 
 /// What a batch needs to know about the agent spawning it.
 pub struct Parent<'a> {

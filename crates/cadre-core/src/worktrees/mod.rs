@@ -286,6 +286,24 @@ impl Repository {
         Ok(out)
     }
 
+    /// Settles the worktree `name` of an agent that died with its cadre
+    /// process: removed with its branch when it holds no changes, kept
+    /// otherwise (and when its changes cannot be read).
+    pub fn settle_lost(&self, name: &str) -> Result<Ending, WorktreeError> {
+        check_name(name)?;
+        let path = self.worktree_path(name);
+        let branch = format!("{BRANCH_PREFIX}{name}");
+        if !path.is_dir() {
+            return Err(WorktreeError::Unknown(name.to_string()));
+        }
+        let changes = self.changes_of(&path, &branch)?;
+        if changes.commits > 0 || changes.uncommitted > 0 {
+            return Ok(Ending::Kept(changes));
+        }
+        remove_worktree(&self.top, &path, &branch)?;
+        Ok(Ending::Removed)
+    }
+
     /// Commits on `branch` not in the main checkout's HEAD, and files
     /// changed in `path` but not committed.
     fn changes_of(&self, path: &Path, branch: &str) -> Result<Changes, WorktreeError> {
@@ -354,21 +372,7 @@ impl Worktree {
 
     /// Removes the worktree (whatever it holds) and deletes its branch.
     pub fn remove(&self) -> Result<(), WorktreeError> {
-        let top = &self.repository.top;
-        with_repository_lock(|| {
-            git(
-                top,
-                [
-                    OsStr::new("worktree"),
-                    OsStr::new("remove"),
-                    OsStr::new("--force"),
-                    OsStr::new("--force"),
-                    self.path.as_os_str(),
-                ],
-            )?;
-            git(top, ["branch", "-D", "--quiet", &self.branch])
-        })?;
-        Ok(())
+        remove_worktree(&self.repository.top, &self.path, &self.branch)
     }
 
     /// What a report says of it once it ended: where it is and on which
@@ -413,15 +417,7 @@ impl Worktree {
     /// ref and log folders, and its own git dir. Hooks and config are not
     /// among them.
     pub fn git_writable(&self) -> Vec<PathBuf> {
-        let common = &self.repository.common_dir;
-        let mut paths = vec![
-            common.join("objects"),
-            common.join("refs/heads/cadre"),
-            common.join("logs/refs/heads/cadre"),
-            self.git_dir.clone(),
-        ];
-        paths.retain(|p| p.exists());
-        paths
+        commit_paths(&self.repository.common_dir, &self.git_dir)
     }
 
     /// The diff of everything it changed since it started, uncommitted work
@@ -466,6 +462,52 @@ impl Worktree {
         said.push_str(&out);
         Ok(said)
     }
+}
+
+/// Removes the worktree at `path` (whatever it holds) and deletes `branch`.
+fn remove_worktree(top: &Path, path: &Path, branch: &str) -> Result<(), WorktreeError> {
+    with_repository_lock(|| {
+        git(
+            top,
+            [
+                OsStr::new("worktree"),
+                OsStr::new("remove"),
+                OsStr::new("--force"),
+                OsStr::new("--force"),
+                path.as_os_str(),
+            ],
+        )?;
+        git(top, ["branch", "-D", "--quiet", branch])
+    })?;
+    Ok(())
+}
+
+/// [`Worktree::git_writable`] for a folder in a cadre worktree (a session
+/// started with `--worktree`); empty anywhere else.
+pub fn git_writable_at(dir: &Path) -> Vec<PathBuf> {
+    let Ok(repo) = Repository::discover(dir) else {
+        return Vec::new();
+    };
+    if repo.checkout.parent() != Some(repo.top.join(WORKTREES_DIR).as_path()) {
+        return Vec::new();
+    }
+    match git(&repo.checkout, ["rev-parse", "--absolute-git-dir"]) {
+        Ok(git_dir) => commit_paths(&repo.common_dir, Path::new(git_dir.trim())),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// What a commit on a `cadre/` branch in the worktree whose git dir is
+/// `git_dir` writes in the shared git dir `common`, where present.
+fn commit_paths(common: &Path, git_dir: &Path) -> Vec<PathBuf> {
+    let mut paths = vec![
+        common.join("objects"),
+        common.join("refs/heads/cadre"),
+        common.join("logs/refs/heads/cadre"),
+        git_dir.to_path_buf(),
+    ];
+    paths.retain(|p| p.exists());
+    paths
 }
 
 /// Refuses names that git or a path could misread: a safe path segment (the

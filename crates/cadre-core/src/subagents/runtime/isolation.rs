@@ -10,6 +10,44 @@ use crate::sandbox::SandboxPolicy;
 use crate::tools::{ToolContext, ToolOutput};
 use crate::worktrees::{Repository, Worktree};
 
+/// The file in a worktree child's task folder that names its worktree.
+const RECORD_FILE: &str = "worktree";
+
+/// For a task found `lost` at start-up (its cadre process died): its
+/// worktree, when it had one, is removed with its branch if it holds no
+/// changes and kept otherwise. Returns what became of it, for a warning.
+pub async fn settle_lost_worktree(output_path: &Path) -> Option<String> {
+    let record = output_path.parent()?.join(RECORD_FILE);
+    let text = std::fs::read_to_string(&record).ok()?;
+    let path = std::path::PathBuf::from(text.lines().next()?.trim());
+    let name = path.file_name()?.to_str()?.to_string();
+    if !path.parent()?.ends_with(crate::worktrees::WORKTREES_DIR) {
+        return None;
+    }
+    let top = path.parent()?.parent()?.parent()?.to_path_buf();
+    let branch = format!("{}{name}", crate::worktrees::BRANCH_PREFIX);
+    let shown = path.display().to_string();
+    let settled = tokio::task::spawn_blocking(move || {
+        Repository::discover(&top).and_then(|repo| repo.settle_lost(&name))
+    })
+    .await
+    .ok()?;
+    let said = match settled {
+        Ok(crate::worktrees::Ending::Removed) => {
+            format!("its worktree {shown} had no changes and was removed with its branch {branch}")
+        }
+        Ok(crate::worktrees::Ending::Kept(_)) => format!(
+            "its worktree {shown} (branch {branch}) holds changes and was kept; see `cadre worktrees list`"
+        ),
+        // Removed by hand since: nothing left to settle.
+        Err(crate::worktrees::WorktreeError::Unknown(_)) => return None,
+        Err(e) => format!("its worktree {shown} (branch {branch}) was kept: {e}"),
+    };
+    // Settled once: a later sweep has nothing more to say.
+    let _ = std::fs::remove_file(&record);
+    Some(said)
+}
+
 /// A child's worktree, ended once: by [`ChildWorktree::end`] after its run,
 /// or when dropped (a child that never ran).
 pub(super) struct ChildWorktree {
@@ -69,6 +107,15 @@ impl ChildWorktree {
     /// The worktree.
     pub(super) fn worktree(&self) -> Option<&Worktree> {
         self.worktree.as_ref()
+    }
+
+    /// Names the worktree in the child's task folder (beside its
+    /// `output_path`), so that the start-up sweep of a later process can
+    /// settle it if this one dies. Best effort.
+    pub(super) fn record(&self, output_path: &Path) {
+        if let (Some(wt), Some(dir)) = (&self.worktree, output_path.parent()) {
+            let _ = std::fs::write(dir.join(RECORD_FILE), format!("{}\n", wt.path.display()));
+        }
     }
 
     /// Moves a child's folder, project and sandbox into the worktree.

@@ -53,6 +53,9 @@ impl SubagentRuntime {
             };
             if let Some(path) = &output_path {
                 self.save_child(path, &record);
+                if let Some(worktree) = &p.worktree {
+                    worktree.record(path);
+                }
             }
             if let Ok(mut children) = self.children.lock() {
                 children.push(record);

@@ -209,6 +209,9 @@ impl SubagentRuntime {
                 return ToolOutput::error(format!("cannot resume {agent_id}: its worktree: {e}"));
             }
         };
+        if let Some(w) = &worktree {
+            w.record(&row.output_path);
+        }
         let prepared = Prepared {
             index: 1,
             tag,
