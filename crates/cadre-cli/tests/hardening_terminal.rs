@@ -7,8 +7,9 @@
 
 mod common;
 
+use common::line_session::Interactive;
 use common::tmux::{Pane, tmux_available};
-use common::{Harness, Wire, stderr};
+use common::{Harness, Pty, Wire, stderr, stdout};
 
 /// A model reply that tries the window title (OSC 0 and 2), the clipboard
 /// (OSC 52, "PWNED-CLIP" in base64), a hyperlink (OSC 8) and a clear screen.
@@ -163,4 +164,128 @@ async fn exec_into_a_pipe_keeps_the_answers_exact_bytes() {
     let err = stderr(&out);
     assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
     assert!(err.contains("Read nope^[]0;PWNED-READ^G.txt"), "{err}");
+}
+
+#[tokio::test]
+async fn help_and_permissions_say_what_model_and_a_trusted_folder_do() {
+    let script = r#"
+rules:
+  - replies:
+      - text: "Answer one."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".cadre/config.toml",
+        "[permissions]\nallow = [\"Bash(make:*)\"]\n",
+    );
+    let pty = Pty::open();
+    let mut cadre = Interactive::start(&h, &pty, &["--trust"]);
+    for line in ["/help", "/permissions", "hello"] {
+        pty.type_line(line);
+    }
+    cadre.wait_for_stdout("Answer one.").await;
+    pty.type_line("/exit");
+    assert!(cadre.exit_status().await, "{}", cadre.stderr());
+    let err = cadre.stderr();
+    // `/model NAME` switches the running session.
+    let model_help = err
+        .lines()
+        .find(|l| l.starts_with("/model [NAME]"))
+        .unwrap_or_else(|| panic!("no /model line: {err}"));
+    assert!(
+        !model_help.contains("next session this process starts"),
+        "{model_help}"
+    );
+    assert!(model_help.contains("now"), "{model_help}");
+    // The trusted project's allow rule is listed, and nothing says it is not applied.
+    assert!(
+        err.lines().any(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words.len() >= 3 && words[0] == "allow" && words[1] == "Bash(make:*)"
+        }),
+        "{err}"
+    );
+    assert!(!err.contains("never applied"), "{err}");
+    assert!(
+        err.contains("this folder is trusted: its project files' allow rules apply"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn mcp_list_in_an_untrusted_folder_names_the_held_back_server_only() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    h.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"projsrv": {"command": "true"}}}"#,
+    );
+    let out = h.cadre(&["mcp", "list"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("No MCP servers configured"), "{text}");
+    assert!(
+        text.contains("projsrv: not started (the folder is not trusted)"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn agents_show_names_the_tools_a_session_gives_at_run_time() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    h.write(
+        ".cadre/agents/runner.md",
+        "---\nname: runner\ndescription: Runs things.\ntools: Read, Skill, mcp__github__get_issue, Bogus\n---\nYou run.\n",
+    );
+    h.write(
+        ".cadre/agents/skilled.md",
+        "---\nname: skilled\ndescription: Only skills.\ntools: Skill, mcp__github\n---\nYou use skills.\n",
+    );
+    let out = h.cadre(&["agents", "show", "runner"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("tools:       Read\n"), "{text}");
+    assert!(
+        text.contains("at run time: Skill, mcp__github__get_issue (given when"),
+        "{text}"
+    );
+    assert!(
+        text.contains("unresolved:  Bogus (name no tool)"),
+        "only Bogus names no tool: {text}"
+    );
+    // Nothing built in, but the child gets its skills and the server's tools.
+    let out = h.cadre(&["agents", "show", "skilled"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("would not start"), "{text}");
+    assert!(text.contains("at run time: Skill, mcp__github"), "{text}");
+}
+
+#[tokio::test]
+async fn agents_list_keeps_its_columns_for_long_names() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    let long = "a-very-long-agent-definition-name";
+    for name in [long, "short"] {
+        h.write(
+            &format!(".cadre/agents/{name}.md"),
+            &format!("---\nname: {name}\ndescription: d\n---\nbody\n"),
+        );
+    }
+    let out = h.cadre(&["agents", "list"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    // The source column starts at the same place on every line.
+    let source_at: Vec<usize> = text
+        .lines()
+        .filter(|l| l.starts_with(long) || l.starts_with("short ") || l.starts_with("Explore "))
+        .map(|l| {
+            let name_end = l.find(' ').unwrap();
+            name_end + l[name_end..].find(|c: char| c != ' ').unwrap()
+        })
+        .collect();
+    assert_eq!(source_at.len(), 3, "{text}");
+    assert!(
+        source_at.iter().all(|&at| at == source_at[0]),
+        "{source_at:?}:\n{text}"
+    );
+    assert!(source_at[0] > long.len(), "{text}");
 }
