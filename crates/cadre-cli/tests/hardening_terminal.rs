@@ -7,9 +7,10 @@
 
 mod common;
 
+use cadre_core::tasks::{TaskKind, TaskStatus};
 use common::line_session::Interactive;
 use common::tmux::{Pane, tmux_available};
-use common::{Harness, Pty, Wire, stderr, stdout};
+use common::{Harness, Pty, Wire, stderr, stdout, tasks, wait_until};
 
 /// A model reply that tries the window title (OSC 0 and 2), the clipboard
 /// (OSC 52, "PWNED-CLIP" in base64), a hyperlink (OSC 8) and a clear screen.
@@ -288,4 +289,53 @@ async fn agents_list_keeps_its_columns_for_long_names() {
         "{source_at:?}:\n{text}"
     );
     assert!(source_at[0] > long.len(), "{text}");
+}
+
+/// A child that makes one call, then waits (in its second call) for a file
+/// the test writes, so the test can look at its task row while it runs.
+const WAITING_CHILD: &str = r#"
+rules:
+  - name: child
+    when: { system: "You are HELPER" }
+    replies:
+      - tool_calls:
+          - { name: Read, input: { file_path: "a.txt" } }
+      - tool_calls:
+          - { name: Bash, input: { command: "for i in $(seq 1 600); do [ -e go ] && break; sleep 0.1; done; echo waited" } }
+      - text: "CHILD-REPORT"
+  - name: parent
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "waits", prompt: "wait for go", subagent_type: "helper" } }
+      - text: "moved on"
+      - text: "got the report"
+"#;
+
+#[tokio::test]
+async fn a_child_moved_to_the_background_is_listed_there_with_its_progress() {
+    let h = Harness::new(WAITING_CHILD, Wire::Anthropic).await;
+    h.write(
+        ".cadre/agents/helper.md",
+        "---\nname: helper\ndescription: Waits.\ntools: Read, Bash\n---\nYou are HELPER.\n",
+    );
+    h.write("a.txt", "a\n");
+    let mut run = h.spawn_json(&["exec", "--json", "--allow", "Bash", "go"]);
+    run.wait_for("subagent_progress", 1).await;
+    run.wait_for_nudging("subagent_backgrounded", |run| run.signal(libc::SIGUSR1))
+        .await;
+    // While it still runs (it waits for `go`): in the background, its call counted.
+    let child_row = |h: &Harness| tasks(h).into_iter().find(|r| r.kind == TaskKind::Subagent);
+    wait_until("the child's row says background, 1 tool call", || {
+        child_row(&h)
+            .is_some_and(|r| r.status == TaskStatus::Running && r.background && r.tool_calls >= 1)
+    })
+    .await;
+    h.write("go", "");
+    let (status, _) = run.finish().await;
+    assert!(status.success());
+    let row = child_row(&h).unwrap();
+    assert_eq!(row.status, TaskStatus::Succeeded, "{row:?}");
+    assert!(row.background, "{row:?}");
+    assert_eq!(row.tool_calls, 2, "{row:?}");
 }
