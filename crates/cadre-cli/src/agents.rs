@@ -11,6 +11,7 @@ use cadre_core::model::Provider;
 use cadre_core::permissions::PermissionMode;
 use cadre_core::subagents::catalog::{CatalogSources, DefinitionCatalog, validate_path};
 use cadre_core::subagents::definition::{DefinitionIssue, IssueLevel};
+use cadre_core::subagents::filter::FilterError;
 use cadre_core::subagents::{AgentDefinition, ChildCall, ChildSpec, ParentView, session_tools};
 use clap::{Args, Subcommand};
 
@@ -157,11 +158,19 @@ pub fn run(perms: &PermissionArgs, agent: &AgentArgs, args: AgentsArgs) -> Resul
 /// returns how many definition files were skipped as errors.
 pub fn write_list(out: &mut impl Write, src: &CatalogSources) -> Result<usize> {
     let catalog = DefinitionCatalog::load(src).map_err(UsageError)?;
-    for entry in catalog.entries() {
+    let entries = catalog.entries();
+    // The name column fits the longest name, so the columns stay aligned.
+    let width = entries
+        .iter()
+        .map(|e| e.definition.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(24);
+    for entry in entries {
         let d = &entry.definition;
         write!(
             out,
-            "{:<24} {:<9} {}",
+            "{:<width$} {:<9} {}",
             d.name,
             d.source.as_str(),
             where_from(d).trim_start_matches(d.source.as_str()).trim()
@@ -177,6 +186,32 @@ pub fn write_list(out: &mut impl Write, src: &CatalogSources) -> Result<usize> {
         .iter()
         .filter(|i| i.level == IssueLevel::Error)
         .count())
+}
+
+/// True for a `tools` entry naming a tool only a running session has: `Skill`
+/// (when it has skills) and an MCP server's tools (when the server runs).
+fn given_at_run_time(entry: &str) -> bool {
+    entry == "Skill" || entry.starts_with("mcp__")
+}
+
+/// The `tools` entries a running session gives the child, when there are any.
+fn write_at_run_time(out: &mut impl Write, entries: &[&String]) -> std::io::Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "at run time: {} (given when the session has them: its skills, its running MCP servers)",
+        join(entries)
+    )
+}
+
+fn join(entries: &[&String]) -> String {
+    entries
+        .iter()
+        .map(|e| e.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What the list says when definition files were skipped.
@@ -267,12 +302,13 @@ fn show(
     match &resolved {
         Ok(spec) => {
             writeln!(out, "tools:       {}", spec.tools.names().join(", "))?;
-            if !spec.unresolved.is_empty() {
-                writeln!(
-                    out,
-                    "unresolved:  {} (name no tool)",
-                    spec.unresolved.join(", ")
-                )?;
+            let (at_run_time, unknown): (Vec<&String>, Vec<&String>) = spec
+                .unresolved
+                .iter()
+                .partition(|entry| given_at_run_time(entry));
+            write_at_run_time(out, &at_run_time)?;
+            if !unknown.is_empty() {
+                writeln!(out, "unresolved:  {} (name no tool)", join(&unknown))?;
             }
             if !spec.removed_by_both.is_empty() {
                 writeln!(
@@ -281,6 +317,13 @@ fn show(
                     spec.removed_by_both.join(", ")
                 )?;
             }
+        }
+        // Only tools the session adds when it runs: none can be listed here.
+        Err(FilterError::NoTools { unresolved })
+            if !unresolved.is_empty() && unresolved.iter().all(|e| given_at_run_time(e)) =>
+        {
+            writeln!(out, "tools:       none built in")?;
+            write_at_run_time(out, &unresolved.iter().collect::<Vec<_>>())?;
         }
         Err(e) => writeln!(out, "tools:       NONE — a child would not start: {e}")?,
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use cadre_core::driver::SessionHandle;
 use cadre_core::protocol::{ApprovalAnswer, ApprovalQuestion, Event, Op};
 use cadre_core::tools::ask_user::AskedQuestion;
+use cadre_tui::sanitize::visible_controls;
 use tokio::sync::{Mutex, mpsc};
 
 /// Lines typed on stdin, read on their own thread.
@@ -202,7 +203,7 @@ async fn ask(lines: &StdinLines, q: &ApprovalQuestion) -> ApprovalAnswer {
     if let Some(asked) = AskedQuestion::from_approval(q) {
         {
             let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{}", render_asked(&asked));
+            let _ = write!(err, "{}", visible_controls(&render_asked(&asked)));
             let _ = err.flush();
         }
         return match lines.next().await {
@@ -215,7 +216,7 @@ async fn ask(lines: &StdinLines, q: &ApprovalQuestion) -> ApprovalAnswer {
     }
     {
         let mut err = std::io::stderr().lock();
-        let _ = write!(err, "{}", render_question(q));
+        let _ = write!(err, "{}", visible_controls(&render_question(q)));
         let _ = err.flush();
     }
     loop {

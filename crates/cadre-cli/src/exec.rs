@@ -4,7 +4,7 @@
 //! turns, notices, retries and shutdown) is the core's: this only renders
 //! its events and turns signals and answers into operations.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -157,7 +157,15 @@ pub async fn run(
     };
     if !args.json && !final_text.is_empty() {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", final_text.trim_end());
+        let answer = final_text.trim_end();
+        // On a terminal the answer's controls are shown, never obeyed; into
+        // a pipe or a file it goes byte for byte.
+        let answer = if out.is_terminal() {
+            cadre_tui::sanitize::visible_controls(answer)
+        } else {
+            std::borrow::Cow::Borrowed(answer)
+        };
+        let _ = writeln!(out, "{answer}");
         let _ = out.flush();
     }
     Ok(match status {

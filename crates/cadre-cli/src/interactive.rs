@@ -15,6 +15,8 @@ use cadre_core::driver::{Lifetime, OpenedLog, Phase, SessionHandle};
 use cadre_core::protocol::{CompactTrigger, Event, EventSink, Op};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use cadre_tui::sanitize::visible_controls;
+
 use crate::approve::{StdinLines, TerminalAnswers, stdin_is_terminal};
 use crate::commands::{self, Action, CommandContext, Input, SessionView};
 use crate::render::HumanRenderer;
@@ -172,7 +174,7 @@ pub async fn run(
     setup::ask_trust_if_needed(perms)?;
     let runtime = setup::prepare(model, perms, agent_args)?;
     for w in &runtime.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", visible_controls(w));
     }
     let lines = StdinLines::start();
     let current = Current::default();
@@ -309,7 +311,7 @@ impl Front<'_> {
         let mut owed = Owed::default();
         if let Some(text) = self.first_message.take() {
             // Shown as if typed at the prompt.
-            eprintln!("› {text}");
+            eprintln!("› {}", visible_controls(&text));
             handle.submit(Op::UserMessage { text });
             owed.messages += 1;
         }
@@ -349,13 +351,16 @@ impl Front<'_> {
                                         break;
                                     }
                                     None => {
-                                        eprintln!("unknown command {name} (try /help)");
+                                        eprintln!(
+                                            "unknown command {} (try /help)",
+                                            visible_controls(&name)
+                                        );
                                         prompt();
                                     }
                                 }
                             }
                             Input::Usage(usage) => {
-                                eprintln!("{usage}");
+                                eprintln!("{}", visible_controls(&usage));
                                 prompt();
                             }
                             Input::Message(text) => {
@@ -377,7 +382,9 @@ impl Front<'_> {
                                 )
                                 .await;
                                 if !outcome.text.is_empty() {
-                                    eprintln!("{}", outcome.text);
+                                    // Command output quotes tasks' results
+                                    // and definitions: shown, never obeyed.
+                                    eprintln!("{}", visible_controls(&outcome.text));
                                 }
                                 match outcome.action {
                                     Action::None => prompt(),

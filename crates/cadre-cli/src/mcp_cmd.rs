@@ -114,7 +114,10 @@ pub async fn run(perms: &PermissionArgs, agent: &AgentArgs, args: McpArgs) -> Re
             );
             hub.start_all(&EventSink::discard());
             hub.settled().await;
-            println!("{}", describe_servers(&hub));
+            // Only servers held back by trust: no "none configured" before them.
+            if !hub.is_empty() || config.needs_trust.is_empty() {
+                println!("{}", describe_servers(&hub));
+            }
             for (_, name) in &config.needs_trust {
                 println!("{name}: not started (the folder is not trusted)");
             }

@@ -1,7 +1,9 @@
 //! Human-readable progress on stderr: one line per tool call, retries,
 //! warnings and errors, compactions, and after each turn of the main agent
 //! the context it uses and what the session cost so far. JSON mode bypasses
-//! this and prints events verbatim.
+//! this and prints events verbatim. Everything printed here goes through
+//! [`visible_controls`]: text from a model or a tool never drives the
+//! terminal (no title, clipboard, hyperlink or clear-screen sequences).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -10,6 +12,7 @@ use cadre_core::agent::{Event, TurnStatus};
 use cadre_core::context::Cost;
 use cadre_core::protocol::{ChildTag, CompactTrigger, child_place};
 use cadre_tui::children::format_tokens;
+use cadre_tui::sanitize::visible_controls;
 
 /// Prints events for a person.
 #[derive(Default)]
@@ -60,11 +63,24 @@ impl HumanRenderer {
     /// Handles one event.
     pub fn handle(&mut self, event: &Event) {
         self.track(event);
-        let mut err = std::io::stderr().lock();
+        // Its stderr lines are gathered, then shown with their controls made
+        // visible (stdout, written meanwhile, is cleaned where it is written).
+        let mut err: Vec<u8> = Vec::new();
+        self.render(event, &mut err);
+        if !err.is_empty() {
+            let text = String::from_utf8_lossy(&err);
+            let mut stderr = std::io::stderr().lock();
+            let _ = stderr.write_all(visible_controls(&text).as_bytes());
+            let _ = stderr.flush();
+        }
+    }
+
+    /// Writes what `event` shows: progress into `err`, streamed text to stdout.
+    fn render(&mut self, event: &Event, err: &mut Vec<u8>) {
         match event {
             Event::TextDelta { text, .. } if self.stream_text => {
                 let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
+                let _ = out.write_all(visible_controls(text).as_bytes());
                 let _ = out.flush();
                 self.text_open = true;
             }

@@ -510,7 +510,7 @@ impl App {
                 agent_id, task_id, ..
             } => {
                 self.background.insert(task_id.clone());
-                if let Some(summary) = self.children.backgrounded(agent_id, task_id) {
+                if let Some(summary) = self.children.backgrounded(agent_id, task_id, now) {
                     self.transcript.notice(Level::Info, format!("⎿ {summary}"));
                 }
             }

@@ -78,7 +78,17 @@ impl Batch {
         self.children.len() >= self.total && self.children.iter().all(|c| !c.is_running())
     }
 
-    /// `3 subagents: 2 completed, 1 failed · 7 tool calls · 12.3k tokens · 4.2s`.
+    /// True when a child of it ended other than completed (failed or cancelled).
+    pub fn any_failed(&self) -> bool {
+        self.children
+            .iter()
+            .any(|c| matches!(c.state, ChildState::Ended(s) if s != ChildStatus::Completed))
+    }
+
+    /// `3 subagents: 2 completed, 1 failed · 7 tool calls · 12.3k tokens · 4.2s`;
+    /// the tokens only when some child's are known (a child moved to the
+    /// background reports them when it ends), the time the longest ran in
+    /// the foreground.
     pub fn summary(&self) -> String {
         let count = |want: &dyn Fn(&ChildState) -> bool| {
             self.children.iter().filter(|c| want(&c.state)).count()
@@ -107,7 +117,12 @@ impl Batch {
             }
         }
         let calls: u32 = self.children.iter().map(|c| c.tool_calls).sum();
-        let tokens: u64 = self.children.iter().filter_map(|c| c.tokens).sum();
+        let known: Vec<u64> = self.children.iter().filter_map(|c| c.tokens).collect();
+        let tokens = if known.is_empty() {
+            String::new()
+        } else {
+            format!(" · {} tokens", format_tokens(known.iter().sum()))
+        };
         let longest = self
             .children
             .iter()
@@ -116,12 +131,11 @@ impl Batch {
             .unwrap_or_default();
         let n = self.children.len();
         format!(
-            "{n} subagent{}: {} · {} tool call{} · {} tokens · {:.1}s",
+            "{n} subagent{}: {} · {} tool call{}{tokens} · {:.1}s",
             if n == 1 { "" } else { "s" },
             parts.join(", "),
             calls,
             if calls == 1 { "" } else { "s" },
-            format_tokens(tokens),
             longest.as_secs_f64()
         )
     }
@@ -196,9 +210,10 @@ impl Children {
         (!was_done && batch.is_done()).then(|| batch.summary())
     }
 
-    /// A child moved to the background; returns its batch's summary when
-    /// nothing of the batch is left in the foreground.
-    pub fn backgrounded(&mut self, agent_id: &str, task_id: &str) -> Option<String> {
+    /// A child moved to the background at `now`; returns its batch's summary
+    /// when nothing of the batch is left in the foreground. Its time so far is
+    /// kept as its run time (the summary's), its tool calls stay counted.
+    pub fn backgrounded(&mut self, agent_id: &str, task_id: &str, now: Instant) -> Option<String> {
         let batch = self
             .batches
             .iter_mut()
@@ -207,6 +222,7 @@ impl Children {
         let was_done = batch.is_done();
         if let Some(c) = batch.children.iter_mut().find(|c| c.agent_id == agent_id) {
             c.state = ChildState::Background(task_id.to_string());
+            c.ran = Some(now.saturating_duration_since(c.started));
         }
         (!was_done && batch.is_done()).then(|| batch.summary())
     }

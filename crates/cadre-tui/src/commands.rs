@@ -63,7 +63,7 @@ pub const COMMANDS_HELP: &str = "\
 /clear                end this session (it stays resumable) and start a new one
 /resume [ID]          pick a recent session, or end this one and continue session ID
 /sessions             every session
-/model [NAME]         the model in use, or the model for the next session this process starts
+/model [NAME]         the model in use, or switch to NAME now (this session's next turn, and the sessions /clear or /resume start)
 /permissions          the permission mode and the rules in force, with where each comes from
 /memory               the instruction files (CLAUDE.md, AGENTS.md, imports) loaded, with their sizes
 /mcp                  the MCP servers with their state and tools

@@ -130,7 +130,9 @@ impl Renderer {
                 let style = self.style().patch(self.theme.code());
                 self.current.push(Span::styled(clean_line(&code), style));
             }
-            Md::SoftBreak => self.text(" "),
+            // A single newline stays a line break, as Claude Code shows it:
+            // a model's lines are meant as lines.
+            Md::SoftBreak => self.flush(),
             Md::HardBreak => self.flush(),
             Md::Rule => {
                 self.flush();

@@ -173,9 +173,15 @@ fn batch_lines(
     let Some(batch) = batches.get(at) else { return };
     let indent = "  ".repeat(depth);
     if batch.is_done() {
+        // ✓ only when every child of it completed (or goes on in the background).
+        let (mark, style) = if batch.any_failed() {
+            ("✗", theme.error())
+        } else {
+            ("✓", theme.dim())
+        };
         lines.push(Line::from(vec![
             Span::raw(indent),
-            Span::styled(format!("✓ {}", batch.summary()), theme.dim()),
+            Span::styled(format!("{mark} {}", batch.summary()), style),
         ]));
         return;
     }

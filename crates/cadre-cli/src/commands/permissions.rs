@@ -83,9 +83,14 @@ pub fn describe(ctx: &CommandContext<'_>) -> String {
         }
         .to_string(),
     );
+    // What the folder's trust decides: said as it stands for this session.
     lines.push(
-        "a project file's allow rules are never applied; it may only add ask and deny rules"
-            .to_string(),
+        if settings.project_trusted {
+            "this folder is trusted: its project files' allow rules apply (listed above)"
+        } else {
+            "this folder is not trusted: its project files' allow rules are not applied (their ask and deny rules are); trust the folder to apply them"
+        }
+        .to_string(),
     );
     lines.join("\n")
 }

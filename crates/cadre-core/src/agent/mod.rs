@@ -183,6 +183,9 @@ pub struct Agent {
     mcp_seen: Option<u64>,
     /// Which of the servers' tools this agent takes (`--agent`'s `tools`).
     mcp_keep: Option<crate::mcp::McpToolFilter>,
+    /// The task row this agent's progress goes to as it runs (a child's), so
+    /// the task list is current while it runs, in the background too.
+    progress_task: Option<String>,
 }
 
 /// Assistant replies between reminders of unread finished tasks.
@@ -244,6 +247,7 @@ impl Agent {
             mcp: None,
             mcp_seen: None,
             mcp_keep: None,
+            progress_task: None,
         }
     }
 
@@ -298,6 +302,22 @@ impl Agent {
             agent: self.id.clone(),
             mode,
         });
+    }
+
+    /// Records this agent's tool calls and tokens in task `task_id` after
+    /// each round of tool calls.
+    pub fn record_progress_in(&mut self, task_id: String) {
+        self.progress_task = Some(task_id);
+    }
+
+    /// Writes the turn's tool calls and the tokens so far to the task row.
+    pub(crate) async fn record_progress(&self, tool_calls: u32) {
+        if let (Some(task), Some(work)) = (&self.progress_task, &self.ctx.background) {
+            let _ = work
+                .table()
+                .progress(task, u64::from(tool_calls), self.usage.total())
+                .await;
+        }
     }
 
     /// Messages sent to this agent while it runs join its next request.

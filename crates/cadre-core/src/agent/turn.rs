@@ -580,6 +580,7 @@ impl Agent {
             let (run, refused) = calls.split_at(calls.len().min(budget));
             out.tool_calls += run.len() as u32;
             let (mut results, log_failure) = self.run_tools(run, cancel).await;
+            self.record_progress(out.tool_calls).await;
             for call in refused {
                 results.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),

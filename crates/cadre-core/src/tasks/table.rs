@@ -595,6 +595,17 @@ impl TaskDb {
         Ok(())
     }
 
+    /// Marks a task as running in the background (a foreground child moved there).
+    fn set_background(&self, id: &str) -> Result<(), TaskError> {
+        let n = self
+            .conn
+            .execute("UPDATE tasks SET background = 1 WHERE id = ?1", [id])?;
+        if n == 0 {
+            return Err(TaskError::NotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
     /// Hands a task to another process: its owner becomes process `pid` as
     /// it is now (pid, start time, boot). For a process taking over work, and
     /// for tests that need a row of a dead process.
@@ -914,6 +925,12 @@ impl TaskTable {
         let id = id.to_string();
         self.call(move |db| db.progress(&id, tool_calls, tokens))
             .await
+    }
+
+    /// Marks a task as running in the background (a foreground child moved there).
+    pub async fn set_background(&self, id: &str) -> Result<(), TaskError> {
+        let id = id.to_string();
+        self.call(move |db| db.set_background(&id)).await
     }
 
     /// Hands a task to another process: its owner becomes process `pid` as

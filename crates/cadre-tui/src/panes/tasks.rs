@@ -296,10 +296,19 @@ impl TasksPane {
         if !row.background {
             parts.push("foreground".into());
         }
+        // A result's or error's lines joined by spaces: one line, no
+        // replacement marks where its newlines were.
+        let one_line = |text: &str| {
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         if let Some(e) = &row.error {
-            parts.push(format!("error: {e}"));
+            parts.push(format!("error: {}", one_line(e)));
         } else if let Some(r) = &row.result_summary {
-            parts.push(format!("result: {r}"));
+            parts.push(format!("result: {}", one_line(r)));
         }
         clean_line(&parts.join(" · "))
     }

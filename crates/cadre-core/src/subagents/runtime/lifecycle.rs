@@ -35,6 +35,7 @@ impl SubagentRuntime {
             let mut output_path = None;
             if let (Some((row, cancel)), Some(rx)) = (filed.next(), inboxes.next()) {
                 p.agent.set_inbox(rx);
+                p.agent.record_progress_in(row.id.clone());
                 p.task_id = Some(row.id);
                 p.task_cancel = Some(cancel);
                 output_path = Some(row.output_path);

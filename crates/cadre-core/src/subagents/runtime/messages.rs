@@ -201,6 +201,7 @@ impl SubagentRuntime {
         agent.restore(rebuilt.messages);
         agent.set_log(log);
         agent.set_inbox(rx);
+        agent.record_progress_in(row.id.clone());
         // Its worktree again: still there, or made anew if it was removed.
         let worktree = match ChildWorktree::for_resumed(&setup.policy.project_dir).await {
             None => None,

@@ -168,10 +168,10 @@ impl SubagentRuntime {
                     break;
                 }
                 _ = tokio::time::sleep_until(deadline), if self.base_ctx.background.is_some() => {
-                    self.detach(&mut waiting, &mut outputs, "it ran longer than the auto-background limit");
+                    self.detach(&mut waiting, &mut outputs, "it ran longer than the auto-background limit").await;
                 }
                 _ = background_asked.requested(), if self.base_ctx.background.is_some() => {
-                    self.detach(&mut waiting, &mut outputs, "the user moved it to the background");
+                    self.detach(&mut waiting, &mut outputs, "the user moved it to the background").await;
                 }
             }
         }
@@ -228,7 +228,7 @@ impl SubagentRuntime {
 
     /// Moves every child still running to the background: the batch stops
     /// waiting and their results become task ids; they report by notice.
-    pub(super) fn detach(
+    pub(super) async fn detach(
         &self,
         waiting: &mut Vec<ForegroundChild>,
         outputs: &mut [Option<ToolOutput>],
@@ -237,6 +237,12 @@ impl SubagentRuntime {
         for child in waiting.drain(..) {
             child.detached.store(true, Ordering::SeqCst);
             let id = child.task_id.unwrap_or_default();
+            // Its row says so too: the task list shows it in the background.
+            if let Some(work) = &self.base_ctx.background
+                && !id.is_empty()
+            {
+                let _ = work.table().set_background(&id).await;
+            }
             self.events.emit(Event::SubagentBackgrounded {
                 index: child.tag.index,
                 total: child.tag.total,
