@@ -36,6 +36,18 @@
 //! the project's top level accepts no new entries (the same walk as for the
 //! data dir below); [`SandboxPolicy::describe`] says so.
 //!
+//! # A project inside a temp dir
+//!
+//! The temp dirs are writable, and Landlock only adds rights: a project
+//! under `/tmp` could be moved away and replaced by a copy with other hooks,
+//! and a linked worktree's main checkout under `/tmp` would be writable
+//! through the temp dir's grant. So, in the same mount namespace, the project
+//! and its ancestors below the temp dir are bound onto themselves (they
+//! cannot be renamed), and a linked worktree's main checkout is bound
+//! read-only but for the worktree and [`SandboxPolicy::git_writable`]. Without
+//! mount namespaces the main checkout is kept out of the temp dir's grant by
+//! the walk below (the temp dir's own top level then takes no new entries).
+//!
 //! # How the data directory is hidden
 //!
 //! Landlock only grants rights, and a rule on a directory covers its whole

@@ -668,6 +668,115 @@ fn a_sibling_worktree_removed_after_the_plan_does_not_stop_the_command() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
 }
 
+/// Runs `script` under an already prepared sandbox; whether it succeeded.
+fn run_prepared(prepared: PreparedSandbox, cwd: &Path, script: &str) -> bool {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(script).current_dir(cwd);
+    // SAFETY: the hook only makes system calls.
+    unsafe { cmd.pre_exec(command_pre_exec(Arc::new(prepared))) };
+    let out = cmd.output().unwrap();
+    eprintln!(
+        "$ {script}\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.status.success()
+}
+
+#[test]
+#[cfg_attr(
+    any(cadre_no_landlock, cadre_no_mount_namespace),
+    ignore = "skipped: needs Landlock and a private mount namespace, which are missing here"
+)]
+fn a_main_checkout_inside_a_writable_dir_stays_read_only_for_its_worktree() {
+    require_landlock();
+    let fx = Fixture::new();
+    // `outside` plays the temp dir that holds the main checkout.
+    let main = fx.outside.join("main");
+    fs::create_dir_all(main.join("src")).unwrap();
+    fs::write(main.join("src/lib.rs"), "kept\n").unwrap();
+    let worktree = main.join(".cadre/worktrees/w1");
+    let made = git(&main, &["init", "-q"])
+        && git(&main, &["add", "."])
+        && git(
+            &main,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.com",
+                "commit",
+                "-q",
+                "-m",
+                "init",
+            ],
+        )
+        && git(
+            &main,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "cadre/w1",
+                worktree.to_str().unwrap(),
+            ],
+        );
+    if !made {
+        eprintln!("skipping: git (with worktrees) not available");
+        return;
+    }
+    let worktree = worktree.canonicalize().unwrap();
+    let mut policy = SandboxPolicy::new(worktree.clone(), fx.data.clone(), false);
+    policy.extra_writable = vec![fx.outside.clone()];
+    let commit = "echo x > inside.txt && git add inside.txt && \
+                  git -c user.name=t -c user.email=t@example.com commit -q -m inside";
+    let escapes = [
+        format!("echo pwned > {}/src/lib.rs", main.display()),
+        format!("echo x > {}/src/new.rs", main.display()),
+        format!("git rev-parse HEAD > {}/.git/refs/heads/x", main.display()),
+        format!("mv {} {}/moved", main.display(), fx.outside.display()),
+    ];
+    // With the mounts: the rest of the writable dir stays writable.
+    policy.git_writable = vec![
+        main.join(".git/objects"),
+        main.join(".git/refs/heads/cadre"),
+        main.join(".git/logs/refs/heads/cadre"),
+        main.join(".git/worktrees/w1"),
+    ];
+    for attack in &escapes {
+        assert!(
+            !run_prepared(policy.prepare().unwrap(), &worktree, attack),
+            "{attack}"
+        );
+    }
+    assert!(run_prepared(
+        policy.prepare().unwrap(),
+        &worktree,
+        &format!("echo ok > {}/scratch.txt", fx.outside.display())
+    ));
+    assert!(run_prepared(policy.prepare().unwrap(), &worktree, commit));
+    // Without them: kept out of the writable dir's grant instead.
+    for attack in &escapes {
+        assert!(
+            !run_prepared(policy.prepare_with(|| false).unwrap(), &worktree, attack),
+            "{attack}"
+        );
+    }
+    assert!(run_prepared(
+        policy.prepare_with(|| false).unwrap(),
+        &worktree,
+        // Its top level takes no new entries then (`.git` is read-only).
+        "echo x > src/in-worktree.rs"
+    ));
+    assert_eq!(
+        fs::read_to_string(main.join("src/lib.rs")).unwrap(),
+        "kept\n"
+    );
+    assert!(!main.join("src/new.rs").exists());
+    assert!(!main.join(".git/refs/heads/x").exists());
+}
+
 #[test]
 #[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
 fn common_tools_work_with_the_network_off() {

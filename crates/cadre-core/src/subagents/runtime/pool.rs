@@ -351,15 +351,16 @@ impl SubagentRuntime {
         }
         let usage = p.agent.usage();
         let mut report = child_report(&p, &outcome, usage, started.elapsed());
+        // Clean-up, whichever way it ended: its background shells stop
+        // (first: they may run in its worktree, which may be removed next),
+        // and dropping the child drops its caches and closes its log.
+        if let Some(work) = &self.base_ctx.background {
+            work.stop_owned_by(&p.tag.agent_id).await;
+        }
         if let Some(worktree) = p.worktree.take() {
             report.worktree = worktree.end().await;
         }
         self.emit_ended(&p.tag, &report, usage);
-        // Clean-up, whichever way it ended: its background shells stop, and
-        // dropping the child drops its caches and closes its log.
-        if let Some(work) = &self.base_ctx.background {
-            work.stop_owned_by(&p.tag.agent_id).await;
-        }
         drop(p);
         Ok(report)
     }
