@@ -13,7 +13,7 @@ const LEVELS: &[(&str, u8)] = &[
     ("project_root", 0),
     ("frontmatter", 0),
     ("path_segment", 0),
-    ("worktrees", 0),
+    ("worktrees", 1),
     ("model", 1),
     ("protocol", 2),
     ("context", 3),
