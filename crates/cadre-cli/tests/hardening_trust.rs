@@ -426,3 +426,35 @@ rules:
         }
     }
 }
+
+#[tokio::test]
+async fn the_trust_question_lists_the_projects_servers() {
+    if !tmux_available() {
+        return;
+    }
+    let h = Harness::new(ANSWER, Wire::Anthropic).await;
+    h.write(
+        ".cadre/config.toml",
+        "base_url = \"http://127.0.0.1:9\"\n[web_search]\nurl = \"http://127.0.0.1:9\"\n",
+    );
+    let pane = Pane::start(&h, &["--no-tui"]);
+    let screen = pane.wait_text("Trust this folder? [y/N]").await;
+    assert!(
+        screen.contains("base_url (http://127.0.0.1:9/)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("web_search (url = http://127.0.0.1:9/)"),
+        "{screen}"
+    );
+    pane.type_text("n");
+    pane.keys(&["Enter"]);
+    // Untrusted, the session runs on the user's server (the harness's).
+    pane.wait_text("/exit or Ctrl+D to leave").await;
+    pane.type_text("hello");
+    pane.keys(&["Enter"]);
+    pane.wait_text("fine").await;
+    pane.type_text("/exit");
+    pane.keys(&["Enter"]);
+    assert_eq!(pane.exit_status().await, 0);
+}
