@@ -266,19 +266,20 @@ impl Transport<RoleClient> for ChildTransport {
     async fn close(&mut self) -> Result<(), Self::Error> {
         // The MCP way first: stdin closes and the server exits by itself.
         let closed = self.inner.close().await;
-        if let Some(mut child) = self.child.take() {
+        // Dropped midway, the child is killed on drop and its supervisor
+        // stops the group.
+        if let Some(mut child) = self.child.take()
+            && tokio::time::timeout(EXIT_GRACE, child.wait())
+                .await
+                .is_err()
+        {
+            self.signal_group(Signal::SIGTERM);
             if tokio::time::timeout(EXIT_GRACE, child.wait())
                 .await
                 .is_err()
             {
-                self.signal_group(Signal::SIGTERM);
-                if tokio::time::timeout(EXIT_GRACE, child.wait())
-                    .await
-                    .is_err()
-                {
-                    self.signal_group(Signal::SIGKILL);
-                    let _ = child.wait().await;
-                }
+                self.signal_group(Signal::SIGKILL);
+                let _ = child.wait().await;
             }
         }
         closed
