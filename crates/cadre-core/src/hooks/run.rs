@@ -452,7 +452,7 @@ pub(super) mod tests {
         assert_eq!(run.exit_code, Some(0), "stderr: {}", run.stderr);
         assert!(run.stdout.len() < STREAM_CAP + 100, "{}", run.stdout.len());
         assert!(
-            run.stdout.ends_with("[truncated 8951424 bytes]"),
+            run.stdout.ends_with("[truncated 8951451 bytes]"),
             "{}",
             &run.stdout[run.stdout.len() - 60..]
         );

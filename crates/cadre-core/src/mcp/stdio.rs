@@ -455,6 +455,15 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_log_cap_is_8_mib_and_the_line_limit_rmcps_own() {
+        assert_eq!(DEFAULT_LOG_CAP, 8 * 1024 * 1024);
+        assert_eq!(
+            MAX_LINE_BYTES,
+            rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH
+        );
+    }
+
     #[tokio::test]
     async fn lines_within_the_limit_and_long_requests_pass_unchanged() {
         let mut input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n".to_vec();
