@@ -59,6 +59,8 @@ pub struct Runtime {
     pub limits: TurnLimits,
     /// Tool output cap.
     pub output_cap: usize,
+    /// Most bytes a background task's output file keeps.
+    pub task_output_limit: u64,
     /// Session permission policy.
     pub policy: Arc<PermissionPolicy>,
     /// How Bash commands are sandboxed (none where Landlock is missing).
@@ -383,6 +385,13 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         &mcp_log_dir(&home),
         mcp_timeouts(&mut warnings),
     ));
+    if let Some(bytes) = file.limits.mcp_log_max_bytes {
+        mcp.set_log_cap(bytes);
+    }
+    let task_output_limit = file
+        .limits
+        .task_output_max_bytes
+        .unwrap_or(cadre_core::tasks::DEFAULT_OUTPUT_LIMIT);
     Ok(Runtime {
         web,
         skills,
@@ -398,6 +407,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         client,
         limits,
         output_cap,
+        task_output_limit,
         policy,
         sandbox,
         warnings,
@@ -766,6 +776,7 @@ impl Runtime {
         lifetime: Lifetime,
     ) -> Result<(Session, SessionHandle)> {
         let tasks = TaskTable::open(&self.home).await?;
+        tasks.set_output_limit(self.task_output_limit);
         // The servers start with the first session, reported in its events.
         if !self
             .mcp_started

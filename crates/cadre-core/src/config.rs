@@ -75,6 +75,10 @@ pub struct LimitsFile {
     pub max_tool_calls_per_turn: Option<u32>,
     /// Seconds a model stream may stay silent before the try is abandoned and retried.
     pub stream_idle_timeout_s: Option<u64>,
+    /// Most bytes a background task's output file keeps (64 MiB by default).
+    pub task_output_max_bytes: Option<u64>,
+    /// Most bytes an MCP server's stderr log keeps (8 MiB by default).
+    pub mcp_log_max_bytes: Option<u64>,
 }
 
 /// Accepted range of `[limits] stream_idle_timeout_s` (a day at most).
@@ -433,6 +437,21 @@ impl ConfigFile {
             *STREAM_IDLE_TIMEOUT_RANGE.start(),
             *STREAM_IDLE_TIMEOUT_RANGE.end(),
         )?;
+        // Below 1 KiB a file holds little more than its marker line.
+        int(
+            path,
+            "limits.task_output_max_bytes",
+            l.task_output_max_bytes,
+            1024,
+            1 << 40,
+        )?;
+        int(
+            path,
+            "limits.mcp_log_max_bytes",
+            l.mcp_log_max_bytes,
+            1024,
+            1 << 40,
+        )?;
         let s = &self.subagents;
         int(path, "subagents.max_depth", s.max_depth, 1, 3)?;
         int(
@@ -543,7 +562,7 @@ impl ConfigFile {
         self.web_search
             .blocked_domains
             .extend(over.web_search.blocked_domains);
-        take!(self.limits, over.limits; max_requests_per_turn, max_tool_calls_per_turn, stream_idle_timeout_s);
+        take!(self.limits, over.limits; max_requests_per_turn, max_tool_calls_per_turn, stream_idle_timeout_s, task_output_max_bytes, mcp_log_max_bytes);
         take!(self.tools, over.tools; output_cap_bytes);
         take!(self.sandbox, over.sandbox; network);
         take!(

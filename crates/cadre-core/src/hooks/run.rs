@@ -13,7 +13,7 @@ use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 use super::HookCommand;
-use crate::tools::bash::reaper::tie_to_cadre;
+use crate::tools::bash::reaper::tie_tree_to_cadre;
 use crate::tools::bash::{GroupGuard, Output};
 
 /// Bytes kept of each of a hook's stdout and stderr; the rest is read and
@@ -95,9 +95,10 @@ fn build_command(
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     cmd.env("CLAUDE_PROJECT_DIR", project_dir)
         .env("CADRE_PROJECT_DIR", project_dir);
+    // What the hook starts goes with cadre, even in a session of its own.
     // SAFETY: the hook makes only async-signal-safe system calls (see reaper).
     unsafe {
-        cmd.pre_exec(tie_to_cadre());
+        cmd.pre_exec(tie_tree_to_cadre());
     }
     cmd
 }
@@ -451,7 +452,7 @@ pub(super) mod tests {
         assert_eq!(run.exit_code, Some(0), "stderr: {}", run.stderr);
         assert!(run.stdout.len() < STREAM_CAP + 100, "{}", run.stdout.len());
         assert!(
-            run.stdout.ends_with("[truncated 8951424 bytes]"),
+            run.stdout.ends_with("[truncated 8951451 bytes]"),
             "{}",
             &run.stdout[run.stdout.len() - 60..]
         );

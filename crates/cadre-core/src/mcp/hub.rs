@@ -29,6 +29,8 @@ pub struct McpHub {
     cwd: PathBuf,
     log_dir: PathBuf,
     timeouts: McpTimeouts,
+    /// Most bytes each server's log keeps.
+    log_cap: AtomicU64,
 }
 
 impl McpHub {
@@ -55,6 +57,16 @@ impl McpHub {
             cwd: cwd.to_path_buf(),
             log_dir: log_dir.to_path_buf(),
             timeouts,
+            log_cap: AtomicU64::new(super::stdio::DEFAULT_LOG_CAP),
+        }
+    }
+
+    /// Caps what each server's log keeps at `bytes`, for its servers and
+    /// those made later with [`McpHub::dedicated`].
+    pub fn set_log_cap(&self, bytes: u64) {
+        self.log_cap.store(bytes, Ordering::Relaxed);
+        for server in &self.servers {
+            server.set_log_cap(bytes);
         }
     }
 
@@ -132,13 +144,15 @@ impl McpHub {
     /// `mcpServers` entry), not started, with the session's folder, log
     /// folder and timeouts; its tool changes are its own.
     pub fn dedicated(&self, config: ServerConfig) -> Arc<McpServer> {
-        Arc::new(McpServer::new(
+        let server = McpServer::new(
             config,
             &self.cwd,
             &self.log_dir,
             self.timeouts,
             Arc::new(AtomicU64::new(0)),
-        ))
+        );
+        server.set_log_cap(self.log_cap.load(Ordering::Relaxed));
+        Arc::new(server)
     }
 
     /// Closes every connection (stdio servers' processes end).

@@ -6,6 +6,7 @@ pub mod config;
 pub mod content;
 pub mod hub;
 pub mod server;
+pub mod stdio;
 pub mod tool;
 
 pub use config::{McpConfig, McpPaths, ServerConfig, ServerScope, ServerTransport};

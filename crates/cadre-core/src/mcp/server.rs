@@ -11,14 +11,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation};
+use rmcp::service::ClientInitializeError;
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{ServerConfig, ServerTransport};
 use super::content::{McpResult, convert_result};
+use super::stdio::{ChildTransport, DEFAULT_LOG_CAP, StderrTail, TOO_LARGE, copy_stderr};
 use crate::tools::untrusted_text::sanitize_report;
 
 /// Most tools taken from one server: a server listing thousands would fill
@@ -114,6 +115,8 @@ pub struct McpServer {
     restarted: AtomicBool,
     /// Bumped whenever the tools change (ready, relisted, failed).
     generation: Arc<AtomicU64>,
+    /// Most bytes its log keeps.
+    log_cap: AtomicU64,
 }
 
 impl McpServer {
@@ -137,7 +140,18 @@ impl McpServer {
             changed: Arc::new(AtomicBool::new(false)),
             restarted: AtomicBool::new(false),
             generation,
+            log_cap: AtomicU64::new(DEFAULT_LOG_CAP),
         }
+    }
+
+    /// Caps what its log keeps at `bytes` (8 MiB unless set).
+    pub fn set_log_cap(&self, bytes: u64) {
+        self.log_cap.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Where its stderr goes.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
     }
 
     /// Its tools as the agent's tools, when it is ready.
@@ -204,8 +218,14 @@ impl McpServer {
             }
             Ok(Err(e)) => Err(e),
             Err(_) => Err(format!(
-                "it did not answer within {} s (start-up timeout)",
-                self.timeouts.startup.as_secs_f64()
+                "it did not answer within {} s (start-up timeout){}",
+                self.timeouts.startup.as_secs_f64(),
+                match self.config.transport {
+                    ServerTransport::Stdio { .. } => {
+                        format!(" (log: {})", self.log_path.display())
+                    }
+                    ServerTransport::Http { .. } => String::new(),
+                }
             )),
         };
         if let Err(e) = &result {
@@ -230,21 +250,32 @@ impl McpServer {
                     }
                 }
                 cmd.envs(env);
+                cmd.stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .kill_on_drop(true);
                 // Its own process group: a ^C at the terminal is cadre's to handle.
                 cmd.process_group(0);
                 // SAFETY: the hook makes only async-signal-safe system calls (see reaper).
                 unsafe {
-                    cmd.pre_exec(crate::tools::bash::reaper::tie_to_cadre());
+                    cmd.pre_exec(crate::tools::bash::reaper::tie_tree_to_cadre());
                 }
-                let log = self.open_log()?;
-                let (transport, _) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::from(log))
+                let (log, budget) = self.open_log()?;
+                let mut child = cmd
                     .spawn()
                     .map_err(|e| format!("{command} could not start: {e}"))?;
-                listener
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("the MCP handshake failed: {e}"))?
+                let tail = copy_stderr(
+                    child.stderr.take(),
+                    log,
+                    budget,
+                    self.log_cap.load(Ordering::Relaxed),
+                );
+                let transport = ChildTransport::new(child)
+                    .map_err(|e| format!("{command} could not start: {e}"))?;
+                match listener.serve(transport).await {
+                    Ok(conn) => conn,
+                    Err(e) => return Err(self.start_failure(&e, &tail).await),
+                }
             }
             ServerTransport::Http { url, headers } => {
                 use rmcp::transport::StreamableHttpClientTransport;
@@ -272,21 +303,52 @@ impl McpServer {
         Ok((conn, tools))
     }
 
-    fn open_log(&self) -> Result<std::fs::File, String> {
+    /// Its log, open for appending, and how many bytes it may still take:
+    /// a log already at half its cap or more starts again empty, so it
+    /// never holds much more than the cap.
+    fn open_log(&self) -> Result<(std::fs::File, u64), String> {
         if let Some(dir) = self.log_path.parent() {
             let _ = crate::config::ensure_private_dir(dir);
         }
-        OpenOptions::new()
+        let cap = self.log_cap.load(Ordering::Relaxed);
+        let opened = OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
             .open(&self.log_path)
-            .map_err(|e| {
-                format!(
-                    "its log {} could not be opened: {e}",
-                    self.log_path.display()
-                )
-            })
+            .and_then(|f| {
+                let len = f.metadata()?.len();
+                if len >= cap / 2 {
+                    f.set_len(0)?;
+                    return Ok((f, cap));
+                }
+                Ok((f, cap - len))
+            });
+        opened.map_err(|e| {
+            format!(
+                "its log {} could not be opened: {e}",
+                self.log_path.display()
+            )
+        })
+    }
+
+    /// Why a stdio server did not finish its handshake, from what it wrote
+    /// last to stderr, naming its log.
+    async fn start_failure(&self, error: &ClientInitializeError, tail: &StderrTail) -> String {
+        let what = match error {
+            ClientInitializeError::ConnectionClosed(_) => {
+                "it ended before answering the MCP handshake".to_string()
+            }
+            other => format!("the MCP handshake failed: {other}"),
+        };
+        let lines = tail.last_lines(5, Duration::from_secs(1)).await;
+        let said = if lines.is_empty() {
+            String::from("; it wrote nothing to stderr")
+        } else {
+            let text: String = lines.join(" | ").chars().take(600).collect();
+            format!("; its stderr ends: {}", sanitize_report(&text))
+        };
+        format!("{what}{said} (log: {})", self.log_path.display())
     }
 
     async fn list(&self, conn: &Connection) -> Result<Vec<ServerTool>, String> {
@@ -394,6 +456,11 @@ impl McpServer {
                 Ok(v) => convert_result(&v),
                 Err(e) => McpResult::error(format!("the result could not be read: {e}")),
             },
+            Ok(Err(rmcp::ServiceError::McpError(e))) if e.message == TOO_LARGE => {
+                McpResult::error(format!(
+                    "the MCP tool {tool} answered, but the {TOO_LARGE}, more than one reply can carry; ask for less"
+                ))
+            }
             Ok(Err(e)) => {
                 // Its tools stay listed: the next call starts it again.
                 let died = conn.is_closed()

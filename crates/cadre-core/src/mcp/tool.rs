@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::server::{McpServer, ServerTool};
 use crate::model::ToolSpec;
 use crate::permissions::ToolEffect;
-use crate::tools::{Tool, ToolContext, ToolInput, ToolOutput, cap_output};
+use crate::tools::{Tool, ToolContext, ToolInput, ToolOutput};
 
 /// `name` as a `&'static str`: tool names are `'static` in the registry, and
 /// a server's names are few and repeat across refreshes, so each distinct
@@ -81,9 +81,9 @@ impl Tool for McpTool {
                 .server
                 .call(&self.tool.name, input.clone(), &ctx.cancel)
                 .await;
-            let text = cap_output(result.text, ctx.output_cap);
+            // Capped once, with every other result, when the call is finished.
             ToolOutput {
-                content: text,
+                content: result.text,
                 is_error: result.is_error,
                 images: result
                     .images

@@ -16,7 +16,8 @@ pub use status::{
     check_transition,
 };
 pub use table::{
-    BlockingTaskTable, SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable, process_alive,
+    BlockingTaskTable, DEFAULT_OUTPUT_LIMIT, SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable,
+    process_alive,
 };
 
 #[cfg(test)]

@@ -26,6 +26,8 @@ pub const TASK_LOST_ON_STARTUP: &str =
 
 /// How long a statement waits for another process's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default cap on what a task's `output.log` keeps, in bytes.
+pub const DEFAULT_OUTPUT_LIMIT: u64 = 64 * 1024 * 1024;
 
 const COLUMNS: &str = "id, kind, session_id, parent_agent, description, agent_type, name, \
      status, background, created_ms, started_ms, ended_ms, output_path, result_summary, \
@@ -38,6 +40,8 @@ struct TaskDb {
     conn: Connection,
     db_path: PathBuf,
     tasks_dir: PathBuf,
+    /// Most bytes of output a task's `output.log` keeps.
+    output_limit: u64,
 }
 
 /// Work for the table's thread.
@@ -292,6 +296,7 @@ impl TaskDb {
             conn,
             db_path,
             tasks_dir,
+            output_limit: DEFAULT_OUTPUT_LIMIT,
         })
     }
 
@@ -566,10 +571,37 @@ impl TaskDb {
         Ok(row)
     }
 
-    /// Appends `text` to the task's `output.log`.
+    /// Appends `text` to the task's `output.log`, up to its output limit;
+    /// the piece that crosses it is cut, followed by a line saying where
+    /// the log stopped, and later pieces are dropped.
     fn append_output(&self, id: &str, text: &str) -> Result<(), TaskError> {
         let path = self.output_path(id)?;
-        append_to(&path, text)
+        let text = crate::secrets::redact(text);
+        let mut f = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        let len = f.metadata().map_err(io_err(&path))?.len();
+        let room = self.output_limit.saturating_sub(len);
+        if text.len() as u64 <= room {
+            return f.write_all(text.as_bytes()).map_err(io_err(&path));
+        }
+        if len > self.output_limit {
+            // The marker is already there.
+            return Ok(());
+        }
+        let mut end = usize::try_from(room).unwrap_or(usize::MAX).min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let marker = format!(
+            "{}\n[cadre: output stopped at {} bytes; the rest was not kept]\n",
+            &text[..end],
+            self.output_limit
+        );
+        f.write_all(marker.as_bytes()).map_err(io_err(&path))
     }
 
     fn output_path(&self, id: &str) -> Result<PathBuf, TaskError> {
@@ -794,6 +826,12 @@ impl TaskTable {
     /// call made before it and before every call made after it.
     fn queue(&self, f: impl FnOnce(&mut TaskDb) + Send + 'static) {
         let _ = self.jobs.send(Box::new(f));
+    }
+
+    /// Caps what each task's `output.log` keeps at `bytes` from now on
+    /// (64 MiB unless set).
+    pub fn set_output_limit(&self, bytes: u64) {
+        self.queue(move |db| db.output_limit = bytes);
     }
 
     /// The database file.
@@ -1027,6 +1065,11 @@ impl BlockingTaskTable {
     /// See [`TaskTable::record_late_result`].
     pub fn record_late_result(&self, id: &str, text: &str) -> Result<(), TaskError> {
         wait(self.0.record_late_result(id, text))
+    }
+
+    /// See [`TaskTable::set_output_limit`].
+    pub fn set_output_limit(&self, bytes: u64) {
+        self.0.set_output_limit(bytes);
     }
 
     /// See [`TaskTable::append_output`].

@@ -658,3 +658,20 @@ async fn queued_output_lands_in_order_before_later_calls() {
     let stored = t.get(&row.id).await.unwrap();
     assert_eq!((stored.pgid, stored.pgid_start), (Some(4242), Some(7)));
 }
+
+#[test]
+fn output_stops_at_the_limit_with_a_marker_line_and_the_default_is_64_mib() {
+    assert_eq!(DEFAULT_OUTPUT_LIMIT, 64 * 1024 * 1024);
+    let dir = tempfile::tempdir().unwrap();
+    let t = BlockingTaskTable::open(dir.path()).unwrap();
+    let row = t.create(new_task("noisy")).unwrap();
+    t.set_output_limit(10);
+    t.append_output(&row.id, "12345").unwrap();
+    t.append_output(&row.id, "67890abc").unwrap();
+    t.append_output(&row.id, "more").unwrap();
+    let log = std::fs::read_to_string(&row.output_path).unwrap();
+    assert_eq!(
+        log,
+        "1234567890\n[cadre: output stopped at 10 bytes; the rest was not kept]\n"
+    );
+}

@@ -198,10 +198,8 @@ impl Output {
     pub(crate) fn text(&self) -> String {
         let mut text = String::from_utf8_lossy(&self.kept).into_owned();
         if self.dropped > 0 {
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text.push_str(&format!("[truncated {} bytes]", self.dropped));
+            // The marker fits in the cap, so the result is not cut again.
+            text = super::cut_with_marker(&text, self.dropped, self.cap);
         } else {
             while text.ends_with('\n') {
                 text.pop();
@@ -635,9 +633,9 @@ mod tests {
         )
         .await;
         assert!(!out.is_error, "{}", &out.content[..100]);
-        assert!(out.content.len() < 1100, "{}", out.content.len());
+        assert!(out.content.len() <= 1000, "{}", out.content.len());
         assert!(
-            out.content.ends_with("[truncated 4999005 bytes]"),
+            out.content.ends_with("[truncated 4999031 bytes]"),
             "{}",
             out.content
         );

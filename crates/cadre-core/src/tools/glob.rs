@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::util::{self, SearchScope, display_path};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, cap_output, input_schema, parse_args};
+use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 use crate::permissions::glob_plan;
 
 /// Most paths returned.
@@ -89,7 +89,6 @@ impl Tool for GlobTool {
             }
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
-            let cap = ctx.output_cap;
             let scope = SearchScope::new(ctx, "Glob", root);
             util::blocking(move || {
                 let mut found = match walk(&scope, &matcher, &cancel) {
@@ -113,7 +112,8 @@ impl Tool for GlobTool {
                          modified; narrow the pattern or path]"
                     ));
                 }
-                ToolOutput::ok(cap_output(out, cap))
+                // Capped once, with every other result, when the call is finished.
+                ToolOutput::ok(out)
             })
             .await
         })

@@ -417,19 +417,30 @@ pub(crate) fn object(v: Value) -> ToolInput {
 }
 
 /// Cuts `text` to at most `cap` bytes on a UTF-8 boundary, appending
-/// `[truncated N bytes]` when anything was dropped.
+/// `[truncated N bytes]` when anything was dropped; the marker fits within
+/// `cap` too, so capping again at the same cap changes nothing.
 pub fn cap_output(text: String, cap: usize) -> String {
     if text.len() <= cap {
         return text;
     }
-    let mut end = cap;
+    cut_with_marker(&text, 0, cap)
+}
+
+/// `text` cut so that it and its `[truncated N bytes]` marker fit in `cap`
+/// bytes (when `cap` has room for the marker); `already_dropped` bytes were
+/// dropped before `text` was kept and count in N.
+pub(crate) fn cut_with_marker(text: &str, already_dropped: u64, cap: usize) -> String {
+    let total = text.len() as u64 + already_dropped;
+    // N has at most as many digits as the total.
+    let marker_room = "\n[truncated  bytes]".len() + total.to_string().len();
+    let mut end = cap.saturating_sub(marker_room).min(text.len());
     while end > 0 && !text.is_char_boundary(end) {
         end -= 1;
     }
-    let dropped = text.len() - end;
-    let mut out = String::with_capacity(end + 32);
+    let dropped = total - end as u64;
+    let mut out = String::with_capacity(end + marker_room);
     out.push_str(&text[..end]);
-    if !out.ends_with('\n') {
+    if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
     out.push_str(&format!("[truncated {dropped} bytes]"));
@@ -522,10 +533,25 @@ mod tests {
 
     #[test]
     fn cap_output_cuts_on_char_boundary_with_marker() {
-        let text = "é".repeat(10); // 20 bytes
-        let out = cap_output(text, 5);
-        assert!(out.starts_with("éé\n"));
-        assert!(out.ends_with("[truncated 16 bytes]"));
+        let text = "é".repeat(20); // 40 bytes
+        let out = cap_output(text, 27);
+        // 21 bytes of marker room leave 6 bytes: three characters.
+        assert_eq!(out, "ééé\n[truncated 34 bytes]");
+        assert!(out.len() <= 27);
+    }
+
+    #[test]
+    fn capping_twice_keeps_one_marker_with_the_first_count() {
+        let text = "x".repeat(205_000);
+        let once = cap_output(text, DEFAULT_OUTPUT_CAP);
+        assert!(once.len() <= DEFAULT_OUTPUT_CAP, "{}", once.len());
+        let kept = once.bytes().take_while(|b| *b == b'x').count();
+        assert!(
+            once.ends_with(&format!("\n[truncated {} bytes]", 205_000 - kept)),
+            "{}",
+            &once[kept..]
+        );
+        assert_eq!(cap_output(once.clone(), DEFAULT_OUTPUT_CAP), once);
     }
 
     #[test]
