@@ -1082,6 +1082,11 @@ impl BlockingTaskTable {
         wait(self.0.progress(id, tool_calls, tokens))
     }
 
+    /// See [`TaskTable::set_background`].
+    pub fn set_background(&self, id: &str) -> Result<(), TaskError> {
+        wait(self.0.set_background(id))
+    }
+
     /// See [`TaskTable::set_owner_pid`].
     pub fn set_owner_pid(&self, id: &str, pid: u32) -> Result<(), TaskError> {
         wait(self.0.set_owner_pid(id, pid))

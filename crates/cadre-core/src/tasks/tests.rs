@@ -163,6 +163,14 @@ fn create_get_and_list_newest_first_with_filters() {
         t.progress("t-nope", 1, 1),
         Err(TaskError::NotFound(_))
     ));
+    // A foreground task moved to the background says so from then on.
+    assert!(!t.get(&b.id).unwrap().background);
+    t.set_background(&b.id).unwrap();
+    assert!(t.get(&b.id).unwrap().background);
+    assert!(matches!(
+        t.set_background("t-nope"),
+        Err(TaskError::NotFound(_))
+    ));
 }
 
 #[test]
