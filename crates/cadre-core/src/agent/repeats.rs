@@ -140,11 +140,11 @@ mod tests {
         results[2] = result("ok", false);
         assert_eq!(r.observe(&calls, &results), Repeats::None);
         assert_eq!(
-            r.observe(&[c.clone()], &[result("another error", true)]),
+            r.observe(std::slice::from_ref(&c), &[result("another error", true)]),
             Repeats::None
         );
         assert_eq!(
-            r.observe(&[call(r#"{"file_path": "b"}"#)], &[e.clone()]),
+            r.observe(&[call(r#"{"file_path": "b"}"#)], std::slice::from_ref(&e)),
             Repeats::None
         );
     }

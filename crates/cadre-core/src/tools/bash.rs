@@ -704,7 +704,10 @@ mod tests {
             );
             let map = input.as_object().cloned().unwrap_or_default();
             let refused = BashTool::default().validate(&map).unwrap_err();
-            assert!(refused.content.contains("between 1 and 600000"), "{refused:?}");
+            assert!(
+                refused.content.contains("between 1 and 600000"),
+                "{refused:?}"
+            );
         }
         let out = run_tool(&ctx, json!({"command": "echo ok", "timeout": 600_000})).await;
         assert_eq!(out.content, "ok");
