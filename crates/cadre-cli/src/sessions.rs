@@ -263,7 +263,10 @@ fn write_record(out: &mut impl Write, r: &LogRecord) -> std::io::Result<()> {
                 .unwrap_or_default();
             writeln!(out, "  ← {status}: {}", first_line(content, 100))
         }
-        RecordBody::TurnEnd { status } => writeln!(out, "  · turn ended ({status})"),
+        RecordBody::TurnEnd { status, reason } => match reason {
+            Some(reason) => writeln!(out, "  · turn ended ({status}): {reason}"),
+            None => writeln!(out, "  · turn ended ({status})"),
+        },
         RecordBody::Rewind { messages, .. } => writeln!(
             out,
             "\n──── went back {} UTC: the conversation continues from its first {messages} message(s)",

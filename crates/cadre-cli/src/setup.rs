@@ -44,6 +44,9 @@ use crate::{AgentArgs, ModelArgs, PermissionArgs, UsageError};
 const MAX_ATTEMPTS: u32 = 6;
 /// Seconds of silence from the model server before a try is abandoned (as Codex's `stream_idle_timeout`).
 const DEFAULT_STREAM_IDLE_TIMEOUT_S: u64 = 300;
+/// Seconds one model request may take, every try and wait included: a dead
+/// server fails a headless run in minutes, not tries × idle timeout.
+const DEFAULT_REQUEST_DEADLINE_S: u64 = 600;
 /// Output tokens per request when config says nothing.
 const DEFAULT_MAX_TOKENS: u32 = 8192;
 
@@ -99,11 +102,13 @@ pub struct Runtime {
 /// configuration's `[models.<provider>.<id>]` entries and `[context]` settings.
 fn context_policy(settings: &Settings, client: &ModelClient) -> ContextPolicy {
     let config = client.config();
-    let mut policy = ContextPolicy::new(
-        Arc::new(settings.model_table()),
-        config.provider,
-        &config.model,
-    );
+    let mut table = settings.model_table();
+    if !client.is_provider_api() {
+        // A server other than the provider's own (a local one, a proxy)
+        // bills nothing cadre knows: only configured prices hold there.
+        table = table.without_builtin_prices();
+    }
+    let mut policy = ContextPolicy::new(Arc::new(table), config.provider, &config.model);
     policy.auto_compact_percent = settings.auto_compact_percent();
     policy
 }
@@ -123,10 +128,11 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         // `--trust` also approves instruction imports from outside the project.
         cadre_core::instructions::approve_outside_imports_for_this_run();
     }
-    let settings = Settings::load_with(&settings_paths(&home, &cwd, trusted))?;
+    let mut settings = Settings::load_with(&settings_paths(&home, &cwd, trusted))?;
     warnings.extend(settings.warnings.iter().cloned());
     warnings.extend(read_project_instructions(&cwd).1);
-    let file = &settings.file;
+    // A copy: `settings` learns the endpoint below, while this is still read.
+    let file = &settings.file.clone();
 
     // A project file may not pick the provider, and so the key, for a server
     // the user chose (their base URL may serve the other provider, and would
@@ -190,6 +196,9 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             .clone()
             .unwrap_or_else(|| provider.default_model().to_string()),
     };
+    // OpenAI's built-in aliases and every built-in price hold only at the
+    // provider's own API, not at a local server or a proxy.
+    settings.custom_endpoint = !cadre_core::model::is_provider_api(provider, &base_url);
     let model = settings.resolve_model(provider, &model_name);
     let api_key = crate::keys::key(provider.key_env());
 
@@ -204,6 +213,11 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             file.limits
                 .stream_idle_timeout_s
                 .unwrap_or(DEFAULT_STREAM_IDLE_TIMEOUT_S),
+        ),
+        request_deadline: Duration::from_secs(
+            file.limits
+                .request_deadline_s
+                .unwrap_or(DEFAULT_REQUEST_DEADLINE_S),
         ),
     })?;
     let defaults = TurnLimits::default();

@@ -79,10 +79,15 @@ pub struct LimitsFile {
     pub task_output_max_bytes: Option<u64>,
     /// Most bytes an MCP server's stderr log keeps (8 MiB by default).
     pub mcp_log_max_bytes: Option<u64>,
+    /// Seconds one model request may take, every try and wait included.
+    pub request_deadline_s: Option<u64>,
 }
 
 /// Accepted range of `[limits] stream_idle_timeout_s` (a day at most).
 pub const STREAM_IDLE_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=86_400;
+
+/// Accepted range of `[limits] request_deadline_s` (a day at most).
+pub const REQUEST_DEADLINE_RANGE: std::ops::RangeInclusive<u64> = 1..=86_400;
 
 /// Tool settings in config.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -452,6 +457,13 @@ impl ConfigFile {
             1024,
             1 << 40,
         )?;
+        int(
+            path,
+            "limits.request_deadline_s",
+            l.request_deadline_s,
+            *REQUEST_DEADLINE_RANGE.start(),
+            *REQUEST_DEADLINE_RANGE.end(),
+        )?;
         let s = &self.subagents;
         int(path, "subagents.max_depth", s.max_depth, 1, 3)?;
         int(
@@ -562,7 +574,7 @@ impl ConfigFile {
         self.web_search
             .blocked_domains
             .extend(over.web_search.blocked_domains);
-        take!(self.limits, over.limits; max_requests_per_turn, max_tool_calls_per_turn, stream_idle_timeout_s, task_output_max_bytes, mcp_log_max_bytes);
+        take!(self.limits, over.limits; max_requests_per_turn, max_tool_calls_per_turn, stream_idle_timeout_s, task_output_max_bytes, mcp_log_max_bytes, request_deadline_s);
         take!(self.tools, over.tools; output_cap_bytes);
         take!(self.sandbox, over.sandbox; network);
         take!(
@@ -636,6 +648,20 @@ pub struct Settings {
     pub project_trusted: bool,
     /// Project entries held back because the folder is not trusted (also in `ignored`).
     pub needs_trust: Vec<IgnoredEntry>,
+    /// The session talks to a server other than its provider's own API (a
+    /// local server, a proxy): built-in aliases that name a hosted model of
+    /// that provider do not apply there (see [`Settings::model_alias`]).
+    pub custom_endpoint: bool,
+}
+
+/// What a model name stands for (see [`Settings::model_alias`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelName {
+    /// This model id.
+    Id(String),
+    /// An alias with no mapping for this provider and endpoint: the name of
+    /// no model it serves.
+    Unmapped(String),
 }
 
 /// A JSON settings file as loaded.
@@ -776,6 +802,8 @@ impl Settings {
             project_trusted: trusted,
             ignored: needs_trust.clone(),
             needs_trust,
+            // Known once the endpoint is (see `model_alias`).
+            custom_endpoint: false,
         })
     }
 
@@ -1074,24 +1102,44 @@ impl Settings {
     }
 
     /// Resolves a model alias (`sonnet`, `opus`, `haiku`) for `provider`
-    /// through `[models.<provider>]`, then built-in defaults; other names pass through.
+    /// through `[models.<provider>]`, then built-in defaults; other names,
+    /// and an alias with no mapping here, pass through as they are.
     pub fn resolve_model(&self, provider: Provider, name: &str) -> String {
+        match self.model_alias(provider, name) {
+            ModelName::Id(id) | ModelName::Unmapped(id) => id,
+        }
+    }
+
+    /// What `name` stands for with `provider` at this session's endpoint:
+    /// `[models.<provider>]` first, then the built-in aliases. The Claude
+    /// aliases name Claude models, which every Anthropic-wire server takes
+    /// (as Claude Code sends them to any base URL); the OpenAI ones name
+    /// OpenAI's hosted models, so they hold only at OpenAI's own API, and
+    /// elsewhere (a local server) the alias is [`ModelName::Unmapped`].
+    pub fn model_alias(&self, provider: Provider, name: &str) -> ModelName {
         if let Some(ModelEntry::Alias(id)) = self
             .file
             .models
             .get(provider.as_str())
             .and_then(|m| m.get(name))
         {
-            return id.clone();
+            return ModelName::Id(id.clone());
         }
-        match (provider, name) {
-            (Provider::Anthropic, "sonnet") => "claude-sonnet-4-5".into(),
-            (Provider::Anthropic, "opus") => "claude-opus-4-1".into(),
-            (Provider::Anthropic, "haiku") => "claude-haiku-4-5".into(),
-            (Provider::Anthropic, "fable") => "claude-fable-5-2".into(),
-            (Provider::OpenAI, "sonnet" | "opus") => "gpt-4.1".into(),
-            (Provider::OpenAI, "haiku") => "gpt-4.1-mini".into(),
-            (_, other) => other.to_string(),
+        let builtin = match (provider, name) {
+            (Provider::Anthropic, "sonnet") => Some("claude-sonnet-4-5"),
+            (Provider::Anthropic, "opus") => Some("claude-opus-4-1"),
+            (Provider::Anthropic, "haiku") => Some("claude-haiku-4-5"),
+            (Provider::Anthropic, "fable") => Some("claude-fable-5-2"),
+            (Provider::OpenAI, "sonnet" | "opus") => Some("gpt-4.1"),
+            (Provider::OpenAI, "haiku") => Some("gpt-4.1-mini"),
+            _ => None,
+        };
+        match builtin {
+            Some(_) if provider == Provider::OpenAI && self.custom_endpoint => {
+                ModelName::Unmapped(name.to_string())
+            }
+            Some(id) => ModelName::Id(id.to_string()),
+            None => ModelName::Id(name.to_string()),
         }
     }
 
@@ -1370,6 +1418,16 @@ mod tests {
         std::fs::write(&path, "[limits]\nstream_idle_timeout_s = 5\n").unwrap();
         let s = Settings::load(home.path(), home.path()).unwrap();
         assert_eq!(s.file.limits.stream_idle_timeout_s, Some(5));
+        for bad in ["0", "86401"] {
+            std::fs::write(&path, format!("[limits]\nrequest_deadline_s = {bad}\n")).unwrap();
+            let err = Settings::load(home.path(), home.path())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("limits.request_deadline_s"), "{err}");
+        }
+        std::fs::write(&path, "[limits]\nrequest_deadline_s = 30\n").unwrap();
+        let s = Settings::load(home.path(), home.path()).unwrap();
+        assert_eq!(s.file.limits.request_deadline_s, Some(30));
     }
 
     #[test]
@@ -1382,6 +1440,24 @@ mod tests {
             .insert("sonnet".into(), ModelEntry::Alias("qwen".into()));
         assert_eq!(s.resolve_model(Provider::OpenAI, "sonnet"), "qwen");
         assert_eq!(s.resolve_model(Provider::Anthropic, "x-1"), "x-1");
+        assert_eq!(
+            s.model_alias(Provider::OpenAI, "opus"),
+            ModelName::Id("gpt-4.1".into())
+        );
+        // At a local server only the user's own mapping holds.
+        s.custom_endpoint = true;
+        assert_eq!(
+            s.model_alias(Provider::OpenAI, "opus"),
+            ModelName::Unmapped("opus".into())
+        );
+        assert_eq!(
+            s.model_alias(Provider::OpenAI, "sonnet"),
+            ModelName::Id("qwen".into())
+        );
+        assert_eq!(
+            s.model_alias(Provider::Anthropic, "opus"),
+            ModelName::Id("claude-opus-4-1".into())
+        );
     }
 
     fn load_user(text: &str) -> Result<Settings, ConfigError> {

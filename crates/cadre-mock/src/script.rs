@@ -187,6 +187,10 @@ pub struct Failure {
     pub error_type: Option<String>,
     /// Serve status 200 and the first stream event, then one `data:` line of N bytes.
     pub oversized_event_bytes: Option<usize>,
+    /// Serve status 200 and the first N stream events, then only `event: ping` events, forever.
+    pub ping_after_events: Option<usize>,
+    /// With `ping_after_events`: milliseconds between pings (default 100).
+    pub ping_every_ms: Option<u64>,
 }
 
 impl Reply {
@@ -242,6 +246,7 @@ impl Failure {
             || self.stall_after_events.is_some()
             || self.error_after_events.is_some()
             || self.oversized_event_bytes.is_some()
+            || self.ping_after_events.is_some()
     }
 }
 
@@ -302,11 +307,13 @@ impl Script {
                         f.stall_after_events.is_some(),
                         f.error_after_events.is_some(),
                         f.oversized_event_bytes.is_some(),
+                        f.ping_after_events.is_some(),
                     ];
                     if kinds.iter().filter(|k| **k).count() > 1 {
                         return bad(format!(
                             "{at}: {key} takes one of status, stall, cut_after_bytes, \
-                             stall_after_events, error_after_events, oversized_event_bytes"
+                             stall_after_events, error_after_events, oversized_event_bytes, \
+                             ping_after_events"
                         ));
                     }
                     if f.error_type.is_some() && f.error_after_events.is_none() {
@@ -316,6 +323,12 @@ impl Script {
                         && !(100..=999).contains(&s)
                     {
                         return bad(format!("{at}: {key} status {s} is not a valid HTTP status"));
+                    }
+                    if f.ping_every_ms.is_some() && f.ping_after_events.is_none() {
+                        return bad(format!("{at}: {key}.ping_every_ms needs ping_after_events"));
+                    }
+                    if f.ping_every_ms == Some(0) {
+                        return bad(format!("{at}: {key}.ping_every_ms must be > 0"));
                     }
                     if f.cut_abort && f.cut_after_bytes.is_none() {
                         return bad(format!("{at}: {key}.cut_abort needs cut_after_bytes"));

@@ -497,10 +497,17 @@ async fn handle(
         pieces = truncate(pieces, limit);
     }
     let mut stall_at_end = false;
+    let mut pings: Option<Duration> = None;
     if let (true, Some(f)) = (streaming, failure) {
         if let Some(k) = f.stall_after_events {
             pieces.truncate(k);
             stall_at_end = true;
+        }
+        if let Some(k) = f.ping_after_events {
+            pieces.truncate(k);
+            pings = Some(Duration::from_millis(
+                f.ping_every_ms.unwrap_or(DEFAULT_PING_EVERY_MS),
+            ));
         }
         if let Some(k) = f.error_after_events {
             pieces.truncate(k);
@@ -528,6 +535,7 @@ async fn handle(
     let plain = !streaming
         && cut.is_none()
         && !stall_at_end
+        && pings.is_none()
         && reply.chunk_bytes.is_none()
         && reply.chunk_delay_ms == 0;
     let body = if plain {
@@ -541,6 +549,7 @@ async fn handle(
             Duration::from_millis(reply.chunk_delay_ms),
             abort,
             stall_at_end,
+            pings,
         ))
     };
     let mut resp = with_headers(Response::new(body), wire, n, content_type);
@@ -589,12 +598,17 @@ fn rechunk(pieces: Vec<Bytes>, size: usize) -> Vec<Bytes> {
         .collect()
 }
 
+/// Milliseconds between pings of `ping_after_events` when `ping_every_ms` is not given.
+const DEFAULT_PING_EVERY_MS: u64 = 100;
+
 struct StreamState {
     pieces: VecDeque<Bytes>,
     guard: RecordGuard,
     delay: Duration,
     abort: bool,
     stall: bool,
+    /// After the pieces: a ping at this interval, until the client goes away.
+    pings: Option<Duration>,
     first: bool,
 }
 
@@ -604,6 +618,7 @@ fn body_stream(
     delay: Duration,
     abort: bool,
     stall: bool,
+    pings: Option<Duration>,
 ) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
     let state = StreamState {
         pieces: pieces.into(),
@@ -611,6 +626,7 @@ fn body_stream(
         delay,
         abort,
         stall,
+        pings,
         first: true,
     };
     futures::stream::unfold(state, |mut st| async move {
@@ -624,6 +640,12 @@ fn body_stream(
         st.first = false;
         match st.pieces.pop_front() {
             Some(p) => Some((Ok(p), st)),
+            None if st.pings.is_some() => {
+                // The record is written when the client goes away.
+                let every = st.pings.unwrap_or_default();
+                tokio::time::sleep(every).await;
+                Some((Ok(wire::ping_event()), st))
+            }
             None if st.stall => {
                 // Keep the connection open and silent; the record is written
                 // when the client goes away and this stream is dropped.

@@ -405,6 +405,12 @@ fn openai_events(reply: &Reply, ctx: &Ctx) -> Vec<Bytes> {
 /// An error event sent in the middle of a stream, as the servers send them:
 /// Anthropic's `event: error`, and llama.cpp's `data: {"error": {…}}` on the
 /// OpenAI wire (e.g. `server_error` when a model's tool call cannot be parsed).
+/// A keep-alive `event: ping` as Anthropic sends it; sent the same way on
+/// the OpenAI wire (as some proxies do). It carries no reply content.
+pub fn ping_event() -> Bytes {
+    anthropic_event("ping", json!({"type": "ping"}))
+}
+
 pub fn stream_error_event(wire: Wire, kind: Option<&str>, message: &str) -> Bytes {
     match wire {
         Wire::Anthropic => anthropic_event(

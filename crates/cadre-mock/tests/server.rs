@@ -731,6 +731,42 @@ rules:
 }
 
 #[tokio::test]
+async fn ping_after_events_sends_only_pings_after_the_first_events() {
+    let script = r#"
+rules:
+  - replies:
+      - text: "Never sent whole."
+        fail: { ping_after_events: 1, ping_every_ms: 10 }
+"#;
+    let server = MockServer::start(script, None).await.unwrap();
+    for (path, body) in [
+        ("/v1/messages", anthropic_req("x", 0, true)),
+        ("/v1/chat/completions", openai_req("x", 0, true)),
+    ] {
+        let r = post(&server, path, &body).await;
+        assert_eq!(r.status(), 200);
+        let mut stream = r.bytes_stream();
+        let mut got = String::new();
+        while got.matches("event: ping").count() < 5 {
+            let b = stream.next().await.unwrap().unwrap();
+            got.push_str(&String::from_utf8_lossy(&b));
+        }
+        let events = parse_sse(&got);
+        // The first event, then pings alone: no text, no end of message.
+        assert!(events[1..].iter().all(|(name, data)| name.as_deref() == Some("ping")
+            && data == r#"{"type":"ping"}"#), "{path}: {events:?}");
+        assert!(!got.contains("Never sent"), "{got}");
+    }
+    assert!(
+        cadre_mock::parse_script(
+            "rules:\n  - replies:\n      - text: x\n        fail: { ping_every_ms: 5 }\n"
+        )
+        .is_err(),
+        "ping_every_ms alone is refused"
+    );
+}
+
+#[tokio::test]
 async fn an_empty_tool_call_id_is_left_out_on_the_openai_wire() {
     let script = r#"
 rules:

@@ -227,6 +227,12 @@ impl Agent {
     ) -> Result<ToolOutput, LogFailure> {
         let (tool_name, input) = self.begin_call(call);
         let started = Instant::now();
+        // Checked before anything decides on the call: an invalid one gets its
+        // argument error, never a hook's verdict, a denial or a question.
+        let input = match (self.tools.get(&call.name), input) {
+            (Some(tool), Ok(input)) => tool.validate(&input).map(|()| input),
+            (_, input) => input,
+        };
         let (output, status) = match (self.tools.get(&call.name), input) {
             _ if cancel.is_cancelled() => (
                 ToolOutput::error("not run: interrupted by the user"),
@@ -247,44 +253,48 @@ impl Agent {
                 .await
             {
                 Err(reason) => self.denied(call, &tool_name, reason),
-                Ok((hooked, verdict)) => {
-                    let updated = hooked != input;
-                    let input = hooked;
-                    // Resolved with the same function the policy uses, at the same moment.
-                    let decided =
-                        crate::permissions::decided_path(&tool_name, &input, &self.ctx.cwd);
-                    match self
-                        .permit(
-                            &tool_name,
-                            tool.effect(),
-                            &input,
-                            decided.as_deref(),
-                            verdict,
-                            cancel,
-                        )
-                        .await
-                    {
-                        Err(reason) => self.denied(call, &tool_name, reason),
-                        Ok(()) => {
-                            self.write_log(RecordBody::ToolStart {
-                                call_id: call.id.clone(),
-                                tool: tool_name.clone(),
-                                input: logged_input(call, updated.then_some(&input)),
-                            })
-                            .await?;
-                            let mut ctx = self.ctx.clone();
-                            ctx.cancel = cancel.child_token();
-                            ctx.decided_path = decided;
-                            // WebFetch's summary goes through this agent's client.
-                            ctx.caller = Some(Arc::new(self.caller()));
-                            let output = tool.execute(&ctx, &input).await;
-                            let output = self
-                                .post_tool_use(call, &tool_name, &input, output, cancel)
-                                .await;
-                            Self::ran(output)
+                // Arguments a hook rewrote are checked as the model's were.
+                Ok((hooked, verdict)) => match rewritten_invalid(tool.as_ref(), &input, &hooked) {
+                    Some(out) => (out, CallStatus::Error),
+                    None => {
+                        let updated = hooked != input;
+                        let input = hooked;
+                        // Resolved with the same function the policy uses, at the same moment.
+                        let decided =
+                            crate::permissions::decided_path(&tool_name, &input, &self.ctx.cwd);
+                        match self
+                            .permit(
+                                &tool_name,
+                                tool.effect(),
+                                &input,
+                                decided.as_deref(),
+                                verdict,
+                                cancel,
+                            )
+                            .await
+                        {
+                            Err(reason) => self.denied(call, &tool_name, reason),
+                            Ok(()) => {
+                                self.write_log(RecordBody::ToolStart {
+                                    call_id: call.id.clone(),
+                                    tool: tool_name.clone(),
+                                    input: logged_input(call, updated.then_some(&input)),
+                                })
+                                .await?;
+                                let mut ctx = self.ctx.clone();
+                                ctx.cancel = cancel.child_token();
+                                ctx.decided_path = decided;
+                                // WebFetch's summary goes through this agent's client.
+                                ctx.caller = Some(Arc::new(self.caller()));
+                                let output = tool.execute(&ctx, &input).await;
+                                let output = self
+                                    .post_tool_use(call, &tool_name, &input, output, cancel)
+                                    .await;
+                                Self::ran(output)
+                            }
                         }
                     }
-                }
+                },
             },
         };
         self.finish_call(call, tool_name, output, status, started)
@@ -325,8 +335,14 @@ impl Agent {
         let mut ctx = self.ctx.clone();
         ctx.cancel = cancel.child_token();
         ctx.caller = Some(Arc::new(self.caller()));
-        let begun: Vec<(String, Result<ToolInput, ToolOutput>)> =
-            calls.iter().map(|c| self.begin_call(c)).collect();
+        // Arguments are checked before the tool admits or anything decides.
+        let begun: Vec<(String, Result<ToolInput, ToolOutput>)> = calls
+            .iter()
+            .map(|c| {
+                let (name, input) = self.begin_call(c);
+                (name, input.and_then(|i| tool.validate(&i).map(|()| i)))
+            })
+            .collect();
         let mut outcome: Vec<Option<(ToolOutput, CallStatus)>> = vec![None; calls.len()];
         // The calls whose arguments parsed, in order, with their slot.
         let (mut slots, mut inputs): (Vec<usize>, Vec<ToolInput>) = begun
@@ -368,6 +384,11 @@ impl Agent {
                     continue;
                 }
                 Ok((hooked, verdict)) => {
+                    // Arguments a hook rewrote are checked as the model's were.
+                    if let Some(out) = rewritten_invalid(tool, &input, &hooked) {
+                        outcome[k] = Some((out, CallStatus::Error));
+                        continue;
+                    }
                     let updated = hooked != input;
                     ((hooked, updated), verdict)
                 }
@@ -438,6 +459,14 @@ impl Agent {
         }
         results
     }
+}
+
+/// The argument error of `after`, when a PreToolUse hook rewrote `before`
+/// into arguments the tool refuses.
+fn rewritten_invalid(tool: &dyn Tool, before: &ToolInput, after: &ToolInput) -> Option<ToolOutput> {
+    (before != after)
+        .then(|| tool.validate(after).err())
+        .flatten()
 }
 
 /// A call's arguments as events show them: the parsed object, or the raw

@@ -12,6 +12,7 @@ mod dispatch;
 mod hooks;
 mod permission;
 mod prompt;
+mod repeats;
 mod rewind;
 mod summary;
 mod turn;

@@ -3,6 +3,7 @@
 //! without tools or a limit stops it.
 
 use super::compact::{CompactError, Compacted};
+use super::repeats::{RepeatedFailures, Repeats};
 use super::{Agent, LogFailure, TurnOutcome, UNREAD_REMINDER_EVERY};
 use crate::context::{self, CONTINUE_AFTER_CUT};
 use crate::mcp::MCP_TOOL_PREFIX;
@@ -274,7 +275,9 @@ impl Agent {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        if let Err(LogFailure(e)) = self.write_log(RecordBody::TurnEnd { status }).await
+        // A turn that did not complete says why in the log too.
+        let reason = outcome.error.clone();
+        if let Err(LogFailure(e)) = self.write_log(RecordBody::TurnEnd { status, reason }).await
             && outcome.error.is_none()
         {
             outcome.status = TurnStatus::Failed;
@@ -394,6 +397,8 @@ impl Agent {
         let mut stop_blocks = 0;
         // Times the provider paused its own tool loop this turn.
         let mut pauses = 0u32;
+        // The same call failing the same way, reply after reply.
+        let mut repeated = RepeatedFailures::default();
         loop {
             if out.requests >= self.limits.max_requests {
                 out.status = TurnStatus::LimitReached;
@@ -581,6 +586,7 @@ impl Agent {
             out.tool_calls += run.len() as u32;
             let (mut results, log_failure) = self.run_tools(run, cancel).await;
             self.record_progress(out.tool_calls).await;
+            let repeats = repeated.observe(run, &results);
             for call in refused {
                 results.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),
@@ -595,6 +601,22 @@ impl Agent {
             });
             if let Some(LogFailure(e)) = log_failure {
                 return out.failed_on_log(e);
+            }
+            // Told after the results, in the same user message (and the log).
+            let (note, stop) = match repeats {
+                Repeats::None => (None, None),
+                Repeats::Tell(note) => (Some(note), None),
+                Repeats::Stop { note, error } => (Some(note), Some(error)),
+            };
+            if let Some(note) = note
+                && let Err(LogFailure(e)) = self.log_user_text(note).await
+            {
+                return out.failed_on_log(e);
+            }
+            if let Some(error) = stop {
+                out.status = TurnStatus::LimitReached;
+                out.error = Some(error);
+                return out;
             }
             if cancel.is_cancelled() {
                 out.status = TurnStatus::Interrupted;

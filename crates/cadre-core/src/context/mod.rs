@@ -65,9 +65,18 @@ pub struct ModelOverride {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelTable {
     configured: BTreeMap<(Provider, String), ModelOverride>,
+    /// Built-in prices are left out: only configured ones hold.
+    no_builtin_prices: bool,
 }
 
 impl ModelTable {
+    /// The same table with only configured prices (for an endpoint other
+    /// than the provider's own API, whose bill cadre cannot know).
+    pub fn without_builtin_prices(mut self) -> ModelTable {
+        self.no_builtin_prices = true;
+        self
+    }
+
     /// Sets what the configuration says of `model`.
     pub fn set(&mut self, provider: Provider, model: &str, entry: ModelOverride) {
         self.configured.insert((provider, model.to_string()), entry);
@@ -75,7 +84,10 @@ impl ModelTable {
 
     /// The profile of `model`: configured values first, then built-in ones.
     pub fn profile(&self, provider: Provider, model: &str) -> ModelProfile {
-        let builtin = ModelProfile::builtin(provider, model);
+        let mut builtin = ModelProfile::builtin(provider, model);
+        if self.no_builtin_prices {
+            builtin.prices = None;
+        }
         match self.configured.get(&(provider, model.to_string())) {
             Some(o) => ModelProfile {
                 context_window: o.context_window.unwrap_or(builtin.context_window),

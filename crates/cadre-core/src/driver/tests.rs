@@ -76,6 +76,7 @@ async fn start_in(
         // One try: a failure reaches the session, whose retries are tested.
         max_attempts: 1,
         stream_idle_timeout: Duration::from_secs(60),
+        request_deadline: Duration::from_secs(600),
     })
     .unwrap();
     let policy = Arc::new(PermissionPolicy::new(

@@ -386,22 +386,27 @@ pub(crate) struct AnthropicDecoder {
 }
 
 impl AnthropicDecoder {
-    /// Handles one SSE event.
+    /// Handles one SSE event. `Ok(true)` when it carried reply content (a
+    /// block, a fragment, the end of the message), which alone restarts the
+    /// stream's idle clock: a `ping`, or an event cadre does not know, does not.
     pub(crate) fn on_event(
         &mut self,
         data: &str,
         emit: &mut (dyn FnMut(StreamDelta) + Send),
-    ) -> Result<(), ModelError> {
+    ) -> Result<bool, ModelError> {
         self.events += 1;
         let v: Value = serde_json::from_str(data)
             .map_err(|e| ModelError::Protocol(format!("event is not JSON ({e})")))?;
         let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
-        match kind {
+        let progress = match kind {
             "message_start" => {
+                // Only the first one starts anything.
+                let first = !self.started;
                 self.started = true;
                 if let Some(u) = v.pointer("/message/usage") {
                     self.apply_usage(u);
                 }
+                first
             }
             "content_block_start" => {
                 let index = u64_at(&v, "index").unwrap_or(0);
@@ -431,6 +436,7 @@ impl AnthropicDecoder {
                     // Thinking and other block kinds are not part of the conversation we keep.
                     _ => {}
                 }
+                true
             }
             "content_block_delta" => {
                 let index = u64_at(&v, "index").unwrap_or(0);
@@ -440,6 +446,7 @@ impl AnthropicDecoder {
                         let text = delta.get("text").and_then(Value::as_str).unwrap_or("");
                         self.reply.push_text(index, text);
                         emit(StreamDelta::Text(text.to_string()));
+                        !text.is_empty()
                     }
                     Some("input_json_delta") => {
                         let frag = delta
@@ -447,10 +454,14 @@ impl AnthropicDecoder {
                             .and_then(Value::as_str)
                             .unwrap_or("");
                         self.reply.push_tool_args(index, frag);
+                        !frag.is_empty()
                     }
-                    _ => {}
+                    // Thinking and its signature: the model is working.
+                    Some(_) => true,
+                    None => false,
                 }
             }
+            "content_block_stop" => true,
             "message_delta" => {
                 if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.reply.stop_reason = Some(stop_reason(reason));
@@ -458,8 +469,12 @@ impl AnthropicDecoder {
                 if let Some(u) = v.get("usage") {
                     self.apply_usage(u);
                 }
+                true
             }
-            "message_stop" => self.stopped = true,
+            "message_stop" => {
+                self.stopped = true;
+                true
+            }
             "error" => {
                 let kind = v
                     .pointer("/error/type")
@@ -474,9 +489,10 @@ impl AnthropicDecoder {
                     message: message.to_string(),
                 });
             }
-            _ => {}
-        }
-        Ok(())
+            // `ping` and anything unknown: no reply content.
+            _ => false,
+        };
+        Ok(progress)
     }
 
     fn apply_usage(&mut self, u: &Value) {

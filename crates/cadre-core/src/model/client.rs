@@ -44,11 +44,12 @@ impl Decoder {
             Provider::OpenAI => Decoder::OpenAi(OpenAiDecoder::default()),
         }
     }
+    /// `Ok(true)` when the event carried reply content.
     fn on_event(
         &mut self,
         data: &str,
         emit: &mut (dyn FnMut(StreamDelta) + Send),
-    ) -> Result<(), ModelError> {
+    ) -> Result<bool, ModelError> {
         match self {
             Decoder::Anthropic(d) => d.on_event(data, emit),
             Decoder::OpenAi(d) => d.on_event(data, emit),
@@ -151,6 +152,21 @@ impl ModelClient {
         c
     }
 
+    /// True when the endpoint is the provider's own API (not a proxy or a
+    /// local server): built-in model aliases and prices hold only there.
+    pub fn is_provider_api(&self) -> bool {
+        super::is_provider_api(self.config.provider, &self.config.base_url)
+    }
+
+    /// How the output token ceiling is named on the OpenAI wire.
+    fn openai_limit_key(&self) -> openai::TokenLimitKey {
+        if self.is_provider_api() {
+            openai::TokenLimitKey::MaxCompletionTokens
+        } else {
+            openai::TokenLimitKey::MaxTokens
+        }
+    }
+
     /// The URL requests are posted to.
     pub fn endpoint(&self) -> String {
         self.endpoint.to_string()
@@ -209,6 +225,15 @@ impl ModelClient {
                 message: self.redact(&message),
             },
             ModelError::Protocol(m) => ModelError::Protocol(self.redact(&m)),
+            ModelError::DeadlineExceeded {
+                seconds,
+                attempts,
+                last,
+            } => ModelError::DeadlineExceeded {
+                seconds,
+                attempts,
+                last: last.map(|l| self.redact(&l)),
+            },
             other => other,
         }
     }
@@ -255,16 +280,29 @@ impl ModelClient {
     ) -> Result<ModelResponse, ModelError> {
         let body = match self.config.provider {
             Provider::Anthropic => anthropic::request_bytes(req, true),
-            Provider::OpenAI => openai::request_bytes(req, true),
+            Provider::OpenAI => openai::request_bytes(req, true, self.openai_limit_key()),
         }
         .map_err(|e| ModelError::Protocol(format!("cannot encode request: {e}")))?;
         let headers = self.headers()?;
         let max = self.config.max_attempts.max(1);
         let mut attempt = 1;
         let mut retried_at_once = false;
+        // Idle timeouts bound each try; this bounds them all together, so a
+        // dead server cannot hold a run for tries × idle timeout.
+        let limit = self.config.request_deadline;
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut last_failure: Option<String> = None;
+        let past_deadline = |attempts: u32, last: Option<String>| ModelError::DeadlineExceeded {
+            seconds: limit.as_secs(),
+            attempts,
+            last,
+        };
         loop {
             let result = tokio::select! {
-                r = self.try_once(&body, &headers, on_delta) => r,
+                r = tokio::time::timeout_at(deadline, self.try_once(&body, &headers, on_delta)) => match r {
+                    Ok(r) => r,
+                    Err(_) => return Err(self.redact_error(past_deadline(attempt, last_failure))),
+                },
                 _ = cancel.cancelled() => return Err(ModelError::Cancelled),
             };
             let retry = match result {
@@ -294,6 +332,11 @@ impl ModelClient {
                         .min(MAX_BACKOFF)
                 })
                 .min(MAX_RETRY_AFTER);
+            // A try that could only start after the deadline is not made.
+            if tokio::time::Instant::now() + wait >= deadline {
+                return Err(past_deadline(attempt, Some(message)));
+            }
+            last_failure = Some(message.clone());
             attempt += 1;
             on_delta(StreamDelta::Retrying {
                 attempt,
@@ -447,9 +490,9 @@ impl ModelClient {
         let mut parser = SseParser::default();
         let mut events = Vec::new();
         let mut chunks = resp.bytes_stream();
-        // The idle clock restarts on an event with data, not on any byte: a
-        // server trickling comments, blank lines or one endless event keeps
-        // the connection busy without ever progressing.
+        // The idle clock restarts on an event that carries reply content, not
+        // on any byte: a server trickling comments, blank lines, pings or one
+        // endless event keeps the connection busy without ever progressing.
         let mut deadline = tokio::time::Instant::now() + idle;
         loop {
             let chunk = match tokio::time::timeout_at(deadline, chunks.next()).await {
@@ -466,24 +509,26 @@ impl ModelClient {
             parser
                 .push(&chunk, &mut events)
                 .map_err(|e| ModelError::Protocol(e.to_string()))?;
-            if events.iter().any(|ev| !ev.data.is_empty()) {
-                deadline = tokio::time::Instant::now() + idle;
-            }
+            let mut progressed = false;
             for ev in events.drain(..) {
                 let result = if ev.event == "error" {
                     Err(stream_error(&self.redact(&ev.data)))
-                } else if ev.data.is_empty() {
-                    Ok(())
+                } else if ev.data.is_empty() || ev.event == "ping" {
+                    // A keep-alive, on either wire: no reply content.
+                    Ok(false)
                 } else {
                     decoder.on_event(&ev.data, &mut emit)
                 };
                 match result {
-                    Ok(()) => {}
+                    Ok(progress) => progressed |= progress,
                     Err(e @ ModelError::Api { .. }) if e.is_transient_api_error() => {
                         return failed(e.to_string());
                     }
                     Err(e) => return Err(e),
                 }
+            }
+            if progressed {
+                deadline = tokio::time::Instant::now() + idle;
             }
         }
         match decoder.finish() {

@@ -24,6 +24,7 @@ fn client(server: &MockServer, provider: Provider, max_attempts: u32) -> ModelCl
         max_tokens: 100,
         max_attempts,
         stream_idle_timeout: Duration::from_secs(30),
+        request_deadline: Duration::from_secs(600),
     })
     .unwrap()
 }

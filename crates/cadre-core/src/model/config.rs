@@ -86,6 +86,8 @@ pub struct ClientConfig {
     pub max_attempts: u32,
     /// Longest silence of the server (before the headers or between chunks) before a try is abandoned.
     pub stream_idle_timeout: std::time::Duration,
+    /// Longest a request may take, every try and wait between tries included.
+    pub request_deadline: std::time::Duration,
 }
 
 impl fmt::Debug for ClientConfig {
@@ -98,6 +100,7 @@ impl fmt::Debug for ClientConfig {
             .field("max_tokens", &self.max_tokens)
             .field("max_attempts", &self.max_attempts)
             .field("stream_idle_timeout", &self.stream_idle_timeout)
+            .field("request_deadline", &self.request_deadline)
             .finish()
     }
 }
@@ -132,6 +135,18 @@ pub fn url_is_loopback(url: &url::Url) -> bool {
         Some(url::Host::Domain(d)) => d == "localhost",
         None => false,
     }
+}
+
+/// True when `base_url` is `provider`'s own API: https on its official host
+/// (any path), not a proxy, gateway or local server speaking its wire.
+pub fn is_provider_api(provider: Provider, base_url: &str) -> bool {
+    let (Ok(url), Ok(official)) = (
+        parse_base_url(base_url),
+        url::Url::parse(provider.default_base_url()),
+    ) else {
+        return false;
+    };
+    url.scheme() == "https" && url.host() == official.host() && url.port() == official.port()
 }
 
 /// True when `url` parses (see [`parse_base_url`]) to a loopback host, where
@@ -188,6 +203,42 @@ mod tests {
     }
 
     #[test]
+    fn only_the_official_host_is_the_provider_api() {
+        assert!(is_provider_api(
+            Provider::OpenAI,
+            "https://api.openai.com/v1"
+        ));
+        assert!(is_provider_api(
+            Provider::OpenAI,
+            "https://API.openai.com/v1/"
+        ));
+        assert!(is_provider_api(
+            Provider::Anthropic,
+            "https://api.anthropic.com"
+        ));
+        assert!(!is_provider_api(
+            Provider::OpenAI,
+            "https://api.anthropic.com"
+        ));
+        assert!(!is_provider_api(
+            Provider::OpenAI,
+            "http://api.openai.com/v1"
+        ));
+        assert!(!is_provider_api(
+            Provider::OpenAI,
+            "http://127.0.0.1:8080/v1"
+        ));
+        assert!(!is_provider_api(
+            Provider::OpenAI,
+            "https://openrouter.ai/api/v1"
+        ));
+        assert!(!is_provider_api(
+            Provider::OpenAI,
+            "https://api.openai.com:8443/v1"
+        ));
+    }
+
+    #[test]
     fn loopback_detection() {
         assert!(is_loopback_url("http://127.0.0.1:8080/v1"));
         assert!(is_loopback_url("http://localhost:11434/v1"));
@@ -208,6 +259,7 @@ mod tests {
             max_tokens: 1,
             max_attempts: 1,
             stream_idle_timeout: std::time::Duration::from_secs(1),
+            request_deadline: std::time::Duration::from_secs(1),
         };
         assert!(!format!("{cfg:?}").contains("sk-secret"));
     }

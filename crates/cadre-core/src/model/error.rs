@@ -32,6 +32,20 @@ pub enum ModelError {
         /// Last error text.
         message: String,
     },
+    /// The request took longer than its overall deadline, tries and waits
+    /// between them included; no further try is made.
+    #[error(
+        "the model request did not complete within {seconds} s (request_deadline_s); gave up after {attempts} tries{}",
+        last.as_deref().map(|l| format!(": {l}")).unwrap_or_default()
+    )]
+    DeadlineExceeded {
+        /// The deadline in seconds.
+        seconds: u64,
+        /// Tries started.
+        attempts: u32,
+        /// What the last failed try said, if one failed.
+        last: Option<String>,
+    },
     /// The reply stream stopped before the provider's end-of-message marker.
     #[error("the model's reply stream ended early, before it was complete ({detail})")]
     StreamEndedEarly {

@@ -12,7 +12,9 @@ mod sse;
 mod types;
 
 pub use client::ModelClient;
-pub use config::{ClientConfig, Provider, is_loopback_url, parse_base_url, url_is_loopback};
+pub use config::{
+    ClientConfig, Provider, is_loopback_url, is_provider_api, parse_base_url, url_is_loopback,
+};
 pub use error::ModelError;
 pub use reply::unique_call_ids;
 pub(crate) use server_tools::is_server_block;

@@ -97,10 +97,28 @@ fn tool_values(req: &ModelRequest) -> Vec<Value> {
         .collect()
 }
 
+/// Which body key carries the output token ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenLimitKey {
+    /// `max_completion_tokens`: OpenAI's own API (its reasoning models refuse `max_tokens`).
+    MaxCompletionTokens,
+    /// `max_tokens`: every other Chat Completions server (llama.cpp, vLLM, Ollama…).
+    MaxTokens,
+}
+
+impl TokenLimitKey {
+    fn as_str(self) -> &'static str {
+        match self {
+            TokenLimitKey::MaxCompletionTokens => "max_completion_tokens",
+            TokenLimitKey::MaxTokens => "max_tokens",
+        }
+    }
+}
+
 /// The whole body built as one tree, re-serialising every message: the
 /// reference the cached encoding must match byte for byte.
 #[cfg(test)]
-fn body_tree(req: &ModelRequest, stream: bool) -> Value {
+fn body_tree(req: &ModelRequest, stream: bool, limit_key: TokenLimitKey) -> Value {
     let mut messages: Vec<Value> = Vec::with_capacity(req.messages.len() + 1);
     messages.extend(system_value(req));
     for m in &req.messages {
@@ -112,6 +130,7 @@ fn body_tree(req: &ModelRequest, stream: bool) -> Value {
         if !tools.is_empty() {
             obj.insert("tools".into(), Value::Array(tools));
         }
+        obj.insert(limit_key.as_str().into(), Value::from(req.max_tokens));
         if let Some(effort) = reasoning_effort(req) {
             obj.insert("reasoning_effort".into(), Value::from(effort));
         }
@@ -135,7 +154,7 @@ fn reasoning_effort(req: &ModelRequest) -> Option<&str> {
 /// The JSON body of a Chat Completions request.
 #[cfg(test)]
 pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
-    request_bytes(req, stream)
+    request_bytes(req, stream, TokenLimitKey::MaxTokens)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(Value::Null)
@@ -147,6 +166,7 @@ pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
 pub(crate) fn request_bytes(
     req: &ModelRequest,
     stream: bool,
+    limit_key: TokenLimitKey,
 ) -> Result<Vec<u8>, serde_json::Error> {
     let mut out: Vec<u8> = Vec::with_capacity(4096);
     out.extend_from_slice(b"{\"model\":");
@@ -175,6 +195,10 @@ pub(crate) fn request_bytes(
         out.extend_from_slice(b",\"tools\":");
         serde_json::to_writer(&mut out, &tools)?;
     }
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(limit_key.as_str().as_bytes());
+    out.extend_from_slice(b"\":");
+    serde_json::to_writer(&mut out, &req.max_tokens)?;
     if let Some(effort) = reasoning_effort(req) {
         out.extend_from_slice(b",\"reasoning_effort\":");
         serde_json::to_writer(&mut out, effort)?;
@@ -222,15 +246,17 @@ pub(crate) struct OpenAiDecoder {
 const TOOL_INDEX_BASE: u64 = 1;
 
 impl OpenAiDecoder {
-    /// Handles one SSE `data:` payload.
+    /// Handles one SSE `data:` payload. `Ok(true)` when it carried reply
+    /// content (text, reasoning, a tool call, the finish reason, the usage),
+    /// which alone restarts the stream's idle clock: an empty delta does not.
     pub(crate) fn on_event(
         &mut self,
         data: &str,
         emit: &mut (dyn FnMut(StreamDelta) + Send),
-    ) -> Result<(), ModelError> {
+    ) -> Result<bool, ModelError> {
         if data.trim() == "[DONE]" {
             self.done = true;
-            return Ok(());
+            return Ok(true);
         }
         self.chunks += 1;
         let v: Value = serde_json::from_str(data)
@@ -249,11 +275,13 @@ impl OpenAiDecoder {
                     .to_string(),
             });
         }
+        let mut progress = false;
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
             apply_usage(&mut self.reply, u);
+            progress = true;
         }
         let Some(choice) = v.get("choices").and_then(|c| c.get(0)) else {
-            return Ok(());
+            return Ok(progress);
         };
         if let Some(delta) = choice.get("delta") {
             if let Some(text) = delta.get("content").and_then(Value::as_str)
@@ -261,8 +289,18 @@ impl OpenAiDecoder {
             {
                 self.reply.push_text(0, text);
                 emit(StreamDelta::Text(text.to_string()));
+                progress = true;
             }
+            // A reasoning model's thinking (llama.cpp, vLLM: `reasoning_content`;
+            // Ollama, OpenRouter: `reasoning`) is not kept, but it is work.
+            progress |= ["reasoning_content", "reasoning"].iter().any(|k| {
+                delta
+                    .get(*k)
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| !t.is_empty())
+            });
             if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                progress |= !calls.is_empty();
                 for (pos, call) in calls.iter().enumerate() {
                     let j = call
                         .get("index")
@@ -292,8 +330,9 @@ impl OpenAiDecoder {
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.reply.stop_reason = Some(stop_reason(reason));
             self.finished = true;
+            progress = true;
         }
-        Ok(())
+        Ok(progress)
     }
 
     /// The complete reply, or the reason the stream was not complete. A stream
@@ -428,6 +467,14 @@ mod tests {
             .collect();
         assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
         assert!(body.get("stream").is_none());
+        assert_eq!(body["max_tokens"], 10);
+        assert!(body.get("max_completion_tokens").is_none());
+        let own: Value = serde_json::from_slice(
+            &request_bytes(&req, true, TokenLimitKey::MaxCompletionTokens).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(own["max_completion_tokens"], 10);
+        assert!(own.get("max_tokens").is_none());
     }
 
     #[test]
@@ -513,10 +560,13 @@ mod tests {
                     effort: (system == "sys").then(|| "max".to_string()),
                     web_search: None,
                 };
-                for stream in [true, false] {
-                    let want = serde_json::to_vec(&body_tree(&req, stream)).unwrap();
-                    assert_eq!(request_bytes(&req, stream).unwrap(), want);
-                    assert_eq!(request_bytes(&req, stream).unwrap(), want);
+                for (stream, key) in [
+                    (true, TokenLimitKey::MaxTokens),
+                    (false, TokenLimitKey::MaxCompletionTokens),
+                ] {
+                    let want = serde_json::to_vec(&body_tree(&req, stream, key)).unwrap();
+                    assert_eq!(request_bytes(&req, stream, key).unwrap(), want);
+                    assert_eq!(request_bytes(&req, stream, key).unwrap(), want);
                 }
             }
         }
@@ -532,12 +582,13 @@ mod tests {
             effort: None,
             web_search: None,
         };
-        request_bytes(&req(&m), true).unwrap();
+        let key = TokenLimitKey::MaxTokens;
+        request_bytes(&req(&m), true, key).unwrap();
         m.role = Role::User;
         let r = req(&m);
         assert_eq!(
-            request_bytes(&r, true).unwrap(),
-            serde_json::to_vec(&body_tree(&r, true)).unwrap()
+            request_bytes(&r, true, key).unwrap(),
+            serde_json::to_vec(&body_tree(&r, true, key)).unwrap()
         );
     }
 

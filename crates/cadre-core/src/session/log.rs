@@ -103,6 +103,9 @@ pub enum RecordBody {
     TurnEnd {
         /// How.
         status: String,
+        /// Why it did not complete, when it did not (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// The conversation was compacted here: from this record on, it is the
     /// summary followed by `kept` (nothing before is deleted; `--resume`

@@ -65,6 +65,10 @@ impl Tool for SkillTool {
         crate::permissions::ToolEffect::ReadOnly
     }
 
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        crate::tools::validate_as::<Args>(self, input)
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,

@@ -104,6 +104,10 @@ impl Tool for AgentTool {
         crate::permissions::ToolEffect::ReadOnly
     }
 
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        crate::tools::validate_as::<AgentArgs>(self, input)
+    }
+
     fn scheduling(&self) -> Scheduling {
         Scheduling::Batch
     }
@@ -229,6 +233,10 @@ impl Tool for SendMessageTool {
     }
     fn effect(&self) -> crate::permissions::ToolEffect {
         crate::permissions::ToolEffect::ReadOnly
+    }
+
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        crate::tools::validate_as::<SendMessageArgs>(self, input)
     }
 
     fn execute<'a>(

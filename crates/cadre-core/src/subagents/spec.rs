@@ -10,7 +10,7 @@ use super::filter::{FilterError, FilterInput, resolve_tools};
 use super::ratchet::{ChildMode, child_mode};
 use super::{AgentDefinition, DefinitionSource, SubagentSettings};
 use crate::agent::ProjectContext;
-use crate::config::Settings;
+use crate::config::{ModelName, Settings};
 use crate::model::Provider;
 use crate::protocol::PermissionMode;
 use crate::sandbox::SandboxPolicy;
@@ -86,6 +86,8 @@ pub struct ChildSpec {
     pub mode: ChildMode,
     /// The model id it runs on when not the parent's; `None` = inherit.
     pub model: Option<String>,
+    /// An alias it asked for that names no model at this endpoint (so it inherits).
+    pub unmapped_model: Option<String>,
     /// Its system prompt.
     pub system: String,
     /// Its sandbox for `Bash` (write-denying for read-only definitions).
@@ -133,9 +135,14 @@ impl ChildSpec {
             .filter(|t| names.contains(&t.name()))
             .map(|t| t.among(&names).unwrap_or_else(|| t.clone()))
             .collect();
-        let model = match call.model.or(def.model.as_deref()) {
-            None | Some("inherit") | Some("") => None,
-            Some(name) => Some(parent.models.resolve_model(parent.provider, name)),
+        let (model, unmapped_model) = match call.model.or(def.model.as_deref()) {
+            None | Some("inherit") | Some("") => (None, None),
+            Some(name) => match parent.models.model_alias(parent.provider, name) {
+                ModelName::Id(id) => (Some(id), None),
+                // Sending the alias, or a hosted model's id, to a server that
+                // serves neither would fail the child (or price it wrongly).
+                ModelName::Unmapped(alias) => (None, Some(alias)),
+            },
         };
         let sandbox = parent.sandbox.map(|s| {
             if def.read_only {
@@ -155,6 +162,7 @@ impl ChildSpec {
                 parent.settings.mode_limits(),
             ),
             model,
+            unmapped_model,
             system: child_system_prompt(def, parent.project),
             sandbox,
             background,
@@ -236,6 +244,11 @@ impl ChildSpec {
         }
         if let Some(note) = &self.mode.note {
             out.push(format!("{def_name}: {note}"));
+        }
+        if let Some(alias) = &self.unmapped_model {
+            out.push(format!(
+                "{def_name}: model alias '{alias}' names no model at this endpoint (map it in [models.<provider>], e.g. {alias} = \"your-model\"); the child runs on the session's model"
+            ));
         }
         out
     }

@@ -176,7 +176,7 @@ pub fn entries(body: &RecordBody) -> Vec<TranscriptEntry> {
             EntryKind::Note,
             format!("model request failed ({reason}); try {attempt}"),
         )],
-        RecordBody::TurnEnd { status } => {
+        RecordBody::TurnEnd { status, .. } => {
             vec![entry(EntryKind::Note, format!("turn ended: {status}"))]
         }
         _ => Vec::new(),

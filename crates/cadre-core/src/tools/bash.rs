@@ -61,6 +61,22 @@ pub(super) struct Args {
     sandbox: Option<bool>,
 }
 
+impl Args {
+    /// What the schema cannot say: a command to run, a timeout in range
+    /// (0 is not "none" or "the default": Claude Code's Bash takes 1 to 600000 ms).
+    fn check(&self) -> Result<(), ToolOutput> {
+        if self.command.trim().is_empty() {
+            return Err(ToolOutput::invalid_arguments("command is empty"));
+        }
+        match self.timeout {
+            Some(t) if !(1..=MAX_TIMEOUT_MS).contains(&t) => Err(ToolOutput::invalid_arguments(
+                format!("timeout must be between 1 and {MAX_TIMEOUT_MS} ms (got {t})"),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl Tool for BashTool {
     fn name(&self) -> &'static str {
         "Bash"
@@ -97,6 +113,12 @@ impl Tool for BashTool {
         super::ToolEffect::Execute
     }
 
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        super::validate_as::<Args>(self, input)?;
+        let args: Args = parse_args(input)?;
+        args.check()
+    }
+
     fn among(&self, tools: &[&str]) -> Option<std::sync::Arc<dyn Tool>> {
         let task_output = tools.contains(&"TaskOutput");
         (task_output != self.task_output)
@@ -113,13 +135,10 @@ impl Tool for BashTool {
                 Ok(a) => a,
                 Err(e) => return e,
             };
-            if args.command.trim().is_empty() {
-                return ToolOutput::invalid_arguments("command is empty");
+            if let Err(refused) = args.check() {
+                return refused;
             }
-            let timeout_ms = args
-                .timeout
-                .unwrap_or(DEFAULT_TIMEOUT_MS)
-                .clamp(1, MAX_TIMEOUT_MS);
+            let timeout_ms = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
             // The permission layer has already approved `sandbox: false`.
             let sandbox = match (&ctx.sandbox, args.sandbox) {
                 (Some(policy), None | Some(true)) => match policy.prepare() {
@@ -670,8 +689,25 @@ mod tests {
                 out.content
             );
         }
-        // Oversized timeouts are clamped, not rejected.
-        let out = run_tool(&ctx, json!({"command": "echo ok", "timeout": 99_999_999})).await;
+        // A timeout out of range is refused naming the range, never clamped
+        // (0 used to become 1 ms); the checks before any decision say the same.
+        for timeout in [0, 600_001, 99_999_999] {
+            let input = json!({"command": "echo ok", "timeout": timeout});
+            let out = run_tool(&ctx, input.clone()).await;
+            assert!(
+                out.content.starts_with("invalid_arguments: ")
+                    && out.content.contains("between 1 and 600000"),
+                "{timeout}: {}",
+                out.content
+            );
+            let map = input.as_object().cloned().unwrap_or_default();
+            let refused = BashTool::default().validate(&map).unwrap_err();
+            assert!(
+                refused.content.contains("between 1 and 600000"),
+                "{refused:?}"
+            );
+        }
+        let out = run_tool(&ctx, json!({"command": "echo ok", "timeout": 600_000})).await;
         assert_eq!(out.content, "ok");
     }
 }

@@ -96,6 +96,10 @@ impl Tool for GrepTool {
         super::ToolEffect::ReadOnly
     }
 
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        super::validate_as::<Args>(self, input)
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,

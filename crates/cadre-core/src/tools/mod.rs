@@ -215,6 +215,15 @@ pub trait Tool: Send + Sync {
         input: &'a ToolInput,
     ) -> BoxFuture<'a, ToolOutput>;
 
+    /// Checks a call's arguments before anything decides on it (a hook, a
+    /// rule, the approval gate): `Err` is the `invalid_arguments` result the
+    /// model gets instead, and the call goes no further. The default checks
+    /// numbers against the schema's bounds; a built-in tool also reads its
+    /// typed arguments (see [`validate_as`]).
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        check_bounds(&self.input_schema(), input)
+    }
+
     /// How a reply's calls to this tool may run beside its other calls.
     fn scheduling(&self) -> Scheduling {
         if self.is_read_only() {
@@ -333,6 +342,52 @@ pub fn parse_input(raw: &str) -> Result<ToolInput, ToolOutput> {
 /// keys and wrong types become an `invalid_arguments` result.
 pub fn parse_args<T: DeserializeOwned>(input: &ToolInput) -> Result<T, ToolOutput> {
     T::deserialize(input).map_err(ToolOutput::invalid_arguments)
+}
+
+/// [`Tool::validate`] for a tool whose typed arguments are `T`: the schema's
+/// bounds, then unknown or missing keys and wrong types.
+pub fn validate_as<T: DeserializeOwned>(
+    tool: &dyn Tool,
+    input: &ToolInput,
+) -> Result<(), ToolOutput> {
+    check_bounds(&tool.input_schema(), input)?;
+    parse_args::<T>(input).map(|_: T| ())
+}
+
+/// Every top-level number of `input` inside the `minimum`/`maximum` its
+/// property has in `schema`; the error names the range. (A value out of
+/// range is refused, never clamped: a timeout of 0 is not a 1 ms timeout.)
+pub fn check_bounds(schema: &Value, input: &ToolInput) -> Result<(), ToolOutput> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for (key, value) in input {
+        let (Some(n), Some(property)) = (value.as_f64(), properties.get(key)) else {
+            continue;
+        };
+        let min = property.get("minimum").and_then(Value::as_f64);
+        let max = property.get("maximum").and_then(Value::as_f64);
+        let inside = min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m);
+        if inside {
+            continue;
+        }
+        let bound = |b: f64| {
+            Value::from(b)
+                .to_string()
+                .trim_end_matches(".0")
+                .to_string()
+        };
+        let range = match (min, max) {
+            (Some(lo), Some(hi)) => format!("between {} and {}", bound(lo), bound(hi)),
+            (Some(lo), None) => format!("at least {}", bound(lo)),
+            (None, Some(hi)) => format!("at most {}", bound(hi)),
+            (None, None) => continue,
+        };
+        return Err(ToolOutput::invalid_arguments(format!(
+            "{key} must be {range} (got {value})"
+        )));
+    }
+    Ok(())
 }
 
 fn json_kind(v: &Value) -> &'static str {

@@ -81,6 +81,10 @@ impl Tool for NotebookEditTool {
         super::ToolEffect::Edit
     }
 
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        super::validate_as::<Args>(self, input)
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,

@@ -34,8 +34,8 @@ pub struct ReadTool;
 pub(super) struct Args {
     /// Path of the file to read (absolute, or relative to the project directory)
     file_path: String,
-    /// Line number to start reading from (1-based). Only for files too long to read at once
-    #[schemars(range(min = 1))]
+    /// Line number to start reading from (1-based; 0 also means the first line). Only for files too long to read at once
+    #[schemars(range(min = 0))]
     offset: Option<u64>,
     /// Number of lines to read (default 2000)
     #[schemars(range(min = 1))]
@@ -67,6 +67,10 @@ impl Tool for ReadTool {
 
     fn effect(&self) -> super::ToolEffect {
         super::ToolEffect::ReadOnly
+    }
+
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        super::validate_as::<Args>(self, input)
     }
 
     fn execute<'a>(

@@ -93,6 +93,10 @@ impl Tool for TaskListTool {
     fn effect(&self) -> super::ToolEffect {
         super::ToolEffect::ReadOnly
     }
+
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        super::validate_as::<ListArgs>(self, input)
+    }
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,
@@ -170,6 +174,10 @@ impl Tool for TaskOutputTool {
     }
     fn effect(&self) -> super::ToolEffect {
         super::ToolEffect::ReadOnly
+    }
+
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        super::validate_as::<OutputArgs>(self, input)
     }
     fn execute<'a>(
         &'a self,
@@ -276,6 +284,10 @@ impl Tool for TaskStopTool {
     }
     fn effect(&self) -> super::ToolEffect {
         super::ToolEffect::ReadOnly
+    }
+
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        super::validate_as::<StopArgs>(self, input)
     }
     fn execute<'a>(
         &'a self,

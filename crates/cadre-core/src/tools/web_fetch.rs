@@ -154,6 +154,10 @@ impl Tool for WebFetchTool {
         super::ToolEffect::Network
     }
 
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        super::validate_as::<Args>(self, input)
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,

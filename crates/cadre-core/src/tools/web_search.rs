@@ -154,6 +154,10 @@ impl Tool for WebSearchTool {
         super::ToolEffect::ReadOnly
     }
 
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        super::validate_as::<Args>(self, input)
+    }
+
     fn server_web_search(&self) -> Option<ServerWebSearch> {
         match &self.how {
             How::Server(s) => Some(s.clone()),

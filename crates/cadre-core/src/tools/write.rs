@@ -45,6 +45,10 @@ impl Tool for WriteTool {
         super::ToolEffect::Edit
     }
 
+    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
+        super::validate_as::<Args>(self, input)
+    }
+
     fn execute<'a>(
         &'a self,
         ctx: &'a ToolContext,

@@ -76,6 +76,7 @@ impl World {
             max_tokens: 1024,
             max_attempts: 1,
             stream_idle_timeout: std::time::Duration::from_secs(60),
+            request_deadline: std::time::Duration::from_secs(600),
         })
         .expect("client");
         let mut ctx = ToolContext::new(self.project.path().to_path_buf());
