@@ -5,7 +5,6 @@
 //! answered "no".
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -134,27 +133,7 @@ impl TrustStore {
         };
         let text =
             serde_json::to_string_pretty(&self.file).map_err(|e| io(std::io::Error::other(e)))?;
-        let tmp = self
-            .path
-            .with_file_name(format!(".{TRUST_FILE}.{}.tmp", std::process::id()));
-        let written = (|| {
-            use std::os::unix::fs::OpenOptionsExt;
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.path)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written.map_err(io)
+        crate::small_file::write_private(&self.path, &text).map_err(io)
     }
 }
 
