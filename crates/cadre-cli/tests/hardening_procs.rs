@@ -5,30 +5,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::mcp_fixture as fixture;
+
+use std::path::Path;
 use std::time::Duration;
 
 use common::{Harness, Wire, stderr};
 use serde_json::json;
-
-/// The fixture server binary (built here when a narrower run left it out).
-fn fixture() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let path =
-                PathBuf::from(env!("CARGO_BIN_EXE_cadre")).with_file_name("cadre-mcp-fixture");
-            if !path.exists() {
-                let status = std::process::Command::new(env!("CARGO"))
-                    .args(["build", "-p", "cadre-mock", "--bin", "cadre-mcp-fixture"])
-                    .status()
-                    .expect("cargo runs");
-                assert!(status.success(), "the fixture builds");
-            }
-            path
-        })
-        .clone()
-}
 
 /// Whether process `pid` still runs (a zombie counts as gone).
 fn alive(pid: i32) -> bool {

@@ -6,29 +6,10 @@
 
 mod common;
 
+use common::mcp_fixture as fixture;
+
 use common::{Harness, Wire, events, rule_records, stderr, stdout, tool_results};
 use serde_json::{Value, json};
-use std::path::PathBuf;
-
-/// The fixture server binary, built by `cargo test --workspace` beside
-/// `cadre` (and built here when a narrower run left it out).
-fn fixture() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let path =
-                PathBuf::from(env!("CARGO_BIN_EXE_cadre")).with_file_name("cadre-mcp-fixture");
-            if !path.exists() {
-                let status = std::process::Command::new(env!("CARGO"))
-                    .args(["build", "-p", "cadre-mock", "--bin", "cadre-mcp-fixture"])
-                    .status()
-                    .expect("cargo runs");
-                assert!(status.success(), "the fixture builds");
-            }
-            path
-        })
-        .clone()
-}
 
 /// `{"mcpServers": {"fixture": {"command": <fixture>, "args": args}}}`.
 fn servers(args: &[&str]) -> String {

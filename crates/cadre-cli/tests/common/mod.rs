@@ -542,3 +542,23 @@ pub fn system_text(body: &Value) -> String {
             .to_string(),
     }
 }
+
+/// The MCP fixture server binary, built by `cargo test --workspace` beside
+/// `cadre` (and built here when a narrower run left it out).
+pub fn mcp_fixture() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let path =
+                PathBuf::from(env!("CARGO_BIN_EXE_cadre")).with_file_name("cadre-mcp-fixture");
+            if !path.exists() {
+                let status = std::process::Command::new(env!("CARGO"))
+                    .args(["build", "-p", "cadre-mock", "--bin", "cadre-mcp-fixture"])
+                    .status()
+                    .expect("cargo runs");
+                assert!(status.success(), "the fixture builds");
+            }
+            path
+        })
+        .clone()
+}
