@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod model;
 pub mod path_segment;
 pub mod permissions;
+pub mod plugins;
 pub mod project_root;
 pub mod protocol;
 pub mod sandbox;

