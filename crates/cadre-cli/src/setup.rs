@@ -92,6 +92,8 @@ pub struct Runtime {
     /// `--agent`: which MCP tools its `tools` and `disallowedTools` let through.
     pub mcp_keep: Option<McpToolFilter>,
     mcp_started: std::sync::atomic::AtomicBool,
+    /// The enabled plugins.
+    pub plugins: Arc<cadre_core::plugins::PluginSet>,
     /// The skills found for this folder.
     pub skills: Arc<SkillSet>,
     /// `WebSearch` and `WebFetch` as the configuration sets them up.
@@ -383,7 +385,8 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             .collect(),
         trusted,
     ));
-    let mut skills = SkillSet::load(&cwd, &home, dirs_home().as_deref());
+    let plugins = Arc::new(cadre_core::plugins::PluginSet::dropped_in(&home));
+    let mut skills = SkillSet::load(&cwd, &home, dirs_home().as_deref(), &plugins);
     // A skill's `model` (an alias or id) runs on this session's provider.
     let provider = client.config().provider;
     skills.resolve_models(|name| settings.resolve_model(provider, name));
@@ -408,6 +411,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         .unwrap_or(cadre_core::tasks::DEFAULT_OUTPUT_LIMIT);
     Ok(Runtime {
         web,
+        plugins,
         skills,
         mcp,
         mcp_keep,
@@ -643,7 +647,8 @@ fn ask_folder_trust(cwd: &std::path::Path, home: &std::path::Path) -> Result<()>
         ..McpPaths::default()
     })
     .needs_trust;
-    let skills = SkillSet::load(&cwd, &home, dirs_home().as_deref()).needing_trust();
+    let plugins = cadre_core::plugins::PluginSet::dropped_in(home);
+    let skills = SkillSet::load(&cwd, home, dirs_home().as_deref(), &plugins).needing_trust();
     if settings.needs_trust.is_empty() && servers.is_empty() && skills.is_empty() {
         return Ok(());
     }

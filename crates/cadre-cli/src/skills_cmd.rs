@@ -32,7 +32,9 @@ enum SkillsCommand {
 pub fn run(args: SkillsArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let set = SkillSet::load(&cwd, &data_dir()?, home.as_deref());
+    let data = data_dir()?;
+    let plugins = cadre_core::plugins::PluginSet::dropped_in(&data);
+    let set = SkillSet::load(&cwd, &data, home.as_deref(), &plugins);
     for w in &set.warnings {
         eprintln!("warning: {w}");
     }

@@ -68,8 +68,14 @@ pub struct SkillSet {
 }
 
 impl SkillSet {
-    /// Reads every skill folder for a session in `cwd`.
-    pub fn load(cwd: &Path, data_dir: &Path, home: Option<&Path>) -> SkillSet {
+    /// Reads every skill folder for a session in `cwd`, then the skills of
+    /// the enabled `plugins`.
+    pub fn load(
+        cwd: &Path,
+        data_dir: &Path,
+        home: Option<&Path>,
+        plugins: &crate::plugins::PluginSet,
+    ) -> SkillSet {
         let mut roots: Vec<(PathBuf, &'static str)> = Vec::new();
         for dir in crate::project_root::project_dirs(cwd).closest_first {
             roots.push((dir.join(".cadre").join("skills"), "project"));
@@ -80,14 +86,11 @@ impl SkillSet {
             roots.push((home.join(".claude").join("skills"), "user"));
         }
         // Plugins' skills come last, named `plugin:skill` as their agents are.
-        let mut plugins: Vec<PathBuf> = std::fs::read_dir(data_dir.join("plugins"))
-            .map(|entries| entries.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
-        plugins.sort();
         let mut set = SkillSet::default();
-        let plugin_roots = plugins.into_iter().filter_map(|p| {
-            let name = p.file_name()?.to_str()?.to_string();
-            Some((p.join("skills"), "plugin", Some(name)))
+        let plugin_roots = plugins.plugins.iter().flat_map(|p| {
+            p.skills
+                .iter()
+                .map(|dir| (dir.clone(), "plugin", Some(p.name.clone())))
         });
         let roots: Vec<(PathBuf, &'static str, Option<String>)> = roots
             .into_iter()
@@ -265,7 +268,12 @@ mod tests {
             &proj.join(".cadre/skills/bad/SKILL.md"),
             "---\nname: [\n---\nx\n",
         );
-        let set = SkillSet::load(&proj, &data, Some(&home));
+        let set = SkillSet::load(
+            &proj,
+            &data,
+            Some(&home),
+            &crate::plugins::PluginSet::dropped_in(&data),
+        );
         let pdf = set.get("pdf").unwrap();
         assert_eq!(pdf.description, "Fill PDF forms");
         assert_eq!(pdf.scope, "project");
