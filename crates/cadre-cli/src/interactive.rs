@@ -341,23 +341,19 @@ impl Front<'_> {
                         Idle::Line(Some(line)) => match commands::parse(&line) {
                             Input::Empty => prompt(),
                             Input::Unknown(name) => {
-                                let skills = &self.runtime.skills;
-                                match commands::skill_invocation(&line, |n| {
-                                    skills.get(n).map(|s| s.loaded_text())
-                                }) {
-                                    Some(text) => {
-                                        handle.submit(Op::UserMessage { text });
-                                        owed.messages += 1;
-                                        break;
-                                    }
-                                    None => {
-                                        eprintln!(
-                                            "unknown command {} (try /help)",
-                                            visible_controls(&name)
-                                        );
-                                        prompt();
-                                    }
+                                let menu = self.runtime.skills.menu();
+                                if commands::session_runs(&name, &menu) {
+                                    handle.submit(Op::UserMessage {
+                                        text: line.trim().to_string(),
+                                    });
+                                    owed.messages += 1;
+                                    break;
                                 }
+                                eprintln!(
+                                    "unknown command {} (try /help)",
+                                    visible_controls(&name)
+                                );
+                                prompt();
                             }
                             Input::Usage(usage) => {
                                 eprintln!("{}", visible_controls(&usage));

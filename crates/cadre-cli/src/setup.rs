@@ -93,6 +93,7 @@ pub struct Runtime {
     pub mcp_keep: Option<McpToolFilter>,
     mcp_started: std::sync::atomic::AtomicBool,
     /// The enabled plugins.
+    #[allow(dead_code)]
     pub plugins: Arc<cadre_core::plugins::PluginSet>,
     /// The skills found for this folder.
     pub skills: Arc<SkillSet>,
@@ -647,8 +648,8 @@ fn ask_folder_trust(cwd: &std::path::Path, home: &std::path::Path) -> Result<()>
         ..McpPaths::default()
     })
     .needs_trust;
-    let plugins = cadre_core::plugins::PluginSet::dropped_in(home);
-    let skills = SkillSet::load(&cwd, home, dirs_home().as_deref(), &plugins).needing_trust();
+    let plugins = cadre_core::plugins::PluginSet::dropped_in(&home);
+    let skills = SkillSet::load(&cwd, &home, dirs_home().as_deref(), &plugins).needing_trust();
     if settings.needs_trust.is_empty() && servers.is_empty() && skills.is_empty() {
         return Ok(());
     }
@@ -868,7 +869,10 @@ impl Runtime {
             system = spec.system.clone();
         }
         if self.skills.for_model().next().is_some() {
-            tools.insert(Arc::new(SkillTool::new(self.skills.clone())));
+            tools.insert(Arc::new(SkillTool::new(
+                self.skills.clone(),
+                session_id.unwrap_or_default(),
+            )));
         }
         // Questions to the user: only where someone answers; elsewhere the
         // model is told to decide itself.
@@ -917,6 +921,7 @@ impl Runtime {
             effort: self.main_spec.as_ref().and_then(|s| s.effort.clone()),
         })
         .with_delegation(Some(Arc::new(Spawner::main(runtime, allowed_types))))
-        .with_mcp(Some(self.mcp.clone()), self.mcp_keep.clone()))
+        .with_mcp(Some(self.mcp.clone()), self.mcp_keep.clone())
+        .with_commands(self.skills.clone(), session_id.unwrap_or_default()))
     }
 }

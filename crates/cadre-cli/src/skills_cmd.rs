@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use cadre_core::config::data_dir;
-use cadre_core::skills::SkillSet;
+use cadre_core::skills::{SkillKind, SkillSet};
 use clap::{Args, Subcommand};
 
 use crate::UsageError;
@@ -42,23 +42,39 @@ pub fn run(args: SkillsArgs) -> Result<ExitCode> {
         SkillsCommand::List => {
             if set.skills.is_empty() {
                 println!(
-                    "No skills. A skill is a folder with a SKILL.md in .claude/skills/ or ~/.claude/skills/."
+                    "No skills or commands. A skill is a folder with a SKILL.md in .claude/skills/ or ~/.claude/skills/; a command a Markdown file in .claude/commands/ or ~/.claude/commands/."
                 );
             }
             for skill in &set.skills {
-                let who = if skill.user_only { " · user only" } else { "" };
+                let kind = match skill.kind {
+                    SkillKind::Skill => "skill",
+                    SkillKind::Command => "command",
+                };
+                let mut who = String::new();
+                if skill.user_only {
+                    who.push_str(" · user only");
+                }
+                if !skill.user_invocable {
+                    who.push_str(" · model only");
+                }
+                if let Some(agent) = &skill.fork_agent {
+                    who.push_str(&format!(" · runs as {agent}"));
+                }
+                let usage = match &skill.argument_hint {
+                    Some(hint) => format!("/{} {hint}", skill.name),
+                    None => format!("/{}", skill.name),
+                };
                 println!(
-                    "{:<20} {}{who} · {} · {}",
-                    skill.name,
-                    skill.scope,
-                    skill.dir.display(),
+                    "{usage:<24} {kind} ({}){who} · {} · {}",
+                    skill.label,
+                    skill.file.display(),
                     skill.description
                 );
             }
             Ok(ExitCode::SUCCESS)
         }
         SkillsCommand::Show { name } => {
-            let Some(skill) = set.get(&name) else {
+            let Some(skill) = set.lookup(name.trim_start_matches('/')) else {
                 let known: Vec<&str> = set.skills.iter().map(|s| s.name.as_str()).collect();
                 bail!(UsageError(format!(
                     "no skill named {name}; known: {}",

@@ -88,12 +88,7 @@ pub async fn run(
             Some(history),
             tui_end,
             first_message,
-            host.runtime
-                .skills
-                .skills
-                .iter()
-                .map(|s| (s.name.clone(), s.loaded_text()))
-                .collect(),
+            host.runtime.skills.menu(),
         );
         let serve = host.serve(host_end);
         tokio::pin!(tui, serve);

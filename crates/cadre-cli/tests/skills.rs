@@ -132,14 +132,14 @@ async fn cadre_skills_lists_and_shows_them() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.lines().any(|l| l.starts_with("changelog")
+        text.lines().any(|l| l.starts_with("/changelog")
             && l.contains("project")
             && l.contains("Write a changelog")),
         "{text}"
     );
     assert!(
         text.lines()
-            .any(|l| l.starts_with("release") && l.contains("user only")),
+            .any(|l| l.starts_with("/release") && l.contains("user only")),
         "{text}"
     );
     let out = h.cadre(&["skills", "show", "changelog"]).await;
@@ -168,7 +168,7 @@ async fn slash_and_a_skills_name_sends_the_skill_in_the_line_front_end() {
     let text = common::user_texts(&records[0].body);
     assert!(text.contains("/release v2.4"), "{text}");
     assert!(text.contains("Tag it."), "{text}");
-    assert!(text.contains("Arguments: v2.4"), "{text}");
+    assert!(text.contains("ARGUMENTS: v2.4"), "{text}");
 }
 
 #[tokio::test]
@@ -334,7 +334,7 @@ async fn slash_and_a_skills_name_sends_the_skill_in_the_tui() {
     let text = common::user_texts(&records[0].body);
     assert!(text.contains("/release v3.0"), "{text}");
     assert!(text.contains("Tag it."), "{text}");
-    assert!(text.contains("Arguments: v3.0"), "{text}");
+    assert!(text.contains("ARGUMENTS: v3.0"), "{text}");
     pane.keys(&["C-c", "C-c"]);
     assert_eq!(pane.exit_status().await, 0);
 }

@@ -64,3 +64,114 @@ pub fn parse_yaml(frontmatter: &str) -> Result<Value, serde_saphyr::Error> {
     }
     serde_saphyr::from_str_with_options::<Value>(frontmatter, yaml_options())
 }
+
+/// Why a line was quoted by [`quote_colon_values`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuoteReason {
+    /// The value contains `: ` (or ends with `:`).
+    Colon,
+    /// The value contains a character YAML gives a meaning (`*`, `#`, `@`, …).
+    Special(char),
+}
+
+/// The characters whose presence in a plain value makes Claude Code's retry
+/// quote it (with `: `).
+const SPECIAL_CHARS: &[char] = &[
+    '{', '}', '[', ']', '*', '&', '#', '!', '|', '>', '%', '@', '`',
+];
+
+/// Why Claude Code's retry would quote this plain value, if it would.
+fn quote_reason(value: &str) -> Option<QuoteReason> {
+    if value.contains(": ") || value.ends_with(':') {
+        return Some(QuoteReason::Colon);
+    }
+    value
+        .chars()
+        .find(|c| SPECIAL_CHARS.contains(c))
+        .map(QuoteReason::Special)
+}
+
+/// Claude Code's quote-and-retry rule: every one-line `key: value` whose
+/// value contains `: ` (or ends with `:`) or any of
+/// `` { } [ ] * & # ! | > % @ ` `` is rewritten as a single-quoted scalar
+/// (so `description: **ROLE**: …` reads as text, not an alias). Values
+/// already quoted are left alone. Where Claude Code would break a valid
+/// construct, cadre keeps it: block scalars (`key: |` / `key: >`, and their
+/// indented lines) and flow collections that parse on their own
+/// (`tools: [Read, Grep]`). Nested `key: value` lines are treated like
+/// top-level ones. Returns the rewritten frontmatter (same line count) and
+/// the 0-based indices of rewritten lines with the reason.
+pub fn quote_colon_values(frontmatter: &str) -> (String, Vec<(usize, QuoteReason)>) {
+    let mut out = Vec::new();
+    let mut rewritten = Vec::new();
+    let mut block_indent: Option<usize> = None;
+    for (index, line) in frontmatter.split('\n').enumerate() {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if let Some(parent) = block_indent {
+            if line.trim().is_empty() || indent > parent {
+                out.push(line.to_string());
+                continue;
+            }
+            block_indent = None;
+        }
+        let rest = &line[indent..];
+        let Some((key, value)) = rest.split_once(':') else {
+            out.push(line.to_string());
+            continue;
+        };
+        let key_ok = !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !key_ok || !(value.is_empty() || value.starts_with([' ', '\t'])) {
+            out.push(line.to_string());
+            continue;
+        }
+        let value = value.trim();
+        let block_header = value
+            .strip_prefix(['|', '>'])
+            .is_some_and(|rest| rest.chars().all(|c| matches!(c, '-' | '+' | '0'..='9')));
+        if block_header {
+            block_indent = Some(indent);
+            out.push(line.to_string());
+            continue;
+        }
+        let already_quoted = value.len() >= 2
+            && ((value.starts_with('"') && value.ends_with('"'))
+                || (value.starts_with('\'') && value.ends_with('\'')));
+        let flow_collection =
+            value.starts_with(['[', '{']) && parse_yaml(&format!("v: {value}")).is_ok();
+        let reason = match already_quoted || flow_collection {
+            true => None,
+            false => quote_reason(value),
+        };
+        match reason {
+            Some(reason) => {
+                out.push(format!(
+                    "{}{key}: '{}'",
+                    &line[..indent],
+                    value.replace('\'', "''")
+                ));
+                rewritten.push((index, reason));
+            }
+            None => out.push(line.to_string()),
+        }
+    }
+    (out.join("\n"), rewritten)
+}
+
+/// The frontmatter's YAML as JSON, parsed as Claude Code does: as it is,
+/// and when that fails once more with its one-line values quoted
+/// ([`quote_colon_values`]), so `argument-hint: [pr] [priority]` reads as text.
+pub fn parse_yaml_lenient(frontmatter: &str) -> Result<Value, serde_saphyr::Error> {
+    match parse_yaml(frontmatter) {
+        Ok(value) => Ok(value),
+        Err(first) => {
+            let (quoted, lines) = quote_colon_values(frontmatter);
+            if lines.is_empty() {
+                return Err(first);
+            }
+            parse_yaml(&quoted)
+        }
+    }
+}

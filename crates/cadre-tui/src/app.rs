@@ -147,15 +147,15 @@ pub struct App {
     pub held: Vec<String>,
     /// The user asked to leave.
     pub exit: bool,
-    /// Skills `/name` invokes: (name, the text an agent gets).
-    pub skills: Vec<(String, String)>,
+    /// The skills and commands the session runs for `/name`.
+    pub commands: Vec<cadre_core::protocol::CommandEntry>,
 }
 
 impl App {
     /// An empty screen for a session.
-    /// Skills `/name` invokes: (name, the text an agent gets).
-    pub fn with_skills(mut self, skills: Vec<(String, String)>) -> App {
-        self.skills = skills;
+    /// The skills and commands the session runs for `/name`.
+    pub fn with_commands(mut self, commands: Vec<cadre_core::protocol::CommandEntry>) -> App {
+        self.commands = commands;
         self
     }
 
@@ -203,7 +203,7 @@ impl App {
             host_pending: 0,
             held: Vec::new(),
             exit: false,
-            skills: Vec::new(),
+            commands: Vec::new(),
         }
     }
 
@@ -942,18 +942,13 @@ impl App {
             }
             Input::Usage(usage) => self.transcript.notice(Level::Warning, usage),
             Input::Unknown(name) => {
-                let skill = crate::commands::skill_invocation(&text, |n| {
-                    self.skills
-                        .iter()
-                        .find(|(k, _)| k == n)
-                        .map(|(_, t)| t.clone())
-                });
-                match skill {
-                    Some(message) => self.send(message),
-                    None => self.transcript.notice(
+                if crate::commands::session_runs(&name, &self.commands) {
+                    self.send(text.trim().to_string());
+                } else {
+                    self.transcript.notice(
                         Level::Warning,
                         format!("unknown command {name} (try /help)"),
-                    ),
+                    );
                 }
             }
         }
@@ -977,9 +972,13 @@ impl App {
     /// Runs a command: the few the screen answers itself here, the rest by the host.
     pub fn command(&mut self, command: Command) {
         match command {
-            Command::Help => self
-                .transcript
-                .notice(Level::Info, format!("{COMMANDS_HELP}\n{TUI_KEYS}")),
+            Command::Help => self.transcript.notice(
+                Level::Info,
+                format!(
+                    "{COMMANDS_HELP}{}\n{TUI_KEYS}",
+                    crate::commands::menu_help(&self.commands)
+                ),
+            ),
             Command::Exit => self.exit = true,
             Command::Compact(focus) => {
                 self.outbox.push(Op::Compact { focus });

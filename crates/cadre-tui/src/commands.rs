@@ -141,18 +141,38 @@ pub fn parse(line: &str) -> Input {
     }
 }
 
-/// `/name args` typed for a skill: the message that invokes it (the skill's
-/// text, then the arguments), when `skill_text` knows `name`.
-pub fn skill_invocation(line: &str, skill_text: impl Fn(&str) -> Option<String>) -> Option<String> {
-    let rest = line.trim().strip_prefix('/')?;
-    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    let text = skill_text(name)?;
-    let args = args.trim();
-    Some(if args.is_empty() {
-        format!("/{name}\n\n{text}")
-    } else {
-        format!("/{name} {args}\n\n{text}\n\nArguments: {args}")
-    })
+/// Whether the session runs `/name` (typed with its slash): a skill or
+/// custom command of `menu` (a plugin's by its bare name too), or an MCP
+/// server's prompt (`/mcp__server__prompt`, known once its server is ready).
+pub fn session_runs(name: &str, menu: &[cadre_core::protocol::CommandEntry]) -> bool {
+    let bare = name.trim_start_matches('/');
+    bare.starts_with("mcp__")
+        || menu
+            .iter()
+            .any(|c| c.name == bare || c.name.split_once(':').is_some_and(|(_, n)| n == bare))
+}
+
+/// `/help`'s list of the session's skills and commands, with their
+/// argument hints; empty when there are none.
+pub fn menu_help(menu: &[cadre_core::protocol::CommandEntry]) -> String {
+    if menu.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("\nSkills and commands (sent to the session):");
+    for entry in menu {
+        let usage = match &entry.argument_hint {
+            Some(hint) => format!("/{} {hint}", entry.name),
+            None => format!("/{}", entry.name),
+        };
+        let mut line = format!("\n{usage:<22}");
+        if !line.ends_with(' ') {
+            line.push(' ');
+        }
+        let description: String = entry.description.chars().take(100).collect();
+        line.push_str(&format!("{description} ({})", entry.label));
+        text.push_str(&line);
+    }
+    text
 }
 
 /// How an MCP server's status is shown, in both front ends; `None` for one
@@ -198,17 +218,24 @@ mod tests {
     }
 
     #[test]
-    fn a_skills_name_as_a_command_invokes_it() {
-        let known = |n: &str| (n == "changelog").then(|| "Skill changelog.".to_string());
-        assert_eq!(
-            skill_invocation("/changelog 2.4", known),
-            Some("/changelog 2.4\n\nSkill changelog.\n\nArguments: 2.4".into())
-        );
-        assert_eq!(
-            skill_invocation(" /changelog ", known),
-            Some("/changelog\n\nSkill changelog.".into())
-        );
-        assert_eq!(skill_invocation("/nope", known), None);
+    fn the_sessions_commands_are_known_by_name_and_bare_plugin_name() {
+        use cadre_core::protocol::CommandEntry;
+        let entry = |name: &str| CommandEntry {
+            name: name.into(),
+            description: "does it".into(),
+            argument_hint: Some("[n]".into()),
+            label: "project".into(),
+        };
+        let menu = [entry("changelog"), entry("tools:hello")];
+        assert!(session_runs("/changelog", &menu));
+        assert!(session_runs("/hello", &menu));
+        assert!(session_runs("/tools:hello", &menu));
+        assert!(session_runs("/mcp__fx__greet", &menu));
+        assert!(!session_runs("/nope", &menu));
+        let help = menu_help(&menu);
+        assert!(help.contains("/changelog [n]"), "{help}");
+        assert!(help.contains("does it (project)"), "{help}");
+        assert_eq!(menu_help(&[]), "");
     }
 
     #[test]

@@ -89,7 +89,7 @@ impl App {
         }
         self.completion.dismissed = None;
         let candidates = match token.kind {
-            Kind::Command => command_matches(&token.query),
+            Kind::Command => command_matches(&token.query, &self.commands),
             Kind::File => {
                 let c = &mut self.completion;
                 if !c.walking
@@ -256,13 +256,30 @@ pub fn token_at(text: &str, cursor: usize) -> Option<Token> {
     None
 }
 
-/// The commands whose name matches `query` (prefix matches first), with their descriptions.
-pub fn command_matches(query: &str) -> Vec<Candidate> {
+/// The commands whose name matches `query` (prefix matches first), with
+/// their descriptions: the front end's own, then the session's skills and
+/// commands (with their argument hints).
+pub fn command_matches(
+    query: &str,
+    session: &[cadre_core::protocol::CommandEntry],
+) -> Vec<Candidate> {
     let query = query.to_lowercase();
-    let mut ranked: Vec<(u8, &str, &str)> = COMMAND_NAMES
+    let own = COMMAND_NAMES
         .iter()
-        .filter_map(|(name, detail)| {
-            let bare = name.trim_start_matches('/');
+        .map(|(name, detail)| (name.to_string(), detail.to_string()));
+    let theirs = session.iter().map(|c| {
+        let detail: String = c.description.chars().take(60).collect();
+        let detail = match &c.argument_hint {
+            Some(hint) => format!("{hint} {detail}"),
+            None => detail,
+        };
+        (format!("/{}", c.name), format!("{detail} ({})", c.label))
+    });
+    let mut ranked: Vec<(u8, usize, String, String)> = own
+        .chain(theirs)
+        .enumerate()
+        .filter_map(|(i, (name, detail))| {
+            let bare = name.trim_start_matches('/').to_lowercase();
             let rank = if bare.starts_with(&query) {
                 0
             } else if bare.contains(&query) {
@@ -270,16 +287,14 @@ pub fn command_matches(query: &str) -> Vec<Candidate> {
             } else {
                 return None;
             };
-            Some((rank, *name, *detail))
+            Some((rank, i, name, detail))
         })
         .collect();
-    ranked.sort();
+    ranked.sort_by(|a, b| (a.0, &a.2).cmp(&(b.0, &b.2)).then(a.1.cmp(&b.1)));
+    ranked.dedup_by(|a, b| a.2 == b.2);
     ranked
         .into_iter()
-        .map(|(_, name, detail)| Candidate {
-            text: name.to_string(),
-            detail: detail.to_string(),
-        })
+        .map(|(_, _, name, detail)| Candidate { text: name, detail })
         .collect()
 }
 
@@ -659,12 +674,12 @@ mod tests {
 
     #[test]
     fn commands_match_by_prefix_then_inside_the_name() {
-        let found = command_matches("re");
+        let found = command_matches("re", &[]);
         assert_eq!(texts(&found), ["/resume"]);
         assert_eq!(found[0].detail, "continue a past session");
-        assert_eq!(texts(&command_matches("it")), ["/exit", "/quit"]);
-        assert_eq!(command_matches("").len(), COMMAND_NAMES.len());
-        assert!(command_matches("nothing").is_empty());
+        assert_eq!(texts(&command_matches("it", &[])), ["/exit", "/quit"]);
+        assert_eq!(command_matches("", &[]).len(), COMMAND_NAMES.len());
+        assert!(command_matches("nothing", &[]).is_empty());
     }
 
     #[test]

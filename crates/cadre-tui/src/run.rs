@@ -48,8 +48,8 @@ pub enum TuiError {
 /// Runs the TUI over an open session until the user leaves and the session
 /// has wound down (its event receiver ends). The terminal is restored on
 /// the way out, whichever way that is. `first_message` is sent at once, as
-/// if typed (a definition's `initialPrompt` under `--agent`); `/name` of one
-/// of `skills` (name, text) sends that skill.
+/// if typed (a definition's `initialPrompt` under `--agent`); `commands`
+/// are the skills and custom commands the session runs for `/name`.
 pub async fn run(
     mut handle: SessionHandle,
     mut events: mpsc::UnboundedReceiver<Event>,
@@ -57,7 +57,7 @@ pub async fn run(
     history: Option<PathBuf>,
     host: Host,
     first_message: Option<String>,
-    skills: Vec<(String, String)>,
+    commands: Vec<cadre_core::protocol::CommandEntry>,
 ) -> Result<Exit, TuiError> {
     let Host {
         requests,
@@ -80,7 +80,7 @@ pub async fn run(
                 .map(crate::history::load)
                 .unwrap_or_default(),
         )
-        .with_skills(skills);
+        .with_commands(commands);
     if let Some(message) = first_message {
         app.send(message);
         for op in app.outbox.drain(..) {

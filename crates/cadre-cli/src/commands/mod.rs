@@ -18,8 +18,8 @@ use crate::setup::Runtime;
 use crate::{AgentArgs, PermissionArgs};
 
 pub use cadre_tui::commands::{
-    COMMANDS_HELP, Command, Input, TasksCommand, hook_line, mcp_status_line, parse,
-    skill_invocation,
+    COMMANDS_HELP, Command, Input, TasksCommand, hook_line, mcp_status_line, menu_help, parse,
+    session_runs,
 };
 
 /// The line front end's keys, after the commands in `/help`.
@@ -139,7 +139,10 @@ const RECENT_SESSIONS: usize = 10;
 /// Runs a command.
 pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
     match command {
-        Command::Help => Outcome::text(format!("{COMMANDS_HELP}\n{LINE_KEYS}")),
+        Command::Help => Outcome::text(format!(
+            "{COMMANDS_HELP}{}\n{LINE_KEYS}",
+            menu_help(&ctx.runtime.skills.menu())
+        )),
         Command::Exit => Outcome {
             text: String::new(),
             action: Action::Exit,

@@ -50,7 +50,7 @@ impl Agent {
     }
 
     /// A child has an `agent_id` in its hook inputs; the main agent none.
-    fn is_child(&self) -> bool {
+    pub(super) fn is_child(&self) -> bool {
         self.source != QuerySource::Main
             || self.hooks.as_ref().is_some_and(|h| h.agent_id.is_some())
     }

@@ -10,6 +10,7 @@
 mod compact;
 mod dispatch;
 mod hooks;
+mod invoke;
 mod permission;
 mod prompt;
 mod repeats;
@@ -187,6 +188,10 @@ pub struct Agent {
     /// The task row this agent's progress goes to as it runs (a child's), so
     /// the task list is current while it runs, in the background too.
     progress_task: Option<String>,
+    /// The session's skills and commands, for messages that start with `/name`.
+    commands: Option<Arc<crate::skills::SkillSet>>,
+    /// The session's id, for `${CLAUDE_SESSION_ID}`.
+    session_id: String,
 }
 
 /// Assistant replies between reminders of unread finished tasks.
@@ -249,6 +254,8 @@ impl Agent {
             mcp_seen: None,
             mcp_keep: None,
             progress_task: None,
+            commands: None,
+            session_id: String::new(),
         }
     }
 

@@ -225,6 +225,12 @@ impl Agent {
                 None
             }
         };
+        // A message that starts with `/name` brings the skill's text; one
+        // whose use fails (a command refused or failing) is not sent.
+        let expansion = match &after {
+            Some(_) => self.expand_message(&user_text, &cancel).await,
+            None => Ok(Vec::new()),
+        };
         for text in before {
             if logged.is_ok() {
                 logged = self
@@ -237,7 +243,7 @@ impl Agent {
         // A message too long for the window alone is cut before it is sent.
         let user_text =
             context::cut_to_tokens(&user_text, self.context.single_input_tokens()).into_owned();
-        if !user_text.is_empty() && after.is_some() {
+        if !user_text.is_empty() && after.is_some() && expansion.is_ok() {
             if logged.is_ok() {
                 logged = self
                     .write_log(RecordBody::User {
@@ -246,8 +252,16 @@ impl Agent {
                     .await;
             }
             self.push_user_text(user_text);
+            for text in expansion.iter().flatten() {
+                if logged.is_ok() {
+                    logged = self
+                        .write_log(RecordBody::User { text: text.clone() })
+                        .await;
+                }
+                self.push_user_text(text.clone());
+            }
         }
-        for text in after.iter().flatten() {
+        for text in after.iter().flatten().filter(|_| expansion.is_ok()) {
             if logged.is_ok() {
                 logged = self
                     .write_log(RecordBody::User { text: text.clone() })
@@ -262,6 +276,10 @@ impl Agent {
             // The blocked prompt was never added: nothing to send.
             Ok(()) if after.is_none() => TurnOutcome {
                 error: Some("the prompt was blocked by a UserPromptSubmit hook".into()),
+                ..TurnOutcome::empty(TurnStatus::Failed)
+            },
+            Ok(()) if expansion.is_err() => TurnOutcome {
+                error: expansion.clone().err(),
                 ..TurnOutcome::empty(TurnStatus::Failed)
             },
             Ok(()) => self.turn_loop(&cancel).await,

@@ -329,6 +329,10 @@ impl PermissionPolicy {
         if let Some((RuleKind::Deny, text)) = &rule {
             return Decision::Deny(format!("denied by the rule {text}"));
         }
+        // An active skill's `disallowed-tools` refuse as a deny rule does.
+        if let Some((RuleKind::Deny, text)) = grants.evaluate(&facts, &self.project_dir) {
+            return Decision::Deny(format!("an active skill's disallowed-tools refuses {text}"));
+        }
         if let Some(why) = self.outside_granted(tool, &facts) {
             return Decision::Deny(why);
         }

@@ -5,12 +5,14 @@
 //! module can speak it without importing each other.
 
 mod approval;
+mod command;
 mod event;
 mod mode;
 mod op;
 mod status;
 
 pub use approval::{ApprovalAnswer, ApprovalQuestion, PendingApproval};
+pub use command::CommandEntry;
 pub use event::{Event, EventSink, child_place};
 pub use mode::{PermissionMode, RuleKind};
 pub use op::Op;

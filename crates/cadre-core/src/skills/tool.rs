@@ -18,12 +18,16 @@ use crate::tools::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse
 /// Loads a skill.
 pub struct SkillTool {
     skills: Arc<SkillSet>,
+    session_id: String,
 }
 
 impl SkillTool {
-    /// The tool over `skills`.
-    pub fn new(skills: Arc<SkillSet>) -> SkillTool {
-        SkillTool { skills }
+    /// The tool over `skills`, for the session `session_id` (`${CLAUDE_SESSION_ID}`).
+    pub fn new(skills: Arc<SkillSet>, session_id: &str) -> SkillTool {
+        SkillTool {
+            skills,
+            session_id: session_id.to_string(),
+        }
     }
 }
 
@@ -80,13 +84,31 @@ impl Tool for SkillTool {
                 Err(e) => return e,
             };
             let name = args.skill.trim().trim_start_matches('/');
-            match self.skills.for_model().find(|s| s.name == name) {
+            match self.skills.lookup(name).filter(|s| !s.user_only) {
                 Some(skill) => {
-                    let mut text = skill.loaded_text();
-                    if let Some(a) = args.args.filter(|a| !a.trim().is_empty()) {
-                        text.push_str(&format!("\n\nArguments: {a}"));
-                    }
-                    if let Some(note) = grant_allowed_tools(ctx, skill) {
+                    let vars = super::render::Vars {
+                        session_id: self.session_id.clone(),
+                        project_dir: ctx.cwd.clone(),
+                        effort: skill.effort.clone(),
+                    };
+                    let (granted, skipped) = super::invoke::allowed_rules(skill, &vars);
+                    let mut grants = ctx.grants.rules();
+                    grants.extend(granted.iter().cloned());
+                    let tracker = crate::permissions::PermissionTracker::default();
+                    let runner = super::invoke::PolicyShell {
+                        ctx,
+                        tracker: &tracker,
+                        grants,
+                    };
+                    let args_text = args.args.unwrap_or_default();
+                    let mut text =
+                        match super::invoke::render_use(skill, args_text.trim(), &vars, &runner)
+                            .await
+                        {
+                            Ok(text) => text,
+                            Err(message) => return ToolOutput::error(message),
+                        };
+                    if let Some(note) = grant_note(ctx, skill, granted, skipped, &vars) {
                         text.push_str(&note);
                     }
                     if let Some(model) = &skill.model {
@@ -113,24 +135,6 @@ impl Tool for SkillTool {
         })
     }
 
-    fn user_message(&self, ctx: &ToolContext, text: &str) {
-        // `/NAME args` then the skill's text, as the front ends send it.
-        let Some(first) = text.lines().next().and_then(|l| l.strip_prefix('/')) else {
-            return;
-        };
-        let name = first.split_whitespace().next().unwrap_or("");
-        let Some(skill) = self.skills.get(name) else {
-            return;
-        };
-        let header = format!("Skill {}.", skill.name);
-        if text.lines().nth(2).is_some_and(|l| l.starts_with(&header)) {
-            grant_allowed_tools(ctx, skill);
-            if let Some(model) = &skill.model {
-                ctx.grants.set_model(model);
-            }
-        }
-    }
-
     fn first_reminder(&self, _ctx: &ToolContext) -> Option<String> {
         let mut text = format!("<system-reminder>\n{SKILLS_HEADER}\n");
         let mut any = false;
@@ -143,33 +147,31 @@ impl Tool for SkillTool {
     }
 }
 
-/// Grants `skill`'s `allowed-tools` to the calling agent for the rest of its
-/// turn; the note the model gets about it (entries that are no rule are
-/// named and skipped).
-fn grant_allowed_tools(ctx: &ToolContext, skill: &super::Skill) -> Option<String> {
-    use crate::permissions::rules::{RuleKind, parse_rule};
-    if skill.allowed_tools.is_empty() {
-        return None;
-    }
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let mut granted = Vec::new();
-    let mut skipped = Vec::new();
-    let mut rules = Vec::new();
-    for entry in &skill.allowed_tools {
-        match parse_rule(RuleKind::Allow, entry, home.as_deref()) {
-            Ok(rule) => {
-                granted.push(entry.as_str());
-                rules.push(rule);
-            }
-            Err(e) => skipped.push(format!("{entry} ({e})")),
-        }
-    }
-    ctx.grants.grant(rules);
+/// Grants `skill`'s `allowed-tools` (and its `disallowed-tools` as
+/// refusals) to the calling agent for the rest of its turn; the note the
+/// model gets about it (entries that are no rule are named and skipped).
+pub(crate) fn grant_note(
+    ctx: &ToolContext,
+    skill: &super::Skill,
+    granted: Vec<crate::permissions::rules::Rule>,
+    skipped: Vec<String>,
+    vars: &super::render::Vars,
+) -> Option<String> {
+    let denied = super::invoke::disallowed_rules(skill, vars);
+    let names: Vec<String> = granted.iter().map(|r| r.text.clone()).collect();
+    let refused: Vec<String> = denied.iter().map(|r| r.text.clone()).collect();
+    ctx.grants.grant(granted.into_iter().chain(denied));
     let mut note = String::new();
-    if !granted.is_empty() {
+    if !names.is_empty() {
         note.push_str(&format!(
             "\n\nWhile this skill is active (until your turn ends), these run without asking: {}.",
-            granted.join(", ")
+            names.join(", ")
+        ));
+    }
+    if !refused.is_empty() {
+        note.push_str(&format!(
+            "\n\nWhile this skill is active, these are refused: {}.",
+            refused.join(", ")
         ));
     }
     if !skipped.is_empty() {
@@ -178,5 +180,5 @@ fn grant_allowed_tools(ctx: &ToolContext, skill: &super::Skill) -> Option<String
             skipped.join("; ")
         ));
     }
-    Some(note)
+    (!note.is_empty()).then_some(note)
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::frontmatter::{Split, parse_yaml, split_frontmatter};
+use crate::frontmatter::{QuoteReason, Split, parse_yaml, quote_colon_values, split_frontmatter};
 
 use super::fields::{FieldReader, blank_definition, name_problem, scalar_string};
 use super::{DefinitionIssue, IssueLevel, ParseOutcome};
@@ -30,101 +30,6 @@ fn yaml_error(err: &serde_saphyr::Error) -> (Option<usize>, String) {
         _ => rendered,
     };
     (line, format!("invalid YAML in frontmatter: {message}"))
-}
-
-/// Why a line was quoted by [`quote_colon_values`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum QuoteReason {
-    /// The value contains `: ` (or ends with `:`).
-    Colon,
-    /// The value contains a character YAML gives a meaning (`*`, `#`, `@`, …).
-    Special(char),
-}
-
-/// The characters whose presence in a plain value makes Claude Code's retry
-/// quote it (with `: `).
-const SPECIAL_CHARS: &[char] = &[
-    '{', '}', '[', ']', '*', '&', '#', '!', '|', '>', '%', '@', '`',
-];
-
-/// Why Claude Code's retry would quote this plain value, if it would.
-fn quote_reason(value: &str) -> Option<QuoteReason> {
-    if value.contains(": ") || value.ends_with(':') {
-        return Some(QuoteReason::Colon);
-    }
-    value
-        .chars()
-        .find(|c| SPECIAL_CHARS.contains(c))
-        .map(QuoteReason::Special)
-}
-
-/// Claude Code's quote-and-retry rule: every one-line `key: value` whose
-/// value contains `: ` (or ends with `:`) or any of
-/// `` { } [ ] * & # ! | > % @ ` `` is rewritten as a single-quoted scalar
-/// (so `description: **ROLE**: …` reads as text, not an alias). Values
-/// already quoted are left alone. Where Claude Code would break a valid
-/// construct, cadre keeps it: block scalars (`key: |` / `key: >`, and their
-/// indented lines) and flow collections that parse on their own
-/// (`tools: [Read, Grep]`). Nested `key: value` lines are treated like
-/// top-level ones. Returns the rewritten frontmatter (same line count) and
-/// the 0-based indices of rewritten lines with the reason.
-pub(super) fn quote_colon_values(frontmatter: &str) -> (String, Vec<(usize, QuoteReason)>) {
-    let mut out = Vec::new();
-    let mut rewritten = Vec::new();
-    let mut block_indent: Option<usize> = None;
-    for (index, line) in frontmatter.split('\n').enumerate() {
-        let indent = line.len() - line.trim_start_matches(' ').len();
-        if let Some(parent) = block_indent {
-            if line.trim().is_empty() || indent > parent {
-                out.push(line.to_string());
-                continue;
-            }
-            block_indent = None;
-        }
-        let rest = &line[indent..];
-        let Some((key, value)) = rest.split_once(':') else {
-            out.push(line.to_string());
-            continue;
-        };
-        let key_ok = !key.is_empty()
-            && key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-        if !key_ok || !(value.is_empty() || value.starts_with([' ', '\t'])) {
-            out.push(line.to_string());
-            continue;
-        }
-        let value = value.trim();
-        let block_header = value
-            .strip_prefix(['|', '>'])
-            .is_some_and(|rest| rest.chars().all(|c| matches!(c, '-' | '+' | '0'..='9')));
-        if block_header {
-            block_indent = Some(indent);
-            out.push(line.to_string());
-            continue;
-        }
-        let already_quoted = value.len() >= 2
-            && ((value.starts_with('"') && value.ends_with('"'))
-                || (value.starts_with('\'') && value.ends_with('\'')));
-        let flow_collection =
-            value.starts_with(['[', '{']) && parse_yaml(&format!("v: {value}")).is_ok();
-        let reason = match already_quoted || flow_collection {
-            true => None,
-            false => quote_reason(value),
-        };
-        match reason {
-            Some(reason) => {
-                out.push(format!(
-                    "{}{key}: '{}'",
-                    &line[..indent],
-                    value.replace('\'', "''")
-                ));
-                rewritten.push((index, reason));
-            }
-            None => out.push(line.to_string()),
-        }
-    }
-    (out.join("\n"), rewritten)
 }
 
 /// The file line (1-based) of a top-level `key:` in the frontmatter.

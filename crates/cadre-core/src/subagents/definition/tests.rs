@@ -2,8 +2,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::frontmatter::{QuoteReason, quote_colon_values};
 use super::*;
+use crate::frontmatter::{QuoteReason, quote_colon_values};
 use crate::protocol::PermissionMode;
 use crate::subagents::DefinitionSource;
 

@@ -1,0 +1,283 @@
+//! The main agent's side of `/name` messages and `@mentions`: a message
+//! that starts with skills or commands gets their rendered text after it
+//! (their commands run first, under the `Bash` policy, never asking); a
+//! `context: fork` skill runs as a child and its report follows; an MCP
+//! server's prompt is fetched; mentioned files and MCP resources the
+//! policy lets this agent read without asking are attached. The typed text
+//! stays the message's first block, so going back to it finds it.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::Agent;
+use crate::permissions::{Decision, ToolEffect};
+use crate::protocol::Event;
+use crate::skills::invoke::{Mention, PolicyShell, allowed_rules, mentions, render_use};
+use crate::skills::render::Vars;
+use crate::skills::{Invocation, Skill, SkillSet, parse_invocation};
+use crate::tools::ToolInput;
+
+/// Most bytes of one mentioned MCP resource attached.
+const MAX_RESOURCE_BYTES: usize = 256 * 1024;
+
+fn object(value: Value) -> ToolInput {
+    match value {
+        Value::Object(map) => map,
+        _ => ToolInput::new(),
+    }
+}
+
+impl Agent {
+    /// Gives this agent the session's skills and commands, so messages
+    /// that start with `/name` use them; `session_id` is `${CLAUDE_SESSION_ID}`.
+    pub fn with_commands(mut self, skills: Arc<SkillSet>, session_id: &str) -> Self {
+        self.commands = Some(skills);
+        self.session_id = session_id.to_string();
+        self
+    }
+
+    fn vars(&self, skill: &Skill) -> Vars {
+        Vars {
+            session_id: self.session_id.clone(),
+            project_dir: self.ctx.cwd.clone(),
+            effort: skill.effort.clone().or_else(|| self.effort.clone()),
+        }
+    }
+
+    /// The text blocks that follow the user's message `text`: rendered
+    /// skills, a forked skill's report, an MCP prompt's messages, mentioned
+    /// files and resources. `Err` aborts the message with what to tell the
+    /// user; nothing is sent then.
+    pub(super) async fn expand_message(
+        &self,
+        text: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<String>, String> {
+        if self.is_child() || text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let empty = SkillSet::default();
+        let set = self.commands.as_deref().unwrap_or(&empty);
+        let mut blocks = Vec::new();
+        match parse_invocation(set, text) {
+            Invocation::None => {}
+            Invocation::Unknown(name) => {
+                return Err(format!(
+                    "unknown command /{name}: no skill, command or MCP prompt has that name"
+                ));
+            }
+            Invocation::NotUserInvocable(name) => {
+                return Err(format!(
+                    "/{name} is for the model only (user-invocable: false)"
+                ));
+            }
+            Invocation::Inline { skills, args } => {
+                for skill in skills {
+                    blocks.push(self.use_inline(skill, &args).await?);
+                }
+            }
+            Invocation::Fork { skill, args } => {
+                blocks.push(self.use_forked(skill, &args, cancel).await?);
+            }
+            Invocation::McpPrompt { name, args } => {
+                let hub = self.mcp.as_ref();
+                match hub {
+                    Some(hub) => match hub.run_prompt_command(&name, &args).await {
+                        Some(Ok(text)) => blocks.push(text),
+                        Some(Err(e)) => return Err(format!("/{name}: {e}")),
+                        None => {
+                            return Err(format!(
+                                "unknown command /{name}: no ready MCP server has that prompt"
+                            ));
+                        }
+                    },
+                    None => {
+                        return Err(format!(
+                            "unknown command /{name}: this session has no MCP server"
+                        ));
+                    }
+                }
+            }
+        }
+        let mut seen = Vec::new();
+        for source in std::iter::once(text).chain(blocks.clone().iter().map(String::as_str)) {
+            for mention in mentions(source) {
+                if seen.contains(&mention) {
+                    continue;
+                }
+                seen.push(mention.clone());
+                if let Some(block) = self.attach(&mention, cancel).await {
+                    blocks.push(block);
+                }
+            }
+        }
+        Ok(blocks)
+    }
+
+    /// One inline skill: its rendered text, its `allowed-tools` and
+    /// `model` granted for the rest of the turn.
+    async fn use_inline(&self, skill: &Skill, args: &str) -> Result<String, String> {
+        let vars = self.vars(skill);
+        let (granted, skipped) = allowed_rules(skill, &vars);
+        let mut grants = self.ctx.grants.rules();
+        grants.extend(granted.iter().cloned());
+        let runner = PolicyShell {
+            ctx: &self.ctx,
+            tracker: &self.tracker,
+            grants,
+        };
+        let text = render_use(skill, args, &vars, &runner).await?;
+        crate::skills::grant_note(&self.ctx, skill, granted, skipped, &vars);
+        if let Some(model) = &skill.model {
+            self.ctx.grants.set_model(model);
+        }
+        Ok(text)
+    }
+
+    /// A `context: fork` skill: its rendered text runs as a child of its
+    /// agent type, in the foreground; the child's report is what follows.
+    async fn use_forked(
+        &self,
+        skill: &Skill,
+        args: &str,
+        cancel: &CancellationToken,
+    ) -> Result<String, String> {
+        let agent_type = skill.fork_agent.clone().unwrap_or_default();
+        let Some(tool) = self.tools.get("Agent") else {
+            return Err(format!(
+                "/{}: it runs as a subagent, and this session cannot start one",
+                skill.name
+            ));
+        };
+        let vars = self.vars(skill);
+        let (granted, _) = allowed_rules(skill, &vars);
+        let mut grants = self.ctx.grants.rules();
+        grants.extend(granted);
+        let runner = PolicyShell {
+            ctx: &self.ctx,
+            tracker: &self.tracker,
+            grants,
+        };
+        let prompt = render_use(skill, args, &vars, &runner).await?;
+        let mut input = object(json!({
+            "description": format!("/{}", skill.name),
+            "prompt": prompt,
+            "subagent_type": agent_type,
+        }));
+        if let Some(model) = &skill.model {
+            input.insert("model".into(), json!(model));
+        }
+        if let Err(out) = tool.validate(&input) {
+            return Err(format!("/{}: {}", skill.name, out.content));
+        }
+        let mut ctx = self.ctx.clone();
+        ctx.cancel = cancel.child_token();
+        ctx.caller = Some(Arc::new(self.caller()));
+        let out = tool.execute(&ctx, &input).await;
+        if out.is_error {
+            return Err(format!("/{}: {}", skill.name, out.content));
+        }
+        Ok(format!(
+            "The skill /{} ran as a {agent_type} subagent. Its report:\n\n{}",
+            skill.name, out.content
+        ))
+    }
+
+    /// The block a mention adds, if the policy lets this agent read it
+    /// without asking; a refusal is reported, a path that is no file is
+    /// left as text.
+    async fn attach(&self, mention: &Mention, cancel: &CancellationToken) -> Option<String> {
+        match mention {
+            Mention::Path(path) => {
+                let tool = self.tools.get("Read")?;
+                let expanded = match path.strip_prefix("~/") {
+                    Some(rest) => std::env::var_os("HOME")
+                        .map(std::path::PathBuf::from)?
+                        .join(rest),
+                    None => self.ctx.cwd.join(path),
+                };
+                if !expanded.is_file() {
+                    return None;
+                }
+                let input = object(json!({"file_path": expanded.display().to_string()}));
+                let decided = crate::permissions::decided_path("Read", &input, &self.ctx.cwd);
+                let decision = self.policy.decide_pre_approved(
+                    &self.tracker,
+                    "Read",
+                    tool.effect(),
+                    &input,
+                    decided.as_deref(),
+                    false,
+                    &self.ctx.grants.rules(),
+                );
+                if let Some(why) = refusal(decision) {
+                    self.events.emit(Event::Warning {
+                        message: format!("@{path} was not attached: {why}"),
+                    });
+                    return None;
+                }
+                let mut ctx = self.ctx.clone();
+                ctx.cancel = cancel.child_token();
+                ctx.decided_path = decided;
+                let out = tool.execute(&ctx, &input).await;
+                if out.is_error {
+                    self.events.emit(Event::Warning {
+                        message: format!("@{path} was not attached: {}", out.content),
+                    });
+                    return None;
+                }
+                Some(format!(
+                    "<system-reminder>\nThe user mentioned @{path}; the Read tool gave:\n{}\n</system-reminder>",
+                    out.content
+                ))
+            }
+            Mention::Resource { server, uri } => {
+                let hub = self.mcp.as_ref()?;
+                hub.server(server)?;
+                let input = object(json!({"server": server, "uri": uri}));
+                let decision = self.policy.decide_pre_approved(
+                    &self.tracker,
+                    "ReadMcpResourceTool",
+                    ToolEffect::ReadOnly,
+                    &input,
+                    None,
+                    false,
+                    &self.ctx.grants.rules(),
+                );
+                if let Some(why) = refusal(decision) {
+                    self.events.emit(Event::Warning {
+                        message: format!("@{server}:{uri} was not attached: {why}"),
+                    });
+                    return None;
+                }
+                match hub.read_resource_text(server, uri).await {
+                    Ok(text) => {
+                        let text = crate::tools::cap_output(text, MAX_RESOURCE_BYTES);
+                        Some(format!(
+                            "<system-reminder>\nThe user mentioned the MCP resource {uri} of the server {server}:\n{text}\n</system-reminder>"
+                        ))
+                    }
+                    Err(e) => {
+                        self.events.emit(Event::Warning {
+                            message: format!("@{server}:{uri} was not attached: {e}"),
+                        });
+                        None
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Why a decision is not a plain allow (a mention never asks).
+fn refusal(decision: Decision) -> Option<String> {
+    match decision {
+        Decision::Allow => None,
+        Decision::Deny(why) => Some(why),
+        Decision::Ask { reason, .. } => Some(format!(
+            "{reason} (a mention is attached only where no question is needed)"
+        )),
+    }
+}
