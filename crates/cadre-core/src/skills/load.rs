@@ -30,6 +30,10 @@ struct Source {
     scope: &'static str,
     kind: SkillKind,
     plugin: Option<PluginVars>,
+    /// Where its files must really lie (a project's or a plugin's folder),
+    /// so a link in a cloned repository cannot bring another file's text
+    /// into a prompt.
+    within: Option<PathBuf>,
 }
 
 impl SkillSet {
@@ -42,11 +46,15 @@ impl SkillSet {
         plugins: &crate::plugins::PluginSet,
     ) -> SkillSet {
         let project = crate::project_root::project_dirs(cwd).closest_first;
+        let project_root = project.last().and_then(|d| d.canonicalize().ok());
         let source = |dir: PathBuf, scope, kind| Source {
             dir,
             scope,
             kind,
             plugin: None,
+            within: (scope == "project")
+                .then(|| project_root.clone())
+                .flatten(),
         };
         let mut sources = Vec::new();
         for kind in [SkillKind::Skill, SkillKind::Command] {
@@ -80,6 +88,7 @@ impl SkillSet {
                         scope: "plugin",
                         kind,
                         plugin: Some(vars.clone()),
+                        within: plugin.root.canonicalize().ok(),
                     });
                 }
             }
@@ -257,6 +266,16 @@ fn read_skill(
     source: &Source,
     sub: Option<&str>,
 ) -> Result<Skill, String> {
+    if let Some(within) = &source.within {
+        let real = file.canonicalize().map_err(|e| e.to_string())?;
+        if !real.starts_with(within) {
+            return Err(format!(
+                "it links to {}, outside {}; not read",
+                real.display(),
+                within.display()
+            ));
+        }
+    }
     let text = read_small_text(file, MAX_SKILL_BYTES).map_err(|e| e.to_string())?;
     // Files written on Windows keep their BOM and CRLF line ends.
     let text = text
@@ -414,6 +433,12 @@ mod tests {
             "---\nname: ignored\nargument-hint: '[file]'\nallowed-tools: Bash(git add:*) Bash(git status:*)\n---\nRun the tests.\n\nMore.",
         );
         write(&proj.join(".claude/commands/bad name.md"), "x");
+        write(&tmp.path().join("secret.txt"), "SECRET");
+        std::os::unix::fs::symlink(
+            tmp.path().join("secret.txt"),
+            proj.join(".claude/commands/leak.md"),
+        )
+        .unwrap();
         let set = SkillSet::load(&proj, &data, Some(&home), &PluginSet::default());
         assert_eq!(set.get("pdf").unwrap().body, "user pdf");
         assert_eq!(set.get("deploy").unwrap().body, "user deploy");
@@ -428,6 +453,14 @@ mod tests {
         );
         assert!(set.get("ignored").is_none());
         assert!(set.warnings.iter().any(|w| w.contains("bad name.md")));
+        assert!(set.get("leak").is_none());
+        assert!(
+            set.warnings
+                .iter()
+                .any(|w| w.contains("leak.md") && w.contains("outside")),
+            "{:?}",
+            set.warnings
+        );
     }
 
     #[test]
