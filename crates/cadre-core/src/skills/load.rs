@@ -52,9 +52,7 @@ impl SkillSet {
             scope,
             kind,
             plugin: None,
-            within: (scope == "project")
-                .then(|| project_root.clone())
-                .flatten(),
+            within: (scope == "project").then(|| project_root.clone()).flatten(),
         };
         let mut sources = Vec::new();
         for kind in [SkillKind::Skill, SkillKind::Command] {
@@ -101,7 +99,14 @@ impl SkillSet {
             };
             for (file, dir, sub) in found {
                 match read_skill(&file, &dir, &source, sub.as_deref()) {
-                    Ok(skill) => {
+                    Ok((skill, unsupported)) => {
+                        if !unsupported.is_empty() {
+                            set.warnings.push(format!(
+                                "{}: {} not applied by cadre (see docs/commands.md)",
+                                file.display(),
+                                unsupported.join(", ")
+                            ));
+                        }
                         if set.get(&skill.name).is_none() {
                             set.skills.push(skill);
                         }
@@ -265,7 +270,7 @@ fn read_skill(
     dir: &Path,
     source: &Source,
     sub: Option<&str>,
-) -> Result<Skill, String> {
+) -> Result<(Skill, Vec<String>), String> {
     if let Some(within) = &source.within {
         let real = file.canonicalize().map_err(|e| e.to_string())?;
         if !real.starts_with(within) {
@@ -344,7 +349,15 @@ fn read_skill(
         (None, Some(sub)) => format!("{}:{sub}", source.scope),
         (None, None) => source.scope.to_string(),
     };
-    Ok(Skill {
+    // Keys cadre reads but does not act on, named once at start-up.
+    let mut unsupported = Vec::new();
+    if meta.get("hooks").is_some() {
+        unsupported.push("`hooks`".to_string());
+    }
+    if let Some(shell) = text_field("shell").filter(|s| *s != "bash") {
+        unsupported.push(format!("`shell: {shell}`"));
+    }
+    let skill = Skill {
         name,
         description,
         body,
@@ -363,7 +376,8 @@ fn read_skill(
         kind: source.kind,
         label,
         plugin: source.plugin.clone(),
-    })
+    };
+    Ok((skill, unsupported))
 }
 
 #[cfg(test)]
@@ -433,6 +447,10 @@ mod tests {
             "---\nname: ignored\nargument-hint: '[file]'\nallowed-tools: Bash(git add:*) Bash(git status:*)\n---\nRun the tests.\n\nMore.",
         );
         write(&proj.join(".claude/commands/bad name.md"), "x");
+        write(
+            &proj.join(".claude/commands/ps.md"),
+            "---\nshell: powershell\nhooks:\n  Stop: []\n---\nGet-Item",
+        );
         write(&tmp.path().join("secret.txt"), "SECRET");
         std::os::unix::fs::symlink(
             tmp.path().join("secret.txt"),
@@ -454,6 +472,15 @@ mod tests {
         assert!(set.get("ignored").is_none());
         assert!(set.warnings.iter().any(|w| w.contains("bad name.md")));
         assert!(set.get("leak").is_none());
+        assert!(set.get("ps").is_some());
+        assert!(
+            set.warnings
+                .iter()
+                .any(|w| w.contains("ps.md")
+                    && w.contains("`hooks`, `shell: powershell` not applied")),
+            "{:?}",
+            set.warnings
+        );
         assert!(
             set.warnings
                 .iter()
