@@ -84,7 +84,12 @@ impl Agent {
             Invocation::McpPrompt { name, args } => {
                 let hub = self.mcp.as_ref();
                 match hub {
-                    Some(hub) => match hub.run_prompt_command(&name, &args).await {
+                    // Servers start with the session; one still starting gets
+                    // its start-up time before its prompt counts as unknown.
+                    Some(hub) => match {
+                        hub.settled().await;
+                        hub.run_prompt_command(&name, &args).await
+                    } {
                         Some(Ok(text)) => blocks.push(text),
                         Some(Err(e)) => return Err(format!("/{name}: {e}")),
                         None => {
@@ -236,6 +241,7 @@ impl Agent {
             Mention::Resource { server, uri } => {
                 let hub = self.mcp.as_ref()?;
                 hub.server(server)?;
+                hub.settled().await;
                 let input = object(json!({"server": server, "uri": uri}));
                 let decision = self.policy.decide_pre_approved(
                     &self.tracker,
