@@ -113,6 +113,25 @@ async fn a_shell_line_the_policy_does_not_allow_aborts_the_command_and_sends_not
 }
 
 #[tokio::test]
+async fn a_projects_allowed_tools_wait_for_trust_and_the_refusal_says_so() {
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: \"never\"\n",
+        Wire::Anthropic,
+    )
+    .await;
+    write_review(&h);
+    let out = h.cadre(&["exec", "/review a b"]).await;
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("Shell command permission check failed for pattern \"!`echo from-shell`\"")
+            && err.contains("this folder is not trusted"),
+        "{err}"
+    );
+    assert!(h.records().is_empty());
+}
+
+#[tokio::test]
 async fn an_unknown_command_is_named_and_not_sent() {
     let h = Harness::new(
         "rules:\n  - replies:\n      - text: \"never\"\n",

@@ -19,9 +19,15 @@ fn with_fixture(h: &Harness) {
 
 #[tokio::test]
 async fn an_mcp_prompt_runs_as_a_command_with_its_arguments() {
-    let h = Harness::new("rules:\n  - replies:\n      - text: \"Hello sent.\"\n", Wire::Anthropic).await;
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: \"Hello sent.\"\n",
+        Wire::Anthropic,
+    )
+    .await;
     with_fixture(&h);
-    let out = h.cadre(&["exec", "--trust", "/mcp__fixture__greet Ann"]).await;
+    let out = h
+        .cadre(&["exec", "--trust", "/mcp__fixture__greet Ann"])
+        .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let records = h.records();
     assert_eq!(records.len(), 1);
@@ -32,13 +38,21 @@ async fn an_mcp_prompt_runs_as_a_command_with_its_arguments() {
     // A prompt that does not exist is named, and nothing is sent.
     let out = h.cadre(&["exec", "--trust", "/mcp__fixture__nope"]).await;
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("mcp__fixture__nope"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("mcp__fixture__nope"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(h.records().len(), 1);
 }
 
 #[tokio::test]
 async fn a_resource_mention_attaches_it_unless_a_rule_denies_it() {
-    let h = Harness::new("rules:\n  - replies:\n      - text: \"Read it.\"\n", Wire::Anthropic).await;
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: \"Read it.\"\n",
+        Wire::Anthropic,
+    )
+    .await;
     with_fixture(&h);
     let out = h
         .cadre(&["exec", "--trust", "What does @fixture:mem://note say?"])

@@ -129,6 +129,7 @@ impl Agent {
         let mut grants = self.ctx.grants.rules();
         grants.extend(granted.iter().cloned());
         let runner = PolicyShell {
+            skill,
             ctx: &self.ctx,
             tracker: &self.tracker,
             grants,
@@ -161,6 +162,7 @@ impl Agent {
         let mut grants = self.ctx.grants.rules();
         grants.extend(granted);
         let runner = PolicyShell {
+            skill,
             ctx: &self.ctx,
             tracker: &self.tracker,
             grants,

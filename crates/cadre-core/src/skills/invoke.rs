@@ -186,6 +186,8 @@ fn rules_of(
 /// session's policy with `grants` counting as allow rules, never asking:
 /// anything but an allow aborts the use with Claude Code's message.
 pub struct PolicyShell<'a> {
+    /// The skill whose commands run (named in a refusal's hint).
+    pub skill: &'a Skill,
     /// The calling agent's tool context (folder, sandbox, policy).
     pub ctx: &'a ToolContext,
     /// The calling agent's session approvals.
@@ -225,8 +227,13 @@ impl ShellRunner for PolicyShell<'_> {
                 Decision::Allow => {}
                 Decision::Deny(why) => return Err(refused(&why)),
                 Decision::Ask { reason, .. } => {
+                    let hint = if self.skill.held_back {
+                        "this folder is not trusted, so the command's own allowed-tools do not apply (answer yes when cadre asks, run `cadre config trust`, or pass --trust)"
+                    } else {
+                        "add it to the command's allowed-tools or to an allow rule"
+                    };
                     return Err(refused(&format!(
-                        "{reason}; it would need a question, and a skill's commands never ask (add it to the skill's allowed-tools or an allow rule)"
+                        "{reason}; it would need a question, and a command's lines never ask: {hint}"
                     )));
                 }
             }
@@ -350,6 +357,7 @@ mod tests {
                 kind: SkillKind::Command,
                 label: "project".into(),
                 plugin: None,
+                held_back: false,
             });
         }
         set

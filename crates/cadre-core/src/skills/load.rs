@@ -376,6 +376,7 @@ fn read_skill(
         kind: source.kind,
         label,
         plugin: source.plugin.clone(),
+        held_back: false,
     };
     Ok((skill, unsupported))
 }

@@ -82,6 +82,8 @@ pub struct Skill {
     pub label: String,
     /// The plugin it came with.
     pub plugin: Option<PluginVars>,
+    /// Its `allowed-tools` were dropped: a project's, in a folder not trusted.
+    pub held_back: bool,
 }
 
 impl Skill {
@@ -126,6 +128,7 @@ impl SkillSet {
         for skill in &mut self.skills {
             if skill.scope == "project" && !skill.allowed_tools.is_empty() {
                 skill.allowed_tools.clear();
+                skill.held_back = true;
                 held.push(skill.name.clone());
             }
         }

@@ -293,6 +293,7 @@ mod tests {
             kind: SkillKind::Command,
             label: "project".into(),
             plugin: None,
+            held_back: false,
         });
         set.skills.remove(0)
     }

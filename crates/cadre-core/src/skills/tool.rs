@@ -96,6 +96,7 @@ impl Tool for SkillTool {
                     grants.extend(granted.iter().cloned());
                     let tracker = crate::permissions::PermissionTracker::default();
                     let runner = super::invoke::PolicyShell {
+                        skill,
                         ctx,
                         tracker: &tracker,
                         grants,
