@@ -82,28 +82,7 @@ impl Agent {
                 blocks.push(self.use_forked(skill, &args, cancel).await?);
             }
             Invocation::McpPrompt { name, args } => {
-                let hub = self.mcp.as_ref();
-                match hub {
-                    // Servers start with the session; one still starting gets
-                    // its start-up time before its prompt counts as unknown.
-                    Some(hub) => match {
-                        hub.settled().await;
-                        hub.run_prompt_command(&name, &args).await
-                    } {
-                        Some(Ok(text)) => blocks.push(text),
-                        Some(Err(e)) => return Err(format!("/{name}: {e}")),
-                        None => {
-                            return Err(format!(
-                                "unknown command /{name}: no ready MCP server has that prompt"
-                            ));
-                        }
-                    },
-                    None => {
-                        return Err(format!(
-                            "unknown command /{name}: this session has no MCP server"
-                        ));
-                    }
-                }
+                blocks.push(self.use_mcp_prompt(&name, &args).await?);
             }
         }
         let mut seen = Vec::new();
@@ -119,6 +98,25 @@ impl Agent {
             }
         }
         Ok(blocks)
+    }
+
+    /// An MCP server's prompt: the text of the messages it returns. Servers
+    /// start with the session; one still starting gets its start-up time
+    /// before its prompt counts as unknown.
+    async fn use_mcp_prompt(&self, name: &str, args: &str) -> Result<String, String> {
+        let Some(hub) = self.mcp.as_ref() else {
+            return Err(format!(
+                "unknown command /{name}: this session has no MCP server"
+            ));
+        };
+        hub.settled().await;
+        match hub.run_prompt_command(name, args).await {
+            Some(Ok(text)) => Ok(text),
+            Some(Err(e)) => Err(format!("/{name}: {e}")),
+            None => Err(format!(
+                "unknown command /{name}: no ready MCP server has that prompt"
+            )),
+        }
     }
 
     /// One inline skill: its rendered text, its `allowed-tools` and
