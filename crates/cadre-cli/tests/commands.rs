@@ -112,6 +112,66 @@ async fn a_shell_line_the_policy_does_not_allow_aborts_the_command_and_sends_not
     assert!(h.records().is_empty(), "nothing reached the model");
 }
 
+/// The shape of Claude Code's own `/commit` (its commit-commands plugin):
+/// `allowed-tools` lists only the writing `git` commands, and its lines run
+/// `git status`, `git diff HEAD`, `git branch --show-current` and `git log`,
+/// which only read and so run without a rule, sandboxed.
+#[tokio::test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
+async fn read_only_lines_run_without_a_rule_as_in_claude_codes_commit_command() {
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: \"Committed.\"\n",
+        Wire::Anthropic,
+    )
+    .await;
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(h.path(""))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q", "-b", "trunk"]);
+    git(&[
+        "-c",
+        "user.email=a@b",
+        "-c",
+        "user.name=a",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "first-commit-subject",
+    ]);
+    h.write("changed.txt", "new\n");
+    h.write(
+        ".claude/commands/commit.md",
+        "---\nallowed-tools: Bash(git add:*), Bash(git status:*), Bash(git commit:*)\ndescription: Create a git commit\n---\n\n## Context\n\n- Current git status: !`git status`\n- Current git diff (staged and unstaged changes): !`git diff HEAD`\n- Current branch: !`git branch --show-current`\n- Recent commits: !`git log --oneline -10`\n\n## Your task\n\nCreate a single git commit.\n",
+    );
+    let out = h.cadre(&["exec", "--json", "--trust", "/commit"]).await;
+    common::require_landlock(&events(&out));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = user_texts(&h.records()[0].body);
+    assert!(text.contains("Current branch: trunk"), "{text}");
+    assert!(text.contains("first-commit-subject"), "{text}");
+    assert!(text.contains("changed.txt"), "{text}");
+
+    // A line that writes still needs a rule.
+    h.write(".claude/commands/wipe.md", "Gone: !`git branch -D trunk`\n");
+    let out = h.cadre(&["exec", "--trust", "/wipe"]).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("permission check failed"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[tokio::test]
 async fn a_projects_allowed_tools_wait_for_trust_and_the_refusal_says_so() {
     let h = Harness::new(
@@ -119,15 +179,19 @@ async fn a_projects_allowed_tools_wait_for_trust_and_the_refusal_says_so() {
         Wire::Anthropic,
     )
     .await;
-    write_review(&h);
-    let out = h.cadre(&["exec", "/review a b"]).await;
+    h.write(
+        ".claude/commands/stamp.md",
+        "---\nallowed-tools: Bash(touch:*)\n---\nStamped: !`touch stamp.txt`\n",
+    );
+    let out = h.cadre(&["exec", "/stamp"]).await;
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
-        err.contains("Shell command permission check failed for pattern \"!`echo from-shell`\"")
+        err.contains("Shell command permission check failed for pattern \"!`touch stamp.txt`\"")
             && err.contains("this folder is not trusted"),
         "{err}"
     );
+    assert!(!h.path("stamp.txt").exists());
     assert!(h.records().is_empty());
 }
 

@@ -11,6 +11,7 @@ mod grants;
 mod lexer_fuzz;
 mod path_rules;
 mod policy;
+mod read_only;
 pub mod rules;
 #[cfg(test)]
 mod rules_tests;
@@ -27,6 +28,7 @@ pub use grants::ActiveGrants;
 pub use policy::{
     Decision, ModeSwitch, PermissionPolicy, PermissionTracker, decided_path, resolve_real,
 };
+pub use read_only::is_read_only_command;
 
 #[cfg(test)]
 mod plan_tests;

@@ -226,6 +226,10 @@ impl ShellRunner for PolicyShell<'_> {
             ) {
                 Decision::Allow => {}
                 Decision::Deny(why) => return Err(refused(&why)),
+                // A command that only reads runs, sandboxed, as Claude Code's do.
+                Decision::Ask { .. }
+                    if self.ctx.sandbox.is_some()
+                        && crate::permissions::is_read_only_command(&piece.command) => {}
                 Decision::Ask { reason, .. } => {
                     let hint = if self.skill.held_back {
                         "this folder is not trusted, so the command's own allowed-tools do not apply (answer yes when cadre asks, run `cadre config trust`, or pass --trust)"
