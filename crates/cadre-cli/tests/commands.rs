@@ -350,7 +350,7 @@ async fn the_full_screen_sends_a_command_completes_it_and_lists_it_in_help() {
     pane.wait_text("[target] [reason]").await;
     pane.keys(&["C-u"]);
     pane.type_text("/review a 'b c'");
-    pane.keys(&["Escape"]);
+    pane.wait_text("› /review a 'b c'").await;
     pane.keys(&["Enter"]);
     pane.wait_text("Reviewed on screen.").await;
     let records = h.records();

@@ -160,18 +160,140 @@ pub fn quote_colon_values(frontmatter: &str) -> (String, Vec<(usize, QuoteReason
     (out.join("\n"), rewritten)
 }
 
-/// The frontmatter's YAML as JSON, parsed as Claude Code does: as it is,
-/// and when that fails once more with its one-line values quoted
-/// ([`quote_colon_values`]), so `argument-hint: [pr] [priority]` reads as text.
-pub fn parse_yaml_lenient(frontmatter: &str) -> Result<Value, serde_saphyr::Error> {
-    match parse_yaml(frontmatter) {
-        Ok(value) => Ok(value),
-        Err(first) => {
-            let (quoted, lines) = quote_colon_values(frontmatter);
-            if lines.is_empty() {
-                return Err(first);
-            }
-            parse_yaml(&quoted)
+/// The keys agent definitions, skills and commands use: a line that starts
+/// with one of them (then `:`) begins a field; any other line under a
+/// one-line value continues it.
+const FIELD_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "tools",
+    "disallowedTools",
+    "disallowed_tools",
+    "disallowed-tools",
+    "allowed-tools",
+    "model",
+    "permissionMode",
+    "permission_mode",
+    "maxTurns",
+    "max_turns",
+    "skills",
+    "mcpServers",
+    "hooks",
+    "memory",
+    "background",
+    "isolation",
+    "effort",
+    "color",
+    "initialPrompt",
+    "argument-hint",
+    "arguments",
+    "when_to_use",
+    "disable-model-invocation",
+    "user-invocable",
+    "context",
+    "agent",
+    "paths",
+    "shell",
+    "license",
+    "metadata",
+    "compatibility",
+    "version",
+];
+
+/// Real files (Claude Code's own plugins among them) write a long
+/// `description` over several lines without indenting them, with example
+/// dialogues (`user: "…"`) inside: not YAML, but Claude Code reads the
+/// lines as part of the value. Each one-line field followed by such lines
+/// is rewritten as a literal block holding all of them; `None` when there
+/// is none.
+pub fn fold_unindented_continuations(frontmatter: &str) -> Option<String> {
+    let lines: Vec<&str> = frontmatter.split('\n').collect();
+    let starts_field = |line: &str| {
+        line.split_once(':').is_some_and(|(key, rest)| {
+            FIELD_KEYS.contains(&key) && (rest.is_empty() || rest.starts_with([' ', '\t']))
+        })
+    };
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let mut end = i + 1;
+        while end < lines.len() && !starts_field(lines[end]) {
+            end += 1;
         }
+        let value = line.split_once(':').map(|(_, v)| v.trim()).unwrap_or("");
+        let plain = starts_field(line)
+            && !value.is_empty()
+            && !value.starts_with(['|', '>', '[', '{', '"', '\'', '&', '*']);
+        let unindented = lines[i + 1..end]
+            .iter()
+            .any(|l| !l.trim().is_empty() && !l.starts_with([' ', '\t']));
+        if plain && unindented {
+            let key = line.split_once(':').map(|(k, _)| k).unwrap_or("");
+            out.push(format!("{key}: |-"));
+            out.push(format!("  {value}"));
+            for next in &lines[i + 1..end] {
+                out.push(if next.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("  {next}")
+                });
+            }
+            changed = true;
+            i = end;
+        } else {
+            out.push(line.to_string());
+            i += 1;
+        }
+    }
+    changed.then(|| out.join("\n"))
+}
+
+/// The frontmatter's YAML as JSON, parsed as Claude Code does: as it is;
+/// failing that, with its one-line values quoted ([`quote_colon_values`],
+/// so `argument-hint: [pr] [priority]` reads as text); failing that, with
+/// unindented continuation lines folded into their field
+/// ([`fold_unindented_continuations`]).
+pub fn parse_yaml_lenient(frontmatter: &str) -> Result<Value, serde_saphyr::Error> {
+    let first = match parse_yaml(frontmatter) {
+        Ok(value) => return Ok(value),
+        Err(e) => e,
+    };
+    let (quoted, lines) = quote_colon_values(frontmatter);
+    if !lines.is_empty()
+        && let Ok(value) = parse_yaml(&quoted)
+    {
+        return Ok(value);
+    }
+    match fold_unindented_continuations(frontmatter) {
+        Some(folded) => parse_yaml(&folded),
+        None => Err(first),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unindented_description_lines_with_dialogue_stay_in_the_description() {
+        let fm = "name: agent-creator\ndescription: Use this agent when asked. Examples:\n\n<example>\nuser: \"Create an agent\"\nassistant: \"I'll use it.\"\n</example>\nmodel: inherit\ncolor: magenta\ntools: [\"Write\", \"Read\"]";
+        assert!(parse_yaml(fm).is_err());
+        let value = parse_yaml_lenient(fm).unwrap();
+        assert_eq!(value["name"], "agent-creator");
+        let description = value["description"].as_str().unwrap();
+        assert!(description.starts_with("Use this agent when asked. Examples:"));
+        assert!(
+            description.contains("user: \"Create an agent\""),
+            "{description}"
+        );
+        assert!(description.ends_with("</example>"), "{description}");
+        assert_eq!(value["model"], "inherit");
+        assert_eq!(value["tools"][1], "Read");
+        assert_eq!(
+            fold_unindented_continuations("name: a\ndescription: b"),
+            None
+        );
     }
 }

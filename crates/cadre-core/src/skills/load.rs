@@ -311,11 +311,10 @@ fn read_skill(
     }
     .map(|n| n.to_string_lossy().into_owned())
     .ok_or("it has no name")?;
-    let own = match (&source.plugin, source.kind, text_field("name")) {
-        (Some(_), _, Some(name)) => name.to_string(),
-        // Outside plugins a skill's `name` still names it, as cadre has
-        // always read it; a command's never does.
-        (None, SkillKind::Skill, Some(name)) => name.to_string(),
+    // In a plugin a `name` that is one word sets the last segment; anywhere
+    // else (and a `name` such as `Writing Rules`) it is only a label.
+    let own = match (&source.plugin, text_field("name")) {
+        (Some(_), Some(name)) if crate::path_segment::is_safe_segment(name) => name.to_string(),
         _ => own,
     };
     if let Some(problem) = crate::path_segment::segment_problem(&own) {
@@ -414,7 +413,7 @@ mod tests {
         );
         write(
             &proj.join(".cadre/skills/bad/SKILL.md"),
-            "---\nname: [\n---\nx\n",
+            "---\ndescription: ok\n\tfoo: [\n---\nx\n",
         );
         let set = SkillSet::load(&proj, &data, Some(&home), &PluginSet::default());
         let pdf = set.get("pdf").unwrap();

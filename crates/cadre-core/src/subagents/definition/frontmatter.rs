@@ -5,7 +5,10 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::frontmatter::{QuoteReason, Split, parse_yaml, quote_colon_values, split_frontmatter};
+use crate::frontmatter::{
+    QuoteReason, Split, fold_unindented_continuations, parse_yaml, quote_colon_values,
+    split_frontmatter,
+};
 
 use super::fields::{FieldReader, blank_definition, name_problem, scalar_string};
 use super::{DefinitionIssue, IssueLevel, ParseOutcome};
@@ -111,13 +114,9 @@ fn parse_into(
         Ok(value) => value,
         Err(first) => {
             let (quoted, lines) = quote_colon_values(&frontmatter);
-            if lines.is_empty() {
-                let (line, message) = yaml_error(&first);
-                issues.push(IssueLevel::Error, line, message);
-                return None;
-            }
-            match parse_yaml(&quoted) {
-                Ok(value) => {
+            let retried = (!lines.is_empty()).then(|| parse_yaml(&quoted));
+            match retried {
+                Some(Ok(value)) => {
                     for (index, reason) in lines {
                         let line = index + 2;
                         let message = match reason {
@@ -135,11 +134,27 @@ fn parse_into(
                 }
                 // The quoted text has the same lines, so the retry's error
                 // names the line that still fails, not one quoting fixed.
-                Err(retry) => {
-                    let (line, message) = yaml_error(&retry);
-                    issues.push(IssueLevel::Error, line, message);
-                    return None;
-                }
+                retried => match fold_unindented_continuations(&frontmatter)
+                    .and_then(|folded| parse_yaml(&folded).ok())
+                {
+                    Some(value) => {
+                        issues.push(
+                            IssueLevel::Warning,
+                            None,
+                            "lines under a value that are not indented were read as part of it (as Claude Code does)",
+                        );
+                        value
+                    }
+                    None => {
+                        let err = match retried {
+                            Some(Err(retry)) => retry,
+                            _ => first,
+                        };
+                        let (line, message) = yaml_error(&err);
+                        issues.push(IssueLevel::Error, line, message);
+                        return None;
+                    }
+                },
             }
         }
     };
