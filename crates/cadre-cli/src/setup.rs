@@ -647,8 +647,8 @@ fn ask_folder_trust(cwd: &std::path::Path, home: &std::path::Path) -> Result<()>
         ..McpPaths::default()
     })
     .needs_trust;
-    let plugins = cadre_core::plugins::PluginSet::dropped_in(home);
-    let skills = SkillSet::load(&cwd, home, dirs_home().as_deref(), &plugins).needing_trust();
+    let plugins = cadre_core::plugins::PluginSet::dropped_in(&home);
+    let skills = SkillSet::load(&cwd, &home, dirs_home().as_deref(), &plugins).needing_trust();
     if settings.needs_trust.is_empty() && servers.is_empty() && skills.is_empty() {
         return Ok(());
     }
