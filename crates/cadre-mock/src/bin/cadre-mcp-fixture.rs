@@ -64,6 +64,9 @@ struct Args {
     /// The instructions given in the initialize result (empty: none).
     #[arg(long, default_value = DEFAULT_INSTRUCTIONS)]
     instructions: String,
+    /// Tools only: no instructions, prompts or resources.
+    #[arg(long)]
+    no_extras: bool,
 }
 
 /// The instructions the fixture gives unless told otherwise.
@@ -201,6 +204,7 @@ struct Fixture {
     /// Tools created at run time by `add_tool`, in order.
     added: Arc<Mutex<Vec<String>>>,
     instructions: String,
+    no_extras: bool,
     /// Prompts created at run time by `add_prompt`, in order.
     added_prompts: Arc<Mutex<Vec<String>>>,
     /// Resources (URI, text) created at run time by `add_resource`, in order.
@@ -221,6 +225,7 @@ impl Fixture {
             calls_file: args.calls_file.clone().map(|p| Arc::new(Mutex::new(p))),
             added: Arc::new(Mutex::new(Vec::new())),
             instructions: args.instructions.clone(),
+            no_extras: args.no_extras,
             added_prompts: Arc::new(Mutex::new(Vec::new())),
             added_resources: Arc::new(Mutex::new(Vec::new())),
         }
@@ -568,6 +573,16 @@ impl Fixture {
 
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
+        if self.no_extras {
+            let mut config = ServerConfig::new(
+                ServerCapabilities::builder()
+                    .enable_tools()
+                    .enable_tool_list_changed()
+                    .build(),
+            );
+            config.server_info = Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION"));
+            return config;
+        }
         let mut config = ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_prompts()
