@@ -475,3 +475,19 @@ async fn the_hub_reads_prompts_and_resources_again_when_the_server_says_they_cha
     );
     hub.close_all().await;
 }
+
+#[tokio::test]
+async fn cadre_mcp_list_shows_prompt_commands_and_resources() {
+    let h = Harness::new("rules: []\n", Wire::Anthropic).await;
+    h.write(".mcp.json", &servers(&[("fixture", &[])]));
+    let out = h.cadre(&["--trust", "mcp", "list"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = common::stdout(&out);
+    assert!(text.contains("· 3 prompts · 2 resources"), "{text}");
+    assert!(
+        text.contains("  /mcp__fixture__greet <name> [style]"),
+        "{text}"
+    );
+    assert!(text.contains("  /mcp__fixture__daily_report"), "{text}");
+    assert!(text.contains("  @fixture:mem://note"), "{text}");
+}
