@@ -169,6 +169,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mcp_instructions_make_one_section_with_a_heading_per_server() {
+        assert_eq!(mcp_instructions_section(&[]), None);
+        let section = mcp_instructions_section(&[
+            ("github".into(), "Use search first.".into()),
+            ("docs".into(), "Cite pages.".into()),
+        ])
+        .unwrap();
+        assert!(
+            section.starts_with("# MCP server instructions\n\n"),
+            "{section}"
+        );
+        assert!(
+            section.ends_with("\n\n## github\n\nUse search first.\n\n## docs\n\nCite pages."),
+            "{section}"
+        );
+    }
+
+    #[test]
     fn civil_dates() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_787), (2026, 11, 30));
