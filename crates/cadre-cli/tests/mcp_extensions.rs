@@ -326,26 +326,70 @@ rules:
     );
 }
 
-/// A hub over one fixture server named `fx`, started and settled.
-async fn fixture_hub(dir: &std::path::Path) -> McpHub {
+/// A hub over stdio servers (name, command), started, not waited for.
+fn started_hub(dir: &std::path::Path, servers: &[(&str, String)]) -> McpHub {
     let mut config = McpConfig::default();
-    config.servers.insert(
-        "fx".into(),
-        ServerConfig {
-            name: "fx".into(),
-            transport: ServerTransport::Stdio {
-                command: fixture().display().to_string(),
-                args: Vec::new(),
-                env: BTreeMap::new(),
+    for (name, command) in servers {
+        config.servers.insert(
+            name.to_string(),
+            ServerConfig {
+                name: name.to_string(),
+                transport: ServerTransport::Stdio {
+                    command: command.clone(),
+                    args: Vec::new(),
+                    env: BTreeMap::new(),
+                },
+                scope: ServerScope::Flag,
+                path: dir.join("servers.json"),
             },
-            scope: ServerScope::Flag,
-            path: dir.join("servers.json"),
-        },
-    );
+        );
+    }
     let hub = McpHub::new(&config, dir, &dir.join("logs"), McpTimeouts::default());
     hub.start_all(&EventSink::discard());
+    hub
+}
+
+/// A hub over one fixture server named `fx`, started and settled.
+async fn fixture_hub(dir: &std::path::Path) -> McpHub {
+    let hub = started_hub(dir, &[("fx", fixture().display().to_string())]);
     hub.settled().await;
     hub
+}
+
+#[tokio::test]
+async fn prompt_commands_and_resource_reads_wait_for_starting_servers_and_name_failed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = started_hub(
+        dir.path(),
+        &[
+            ("fx", fixture().display().to_string()),
+            ("gone", "/nonexistent/server".to_string()),
+        ],
+    );
+    // At once, as `cadre exec "/mcp__fx__greet Bob"` would: the server is still starting.
+    assert_eq!(
+        hub.run_prompt_command("mcp__fx__greet", "Bob").await,
+        Some(Ok("Say hello to Bob.".to_string()))
+    );
+    let failed = hub
+        .run_prompt_command("mcp__gone__greet", "Bob")
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        failed.contains("MCP server gone is not connected") && failed.contains("could not start"),
+        "{failed}"
+    );
+    let failed = hub
+        .read_resource_text("gone", "mem://note")
+        .await
+        .unwrap_err();
+    assert!(
+        failed.contains("MCP server gone is not connected"),
+        "{failed}"
+    );
+    assert_eq!(hub.run_prompt_command("mcp__nobody__greet", "").await, None);
+    hub.close_all().await;
 }
 
 #[tokio::test]

@@ -25,6 +25,20 @@ pub struct PromptCommand {
     pub arguments: Vec<String>,
 }
 
+/// Why `server` is not connected, or `None` when it is.
+fn not_connected(server: &McpServer) -> Option<String> {
+    let why = match server.state() {
+        ServerState::Ready(_) => return None,
+        ServerState::Starting => "it has not started".to_string(),
+        ServerState::Failed(why) => why,
+        ServerState::Closed => "it is closed".to_string(),
+    };
+    Some(format!(
+        "MCP server {} is not connected: {why}",
+        server.name()
+    ))
+}
+
 /// Counts one start down when dropped.
 struct PendingGuard(tokio::sync::watch::Sender<usize>);
 
@@ -205,8 +219,10 @@ impl McpHub {
 
     /// Runs the prompt command `name` (`mcp__<server>__<prompt>`, no slash)
     /// with `args` as typed after it: the text of the messages the server
-    /// returns, to send as the user's message. `None` when no ready server
-    /// has that prompt. The words are split like a shell's (quotes group)
+    /// returns, to send as the user's message. Servers still starting are
+    /// waited for first (each within its start-up timeout), and lists a
+    /// server said changed are read again. `None` when no server has that
+    /// prompt; an error when the server it names is not connected. The words are split like a shell's (quotes group)
     /// and given to the prompt's arguments in order, or by `name=value`
     /// (see [`map_arguments`]); a missing required argument is an error
     /// naming it. Messages are joined by a blank line whatever their role:
@@ -217,13 +233,19 @@ impl McpHub {
         name: &str,
         args: &str,
     ) -> Option<Result<String, String>> {
-        let (server, prompt) = self.servers.iter().find_map(|s| {
+        // A command typed at once (`cadre exec "/mcp__s__p"`) comes before the servers are ready.
+        self.settled().await;
+        self.refresh().await;
+        let found = self.servers.iter().find_map(|s| {
             s.prompts()
                 .iter()
                 .find(|p| command_name(s.name(), &p.name) == name)
                 .cloned()
                 .map(|p| (s.clone(), p))
-        })?;
+        });
+        let Some((server, prompt)) = found else {
+            return self.unconnected_server(name).map(Err);
+        };
         let arguments = match map_arguments(name, &prompt.arguments, args) {
             Ok(a) => a,
             Err(e) => return Some(Err(format!("/{name}: {e}"))),
@@ -236,15 +258,28 @@ impl McpHub {
         )
     }
 
+    /// Why the server a prompt command names (`mcp__<server>__…`) cannot
+    /// run it: it is configured but not connected. `None` when no such
+    /// server is configured or it is connected.
+    fn unconnected_server(&self, command: &str) -> Option<String> {
+        let rest = command.strip_prefix(super::MCP_TOOL_PREFIX)?;
+        // Server names never hold `__`, so the first one ends the name.
+        let (name, _) = rest.split_once("__")?;
+        let server = self.server(name)?;
+        not_connected(server).map(|why| format!("/{command}: {why}"))
+    }
+
     /// Reads the resource `uri` of `server`, as text to attach to a message:
     /// its text contents, binary contents described (type and size), cut
-    /// like a tool's output (64 KiB, marked).
+    /// like a tool's output (64 KiB, marked). Servers still starting are
+    /// waited for first (each within its start-up timeout).
     pub async fn read_resource_text(&self, server: &str, uri: &str) -> Result<String, String> {
         let Some(found) = self.server(server) else {
             return Err(format!("no MCP server named {server}"));
         };
-        if !matches!(found.state(), ServerState::Ready(_)) {
-            return Err(format!("MCP server {server} is not connected"));
+        self.settled().await;
+        if let Some(why) = not_connected(found) {
+            return Err(why);
         }
         let cancel = tokio_util::sync::CancellationToken::new();
         let text = found.read_resource(uri, &cancel).await?;
