@@ -589,6 +589,31 @@ mod tests {
     }
 
     #[test]
+    fn background_children_keep_the_mcp_resource_tools() {
+        let available = strings(&[
+            "Read",
+            "TaskList",
+            "ListMcpResourcesTool",
+            "ReadMcpResourceTool",
+        ]);
+        let got = resolve_tools(&FilterInput {
+            available: &available,
+            agent_allowed: true,
+            builtin_definition: false,
+            custom_deny: &[],
+            background: true,
+            tools: None,
+            disallowed: &[],
+            main_session: false,
+        })
+        .unwrap();
+        assert_eq!(
+            got.tools,
+            strings(&["Read", "ListMcpResourcesTool", "ReadMcpResourceTool"])
+        );
+    }
+
+    #[test]
     fn layer4_disallowed_then_tools() {
         check(&[
             Case {
