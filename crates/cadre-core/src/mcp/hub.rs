@@ -222,18 +222,21 @@ impl McpHub {
     /// returns, to send as the user's message. Servers still starting are
     /// waited for first (each within its start-up timeout), and lists a
     /// server said changed are read again. `None` when no server has that
-    /// prompt; an error when the server it names is not connected. The words are split like a shell's (quotes group)
-    /// and given to the prompt's arguments in order, or by `name=value`
-    /// (see [`map_arguments`]); a missing required argument is an error
-    /// naming it. Messages are joined by a blank line whatever their role:
-    /// text as it is, embedded resources as their text under their URI,
-    /// images and audio as a placeholder naming them.
+    /// prompt; an error when the server it names is not connected.
+    ///
+    /// The words are split like a shell's (quotes group) and given to the
+    /// prompt's arguments in order, or by `name=value` (see
+    /// [`map_arguments`]); a missing required argument is an error naming
+    /// it. Messages are joined by a blank line whatever their role: text as
+    /// it is, embedded resources as their text under their URI, images and
+    /// audio as a placeholder naming them.
     pub async fn run_prompt_command(
         &self,
         name: &str,
         args: &str,
     ) -> Option<Result<String, String>> {
-        // A command typed at once (`cadre exec "/mcp__s__p"`) comes before the servers are ready.
+        // A command typed at once (`cadre exec "/mcp__s__p"`) comes before
+        // the servers are ready.
         self.settled().await;
         self.refresh().await;
         let found = self.servers.iter().find_map(|s| {
