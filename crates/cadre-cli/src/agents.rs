@@ -189,9 +189,10 @@ pub fn write_list(out: &mut impl Write, src: &CatalogSources) -> Result<usize> {
 }
 
 /// True for a `tools` entry naming a tool only a running session has: `Skill`
-/// (when it has skills) and an MCP server's tools (when the server runs).
+/// (when it has skills) and an MCP server's tools, the resource tools
+/// included (when the server runs).
 fn given_at_run_time(entry: &str) -> bool {
-    entry == "Skill" || entry.starts_with("mcp__")
+    entry == "Skill" || cadre_core::mcp::is_mcp_tool(entry)
 }
 
 /// The `tools` entries a running session gives the child, when there are any.

@@ -194,8 +194,9 @@ pub async fn run(perms: &PermissionArgs, agent: &AgentArgs, args: McpArgs) -> Re
     }
 }
 
-/// The servers of `hub` with their state, one line each:
-/// `github: npx -y server-github · ready · 26 tools`.
+/// The servers of `hub` with their state, one line each
+/// (`github: npx -y server-github · ready · 26 tools · 2 prompts`), then
+/// a ready one's tools, prompt commands and resources (`@server:uri`).
 pub fn describe_servers(hub: &McpHub) -> String {
     if hub.is_empty() {
         return "No MCP servers configured.".to_string();
@@ -206,8 +207,18 @@ pub fn describe_servers(hub: &McpHub) -> String {
         let state = match server.state() {
             ServerState::Starting => "starting".to_string(),
             ServerState::Ready(tools) => {
-                let n = tools.len();
-                format!("ready · {n} tool{}", if n == 1 { "" } else { "s" })
+                let count =
+                    |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+                let mut text = format!("ready · {}", count(tools.len(), "tool"));
+                for (n, what) in [
+                    (server.prompts().len(), "prompt"),
+                    (server.resources().len(), "resource"),
+                ] {
+                    if n > 0 {
+                        text.push_str(&format!(" · {}", count(n, what)));
+                    }
+                }
+                text
             }
             ServerState::Failed(why) => format!("failed: {why}"),
             ServerState::Closed => "closed".to_string(),
@@ -216,6 +227,16 @@ pub fn describe_servers(hub: &McpHub) -> String {
         if let ServerState::Ready(tools) = server.state() {
             for tool in tools.iter() {
                 lines.push(format!("  {}", tool.full_name));
+            }
+            for prompt in server.prompts().iter() {
+                let command = cadre_core::mcp::prompts::command_name(server.name(), &prompt.name);
+                lines.push(format!(
+                    "  {}",
+                    cadre_core::mcp::prompts::usage(&command, &prompt.arguments)
+                ));
+            }
+            for resource in server.resources().iter() {
+                lines.push(format!("  @{}:{}", server.name(), resource.uri));
             }
         }
     }

@@ -323,7 +323,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             }));
             // MCP servers are not connected yet, so their entries are not unresolved.
             spec.unresolved
-                .retain(|e| !e.trim().starts_with(cadre_core::mcp::MCP_TOOL_PREFIX));
+                .retain(|e| !cadre_core::mcp::is_mcp_tool(e.trim()));
             warnings.extend(spec.warnings(name));
             initial_prompt = def
                 .initial_prompt

@@ -49,6 +49,22 @@ pub fn build_system_prompt(cwd: &Path) -> String {
     out
 }
 
+/// The section the MCP servers' `instructions` (server name, text) make in
+/// the main agent's system prompt: `# MCP server instructions`, then each
+/// under `## <server>`. `None` when no server gave any.
+pub fn mcp_instructions_section(servers: &[(String, String)]) -> Option<String> {
+    if servers.is_empty() {
+        return None;
+    }
+    let mut out = String::from(
+        "# MCP server instructions\n\nThe MCP servers connected to this session say how to use their tools and resources:",
+    );
+    for (server, text) in servers {
+        out.push_str(&format!("\n\n## {server}\n\n{text}"));
+    }
+    Some(out)
+}
+
 /// Working directory, platform, date and git branch, as a prompt block.
 pub fn environment_facts(cwd: &Path) -> String {
     let mut s = String::from("# Environment\n");
@@ -151,6 +167,24 @@ fn git_branch(cwd: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mcp_instructions_make_one_section_with_a_heading_per_server() {
+        assert_eq!(mcp_instructions_section(&[]), None);
+        let section = mcp_instructions_section(&[
+            ("github".into(), "Use search first.".into()),
+            ("docs".into(), "Cite pages.".into()),
+        ])
+        .unwrap();
+        assert!(
+            section.starts_with("# MCP server instructions\n\n"),
+            "{section}"
+        );
+        assert!(
+            section.ends_with("\n\n## github\n\nUse search first.\n\n## docs\n\nCite pages."),
+            "{section}"
+        );
+    }
 
     #[test]
     fn civil_dates() {

@@ -57,6 +57,8 @@ pub fn argument_summary(tool: &str, input: &Value) -> String {
         "Agent" => "description",
         "TaskOutput" | "TaskStop" => "task_id",
         "SendMessage" => "to",
+        "ReadMcpResourceTool" => "uri",
+        "ListMcpResourcesTool" => "server",
         // Fetching tools (WebFetch, MCP ones) name their URL.
         _ => "url",
     };
@@ -130,6 +132,12 @@ mod tests {
                 "https://example.com/a",
             ),
             ("TaskStop", json!({"task_id": "t-1"}), "t-1"),
+            (
+                "ReadMcpResourceTool",
+                json!({"server": "docs", "uri": "file://api/auth"}),
+                "file://api/auth",
+            ),
+            ("ListMcpResourcesTool", json!({"server": "docs"}), "docs"),
             ("TodoWrite", json!({"todos": []}), ""),
             ("Read", json!("{not json"), "{not json"),
         ];

@@ -6,7 +6,7 @@ use super::compact::{CompactError, Compacted};
 use super::repeats::{RepeatedFailures, Repeats};
 use super::{Agent, LogFailure, TurnOutcome, UNREAD_REMINDER_EVERY};
 use crate::context::{self, CONTINUE_AFTER_CUT};
-use crate::mcp::MCP_TOOL_PREFIX;
+use crate::mcp::is_mcp_tool;
 use crate::model::{
     ContentBlock, Message, ModelError, ModelRequest, Role, StopReason, StreamDelta,
 };
@@ -30,13 +30,21 @@ impl Agent {
             () = async { hub.settled().await; hub.refresh().await } => {}
             () = cancel.cancelled() => return Err(()),
         }
+        // The servers' instructions join the system prompt once, before its
+        // first request (every server is ready or failed by then): it stays
+        // the same bytes afterwards, so the prompt cache holds.
+        if self.mcp_seen.is_none()
+            && let Some(section) = super::prompt::mcp_instructions_section(&hub.instructions())
+        {
+            self.system.push_str("\n\n");
+            self.system.push_str(&section);
+        }
         let now = hub.generation();
         if self.mcp_seen == Some(now) {
             return Ok(());
         }
         self.mcp_seen = Some(now);
-        self.tools
-            .retain(|t| !t.name().starts_with(MCP_TOOL_PREFIX));
+        self.tools.retain(|t| !is_mcp_tool(t.name()));
         for tool in hub.tools() {
             if self.mcp_keep.as_ref().is_none_or(|keep| keep(tool.name())) {
                 self.tools.insert(tool);

@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientConfig, Implementation};
+use rmcp::model::{
+    CallToolRequestParams, ClientConfig, GetPromptRequestParams, Implementation,
+    ReadResourceRequestParams,
+};
 use rmcp::service::ClientInitializeError;
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
@@ -19,6 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{ServerConfig, ServerTransport};
 use super::content::{McpResult, convert_result};
+use super::prompts::{PromptArg, ServerPrompt, prompt_text};
+use super::resources::{ResourceInfo, resource_text};
 use super::stdio::{ChildTransport, DEFAULT_LOG_CAP, StderrTail, TOO_LARGE, copy_stderr};
 use crate::tools::untrusted_text::sanitize_report;
 
@@ -30,6 +35,12 @@ pub const MAX_DESCRIPTION_BYTES: usize = 2048;
 /// Largest input schema kept, in bytes of JSON; a larger one is replaced by
 /// an open object schema.
 pub const MAX_SCHEMA_BYTES: usize = 32 * 1024;
+/// Most prompts taken from one server.
+pub const MAX_PROMPTS_PER_SERVER: usize = 256;
+/// Most resources taken from one server's list.
+pub const MAX_RESOURCES_PER_SERVER: usize = 1024;
+/// Longest server `instructions` kept, in bytes (Claude Code's cap).
+pub const MAX_INSTRUCTIONS_BYTES: usize = 2048;
 /// Largest reply read from an HTTP server.
 const MAX_HTTP_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -79,10 +90,12 @@ pub enum ServerState {
     Closed,
 }
 
-/// What the connection reports back: tool-list changes.
+/// What the connection reports back: tool-, prompt- and resource-list changes.
 #[derive(Clone)]
 struct Listener {
     changed: Arc<AtomicBool>,
+    prompts_changed: Arc<AtomicBool>,
+    resources_changed: Arc<AtomicBool>,
 }
 
 impl ClientHandler for Listener {
@@ -91,6 +104,22 @@ impl ClientHandler for Listener {
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + Send + '_ {
         self.changed.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
+
+    fn on_prompt_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.prompts_changed.store(true, Ordering::SeqCst);
+        std::future::ready(())
+    }
+
+    fn on_resource_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.resources_changed.store(true, Ordering::SeqCst);
         std::future::ready(())
     }
 
@@ -103,6 +132,19 @@ impl ClientHandler for Listener {
 
 type Connection = RunningService<RoleClient, Listener>;
 
+/// What a server offers besides tools, read when it connects.
+#[derive(Debug, Clone, Default)]
+struct Extras {
+    /// Its `instructions`, capped.
+    instructions: Option<String>,
+    /// It lists prompts.
+    has_prompts: bool,
+    /// It lists resources.
+    has_resources: bool,
+    prompts: Arc<Vec<ServerPrompt>>,
+    resources: Arc<Vec<ResourceInfo>>,
+}
+
 /// One configured server and its connection.
 pub struct McpServer {
     config: ServerConfig,
@@ -112,6 +154,9 @@ pub struct McpServer {
     connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
     state: Mutex<ServerState>,
     changed: Arc<AtomicBool>,
+    prompts_changed: Arc<AtomicBool>,
+    resources_changed: Arc<AtomicBool>,
+    extras: Mutex<Extras>,
     restarted: AtomicBool,
     /// Bumped whenever the tools change (ready, relisted, failed).
     generation: Arc<AtomicU64>,
@@ -138,6 +183,9 @@ impl McpServer {
             connection: tokio::sync::Mutex::new(None),
             state: Mutex::new(ServerState::Starting),
             changed: Arc::new(AtomicBool::new(false)),
+            prompts_changed: Arc::new(AtomicBool::new(false)),
+            resources_changed: Arc::new(AtomicBool::new(false)),
+            extras: Mutex::new(Extras::default()),
             restarted: AtomicBool::new(false),
             generation,
             log_cap: AtomicU64::new(DEFAULT_LOG_CAP),
@@ -178,6 +226,35 @@ impl McpServer {
         &self.config
     }
 
+    /// Its `instructions` (from `initialize`, cut at 2 KiB), when it is ready.
+    pub fn instructions(&self) -> Option<String> {
+        self.ready_extras().and_then(|e| e.instructions)
+    }
+
+    /// Its prompts, when it is ready.
+    pub fn prompts(&self) -> Arc<Vec<ServerPrompt>> {
+        self.ready_extras().map(|e| e.prompts).unwrap_or_default()
+    }
+
+    /// Its resources, when it is ready.
+    pub fn resources(&self) -> Arc<Vec<ResourceInfo>> {
+        self.ready_extras().map(|e| e.resources).unwrap_or_default()
+    }
+
+    fn ready_extras(&self) -> Option<Extras> {
+        if !matches!(self.state(), ServerState::Ready(_)) {
+            return None;
+        }
+        self.extras.lock().ok().map(|e| e.clone())
+    }
+
+    fn update_extras(&self, update: impl FnOnce(&mut Extras)) {
+        if let Ok(mut e) = self.extras.lock() {
+            update(&mut e);
+        }
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// Where it stands now.
     pub fn state(&self) -> ServerState {
         self.state
@@ -210,9 +287,11 @@ impl McpServer {
         }
         let started = tokio::time::timeout(self.timeouts.startup, self.connect()).await;
         let result = match started {
-            Ok(Ok((conn, tools))) => {
+            Ok(Ok((conn, tools, extras))) => {
                 let count = tools.len();
                 *slot = Some(Arc::new(conn));
+                // Before it is marked ready, so whoever sees it ready sees these.
+                self.update_extras(|e| *e = extras);
                 self.set_state(ServerState::Ready(Arc::new(tools)));
                 Ok(count)
             }
@@ -235,9 +314,11 @@ impl McpServer {
         result
     }
 
-    async fn connect(&self) -> Result<(Connection, Vec<ServerTool>), String> {
+    async fn connect(&self) -> Result<(Connection, Vec<ServerTool>, Extras), String> {
         let listener = Listener {
             changed: self.changed.clone(),
+            prompts_changed: self.prompts_changed.clone(),
+            resources_changed: self.resources_changed.clone(),
         };
         let conn = match &self.config.transport {
             ServerTransport::Stdio { command, args, env } => {
@@ -300,7 +381,84 @@ impl McpServer {
             }
         };
         let tools = self.list(&conn).await?;
-        Ok((conn, tools))
+        let extras = self.read_extras(&conn).await;
+        Ok((conn, tools, extras))
+    }
+
+    /// Its instructions, prompts and resources. A list that fails leaves
+    /// that list empty: the server's tools still work.
+    async fn read_extras(&self, conn: &Connection) -> Extras {
+        let info = conn.peer_info();
+        let caps = info.as_ref().map(|i| &i.capabilities);
+        let mut extras = Extras {
+            instructions: info
+                .as_ref()
+                .and_then(|i| i.instructions.as_deref())
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(|t| sanitize_report(&cap_text(t, MAX_INSTRUCTIONS_BYTES, "instructions"))),
+            has_prompts: caps.is_some_and(|c| c.prompts.is_some()),
+            has_resources: caps.is_some_and(|c| c.resources.is_some()),
+            ..Extras::default()
+        };
+        if extras.has_prompts {
+            extras.prompts = Arc::new(self.list_prompts(conn).await.unwrap_or_default());
+        }
+        if extras.has_resources {
+            extras.resources = Arc::new(self.list_resources(conn).await.unwrap_or_default());
+        }
+        extras
+    }
+
+    async fn list_prompts(&self, conn: &Connection) -> Result<Vec<ServerPrompt>, String> {
+        self.prompts_changed.store(false, Ordering::SeqCst);
+        let listed = conn
+            .list_all_prompts()
+            .await
+            .map_err(|e| format!("listing its prompts failed: {e}"))?;
+        let describe = |d: Option<&str>| {
+            d.map(|d| sanitize_report(&cap_text(d, MAX_DESCRIPTION_BYTES, "description")))
+                .unwrap_or_default()
+        };
+        Ok(listed
+            .into_iter()
+            .filter(|p| !p.name.trim().is_empty())
+            .take(MAX_PROMPTS_PER_SERVER)
+            .map(|p| ServerPrompt {
+                description: describe(p.description.as_deref()),
+                arguments: p
+                    .arguments
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|a| PromptArg {
+                        description: describe(a.description.as_deref()),
+                        required: a.required.unwrap_or(false),
+                        name: a.name,
+                    })
+                    .collect(),
+                name: p.name,
+            })
+            .collect())
+    }
+
+    async fn list_resources(&self, conn: &Connection) -> Result<Vec<ResourceInfo>, String> {
+        self.resources_changed.store(false, Ordering::SeqCst);
+        let listed = conn
+            .list_all_resources()
+            .await
+            .map_err(|e| format!("listing its resources failed: {e}"))?;
+        Ok(listed
+            .into_iter()
+            .take(MAX_RESOURCES_PER_SERVER)
+            .map(|r| ResourceInfo {
+                uri: r.uri,
+                name: r.name,
+                description: r
+                    .description
+                    .map(|d| sanitize_report(&cap_text(&d, MAX_DESCRIPTION_BYTES, "description"))),
+                mime_type: r.mime_type,
+            })
+            .collect())
     }
 
     /// Its log, open for appending, and how many bytes it may still take:
@@ -368,7 +526,7 @@ impl McpServer {
             let description = tool
                 .description
                 .as_deref()
-                .map(|d| sanitize_report(&cap_text(d, MAX_DESCRIPTION_BYTES)))
+                .map(|d| sanitize_report(&cap_text(d, MAX_DESCRIPTION_BYTES, "description")))
                 .unwrap_or_default();
             let mut schema = Value::Object((*tool.input_schema).clone());
             if schema.to_string().len() > MAX_SCHEMA_BYTES {
@@ -390,15 +548,109 @@ impl McpServer {
         Ok(tools)
     }
 
-    /// Lists the tools again if the server said they changed.
+    /// Lists again its tools, prompts or resources, those the server said
+    /// changed.
     pub async fn refresh_if_changed(&self) {
-        if !self.changed.load(Ordering::SeqCst) {
+        let tools = self.changed.load(Ordering::SeqCst);
+        let prompts = self.prompts_changed.load(Ordering::SeqCst);
+        let resources = self.resources_changed.load(Ordering::SeqCst);
+        if !(tools || prompts || resources) {
             return;
         }
         let current = self.connection.lock().await.clone();
         let Some(conn) = current else { return };
-        if let Ok(tools) = self.list(&conn).await {
+        if tools && let Ok(tools) = self.list(&conn).await {
             self.set_state(ServerState::Ready(Arc::new(tools)));
+        }
+        if prompts && let Ok(list) = self.list_prompts(&conn).await {
+            self.update_extras(|e| e.prompts = Arc::new(list));
+        }
+        if resources && let Ok(list) = self.list_resources(&conn).await {
+            self.update_extras(|e| e.resources = Arc::new(list));
+        }
+    }
+
+    /// Gets its prompt `name` with `arguments`, within the call timeout: the
+    /// text of the messages it returns.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<String, String> {
+        let conn = self.connection().await?;
+        let mut params = GetPromptRequestParams::new(name.to_string());
+        params.arguments = Some(arguments);
+        let got = tokio::time::timeout(self.timeouts.call, conn.get_prompt(params)).await;
+        match got {
+            Ok(Ok(result)) => serde_json::to_value(&result)
+                .map(|v| prompt_text(&v))
+                .map_err(|e| format!("the prompt could not be read: {e}")),
+            Ok(Err(e)) => Err(self.request_failed(&conn, "prompt", name, e).await),
+            Err(_) => Err(format!(
+                "the MCP prompt {name} did not answer within {} s (call timeout)",
+                self.timeouts.call.as_secs_f64()
+            )),
+        }
+    }
+
+    /// Reads its resource `uri`, within the call timeout, until `cancel`:
+    /// its text, binary contents described (uncapped: callers cap).
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<String, String> {
+        let conn = self.connection().await?;
+        let read = tokio::time::timeout(
+            self.timeouts.call,
+            conn.read_resource(ReadResourceRequestParams::new(uri.to_string())),
+        );
+        let outcome = tokio::select! {
+            r = read => r,
+            () = cancel.cancelled() => return Err("interrupted".to_string()),
+        };
+        match outcome {
+            Ok(Ok(result)) => serde_json::to_value(&result)
+                .map(|v| resource_text(&v))
+                .map_err(|e| format!("the resource could not be read: {e}")),
+            Ok(Err(e)) => Err(self.request_failed(&conn, "resource", uri, e).await),
+            Err(_) => Err(format!(
+                "the MCP resource {uri} did not answer within {} s (call timeout)",
+                self.timeouts.call.as_secs_f64()
+            )),
+        }
+    }
+
+    /// Why a prompt or resource request failed; a connection that died is
+    /// dropped so the next use starts the server again.
+    async fn request_failed(
+        &self,
+        conn: &Arc<Connection>,
+        what: &str,
+        name: &str,
+        e: rmcp::ServiceError,
+    ) -> String {
+        let died = conn.is_closed()
+            || matches!(
+                e,
+                rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+            );
+        if died {
+            self.forget(conn).await;
+            return format!(
+                "MCP server {} exited while asked for the {what} {name} ({e}); it is started again on its next use",
+                self.config.name
+            );
+        }
+        match e {
+            rmcp::ServiceError::McpError(e) => {
+                format!(
+                    "MCP server {} refused the {what} {name}: {}",
+                    self.config.name,
+                    sanitize_report(&e.message)
+                )
+            }
+            other => format!("MCP error for the {what} {name}: {other}"),
         }
     }
 
@@ -525,8 +777,9 @@ pub fn tool_name(server: &str, tool: &str) -> Option<String> {
     (!clean.is_empty() && full.len() <= 128).then_some(full)
 }
 
-/// `text` cut to `cap` bytes on a character boundary, marked when cut.
-fn cap_text(text: &str, cap: usize) -> String {
+/// `text` cut to `cap` bytes on a character boundary, marked `[<what> cut]`
+/// when cut.
+pub(crate) fn cap_text(text: &str, cap: usize, what: &str) -> String {
     if text.len() <= cap {
         return text.to_string();
     }
@@ -534,5 +787,22 @@ fn cap_text(text: &str, cap: usize) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}… [description cut]", &text[..end])
+    format!("{}… [{what} cut]", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_text_is_cut_on_a_character_boundary_and_marked() {
+        assert_eq!(cap_text("short", 10, "instructions"), "short");
+        // 'é' is two bytes: a cut in its middle goes back before it.
+        let cut = cap_text("aé-rest", 2, "instructions");
+        assert_eq!(cut, "a… [instructions cut]");
+        let long = "x".repeat(5000);
+        let cut = cap_text(&long, MAX_INSTRUCTIONS_BYTES, "instructions");
+        assert!(cut.starts_with(&"x".repeat(MAX_INSTRUCTIONS_BYTES)));
+        assert!(cut.ends_with("[instructions cut]"));
+    }
 }

@@ -33,7 +33,8 @@ pub const GLOBAL_CHILD_DENY: &[&str] = &[
     "MemoryWrite",
 ];
 
-/// The only tools a background child may keep (layer 3), besides every `mcp__*` tool.
+/// The only tools a background child may keep (layer 3), besides every MCP
+/// tool (`mcp__*`, and the MCP resource tools).
 pub const BACKGROUND_ALLOW: &[&str] = &[
     "Read",
     "Write",
@@ -63,7 +64,8 @@ pub struct FilterInput<'a> {
     pub builtin_definition: bool,
     /// Layer 2: the configured extra deny list (patterns).
     pub custom_deny: &'a [String],
-    /// Layer 3: a background child keeps only [`BACKGROUND_ALLOW`] and MCP tools.
+    /// Layer 3: a background child keeps only [`BACKGROUND_ALLOW`] and MCP tools
+    /// (the resource tools included).
     pub background: bool,
     /// The definition's `tools` (`None` = all; containing `*` = all).
     pub tools: Option<&'a [String]>,
@@ -211,7 +213,7 @@ pub fn resolve_tools(input: &FilterInput<'_>) -> Result<FilteredTools, FilterErr
     let after_background: Vec<&String> = if input.background && !input.main_session {
         after_custom
             .into_iter()
-            .filter(|t| BACKGROUND_ALLOW.contains(&t.as_str()) || t.starts_with(MCP_PREFIX))
+            .filter(|t| BACKGROUND_ALLOW.contains(&t.as_str()) || crate::mcp::is_mcp_tool(t))
             .collect()
     } else {
         after_custom
@@ -584,6 +586,31 @@ mod tests {
                 ..BASE
             },
         ]);
+    }
+
+    #[test]
+    fn background_children_keep_the_mcp_resource_tools() {
+        let available = strings(&[
+            "Read",
+            "TaskList",
+            "ListMcpResourcesTool",
+            "ReadMcpResourceTool",
+        ]);
+        let got = resolve_tools(&FilterInput {
+            available: &available,
+            agent_allowed: true,
+            builtin_definition: false,
+            custom_deny: &[],
+            background: true,
+            tools: None,
+            disallowed: &[],
+            main_session: false,
+        })
+        .unwrap();
+        assert_eq!(
+            got.tools,
+            strings(&["Read", "ListMcpResourcesTool", "ReadMcpResourceTool"])
+        );
     }
 
     #[test]

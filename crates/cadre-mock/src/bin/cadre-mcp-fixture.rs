@@ -1,7 +1,8 @@
 //! `cadre-mcp-fixture [FLAGS]`: a small MCP server over stdio for cadre's tests.
 //!
-//! By default it is a well-behaved server with a fixed set of tools; flags make it
-//! record what it sees (pid, calls, environment) or misbehave in one chosen way.
+//! By default it is a well-behaved server with a fixed set of tools, prompts and
+//! resources, and instructions; flags make it record what it sees (pid, calls,
+//! environment) or misbehave in one chosen way.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -12,9 +13,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, Resource, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -58,7 +61,19 @@ struct Args {
     /// stdio, and write the endpoint's URL to this file.
     #[arg(long, value_name = "URL_FILE")]
     http: Option<PathBuf>,
+    /// The instructions given in the initialize result (empty: none).
+    #[arg(long, default_value = DEFAULT_INSTRUCTIONS)]
+    instructions: String,
+    /// Tools only: no instructions, prompts or resources.
+    #[arg(long)]
+    no_extras: bool,
 }
+
+/// The instructions the fixture gives unless told otherwise.
+const DEFAULT_INSTRUCTIONS: &str = "Fixture instructions: always greet politely.";
+
+/// The text of the `mem://note` resource.
+const NOTE_TEXT: &str = "The note says 42.";
 
 /// A 1x1 red PNG, base64-encoded.
 const TINY_PNG: &str =
@@ -188,6 +203,12 @@ struct Fixture {
     calls_file: Option<Arc<Mutex<PathBuf>>>,
     /// Tools created at run time by `add_tool`, in order.
     added: Arc<Mutex<Vec<String>>>,
+    instructions: String,
+    no_extras: bool,
+    /// Prompts created at run time by `add_prompt`, in order.
+    added_prompts: Arc<Mutex<Vec<String>>>,
+    /// Resources (URI, text) created at run time by `add_resource`, in order.
+    added_resources: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl Fixture {
@@ -203,7 +224,122 @@ impl Fixture {
             exit_after_init: args.exit_after_init,
             calls_file: args.calls_file.clone().map(|p| Arc::new(Mutex::new(p))),
             added: Arc::new(Mutex::new(Vec::new())),
+            instructions: args.instructions.clone(),
+            no_extras: args.no_extras,
+            added_prompts: Arc::new(Mutex::new(Vec::new())),
+            added_resources: Arc::new(Mutex::new(Vec::new())),
         }
+    }
+
+    fn prompts(&self) -> Vec<Prompt> {
+        let mut prompts = vec![
+            Prompt::new(
+                "greet",
+                Some("Ask for a greeting."),
+                Some(vec![
+                    PromptArgument::new("name")
+                        .with_description("Who to greet.")
+                        .with_required(true),
+                    PromptArgument::new("style")
+                        .with_description("How to greet.")
+                        .with_required(false),
+                ]),
+            ),
+            Prompt::new(
+                "daily report",
+                Some("A prompt whose name has a space."),
+                None::<Vec<PromptArgument>>,
+            ),
+            Prompt::new(
+                "mixed",
+                Some("Messages of every content kind."),
+                None::<Vec<PromptArgument>>,
+            ),
+        ];
+        prompts.extend(lock(&self.added_prompts).iter().map(|name| {
+            Prompt::new(
+                name.clone(),
+                Some("Prompt added at run time."),
+                None::<Vec<PromptArgument>>,
+            )
+        }));
+        prompts
+    }
+
+    fn prompt(&self, name: &str, args: &JsonObject) -> Result<GetPromptResult, ErrorData> {
+        let messages = match name {
+            "greet" => {
+                let who = arg_str(args, "name")?;
+                let mut text = format!("Say hello to {who}.");
+                if let Some(style) = args.get("style").and_then(Value::as_str) {
+                    text.push_str(&format!(" Make it {style}."));
+                }
+                vec![PromptMessage::new_text(Role::User, text)]
+            }
+            "daily report" => vec![PromptMessage::new_text(Role::User, "Report on today.")],
+            "mixed" => vec![
+                PromptMessage::new_text(Role::User, "Read the note."),
+                PromptMessage::new(
+                    Role::User,
+                    ContentBlock::embedded_text("mem://note", NOTE_TEXT),
+                ),
+                PromptMessage::new(Role::User, ContentBlock::image(TINY_PNG, "image/png")),
+                PromptMessage::new_text(Role::Assistant, "Noted."),
+            ],
+            other if lock(&self.added_prompts).iter().any(|p| p == other) => {
+                vec![PromptMessage::new_text(
+                    Role::User,
+                    format!("Prompt {other} added at run time."),
+                )]
+            }
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown prompt: {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(GetPromptResult::new(messages))
+    }
+
+    fn resources(&self) -> Vec<Resource> {
+        let mut resources = vec![
+            Resource::new("mem://note", "note")
+                .with_description("A short note.")
+                .with_mime_type("text/plain"),
+            Resource::new("mem://logo", "logo")
+                .with_description("A tiny image.")
+                .with_mime_type("image/png"),
+        ];
+        resources.extend(
+            lock(&self.added_resources).iter().map(|(uri, _)| {
+                Resource::new(uri.clone(), uri.clone()).with_mime_type("text/plain")
+            }),
+        );
+        resources
+    }
+
+    fn resource(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+        let contents = match uri {
+            "mem://note" => ResourceContents::text(NOTE_TEXT, uri),
+            "mem://logo" => ResourceContents::blob(TINY_PNG, uri).with_mime_type("image/png"),
+            other => {
+                let added = lock(&self.added_resources)
+                    .iter()
+                    .find(|(u, _)| u == other)
+                    .map(|(_, text)| text.clone());
+                match added {
+                    Some(text) => ResourceContents::text(text, uri),
+                    None => {
+                        return Err(ErrorData::resource_not_found(
+                            format!("no resource {other}"),
+                            None,
+                        ));
+                    }
+                }
+            }
+        };
+        Ok(ReadResourceResult::new(vec![contents]))
     }
 
     fn added_tools(&self) -> Vec<String> {
@@ -259,6 +395,21 @@ impl Fixture {
                 "Add a tool with the given name and announce the list change.",
                 json!({"name": {"type": "string", "description": "Name of the new tool."}}),
                 &["name"],
+            ),
+            tool(
+                "add_prompt",
+                "Add a prompt with the given name and announce the list change.",
+                json!({"name": {"type": "string", "description": "Name of the new prompt."}}),
+                &["name"],
+            ),
+            tool(
+                "add_resource",
+                "Add a text resource and announce the list change.",
+                json!({
+                    "uri": {"type": "string", "description": "URI of the new resource."},
+                    "text": {"type": "string", "description": "Its text."}
+                }),
+                &["uri", "text"],
             ),
             tool(
                 "die",
@@ -344,6 +495,24 @@ impl Fixture {
                 ContentBlock::resource_link(Resource::new("https://example.com/doc", "doc")),
             ]),
             "add_tool" => return self.add_tool(arg_str(args, "name")?, context).await,
+            "add_prompt" => {
+                lock(&self.added_prompts).push(arg_str(args, "name")?.to_string());
+                if let Err(e) = context.peer.notify_prompt_list_changed().await {
+                    eprintln!("cadre-mcp-fixture: cannot send prompts/list_changed: {e}");
+                }
+                text_result("prompt added")
+            }
+            "add_resource" => {
+                let added = (
+                    arg_str(args, "uri")?.to_string(),
+                    arg_str(args, "text")?.to_string(),
+                );
+                lock(&self.added_resources).push(added);
+                if let Err(e) = context.peer.notify_resource_list_changed().await {
+                    eprintln!("cadre-mcp-fixture: cannot send resources/list_changed: {e}");
+                }
+                text_result("resource added")
+            }
             "die" => std::process::exit(DIE_STATUS),
             "peek" => text_result("peeked"),
             "big" => {
@@ -404,14 +573,63 @@ impl Fixture {
 
 impl ServerHandler for Fixture {
     fn get_info(&self) -> ServerConfig {
+        if self.no_extras {
+            let mut config = ServerConfig::new(
+                ServerCapabilities::builder()
+                    .enable_tools()
+                    .enable_tool_list_changed()
+                    .build(),
+            );
+            config.server_info = Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION"));
+            return config;
+        }
         let mut config = ServerConfig::new(
             ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build(),
         );
         config.server_info = Implementation::new(self.name.clone(), env!("CARGO_PKG_VERSION"));
+        config.instructions = (!self.instructions.is_empty()).then(|| self.instructions.clone());
         config
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(self.prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        self.prompt(&request.name, &arguments)
+            .map(GetPromptResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(self.resources()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.resource(&request.uri).map(ReadResourceResponse::from)
     }
 
     async fn list_tools(
@@ -448,6 +666,11 @@ fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> 
     schema.insert("properties".into(), properties);
     schema.insert("required".into(), json!(required));
     Tool::new(name.to_string(), description.to_string(), Arc::new(schema))
+}
+
+/// The value behind `m`, even if a panicking holder poisoned it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn text_result(text: impl Into<String>) -> CallToolResult {
