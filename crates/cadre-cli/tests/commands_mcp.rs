@@ -82,4 +82,18 @@ async fn a_resource_mention_attaches_it_unless_a_rule_denies_it() {
     assert!(warned);
     let text = user_texts(&h.records()[1].body);
     assert!(!text.contains("The note says 42."), "{text}");
+
+    // A deny rule on the whole server covers its resources too.
+    let out = h
+        .cadre(&[
+            "exec",
+            "--trust",
+            "--deny",
+            "mcp__fixture",
+            "Say @fixture:mem://note",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = user_texts(&h.records()[2].body);
+    assert!(!text.contains("The note says 42."), "{text}");
 }

@@ -114,7 +114,7 @@ impl Agent {
             Some(Ok(text)) => Ok(text),
             Some(Err(e)) => Err(format!("/{name}: {e}")),
             None => Err(format!(
-                "unknown command /{name}: no ready MCP server has that prompt"
+                "unknown command /{name}: no MCP server has that prompt"
             )),
         }
     }
@@ -243,9 +243,18 @@ impl Agent {
                 hub.server(server)?;
                 hub.settled().await;
                 let input = object(json!({"server": server, "uri": uri}));
+                if let Some(rule) = crate::mcp::resources::server_denied(&self.ctx, server) {
+                    self.events.emit(Event::Warning {
+                        message: format!(
+                            "@{server}:{uri} was not attached: denied by the rule {rule}"
+                        ),
+                    });
+                    return None;
+                }
                 let decision = self.policy.decide_pre_approved(
                     &self.tracker,
-                    "ReadMcpResourceTool",
+                    crate::mcp::READ_RESOURCE_TOOL,
+                    // The user named it: a read, as a mentioned file is.
                     ToolEffect::ReadOnly,
                     &input,
                     None,

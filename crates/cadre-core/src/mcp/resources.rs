@@ -74,7 +74,7 @@ pub fn resource_text(result: &Value) -> String {
 
 /// The deny rule, if any, that covers every tool of `server`
 /// (`mcp__server`, `mcp__server__*`): it covers its resources too.
-fn server_denied(ctx: &ToolContext, server: &str) -> Option<String> {
+pub fn server_denied(ctx: &ToolContext, server: &str) -> Option<String> {
     let policy = ctx.policy.as_ref()?;
     let tool = format!("mcp__{server}");
     let facts = CallFacts {
