@@ -106,6 +106,8 @@ fn handshake_list_and_echo() {
             "slow",
             "resource",
             "add_tool",
+            "add_prompt",
+            "add_resource",
             "die",
             "peek",
             "big"
