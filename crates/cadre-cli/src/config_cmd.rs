@@ -158,6 +158,25 @@ fn report(settings: &Settings) -> Result<Value, ConfigError> {
     for (name, (_, path)) in &settings.env {
         in_force.push(entry(&format!("env.{name}"), Value::Null, path));
     }
+    // Plugin keys, each as its file sets it (the plugin loader decides
+    // precedence and trust; `cadre plugin list` shows the outcome).
+    for j in &settings.json {
+        for (id, on) in &j.settings.enabled_plugins {
+            in_force.push(entry(&format!("enabledPlugins.{id}"), json!(on), &j.path));
+        }
+        for (name, v) in &j.settings.extra_marketplaces {
+            let source = v.get("source").cloned().unwrap_or(Value::Null);
+            in_force.push(entry(
+                &format!("extraKnownMarketplaces.{name}"),
+                source,
+                &j.path,
+            ));
+        }
+        // Options may hold values the user would not show: names only.
+        for id in j.settings.plugin_configs.keys() {
+            in_force.push(entry(&format!("pluginConfigs.{id}"), Value::Null, &j.path));
+        }
+    }
     let ignored: Vec<Value> = settings
         .ignored
         .iter()

@@ -79,6 +79,9 @@ pub struct PermissionArgs {
     /// A folder that counts as part of the project: readable, and writable as the project is (repeatable)
     #[arg(long = "add-dir", global = true, value_name = "DIR")]
     pub add_dir: Vec<std::path::PathBuf>,
+    /// Load the plugin in this folder for this session only (repeatable)
+    #[arg(long = "plugin-dir", global = true, value_name = "DIR")]
+    pub plugin_dir: Vec<std::path::PathBuf>,
     /// Trust this folder's project settings for this run (their allow rules, wider modes, env and hooks)
     #[arg(long, global = true)]
     pub trust: bool,

@@ -50,6 +50,8 @@ pub enum ServerScope {
     Flag,
     /// An inline entry of an agent definition's `mcpServers`.
     Definition,
+    /// An enabled plugin's `.mcp.json` or manifest `mcpServers`.
+    Plugin,
 }
 
 impl ServerScope {
@@ -61,6 +63,7 @@ impl ServerScope {
             ServerScope::Local => "local",
             ServerScope::Flag => "command line",
             ServerScope::Definition => "definition",
+            ServerScope::Plugin => "plugin",
         }
     }
 }
@@ -164,6 +167,90 @@ impl McpConfig {
             config.read_file(file, ServerScope::Flag, &env);
         }
         config
+    }
+
+    /// Adds the servers of the enabled plugins, each named
+    /// `plugin_<plugin>_<server>` (so its tools are
+    /// `mcp__plugin_<plugin>_<server>__<tool>`), with `${CLAUDE_PLUGIN_ROOT}`,
+    /// `${CLAUDE_PLUGIN_DATA}`, `${CLAUDE_PROJECT_DIR}` and
+    /// `${user_config.KEY}` substituted, and the first two set in a stdio
+    /// server's environment. cadre's model keys are not offered to them.
+    pub fn add_plugin_servers(&mut self, plugins: &crate::plugins::PluginSet, project: &Path) {
+        use crate::plugins::ComponentConfig;
+        for plugin in &plugins.plugins {
+            let env = |name: &str| -> Option<String> {
+                match name {
+                    "CLAUDE_PLUGIN_ROOT" => Some(plugin.root.to_string_lossy().into_owned()),
+                    "CLAUDE_PLUGIN_DATA" => Some(plugin.data_dir.to_string_lossy().into_owned()),
+                    "CLAUDE_PROJECT_DIR" => Some(project.to_string_lossy().into_owned()),
+                    _ => match name.strip_prefix("user_config.") {
+                        Some(key) => plugin
+                            .user_config
+                            .iter()
+                            .find(|(k, _)| k == key)
+                            .map(|(_, v)| v.clone()),
+                        None if crate::secrets::secret_vars().iter().any(|s| s == name) => None,
+                        None => std::env::var(name).ok(),
+                    },
+                }
+            };
+            for config in &plugin.mcp_servers {
+                let (json, path) = match config {
+                    ComponentConfig::File(path) => match self.read_json(path) {
+                        Some(v) => (v, path.clone()),
+                        None => continue,
+                    },
+                    ComponentConfig::Inline(v) => (
+                        v.clone(),
+                        plugin.root.join(crate::plugins::manifest::MANIFEST_PATH),
+                    ),
+                };
+                // `.mcp.json` holds `{"mcpServers": {…}}`; a manifest's may be the servers.
+                let servers = match json.get("mcpServers") {
+                    Some(inner) => inner.clone(),
+                    None => json,
+                };
+                let Some(map) = servers.as_object() else {
+                    self.warnings
+                        .push(format!("{}: `mcpServers` is not an object", path.display()));
+                    continue;
+                };
+                for (name, entry) in map {
+                    let full = format!("plugin_{}_{name}", plugin.name);
+                    if !valid_server_name(name) || !valid_server_name(&full) {
+                        self.warnings.push(format!(
+                            "{}: MCP server {name:?} of plugin {} not used: a server name is letters, digits, `-` and `_` (no `__`)",
+                            path.display(),
+                            plugin.id
+                        ));
+                        continue;
+                    }
+                    match parse_server(name, entry, &env) {
+                        Ok(mut transport) => {
+                            if let ServerTransport::Stdio { env: vars, .. } = &mut transport {
+                                for (k, v) in plugin.env() {
+                                    vars.entry(k).or_insert(v);
+                                }
+                            }
+                            self.servers.insert(
+                                full.clone(),
+                                ServerConfig {
+                                    name: full,
+                                    transport,
+                                    scope: ServerScope::Plugin,
+                                    path: path.clone(),
+                                },
+                            );
+                        }
+                        Err(why) => self.warnings.push(format!(
+                            "{}: MCP server {name:?} of plugin {} not used: {why}",
+                            path.display(),
+                            plugin.id
+                        )),
+                    }
+                }
+            }
+        }
     }
 
     /// The warning about project servers held back, if any.
