@@ -183,6 +183,13 @@ async fn a_plugin_disabled_in_settings_does_nothing() {
         tool_names(body)
     );
     assert!(!h.path("hook-marker").exists());
+    // Listed, not loaded.
+    let list = h.cadre(&["plugin", "list"]).await;
+    let text = stdout(&list);
+    assert!(
+        text.contains("kit@tools") && text.contains("disabled"),
+        "{text}"
+    );
 }
 
 /// A project that registers a marketplace in its own folder and enables
@@ -222,4 +229,224 @@ async fn a_project_enabled_plugin_waits_for_trust() {
     assert!(h.path("hook-marker").exists());
     let users = user_texts(&h.records()[1].body);
     assert!(users.contains("kit:lint"), "{users}");
+}
+
+/// Runs `git` in `dir` with a fixed identity; panics on failure.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A bare repository holding the marketplace `team` with `kit` at
+/// `version`; returns (bare repo, work tree).
+fn git_marketplace(base: &Path, version: &str) -> (PathBuf, PathBuf) {
+    let bare = base.join("market.git");
+    let work = base.join("work");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    git(&bare, &["init", "--quiet", "--bare"]);
+    git(&work, &["init", "--quiet"]);
+    write(
+        &work.join(".claude-plugin/marketplace.json"),
+        &json!({"name": "team", "owner": {"name": "t"},
+                "plugins": [{"name": "kit", "source": "./plugins/kit"}]})
+        .to_string(),
+    );
+    write_kit(&work.join("plugins/kit"), version);
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "--quiet", "-m", "one"]);
+    git(
+        &work,
+        &["push", "--quiet", bare.to_str().unwrap(), "HEAD:main"],
+    );
+    (bare, work)
+}
+
+fn json_file(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_git_marketplace_installs_lists_disables_updates_and_uninstalls() {
+    let h = Harness::new(QUIET, Wire::Anthropic).await;
+    let repos = tempfile::tempdir().unwrap();
+    let (bare, work) = git_marketplace(repos.path(), "1.0.0");
+    let run = |args: Vec<&str>| {
+        let h = &h;
+        let args: Vec<String> = args.into_iter().map(str::to_string).collect();
+        async move {
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = h.cadre(&refs).await;
+            assert!(
+                out.status.success(),
+                "{refs:?}: {}{}",
+                stdout(&out),
+                stderr(&out)
+            );
+            stdout(&out)
+        }
+    };
+    let added = run(vec!["plugin", "marketplace", "add", bare.to_str().unwrap()]).await;
+    assert!(added.contains("team"), "{added}");
+    let plugins = h.data_dir().join("plugins");
+    let known = json_file(&plugins.join("known_marketplaces.json"));
+    assert_eq!(known["team"]["source"]["source"], "git", "{known}");
+    assert!(
+        plugins
+            .join("marketplaces/team/.claude-plugin/marketplace.json")
+            .is_file()
+    );
+
+    let installed = run(vec!["plugin", "install", "kit@team"]).await;
+    assert!(installed.contains("kit@team 1.0.0"), "{installed}");
+    let cached = plugins.join("cache/team/kit/1.0.0");
+    assert!(cached.join(".claude-plugin/plugin.json").is_file());
+    let record = json_file(&plugins.join("installed_plugins.json"));
+    assert_eq!(record["version"], 2);
+    assert_eq!(record["plugins"]["kit@team"][0]["scope"], "user");
+    assert_eq!(record["plugins"]["kit@team"][0]["version"], "1.0.0");
+    let settings = json_file(&h.data_dir().join("settings.json"));
+    assert_eq!(settings["enabledPlugins"]["kit@team"], true);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&plugins.join("installed_plugins.json")), 0o600);
+    assert_eq!(mode(&plugins), 0o700);
+
+    let list = run(vec!["plugin", "list"]).await;
+    assert!(list.contains("kit@team  1.0.0  enabled"), "{list}");
+    run(vec!["plugin", "disable", "kit"]).await;
+    let settings = json_file(&h.data_dir().join("settings.json"));
+    assert_eq!(settings["enabledPlugins"]["kit@team"], false);
+    let list = run(vec!["plugin", "list"]).await;
+    assert!(list.contains("kit@team  1.0.0  disabled"), "{list}");
+
+    // A new commit with a new version: the update copies it beside the old one.
+    write_kit(&work.join("plugins/kit"), "1.1.0");
+    git(&work, &["commit", "--quiet", "-am", "two"]);
+    git(
+        &work,
+        &["push", "--quiet", bare.to_str().unwrap(), "HEAD:main"],
+    );
+    let head = git(&work, &["rev-parse", "HEAD"]);
+    let updated = run(vec!["plugin", "update", "kit@team"]).await;
+    assert!(updated.contains("from 1.0.0 to 1.1.0"), "{updated}");
+    assert!(
+        plugins
+            .join("cache/team/kit/1.1.0/.claude-plugin/plugin.json")
+            .is_file()
+    );
+    assert!(cached.is_dir(), "the running version stays");
+    let record = json_file(&plugins.join("installed_plugins.json"));
+    let r = &record["plugins"]["kit@team"][0];
+    assert_eq!(r["version"], "1.1.0");
+    assert_eq!(r["gitCommitSha"], head.as_str());
+    assert!(
+        r["installPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("cache/team/kit/1.1.0")
+    );
+    let again = run(vec!["plugin", "update", "kit@team"]).await;
+    assert!(again.contains("up to date"), "{again}");
+
+    run(vec!["plugin", "uninstall", "kit@team"]).await;
+    let record = json_file(&plugins.join("installed_plugins.json"));
+    assert!(record["plugins"].get("kit@team").is_none(), "{record}");
+    assert!(!plugins.join("cache/team/kit").exists());
+    let settings = json_file(&h.data_dir().join("settings.json"));
+    assert!(settings["enabledPlugins"].get("kit@team").is_none());
+
+    let markets = run(vec!["plugin", "marketplace", "list"]).await;
+    assert!(markets.contains("team"), "{markets}");
+    run(vec!["plugin", "marketplace", "remove", "team"]).await;
+    assert!(!plugins.join("marketplaces/team").exists());
+}
+
+#[tokio::test]
+async fn validate_names_the_broken_file_and_refuses_escaping_paths() {
+    let h = Harness::new(QUIET, Wire::Anthropic).await;
+    let check = |dir: &'static str, strict: bool| {
+        let h = &h;
+        async move {
+            let mut args = vec!["plugin", "validate", dir];
+            if strict {
+                args.push("--strict");
+            }
+            let out = h.cadre(&args).await;
+            (out.status.success(), stdout(&out))
+        }
+    };
+    h.write(
+        "broken/.claude-plugin/plugin.json",
+        r#"{"name": "x", "keywords": "a"}"#,
+    );
+    let (ok, text) = check("broken", false).await;
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("broken/.claude-plugin/plugin.json") && text.contains("keywords"),
+        "{text}"
+    );
+
+    h.write(
+        "odd/.claude-plugin/plugin.json",
+        r#"{"name": "x", "colour": "red"}"#,
+    );
+    let (ok, text) = check("odd", false).await;
+    assert!(
+        ok && text.contains("warning") && text.contains("colour"),
+        "{text}"
+    );
+    let (ok, text) = check("odd", true).await;
+    assert!(
+        !ok && text.contains("error") && text.contains("colour"),
+        "{text}"
+    );
+
+    h.write(
+        "escape/.claude-plugin/plugin.json",
+        r#"{"name": "x", "skills": "../outside"}"#,
+    );
+    let (ok, text) = check("escape", false).await;
+    assert!(!ok && text.contains("leaves the plugin root"), "{text}");
+
+    h.write("linked/.claude-plugin/plugin.json", r#"{"name": "x"}"#);
+    std::os::unix::fs::symlink("/etc", h.path("linked/agents")).unwrap();
+    let (ok, text) = check("linked", false).await;
+    assert!(!ok && text.contains("outside the plugin root"), "{text}");
+}
+
+#[tokio::test]
+async fn a_plugin_dir_loads_for_one_session() {
+    let h = Harness::new(QUIET, Wire::Anthropic).await;
+    h.write(
+        "mine/skills/tidy/SKILL.md",
+        "---\nname: tidy\ndescription: Tidy the tree\n---\nTidy.\n",
+    );
+    h.write("mine/.lsp.json", "{}");
+    let out = h.cadre(&["exec", "--plugin-dir", "mine", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let users = user_texts(&h.records()[0].body);
+    assert!(users.contains("mine:tidy"), "{users}");
+    // What cadre does not apply is named at start-up.
+    let err = stderr(&out);
+    assert!(
+        err.contains("mine@inline") && err.contains("LSP servers"),
+        "{err}"
+    );
 }

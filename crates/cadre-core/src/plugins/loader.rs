@@ -105,8 +105,9 @@ fn decisions(
 }
 
 /// The known marketplaces: cadre's, Claude Code's, then the settings files'
-/// `extraKnownMarketplaces` (a project's only when trusted) → (location, source).
-fn marketplaces(
+/// `extraKnownMarketplaces` (a project's only when trusted) → (location,
+/// where it is recorded); what cannot be used goes to `warnings`.
+pub fn marketplaces(
     opts: &LoadOptions,
     warnings: &mut Vec<String>,
 ) -> BTreeMap<String, (PathBuf, String)> {

@@ -5,6 +5,7 @@
 //! says where each component is; the modules that own a component
 //! (`skills`, `hooks`, `mcp`, `subagents`) read it from there.
 
+pub mod install;
 pub mod loader;
 pub mod manifest;
 pub mod marketplace;
