@@ -396,6 +396,26 @@ fn configure(cx: &Context_, id: &str, manifest: &Manifest, given: &[String]) -> 
     Ok(())
 }
 
+/// `/plugin enable|disable NAME`: writes `enabledPlugins` in the user's
+/// settings; the running session keeps its plugins (as Claude Code's
+/// without `/reload-plugins`).
+pub fn switch(runtime: &crate::setup::Runtime, name: &str, on: bool) -> String {
+    let id = match resolve_id(&runtime.plugins, name) {
+        Ok(id) => id,
+        Err(e) => return e.to_string(),
+    };
+    let file = InstallScope::User.settings_file(&runtime.home, &runtime.cwd);
+    match set_enabled(&file, &id, Some(on)) {
+        Ok(()) => format!(
+            "{} {id} in {}; new sessions {} it",
+            if on { "enabled" } else { "disabled" },
+            file.display(),
+            if on { "load" } else { "leave out" }
+        ),
+        Err(e) => format!("cannot change {id}: {e}"),
+    }
+}
+
 /// The text of `cadre plugin list` (and `/plugin`).
 pub fn list_text(set: &PluginSet) -> String {
     let mut out = String::new();

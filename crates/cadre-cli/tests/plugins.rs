@@ -450,3 +450,30 @@ async fn a_plugin_dir_loads_for_one_session() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn slash_plugin_lists_and_switches_plugins_in_the_line_front_end() {
+    let script = r#"
+rules:
+  - name: chat
+    step_by: requests
+    replies:
+      - text: "Answer one."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    install_claude_way(&h, true);
+    let pty = common::Pty::open();
+    let mut cadre = common::line_session::Interactive::start(&h, &pty, &[]);
+    pty.type_line("/plugin");
+    pty.type_line("/plugin disable kit");
+    pty.type_line("hello");
+    cadre.wait_for_stdout("Answer one.").await;
+    pty.type_line("/exit");
+    assert!(cadre.exit_status().await, "{}", cadre.stderr());
+    let err = cadre.stderr();
+    assert!(err.contains("kit@tools  1.0.0  enabled"), "{err}");
+    assert!(err.contains("disabled kit@tools"), "{err}");
+    let settings = json_file(&h.data_dir().join("settings.json"));
+    assert_eq!(settings["enabledPlugins"]["kit@tools"], false);
+    assert!(!h.records()[0].body.to_string().contains("/plugin"));
+}
