@@ -72,6 +72,9 @@ pub fn run(perms: &PermissionArgs, args: ConfigArgs) -> Result<ExitCode> {
     let trusted = crate::setup::folder_trusted(&home, &cwd, perms, &mut warnings);
     let mut settings = Settings::load_with(&crate::setup::settings_paths(&home, &cwd, trusted))?;
     settings.warnings.extend(warnings);
+    // The plugins' problems and what of them cadre does not apply.
+    let plugins = crate::setup::load_plugins(&home, &cwd, &settings, trusted, perms);
+    settings.warnings.extend(plugins.warnings);
     let mut report = report(&settings)?;
     report["trust"] = json!(match TrustStore::load(&home).map(|s| s.state(&cwd)) {
         _ if perms.trust => "trusted for this run (--trust)".to_string(),

@@ -676,16 +676,30 @@ fn ask_folder_trust(cwd: &std::path::Path, home: &std::path::Path) -> Result<()>
         ..McpPaths::default()
     })
     .needs_trust;
-    let plugins = cadre_core::plugins::PluginSet::load(&cadre_core::plugins::LoadOptions {
-        cadre_home: &home,
-        home_dir: dirs_home().as_deref(),
-        project: &cwd,
-        settings: &settings,
-        trusted: false,
-        plugin_dirs: &[],
-    });
+    let plugins_if = |trusted: bool| {
+        cadre_core::plugins::PluginSet::load(&cadre_core::plugins::LoadOptions {
+            cadre_home: &home,
+            home_dir: dirs_home().as_deref(),
+            project: &cwd,
+            settings: &settings,
+            trusted,
+            plugin_dirs: &[],
+        })
+    };
+    let plugins = plugins_if(false);
+    // The plugins only the project's settings (or marketplaces) would load.
+    let project_plugins: Vec<String> = plugins_if(true)
+        .plugins
+        .into_iter()
+        .filter(|p| plugins.get(&p.name).is_none())
+        .map(|p| p.id)
+        .collect();
     let skills = SkillSet::load(&cwd, &home, dirs_home().as_deref(), &plugins).needing_trust();
-    if settings.needs_trust.is_empty() && servers.is_empty() && skills.is_empty() {
+    if settings.needs_trust.is_empty()
+        && servers.is_empty()
+        && skills.is_empty()
+        && project_plugins.is_empty()
+    {
         return Ok(());
     }
     let mut err = std::io::stderr().lock();
@@ -706,6 +720,12 @@ Its project settings would, once trusted:",
             err,
             "  - let the skill {name} run {} without asking",
             tools.join(", ")
+        )?;
+    }
+    for id in &project_plugins {
+        writeln!(
+            err,
+            "  - load the plugin {id} (its hooks, MCP servers, agents and skills)"
         )?;
     }
     writeln!(

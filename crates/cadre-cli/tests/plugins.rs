@@ -190,6 +190,10 @@ async fn a_plugin_disabled_in_settings_does_nothing() {
         text.contains("kit@tools") && text.contains("disabled"),
         "{text}"
     );
+    // `cadre config show` reads the plugin keys instead of calling them unknown.
+    let show = stdout(&h.cadre(&["config", "show"]).await);
+    assert!(show.contains("enabledPlugins.kit@tools = false"), "{show}");
+    assert!(!show.contains("cadre does not read"), "{show}");
 }
 
 /// A project that registers a marketplace in its own folder and enables

@@ -62,6 +62,12 @@ impl Source {
             return Err("a source is a path or an object".into());
         };
         let field = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
+        for k in ["ref", "sha", "url", "path", "repo"] {
+            // Passed to git as arguments: one starting with `-` would be an option.
+            if field(k).is_some_and(|v| v.starts_with('-') || v.contains('\0')) {
+                return Err(format!("`{k}` may not start with `-`"));
+            }
+        }
         let kind = field("source").ok_or("a source object needs `source`")?;
         let need = |k: &str| field(k).ok_or_else(|| format!("a {kind} source needs `{k}`"));
         Ok(match kind.as_str() {
@@ -347,11 +353,17 @@ pub fn git(args: &[&str], dir: Option<&Path>) -> Result<String, PluginError> {
     if let Some(d) = dir {
         cmd.arg("-C").arg(d);
     }
-    // No prompts for credentials, and the repository's own hooks never run.
-    cmd.args(["-c", "core.hooksPath=/dev/null"])
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null());
+    // No prompts for credentials, the repository's own hooks never run,
+    // and no transport that runs a command (`ext::`).
+    cmd.args([
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "protocol.ext.allow=never",
+    ])
+    .args(args)
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .stdin(std::process::Stdio::null());
     let out = cmd
         .output()
         .map_err(|e| PluginError::Git(format!("cannot run git: {e}")))?;
