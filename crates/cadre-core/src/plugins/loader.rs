@@ -111,7 +111,25 @@ pub fn marketplaces(
     opts: &LoadOptions,
     warnings: &mut Vec<String>,
 ) -> BTreeMap<String, (PathBuf, String)> {
+    // Settings entries first, a later (higher-precedence) file winning a name
+    // whole; the marketplaces you added (cadre's, Claude Code's) win over them.
     let mut out = BTreeMap::new();
+    let mut held = Vec::new();
+    for j in &opts.settings.json {
+        for (name, entry) in &j.settings.extra_marketplaces {
+            if j.scope.is_trusted() || opts.trusted {
+                let location = match entry.get("source").map(Source::from_json) {
+                    Some(Ok(Source::Directory(p))) => opts.project.join(p),
+                    Some(Ok(Source::File(p))) => opts.project.join(p),
+                    // Git sources are fetched by `cadre plugin marketplace add`.
+                    _ => continue,
+                };
+                out.insert(name.clone(), (location, j.path.display().to_string()));
+            } else {
+                held.push(format!("{name} ({})", j.path.display()));
+            }
+        }
+    }
     for (dir, label) in [
         (opts.claude_plugins(), "Claude Code"),
         (Some(opts.cadre_plugins()), "cadre"),
@@ -124,23 +142,6 @@ pub fn marketplaces(
                 }
             }
             Err(e) => warnings.push(format!("{e}; its marketplaces are ignored")),
-        }
-    }
-    let mut held = Vec::new();
-    for j in &opts.settings.json {
-        for (name, entry) in &j.settings.extra_marketplaces {
-            if j.scope.is_trusted() || opts.trusted {
-                let location = match entry.get("source").map(Source::from_json) {
-                    Some(Ok(Source::Directory(p))) => opts.project.join(p),
-                    Some(Ok(Source::File(p))) => opts.project.join(p),
-                    // Git sources are fetched by `cadre plugin marketplace add`.
-                    _ => continue,
-                };
-                out.entry(name.clone())
-                    .or_insert((location, j.path.display().to_string()));
-            } else {
-                held.push(format!("{name} ({})", j.path.display()));
-            }
         }
     }
     if !held.is_empty() {
