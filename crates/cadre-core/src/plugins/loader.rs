@@ -70,7 +70,10 @@ struct Decision {
     path: PathBuf,
 }
 
-/// The `enabledPlugins` decisions, and the project entries held back for trust.
+/// The `enabledPlugins` decisions, and the project entries held back for
+/// trust: in an untrusted folder a project's `true` would run its code, and
+/// its `false` could turn off a plugin of the user's (a guard hook), as
+/// `disableAllHooks` could; neither applies until the folder is trusted.
 fn decisions(
     settings: &Settings,
     trusted: bool,
@@ -81,7 +84,7 @@ fn decisions(
     for j in &settings.json {
         for (id, on) in &j.settings.enabled_plugins {
             let project = matches!(j.scope, SettingsScope::Project | SettingsScope::Local);
-            if project && *on && !trusted {
+            if project && !trusted {
                 held.push((id.clone(), j.path.clone()));
                 continue;
             }
@@ -100,7 +103,6 @@ fn decisions(
     for (id, path) in blocked {
         out.insert(id, Decision { on: false, path });
     }
-    held.retain(|(id, _)| !out.get(id).is_some_and(|d| d.on));
     (out, held)
 }
 
@@ -334,13 +336,13 @@ impl PluginSet {
             let on = c.forced
                 || match decided.get(&c.id) {
                     Some(d) => d.on,
-                    None => default_on && !held.iter().any(|(id, _)| *id == c.id),
+                    None => default_on,
                 };
             if !on {
                 listed.note = Some(match decided.get(&c.id) {
                     Some(d) => format!("disabled by {}", d.path.display()),
                     None if held.iter().any(|(id, _)| *id == c.id) => {
-                        "enabled only by an untrusted project".into()
+                        "enabled only by the settings of an untrusted project".into()
                     }
                     None => "defaultEnabled is false".into(),
                 });
@@ -382,7 +384,7 @@ impl PluginSet {
                 .map(|(id, path)| format!("{id} ({})", path.display()))
                 .collect();
             set.warnings.push(format!(
-                "plugins enabled by project settings not loaded: {} ({}; `cadre config trust` or --trust)",
+                "enabledPlugins of project settings not applied: {} ({}; `cadre config trust` or --trust)",
                 names.join(", "),
                 crate::config::UNTRUSTED_WHY
             ));
