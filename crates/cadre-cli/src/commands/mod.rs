@@ -204,10 +204,10 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
                 .to_string(),
         ),
         Command::Plugin(PluginCommand::Enable(name)) => {
-            Outcome::text(crate::plugin_cmd::switch(&ctx.runtime, &name, true))
+            Outcome::text(crate::plugin_cmd::switch(ctx.runtime, &name, true))
         }
         Command::Plugin(PluginCommand::Disable(name)) => {
-            Outcome::text(crate::plugin_cmd::switch(&ctx.runtime, &name, false))
+            Outcome::text(crate::plugin_cmd::switch(ctx.runtime, &name, false))
         }
     }
 }
