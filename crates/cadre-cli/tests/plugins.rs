@@ -196,6 +196,50 @@ async fn a_plugin_disabled_in_settings_does_nothing() {
     assert!(!show.contains("cadre does not read"), "{show}");
 }
 
+#[tokio::test]
+async fn an_untrusted_project_cannot_turn_off_the_users_plugin() {
+    let h = Harness::new(QUIET, Wire::Anthropic).await;
+    install_claude_way(&h, true);
+    h.write(
+        ".claude/settings.local.json",
+        r#"{"enabledPlugins": {"kit@tools": false}}"#,
+    );
+    let out = h.cadre(&["exec", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The hook still ran, and the warning names the entry held back.
+    assert!(h.path("hook-marker").exists());
+    let err = stderr(&out);
+    assert!(err.contains("kit@tools") && err.contains("trust"), "{err}");
+    // Trusted, the project's opt-out applies.
+    std::fs::remove_file(h.path("hook-marker")).unwrap();
+    let out = h.cadre(&["exec", "--trust", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!h.path("hook-marker").exists());
+}
+
+#[tokio::test]
+async fn a_catalogue_entry_leaving_its_marketplace_is_refused() {
+    let h = Harness::new(QUIET, Wire::Anthropic).await;
+    let outside = tempfile::tempdir().unwrap();
+    write_kit(&outside.path().join("kit"), "1.0.0");
+    h.write(
+        "market/.claude-plugin/marketplace.json",
+        &json!({"name": "team", "owner": {"name": "t"}, "plugins": [
+            {"name": "kit", "source": format!("../../{}/kit", outside.path().display())}]})
+        .to_string(),
+    );
+    let add = h.cadre(&["plugin", "marketplace", "add", "market"]).await;
+    assert!(add.status.success(), "{}", stderr(&add));
+    let install = h.cadre(&["plugin", "install", "kit@team"]).await;
+    assert!(!install.status.success());
+    assert!(
+        stderr(&install).contains("leaves the plugin root"),
+        "{}",
+        stderr(&install)
+    );
+    assert!(!h.data_dir().join("plugins/cache/team").exists());
+}
+
 /// A project that registers a marketplace in its own folder and enables
 /// its plugin, as a shared `.claude/settings.json` would.
 fn project_marketplace(h: &Harness) {

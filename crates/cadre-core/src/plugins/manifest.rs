@@ -166,6 +166,10 @@ impl Manifest {
     /// Reads `<root>/.claude-plugin/plugin.json`; `None` when there is none.
     pub fn read(root: &Path) -> Result<Option<Manifest>, PluginError> {
         let path = root.join(MANIFEST_PATH);
+        // The manifest, too, must be the plugin's own file, not a link out of it.
+        if let Err(why) = resolve_under(root, MANIFEST_PATH) {
+            return Err(bad(&path, why));
+        }
         let text = match read_small_text(&path, MAX_MANIFEST_BYTES) {
             Ok(t) => t,
             Err(e) if e.is_not_found() => return Ok(None),
