@@ -478,6 +478,37 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn plugin_servers_are_namespaced_and_get_the_plugins_variables() {
+        use crate::plugins::{ComponentConfig, Plugin, PluginSet};
+        let mut plugin =
+            Plugin::default_layout("kit", "kit@m", Path::new("/p/kit"), Path::new("/d/kit"));
+        plugin.user_config = vec![("REGION".into(), "eu".into())];
+        plugin.mcp_servers = vec![ComponentConfig::Inline(serde_json::json!({
+            "db": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/db", "args": ["--region", "${user_config.REGION}"]},
+            "bad__name": {"command": "x"},
+            "keyed": {"command": "x", "env": {"K": "${ANTHROPIC_API_KEY}"}}
+        }))];
+        let set = PluginSet {
+            plugins: vec![plugin],
+            ..PluginSet::default()
+        };
+        let mut config = McpConfig::default();
+        config.add_plugin_servers(&set, Path::new("/proj"));
+        let server = &config.servers["plugin_kit_db"];
+        assert_eq!(server.scope, ServerScope::Plugin);
+        let ServerTransport::Stdio { command, args, env } = &server.transport else {
+            panic!("stdio expected");
+        };
+        assert_eq!(command, "/p/kit/bin/db");
+        assert_eq!(args, &["--region", "eu"]);
+        assert_eq!(env["CLAUDE_PLUGIN_DATA"], "/d/kit");
+        assert!(!config.servers.contains_key("plugin_kit_bad__name"));
+        // cadre's model keys are not offered to a plugin's servers.
+        assert!(!config.servers.contains_key("plugin_kit_keyed"));
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
+    }
+
     fn env(name: &str) -> Option<String> {
         match name {
             "TOKEN" => Some("t0k".into()),

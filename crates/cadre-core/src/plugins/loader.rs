@@ -819,6 +819,20 @@ mod tests {
     }
 
     #[test]
+    fn bin_folders_go_first_on_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = install(dir.path(), "kit", r#"{"name": "kit"}"#);
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        let set = load(dir.path(), &settings(&[]), false);
+        let real = root.join("bin").canonicalize().unwrap();
+        assert_eq!(
+            set.command_path(Some("/usr/bin")),
+            Some(format!("{}:/usr/bin", real.display()))
+        );
+        assert_eq!(PluginSet::default().command_path(Some("/usr/bin")), None);
+    }
+
+    #[test]
     fn dependencies_must_be_loaded() {
         let dir = tempfile::tempdir().unwrap();
         install(
