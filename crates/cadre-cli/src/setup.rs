@@ -912,7 +912,7 @@ impl Runtime {
             .iter()
             .map(|(k, (v, _))| (k.clone(), v.clone()))
             .collect();
-        // The enabled plugins' `bin/` folders come first on the Bash tool's PATH.
+        // The enabled plugins' `bin/` folders go on the Bash tool's PATH (after the rest).
         let base = self
             .settings
             .env

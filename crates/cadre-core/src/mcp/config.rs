@@ -225,6 +225,17 @@ impl McpConfig {
                         ));
                         continue;
                     }
+                    // First come wins: a plugin's server never replaces one of
+                    // yours or another plugin's (`a`'s `b_c` and `a_b`'s `c` meet).
+                    if let Some(taken) = self.servers.get(&full) {
+                        self.warnings.push(format!(
+                            "{}: MCP server {name:?} of plugin {} not used: the name {full} is taken by {}",
+                            path.display(),
+                            plugin.id,
+                            taken.path.display()
+                        ));
+                        continue;
+                    }
                     match parse_server(name, entry, &env) {
                         Ok(mut transport) => {
                             if let ServerTransport::Stdio { env: vars, .. } = &mut transport {

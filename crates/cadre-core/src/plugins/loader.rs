@@ -819,7 +819,7 @@ mod tests {
     }
 
     #[test]
-    fn bin_folders_go_first_on_the_path() {
+    fn bin_folders_go_last_on_the_path() {
         let dir = tempfile::tempdir().unwrap();
         let root = install(dir.path(), "kit", r#"{"name": "kit"}"#);
         std::fs::create_dir_all(root.join("bin")).unwrap();
@@ -827,7 +827,7 @@ mod tests {
         let real = root.join("bin").canonicalize().unwrap();
         assert_eq!(
             set.command_path(Some("/usr/bin")),
-            Some(format!("{}:/usr/bin", real.display()))
+            Some(format!("/usr/bin:{}", real.display()))
         );
         assert_eq!(PluginSet::default().command_path(Some("/usr/bin")), None);
     }

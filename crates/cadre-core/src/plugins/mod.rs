@@ -171,22 +171,26 @@ impl PluginSet {
             .collect()
     }
 
-    /// `PATH` for the `Bash` tool: the plugins' `bin/` folders before
-    /// `base` (the inherited `PATH`); `None` when no plugin has one.
+    /// `PATH` for the `Bash` tool: `base` (the inherited `PATH`), then the
+    /// plugins' `bin/` folders; `None` when no plugin has one. After, not
+    /// before: a plugin's `git` must not stand in for the one an allow rule
+    /// such as `Bash(git status:*)` was written for.
     pub fn command_path(&self, base: Option<&str>) -> Option<String> {
         let bins = self.bin_dirs();
         if bins.is_empty() {
             return None;
         }
-        let mut parts: Vec<String> = bins
-            .iter()
-            .map(|b| b.to_string_lossy().into_owned())
-            // A `:` inside a folder name would split it in two.
-            .filter(|b| !b.contains(':'))
+        let mut parts: Vec<String> = base
+            .filter(|b| !b.is_empty())
+            .map(str::to_string)
+            .into_iter()
             .collect();
-        if let Some(base) = base.filter(|b| !b.is_empty()) {
-            parts.push(base.to_string());
-        }
+        parts.extend(
+            bins.iter()
+                .map(|b| b.to_string_lossy().into_owned())
+                // A `:` inside a folder name would split it in two.
+                .filter(|b| !b.contains(':')),
+        );
         Some(parts.join(":"))
     }
 
