@@ -159,7 +159,8 @@ async fn a_plugin_installed_claude_codes_way_takes_effect_whole() {
     assert!(
         lines
             .next()
-            .is_some_and(|d| d.ends_with(".claude/plugins/data/kit-tools")),
+            .is_some_and(|d| d.ends_with(".claude/plugins/data/kit-tools")
+                && Path::new(d).is_dir()),
         "{marker}"
     );
     // LEAD: the command assertion goes here (`commands/ship.md` as `/kit:ship`).

@@ -369,6 +369,10 @@ impl PluginSet {
                     plugin.unsupported.join(", ")
                 ));
             }
+            // `${CLAUDE_PLUGIN_DATA}` exists for the plugin's hooks and servers to write in.
+            if let Err(e) = super::state::create_private_dir(&plugin.data_dir) {
+                set.warnings.push(format!("plugin {}: {e}", c.id));
+            }
             listed.enabled = true;
             set.listed.push(listed);
             let deps = manifest.map(|m| m.dependencies).unwrap_or_default();
