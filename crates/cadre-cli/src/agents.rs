@@ -103,7 +103,13 @@ pub fn run(perms: &PermissionArgs, agent: &AgentArgs, args: AgentsArgs) -> Resul
     let home = data_dir()?;
     let settings = Settings::load(&home, &cwd)?;
     let subagents = crate::setup::subagent_settings(&settings);
-    let src = crate::setup::catalog_sources(agent, &subagents, &cwd, &home);
+    let full = Settings::load_with(&crate::setup::settings_paths(
+        &home,
+        &cwd,
+        crate::setup::folder_trusted(&home, &cwd, perms, &mut Vec::new()),
+    ))?;
+    let plugins = crate::setup::load_plugins(&home, &cwd, &full, full.project_trusted, perms);
+    let src = crate::setup::catalog_sources(agent, &subagents, &cwd, &home, &plugins);
     let mut out = std::io::stdout().lock();
     match args.command.unwrap_or(AgentsCommand::List) {
         AgentsCommand::List => {

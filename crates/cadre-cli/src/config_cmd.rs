@@ -72,6 +72,9 @@ pub fn run(perms: &PermissionArgs, args: ConfigArgs) -> Result<ExitCode> {
     let trusted = crate::setup::folder_trusted(&home, &cwd, perms, &mut warnings);
     let mut settings = Settings::load_with(&crate::setup::settings_paths(&home, &cwd, trusted))?;
     settings.warnings.extend(warnings);
+    // The plugins' problems and what of them cadre does not apply.
+    let plugins = crate::setup::load_plugins(&home, &cwd, &settings, trusted, perms);
+    settings.warnings.extend(plugins.warnings);
     let mut report = report(&settings)?;
     report["trust"] = json!(match TrustStore::load(&home).map(|s| s.state(&cwd)) {
         _ if perms.trust => "trusted for this run (--trust)".to_string(),
@@ -157,6 +160,25 @@ fn report(settings: &Settings) -> Result<Value, ConfigError> {
     // Values of `env` often hold tokens: names only.
     for (name, (_, path)) in &settings.env {
         in_force.push(entry(&format!("env.{name}"), Value::Null, path));
+    }
+    // Plugin keys, each as its file sets it (the plugin loader decides
+    // precedence and trust; `cadre plugin list` shows the outcome).
+    for j in &settings.json {
+        for (id, on) in &j.settings.enabled_plugins {
+            in_force.push(entry(&format!("enabledPlugins.{id}"), json!(on), &j.path));
+        }
+        for (name, v) in &j.settings.extra_marketplaces {
+            let source = v.get("source").cloned().unwrap_or(Value::Null);
+            in_force.push(entry(
+                &format!("extraKnownMarketplaces.{name}"),
+                source,
+                &j.path,
+            ));
+        }
+        // Options may hold values the user would not show: names only.
+        for id in j.settings.plugin_configs.keys() {
+            in_force.push(entry(&format!("pluginConfigs.{id}"), Value::Null, &j.path));
+        }
     }
     let ignored: Vec<Value> = settings
         .ignored

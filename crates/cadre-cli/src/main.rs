@@ -10,6 +10,7 @@ mod exec;
 mod interactive;
 mod keys;
 mod mcp_cmd;
+mod plugin_cmd;
 mod render;
 mod sessions;
 mod setup;
@@ -79,6 +80,9 @@ pub struct PermissionArgs {
     /// A folder that counts as part of the project: readable, and writable as the project is (repeatable)
     #[arg(long = "add-dir", global = true, value_name = "DIR")]
     pub add_dir: Vec<std::path::PathBuf>,
+    /// Load the plugin in this folder for this session only (repeatable)
+    #[arg(long = "plugin-dir", global = true, value_name = "DIR")]
+    pub plugin_dir: Vec<std::path::PathBuf>,
     /// Trust this folder's project settings for this run (their allow rules, wider modes, env and hooks)
     #[arg(long, global = true)]
     pub trust: bool,
@@ -142,6 +146,8 @@ enum Command {
     Mcp(mcp_cmd::McpArgs),
     /// List and show skills.
     Skills(skills_cmd::SkillsArgs),
+    /// List, install, enable and update plugins; manage marketplaces.
+    Plugin(plugin_cmd::PluginArgs),
     /// List, diff, merge and remove the git worktrees agents worked in.
     Worktrees(worktrees_cmd::WorktreesArgs),
 }
@@ -189,6 +195,7 @@ fn main() -> ExitCode {
             Some(Command::Config(args)) => config_cmd::run(&cli.permissions, args),
             Some(Command::Mcp(args)) => mcp_cmd::run(&cli.permissions, &cli.agent, args).await,
             Some(Command::Skills(args)) => skills_cmd::run(args),
+            Some(Command::Plugin(args)) => plugin_cmd::run(&cli.permissions, args),
             Some(Command::Worktrees(args)) => worktrees_cmd::run(args),
             None if tui::wanted(cli.no_tui) => {
                 tui::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await

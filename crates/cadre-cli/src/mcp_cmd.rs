@@ -93,7 +93,15 @@ pub async fn run(perms: &PermissionArgs, agent: &AgentArgs, args: McpArgs) -> Re
         McpCommand::List => {
             let mut warnings = Vec::new();
             let trusted = folder_trusted(&home, &cwd, perms, &mut warnings);
-            let config = McpConfig::load(&mcp_paths(&home, &cwd, trusted, agent));
+            let mut config = McpConfig::load(&mcp_paths(&home, &cwd, trusted, agent));
+            if !agent.strict_mcp_config {
+                // The enabled plugins' servers, as a session starts them.
+                let settings = cadre_core::config::Settings::load_with(
+                    &crate::setup::settings_paths(&home, &cwd, trusted),
+                )?;
+                let plugins = crate::setup::load_plugins(&home, &cwd, &settings, trusted, perms);
+                config.add_plugin_servers(&plugins, &cwd);
+            }
             warnings.extend(config.warnings.iter().cloned());
             warnings.extend(config.trust_warning());
             for w in &warnings {

@@ -93,7 +93,6 @@ pub struct Runtime {
     pub mcp_keep: Option<McpToolFilter>,
     mcp_started: std::sync::atomic::AtomicBool,
     /// The enabled plugins.
-    #[allow(dead_code)]
     pub plugins: Arc<cadre_core::plugins::PluginSet>,
     /// The skills found for this folder.
     pub skills: Arc<SkillSet>,
@@ -239,7 +238,9 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     let mut mode = permission_mode(perms, &settings, &mut warnings)?;
     let mut subagents = subagent_settings(&settings);
     subagents.project_trusted = trusted;
-    let sources = catalog_sources(agent, &subagents, &cwd, &home);
+    let plugins = Arc::new(load_plugins(&home, &cwd, &settings, trusted, perms));
+    warnings.extend(plugins.warnings.iter().cloned());
+    let sources = catalog_sources(agent, &subagents, &cwd, &home, &plugins);
     let catalog = DefinitionCatalog::load(&sources).map_err(UsageError)?;
     let mut web = WebTools::from_settings(&settings, client.config(), &mut warnings);
     // Skipped or odd definition files are announced at start-up (files
@@ -374,7 +375,10 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     }
     let policy = Arc::new(policy);
     let context = context_policy(&settings, &client);
-    let (hook_set, hook_warnings) = HookSet::from_settings(&settings);
+    let (mut hook_set, hook_warnings) = HookSet::from_settings(&settings);
+    warnings.extend(hook_warnings);
+    let (plugin_hooks, hook_warnings) = HookSet::from_plugins(&plugins, &settings);
+    hook_set.extend(plugin_hooks);
     warnings.extend(hook_warnings);
     let hooks = Arc::new(SessionHooks::new(
         hook_set,
@@ -386,7 +390,6 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             .collect(),
         trusted,
     ));
-    let plugins = Arc::new(cadre_core::plugins::PluginSet::dropped_in(&home));
     let mut skills = SkillSet::load(&cwd, &home, dirs_home().as_deref(), &plugins);
     // A skill's `model` (an alias or id) runs on this session's provider.
     let provider = client.config().provider;
@@ -394,7 +397,10 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
     warnings.extend(skills.hold_back_untrusted(trusted));
     let skills = Arc::new(skills);
     warnings.extend(skills.warnings.iter().cloned());
-    let mcp_config = McpConfig::load(&mcp_paths(&home, &cwd, trusted, agent));
+    let mut mcp_config = McpConfig::load(&mcp_paths(&home, &cwd, trusted, agent));
+    if !agent.strict_mcp_config {
+        mcp_config.add_plugin_servers(&plugins, &cwd);
+    }
     warnings.extend(mcp_config.warnings.iter().cloned());
     warnings.extend(mcp_config.trust_warning());
     let mcp = Arc::new(McpHub::new(
@@ -434,6 +440,26 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         subagents,
         settings,
         main_spec,
+    })
+}
+
+/// The plugins of a session in `cwd` (see `cadre_core::plugins::loader`),
+/// with `--plugin-dir` folders for this run.
+pub fn load_plugins(
+    home: &std::path::Path,
+    cwd: &std::path::Path,
+    settings: &Settings,
+    trusted: bool,
+    perms: &PermissionArgs,
+) -> cadre_core::plugins::PluginSet {
+    let home_dir = dirs_home();
+    cadre_core::plugins::PluginSet::load(&cadre_core::plugins::LoadOptions {
+        cadre_home: home,
+        home_dir: home_dir.as_deref(),
+        project: cwd,
+        settings,
+        trusted,
+        plugin_dirs: &perms.plugin_dir,
     })
 }
 
@@ -492,10 +518,12 @@ pub fn catalog_sources(
     subagents: &SubagentSettings,
     cwd: &std::path::Path,
     home: &std::path::Path,
+    plugins: &cadre_core::plugins::PluginSet,
 ) -> CatalogSources {
     CatalogSources {
         cwd: cwd.to_path_buf(),
         data_dir: home.to_path_buf(),
+        plugin_agents: plugins.agent_paths(),
         home_dir: dirs_home(),
         managed_dir: std::env::var_os("CADRE_MANAGED_AGENTS_DIR")
             .map(PathBuf::from)
@@ -648,9 +676,30 @@ fn ask_folder_trust(cwd: &std::path::Path, home: &std::path::Path) -> Result<()>
         ..McpPaths::default()
     })
     .needs_trust;
-    let plugins = cadre_core::plugins::PluginSet::dropped_in(&home);
+    let plugins_if = |trusted: bool| {
+        cadre_core::plugins::PluginSet::load(&cadre_core::plugins::LoadOptions {
+            cadre_home: &home,
+            home_dir: dirs_home().as_deref(),
+            project: &cwd,
+            settings: &settings,
+            trusted,
+            plugin_dirs: &[],
+        })
+    };
+    let plugins = plugins_if(false);
+    // The plugins only the project's settings (or marketplaces) would load.
+    let project_plugins: Vec<String> = plugins_if(true)
+        .plugins
+        .into_iter()
+        .filter(|p| plugins.get(&p.name).is_none())
+        .map(|p| p.id)
+        .collect();
     let skills = SkillSet::load(&cwd, &home, dirs_home().as_deref(), &plugins).needing_trust();
-    if settings.needs_trust.is_empty() && servers.is_empty() && skills.is_empty() {
+    if settings.needs_trust.is_empty()
+        && servers.is_empty()
+        && skills.is_empty()
+        && project_plugins.is_empty()
+    {
         return Ok(());
     }
     let mut err = std::io::stderr().lock();
@@ -671,6 +720,12 @@ Its project settings would, once trusted:",
             err,
             "  - let the skill {name} run {} without asking",
             tools.join(", ")
+        )?;
+    }
+    for id in &project_plugins {
+        writeln!(
+            err,
+            "  - load the plugin {id} (its hooks, MCP servers, agents and skills)"
         )?;
     }
     writeln!(
@@ -851,13 +906,24 @@ impl Runtime {
         ctx.sandbox = self.sandbox.clone();
         ctx.background = background.map(|w| w as Arc<dyn cadre_core::tools::BackgroundTasks>);
         ctx.policy = Some(self.policy.clone());
-        ctx.command_env = Arc::new(
-            self.settings
-                .env
-                .iter()
-                .map(|(k, (v, _))| (k.clone(), v.clone()))
-                .collect(),
-        );
+        let mut command_env: Vec<(String, String)> = self
+            .settings
+            .env
+            .iter()
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect();
+        // The enabled plugins' `bin/` folders go on the Bash tool's PATH (after the rest).
+        let base = self
+            .settings
+            .env
+            .get("PATH")
+            .map(|(v, _)| v.clone())
+            .or_else(|| std::env::var("PATH").ok());
+        if let Some(path) = self.plugins.command_path(base.as_deref()) {
+            command_env.retain(|(k, _)| k != "PATH");
+            command_env.push(("PATH".into(), path));
+        }
+        ctx.command_env = Arc::new(command_env);
         let gate = Arc::new(ApprovalGate::new(approvals, events.clone()));
         let mut tools = self.web.session_tools();
         let mut allowed_types = None;

@@ -33,7 +33,12 @@ pub fn run(args: SkillsArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let data = data_dir()?;
-    let plugins = cadre_core::plugins::PluginSet::dropped_in(&data);
+    let perms = crate::PermissionArgs::default();
+    let trusted = crate::setup::folder_trusted(&data, &cwd, &perms, &mut Vec::new());
+    let settings = cadre_core::config::Settings::load_with(&crate::setup::settings_paths(
+        &data, &cwd, trusted,
+    ))?;
+    let plugins = crate::setup::load_plugins(&data, &cwd, &settings, trusted, &perms);
     let set = SkillSet::load(&cwd, &data, home.as_deref(), &plugins);
     for w in &set.warnings {
         eprintln!("warning: {w}");

@@ -40,6 +40,8 @@ pub enum Command {
     Memory,
     /// `/mcp`: the MCP servers with their state and tools.
     Mcp,
+    /// `/plugin`, `/plugin enable|disable NAME`.
+    Plugin(PluginCommand),
     /// `/compact [FOCUS]`.
     Compact(Option<String>),
     /// `/exit`, `/quit`.
@@ -55,6 +57,17 @@ pub enum TasksCommand {
     Stop(String),
 }
 
+/// What `/plugin` does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginCommand {
+    /// List the plugins found and whether they load.
+    List,
+    /// Enable one in the user's settings (from the next session on).
+    Enable(String),
+    /// Disable one in the user's settings (from the next session on).
+    Disable(String),
+}
+
 /// The commands, as `/help` lists them (each front end adds its keys).
 pub const COMMANDS_HELP: &str = "\
 /help                 this list
@@ -67,6 +80,7 @@ pub const COMMANDS_HELP: &str = "\
 /permissions          the permission mode and the rules in force, with where each comes from
 /memory               the instruction files (CLAUDE.md, AGENTS.md, imports) loaded, with their sizes
 /mcp                  the MCP servers with their state and tools
+/plugin [ARGS]        the plugins found and whether they load; /plugin enable|disable NAME switches one for the next sessions
 /compact [focus]      summarise the conversation now to free context; the focus says what to keep above all
 /exit, /quit          leave
 A line starting with // is sent as a message starting with /.";
@@ -82,6 +96,7 @@ pub const COMMAND_NAMES: &[(&str, &str)] = &[
     ("/memory", "instruction files loaded"),
     ("/model", "the model"),
     ("/permissions", "mode and rules in force"),
+    ("/plugin", "plugins, enable or disable one"),
     ("/quit", "leave"),
     ("/resume", "continue a past session"),
     ("/sessions", "every session"),
@@ -137,6 +152,16 @@ pub fn parse(line: &str) -> Input {
         "permissions" => none(Command::Permissions, "/permissions"),
         "memory" => none(Command::Memory, "/memory"),
         "mcp" => none(Command::Mcp, "/mcp"),
+        "plugin" | "plugins" => match words.as_slice() {
+            [] | ["list"] => Input::Command(Command::Plugin(PluginCommand::List)),
+            ["enable", name] => {
+                Input::Command(Command::Plugin(PluginCommand::Enable((*name).to_string())))
+            }
+            ["disable", name] => {
+                Input::Command(Command::Plugin(PluginCommand::Disable((*name).to_string())))
+            }
+            _ => Input::Usage("usage: /plugin, or /plugin enable|disable NAME".into()),
+        },
         _ => Input::Unknown(format!("/{name}")),
     }
 }

@@ -18,8 +18,8 @@ use crate::setup::Runtime;
 use crate::{AgentArgs, PermissionArgs};
 
 pub use cadre_tui::commands::{
-    COMMANDS_HELP, Command, Input, TasksCommand, hook_line, mcp_status_line, menu_help, parse,
-    session_runs,
+    COMMANDS_HELP, Command, Input, PluginCommand, TasksCommand, hook_line, mcp_status_line,
+    menu_help, parse, session_runs,
 };
 
 /// The line front end's keys, after the commands in `/help`.
@@ -201,6 +201,17 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
         Command::Permissions => Outcome::text(permissions::describe(ctx)),
         Command::Memory => Outcome::text(memory::describe(ctx)),
         Command::Mcp => Outcome::text(crate::mcp_cmd::describe_servers(&ctx.runtime.mcp)),
+        Command::Plugin(PluginCommand::List) => Outcome::text(
+            crate::plugin_cmd::list_text(&ctx.runtime.plugins)
+                .trim_end()
+                .to_string(),
+        ),
+        Command::Plugin(PluginCommand::Enable(name)) => {
+            Outcome::text(crate::plugin_cmd::switch(ctx.runtime, &name, true))
+        }
+        Command::Plugin(PluginCommand::Disable(name)) => {
+            Outcome::text(crate::plugin_cmd::switch(ctx.runtime, &name, false))
+        }
     }
 }
 

@@ -61,6 +61,13 @@ pub struct JsonSettings {
     pub hooks: Option<Value>,
     /// `disableAllHooks: true`.
     pub disable_all_hooks: bool,
+    /// `enabledPlugins`: plugin id (`name@marketplace`) → on or off.
+    pub enabled_plugins: BTreeMap<String, bool>,
+    /// `extraKnownMarketplaces` (or its alias `additionalMarketplaces`):
+    /// marketplace name → its entry as written (`{"source": {…}}`).
+    pub extra_marketplaces: BTreeMap<String, Value>,
+    /// `pluginConfigs`: plugin id → `{"options": {…}}` as written.
+    pub plugin_configs: BTreeMap<String, Value>,
     /// Dotted keys cadre does not read.
     pub unknown: Vec<String>,
 }
@@ -137,6 +144,36 @@ impl JsonSettings {
                     out.hooks = Some(value.clone());
                 }
                 "disableAllHooks" => out.disable_all_hooks = value.as_bool() == Some(true),
+                "enabledPlugins" => {
+                    let Value::Object(map) = value else {
+                        return Err(parse_error(
+                            path,
+                            "enabledPlugins must be an object of plugin ids",
+                        ));
+                    };
+                    for (id, on) in map {
+                        // Claude Code also writes a list of versions here; any
+                        // value other than `false` counts as on.
+                        let on = !matches!(on, Value::Bool(false) | Value::Null);
+                        out.enabled_plugins.insert(id.clone(), on);
+                    }
+                }
+                "extraKnownMarketplaces" | "additionalMarketplaces" => {
+                    let Value::Object(map) = value else {
+                        return Err(parse_error(path, format!("{key} must be an object")));
+                    };
+                    for (name, entry) in map {
+                        out.extra_marketplaces.insert(name.clone(), entry.clone());
+                    }
+                }
+                "pluginConfigs" => {
+                    let Value::Object(map) = value else {
+                        return Err(parse_error(path, "pluginConfigs must be an object"));
+                    };
+                    for (id, entry) in map {
+                        out.plugin_configs.insert(id.clone(), entry.clone());
+                    }
+                }
                 // The schema reference editors use; not a setting.
                 "$schema" => {}
                 other => out.unknown.push(other.to_string()),

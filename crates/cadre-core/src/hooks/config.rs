@@ -220,6 +220,7 @@ impl HookSet {
                         command,
                         timeout,
                         source: source.to_string(),
+                        env: Vec::new(),
                     });
                 }
                 if !commands.is_empty() {
@@ -328,6 +329,76 @@ impl HookSet {
                     warnings.extend(w);
                 }
                 Err(e) => warnings.push(format!("{e}; the hooks of this file will not run")),
+            }
+        }
+        (set, warnings)
+    }
+}
+
+impl HookSet {
+    /// The hooks of the enabled plugins (`hooks/hooks.json`, manifest paths
+    /// and inline objects), with `CLAUDE_PLUGIN_ROOT` and
+    /// `CLAUDE_PLUGIN_DATA` in their environment (so `${CLAUDE_PLUGIN_ROOT}`
+    /// in a command means the plugin's folder). None when a settings file has `disableAllHooks`.
+    pub fn from_plugins(
+        plugins: &crate::plugins::PluginSet,
+        settings: &Settings,
+    ) -> (HookSet, Vec<String>) {
+        use crate::plugins::ComponentConfig;
+        let mut set = HookSet::default();
+        let mut warnings = Vec::new();
+        if settings.json.iter().any(|j| j.settings.disable_all_hooks) {
+            return (set, warnings);
+        }
+        for plugin in &plugins.plugins {
+            for config in &plugin.hooks {
+                let (value, source) = match config {
+                    ComponentConfig::File(path) => {
+                        let source = format!("plugin {} ({})", plugin.id, path.display());
+                        let text = match crate::small_file::read_small_text(path, 1024 * 1024) {
+                            Ok(t) => t,
+                            Err(e) => {
+                                warnings.push(format!("{source}: {e}; its hooks will not run"));
+                                continue;
+                            }
+                        };
+                        match serde_json::from_str::<Value>(&text) {
+                            Ok(v) => (v, source),
+                            Err(e) => {
+                                warnings.push(format!(
+                                    "{source}: not valid JSON ({e}); its hooks will not run"
+                                ));
+                                continue;
+                            }
+                        }
+                    }
+                    ComponentConfig::Inline(v) => {
+                        (v.clone(), format!("plugin {} (manifest hooks)", plugin.id))
+                    }
+                };
+                // `hooks/hooks.json` holds `{"hooks": {…}}`; an inline value may be the events.
+                let events = match value.get("hooks") {
+                    Some(inner @ Value::Object(_)) => inner.clone(),
+                    _ => value,
+                };
+                match HookSet::parse(&events, &source) {
+                    Ok((mut hooks, w)) => {
+                        let env = plugin.env();
+                        for groups in hooks.groups.values_mut() {
+                            for group in groups {
+                                for c in &mut group.commands {
+                                    // The shell expands `${CLAUDE_PLUGIN_ROOT}` from the
+                                    // environment: the same result as text substitution,
+                                    // without splicing a path into the command line.
+                                    c.env = env.clone();
+                                }
+                            }
+                        }
+                        set.extend(hooks);
+                        warnings.extend(w);
+                    }
+                    Err(e) => warnings.push(format!("{e}; the hooks of this file will not run")),
+                }
             }
         }
         (set, warnings)

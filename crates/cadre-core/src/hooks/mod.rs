@@ -115,6 +115,8 @@ pub struct HookCommand {
     pub timeout: Duration,
     /// Where it was configured, e.g. "project settings (.claude/settings.json)".
     pub source: String,
+    /// Variables added to its environment (a plugin's `CLAUDE_PLUGIN_ROOT`, …).
+    pub env: Vec<(String, String)>,
 }
 
 /// Longest string taken from a hook's output, in characters (as Claude Code).

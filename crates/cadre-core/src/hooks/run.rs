@@ -93,6 +93,7 @@ fn build_command(
         cmd.env_remove(key);
     }
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    cmd.envs(hook.env.iter().map(|(k, v)| (k, v)));
     cmd.env("CLAUDE_PROJECT_DIR", project_dir)
         .env("CADRE_PROJECT_DIR", project_dir);
     // What the hook starts goes with cadre, even in a session of its own.
@@ -282,6 +283,7 @@ pub(super) mod tests {
             command: command.to_string(),
             timeout: Duration::from_secs_f64(secs),
             source: "test".to_string(),
+            env: Vec::new(),
         }
     }
 

@@ -50,6 +50,8 @@ pub enum ServerScope {
     Flag,
     /// An inline entry of an agent definition's `mcpServers`.
     Definition,
+    /// An enabled plugin's `.mcp.json` or manifest `mcpServers`.
+    Plugin,
 }
 
 impl ServerScope {
@@ -61,6 +63,7 @@ impl ServerScope {
             ServerScope::Local => "local",
             ServerScope::Flag => "command line",
             ServerScope::Definition => "definition",
+            ServerScope::Plugin => "plugin",
         }
     }
 }
@@ -164,6 +167,101 @@ impl McpConfig {
             config.read_file(file, ServerScope::Flag, &env);
         }
         config
+    }
+
+    /// Adds the servers of the enabled plugins, each named
+    /// `plugin_<plugin>_<server>` (so its tools are
+    /// `mcp__plugin_<plugin>_<server>__<tool>`), with `${CLAUDE_PLUGIN_ROOT}`,
+    /// `${CLAUDE_PLUGIN_DATA}`, `${CLAUDE_PROJECT_DIR}` and
+    /// `${user_config.KEY}` substituted, and the first two set in a stdio
+    /// server's environment. cadre's model keys are not offered to them.
+    pub fn add_plugin_servers(&mut self, plugins: &crate::plugins::PluginSet, project: &Path) {
+        use crate::plugins::ComponentConfig;
+        for plugin in &plugins.plugins {
+            let env = |name: &str| -> Option<String> {
+                match name {
+                    "CLAUDE_PLUGIN_ROOT" => Some(plugin.root.to_string_lossy().into_owned()),
+                    "CLAUDE_PLUGIN_DATA" => Some(plugin.data_dir.to_string_lossy().into_owned()),
+                    "CLAUDE_PROJECT_DIR" => Some(project.to_string_lossy().into_owned()),
+                    _ => match name.strip_prefix("user_config.") {
+                        Some(key) => plugin
+                            .user_config
+                            .iter()
+                            .find(|(k, _)| k == key)
+                            .map(|(_, v)| v.clone()),
+                        None if crate::secrets::secret_vars().iter().any(|s| s == name) => None,
+                        None => std::env::var(name).ok(),
+                    },
+                }
+            };
+            for config in &plugin.mcp_servers {
+                let (json, path) = match config {
+                    ComponentConfig::File(path) => match self.read_json(path) {
+                        Some(v) => (v, path.clone()),
+                        None => continue,
+                    },
+                    ComponentConfig::Inline(v) => (
+                        v.clone(),
+                        plugin.root.join(crate::plugins::manifest::MANIFEST_PATH),
+                    ),
+                };
+                // `.mcp.json` holds `{"mcpServers": {…}}`; a manifest's may be the servers.
+                let servers = match json.get("mcpServers") {
+                    Some(inner) => inner.clone(),
+                    None => json,
+                };
+                let Some(map) = servers.as_object() else {
+                    self.warnings
+                        .push(format!("{}: `mcpServers` is not an object", path.display()));
+                    continue;
+                };
+                for (name, entry) in map {
+                    let full = format!("plugin_{}_{name}", plugin.name);
+                    if !valid_server_name(name) || !valid_server_name(&full) {
+                        self.warnings.push(format!(
+                            "{}: MCP server {name:?} of plugin {} not used: a server name is letters, digits, `-` and `_` (no `__`)",
+                            path.display(),
+                            plugin.id
+                        ));
+                        continue;
+                    }
+                    // First come wins: a plugin's server never replaces one of
+                    // yours or another plugin's (`a`'s `b_c` and `a_b`'s `c` meet).
+                    if let Some(taken) = self.servers.get(&full) {
+                        self.warnings.push(format!(
+                            "{}: MCP server {name:?} of plugin {} not used: the name {full} is taken by {}",
+                            path.display(),
+                            plugin.id,
+                            taken.path.display()
+                        ));
+                        continue;
+                    }
+                    match parse_server(name, entry, &env) {
+                        Ok(mut transport) => {
+                            if let ServerTransport::Stdio { env: vars, .. } = &mut transport {
+                                for (k, v) in plugin.env() {
+                                    vars.entry(k).or_insert(v);
+                                }
+                            }
+                            self.servers.insert(
+                                full.clone(),
+                                ServerConfig {
+                                    name: full,
+                                    transport,
+                                    scope: ServerScope::Plugin,
+                                    path: path.clone(),
+                                },
+                            );
+                        }
+                        Err(why) => self.warnings.push(format!(
+                            "{}: MCP server {name:?} of plugin {} not used: {why}",
+                            path.display(),
+                            plugin.id
+                        )),
+                    }
+                }
+            }
+        }
     }
 
     /// The warning about project servers held back, if any.
@@ -390,6 +488,37 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn plugin_servers_are_namespaced_and_get_the_plugins_variables() {
+        use crate::plugins::{ComponentConfig, Plugin, PluginSet};
+        let mut plugin =
+            Plugin::default_layout("kit", "kit@m", Path::new("/p/kit"), Path::new("/d/kit"));
+        plugin.user_config = vec![("REGION".into(), "eu".into())];
+        plugin.mcp_servers = vec![ComponentConfig::Inline(serde_json::json!({
+            "db": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/db", "args": ["--region", "${user_config.REGION}"]},
+            "bad__name": {"command": "x"},
+            "keyed": {"command": "x", "env": {"K": "${ANTHROPIC_API_KEY}"}}
+        }))];
+        let set = PluginSet {
+            plugins: vec![plugin],
+            ..PluginSet::default()
+        };
+        let mut config = McpConfig::default();
+        config.add_plugin_servers(&set, Path::new("/proj"));
+        let server = &config.servers["plugin_kit_db"];
+        assert_eq!(server.scope, ServerScope::Plugin);
+        let ServerTransport::Stdio { command, args, env } = &server.transport else {
+            panic!("stdio expected");
+        };
+        assert_eq!(command, "/p/kit/bin/db");
+        assert_eq!(args, &["--region", "eu"]);
+        assert_eq!(env["CLAUDE_PLUGIN_DATA"], "/d/kit");
+        assert!(!config.servers.contains_key("plugin_kit_bad__name"));
+        // cadre's model keys are not offered to a plugin's servers.
+        assert!(!config.servers.contains_key("plugin_kit_keyed"));
+        assert_eq!(config.warnings.len(), 2, "{:?}", config.warnings);
+    }
 
     fn env(name: &str) -> Option<String> {
         match name {

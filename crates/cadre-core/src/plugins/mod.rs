@@ -5,9 +5,44 @@
 //! says where each component is; the modules that own a component
 //! (`skills`, `hooks`, `mcp`, `subagents`) read it from there.
 
+pub mod install;
+pub mod loader;
+pub mod manifest;
+pub mod marketplace;
+pub mod state;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+pub use loader::{ListedPlugin, LoadOptions};
+
+/// Why a plugin, a catalogue or the install state could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// A manifest or catalogue that does not follow the schema.
+    #[error("{}: {message}", path.display())]
+    Manifest {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// An install state or settings file that cannot be read or written.
+    #[error("{}: {message}", path.display())]
+    State {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A `git` command failed.
+    #[error("{0}")]
+    Git(String),
+    /// Anything else, said in full.
+    #[error("{0}")]
+    Other(String),
+}
 
 /// Folder names under `$CADRE_HOME/plugins/` that hold install state, not a plugin.
 pub const RESERVED_DIRS: &[&str] = &["cache", "marketplaces", "data", "repos"];
@@ -48,6 +83,12 @@ pub struct Plugin {
     pub bin_dir: Option<PathBuf>,
     /// `userConfig` values by key, for `${user_config.KEY}`.
     pub user_config: Vec<(String, String)>,
+    /// Its version (manifest, else marketplace entry, else install record).
+    pub version: Option<String>,
+    /// Its description.
+    pub description: Option<String>,
+    /// Components and fields it has that cadre reads but does not apply.
+    pub unsupported: Vec<String>,
 }
 
 impl Plugin {
@@ -67,6 +108,9 @@ impl Plugin {
             output_styles: existing(root.join("output-styles")),
             bin_dir: Some(root.join("bin")).filter(|b| b.is_dir()),
             user_config: Vec::new(),
+            version: None,
+            description: None,
+            unsupported: Vec::new(),
         }
     }
 }
@@ -78,6 +122,8 @@ pub struct PluginSet {
     pub plugins: Vec<Plugin>,
     /// One line per problem or unsupported component, naming the file.
     pub warnings: Vec<String>,
+    /// Every plugin found, enabled or not, for `cadre plugin list`.
+    pub listed: Vec<ListedPlugin>,
 }
 
 impl PluginSet {
@@ -105,8 +151,47 @@ impl PluginSet {
             .collect();
         PluginSet {
             plugins,
-            warnings: Vec::new(),
+            ..PluginSet::default()
         }
+    }
+
+    /// Every enabled plugin's agent folders and files, with its name.
+    pub fn agent_paths(&self) -> Vec<(String, PathBuf)> {
+        self.plugins
+            .iter()
+            .flat_map(|p| p.agents.iter().map(|a| (p.name.clone(), a.clone())))
+            .collect()
+    }
+
+    /// The enabled plugins' `bin/` folders, in order.
+    pub fn bin_dirs(&self) -> Vec<PathBuf> {
+        self.plugins
+            .iter()
+            .filter_map(|p| p.bin_dir.clone())
+            .collect()
+    }
+
+    /// `PATH` for the `Bash` tool: `base` (the inherited `PATH`), then the
+    /// plugins' `bin/` folders; `None` when no plugin has one. After, not
+    /// before: a plugin's `git` must not stand in for the one an allow rule
+    /// such as `Bash(git status:*)` was written for.
+    pub fn command_path(&self, base: Option<&str>) -> Option<String> {
+        let bins = self.bin_dirs();
+        if bins.is_empty() {
+            return None;
+        }
+        let mut parts: Vec<String> = base
+            .filter(|b| !b.is_empty())
+            .map(str::to_string)
+            .into_iter()
+            .collect();
+        parts.extend(
+            bins.iter()
+                .map(|b| b.to_string_lossy().into_owned())
+                // A `:` inside a folder name would split it in two.
+                .filter(|b| !b.contains(':')),
+        );
+        Some(parts.join(":"))
     }
 
     /// The plugin named `name`.

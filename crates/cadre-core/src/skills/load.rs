@@ -508,7 +508,7 @@ mod tests {
             None,
             &PluginSet {
                 plugins: vec![plugin],
-                warnings: Vec::new(),
+                ..PluginSet::default()
             },
         );
         assert!(set.get("tools:hello").is_some());

@@ -42,9 +42,11 @@ pub struct CatalogSources {
     /// every parent up to the repository root (the first directory containing
     /// `.git`); without a repository, only here.
     pub cwd: PathBuf,
-    /// `$CADRE_HOME` (`~/.cadre`): user agents in `<data_dir>/agents/`, plugins
-    /// in `<data_dir>/plugins/<plugin>/agents/`.
+    /// `$CADRE_HOME` (`~/.cadre`): user agents in `<data_dir>/agents/`.
     pub data_dir: PathBuf,
+    /// The enabled plugins' agent folders or files, each with its plugin's
+    /// name (see [`crate::plugins::PluginSet::agent_paths`]).
+    pub plugin_agents: Vec<(String, PathBuf)>,
     /// The home directory, for `~/.claude/agents/`.
     pub home_dir: Option<PathBuf>,
     /// Normally [`DEFAULT_MANAGED_DIR`].
@@ -364,25 +366,19 @@ impl DefinitionCatalog {
             gathered.scan(dir, DefinitionSource::User, None);
         }
 
-        let plugins_dir = sources.data_dir.join("plugins");
-        gathered
-            .probes
-            .stamp(&plugins_dir, fs::metadata(&plugins_dir).ok().as_ref());
-        if let Ok(entries) = fs::read_dir(&plugins_dir) {
-            let mut plugins: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    let is_dir = p.is_dir();
-                    gathered.probes.list.push(Probe::IsDir(p.clone(), is_dir));
-                    is_dir
-                })
-                .collect();
-            plugins.sort();
-            for plugin in plugins {
-                let Some(name) = plugin.file_name().and_then(|n| n.to_str()) else {
-                    continue;
-                };
-                gathered.scan(&plugin.join("agents"), DefinitionSource::Plugin, Some(name));
+        // The enabled plugins' agent folders (or files), named `plugin:agent`.
+        for (plugin, path) in &sources.plugin_agents {
+            let meta = fs::metadata(path).ok();
+            if meta.as_ref().is_some_and(|m| m.is_file()) {
+                gathered.probes.stamp(path, meta.as_ref());
+                let outcome = read_definition_file(path, DefinitionSource::Plugin);
+                gathered.issues.extend(outcome.issues);
+                if let Some(mut def) = outcome.definition {
+                    restrict_plugin_definition(&mut def, plugin, &mut gathered.issues);
+                    gathered.push_level(vec![def]);
+                }
+            } else {
+                gathered.scan(path, DefinitionSource::Plugin, Some(plugin));
             }
         }
 
@@ -500,8 +496,6 @@ enum Probe {
     Stamp(PathBuf, Option<Stamp>),
     /// A path whose existence only matters (a `.git` marking the repository root).
     Exists(PathBuf, bool),
-    /// A plugin directory entry: only whether it is a directory matters.
-    IsDir(PathBuf, bool),
 }
 
 impl Probe {
@@ -510,7 +504,6 @@ impl Probe {
         match self {
             Probe::Stamp(path, stamp) => fs::metadata(path).ok().map(|m| Stamp::of(&m)) == *stamp,
             Probe::Exists(path, exists) => path.exists() == *exists,
-            Probe::IsDir(path, is_dir) => path.is_dir() == *is_dir,
         }
     }
 }
@@ -630,6 +623,11 @@ mod tests {
         let sources = CatalogSources {
             cwd: root.join("repo/sub"),
             data_dir: root.join("data"),
+            // Plugin folders as the plugin loader would name them.
+            plugin_agents: ["p", "tools-pack"]
+                .iter()
+                .map(|p| (p.to_string(), root.join(format!("data/plugins/{p}/agents"))))
+                .collect(),
             home_dir: Some(root.join("home")),
             managed_dir: root.join("managed"),
             flag_json: None,
