@@ -14,14 +14,13 @@ use crate::small_file::read_small_text;
 /// Where the catalogue sits inside a marketplace folder.
 pub const MARKETPLACE_PATH: &str = ".claude-plugin/marketplace.json";
 
-/// Names Claude Code keeps for Anthropic's own marketplaces.
+/// Names Claude Code keeps for Anthropic's own marketplaces. (The one in
+/// Claude Code's own repository, `claude-code-plugins`, is not among them:
+/// users add it by path or URL like any other.)
 const RESERVED_NAMES: &[&str] = &[
     "claude-plugins-official",
     "anthropic-plugins",
     "agent-skills",
-    "claude-code-marketplace",
-    "claude-code-plugins",
-    "anthropic-marketplace",
 ];
 
 /// Largest catalogue read.
@@ -152,7 +151,9 @@ impl Source {
             if real.is_file() {
                 return Ok(Source::File(real));
             }
-            if real.join(MARKETPLACE_PATH).is_file() && !real.join(".git").exists() {
+            // A folder holding a catalogue is read in place, as Claude Code
+            // reads a local path, whether or not it is a git checkout.
+            if real.join(MARKETPLACE_PATH).is_file() {
                 return Ok(Source::Directory(real));
             }
             return Ok(Source::Git {
