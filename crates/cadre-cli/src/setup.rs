@@ -282,6 +282,9 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
             s.additional_dirs = additional.clone();
             // A session in a cadre worktree (`--worktree`) commits on its branch.
             s.git_writable = cadre_core::worktrees::git_writable_at(&cwd);
+            // Enabled plugins cadre installed live in the data dir; their
+            // `bin/` (on the PATH) and what it reads must be reachable.
+            s.readable_in_data_dir = plugins.plugins.iter().map(|p| p.root.clone()).collect();
             s
         })),
     };

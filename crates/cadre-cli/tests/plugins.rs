@@ -545,3 +545,48 @@ rules:
     assert_eq!(settings["enabledPlugins"]["kit@tools"], false);
     assert!(!h.records()[0].body.to_string().contains("/plugin"));
 }
+
+/// A plugin cadre installed lives in its data directory, which sandboxed
+/// commands cannot see: its `bin/` still runs from `Bash`, and nothing
+/// else of the data directory becomes readable.
+#[tokio::test]
+#[cfg_attr(cadre_no_landlock, ignore = "skipped: this kernel has no Landlock")]
+async fn a_plugin_cadre_installed_runs_its_bin_in_the_sandbox_and_hides_the_rest() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "kit-hello" } }
+          - { name: Bash, input: { command: "cat \"$CADRE_HOME_SEEN/settings.json\"" } }
+      - text: "done"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let repos = tempfile::tempdir().unwrap();
+    let (bare, _work) = git_marketplace(repos.path(), "1.0.0");
+    for args in [
+        vec!["plugin", "marketplace", "add", bare.to_str().unwrap()],
+        vec!["plugin", "install", "kit@team"],
+    ] {
+        let out = h.cadre(&args).await;
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    }
+    let data = h.data_dir().display().to_string();
+    let out = h
+        .cadre_env(
+            &["exec", "--json", "--allow", "Bash", "go"],
+            &[("CADRE_HOME_SEEN", &data)],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    common::require_landlock(&common::events(&out));
+    let results = tool_results(&h.records().last().unwrap().body);
+    assert!(
+        !results[0].1 && results[0].0.contains("hello-from-kit-bin"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].1 && !results[1].0.contains("enabledPlugins"),
+        "{results:?}"
+    );
+}

@@ -167,6 +167,11 @@ pub struct SandboxPolicy {
     /// dir); writable only while its hooks and config are protected by the
     /// read-only mounts, read-only otherwise.
     pub git_writable: Vec<PathBuf>,
+    /// Folders inside `data_dir` that commands may read and run, nothing
+    /// else of it: the enabled plugins cadre installed there, whose `bin/`
+    /// is on `Bash`'s PATH. Paths outside `data_dir` are ignored (the rest
+    /// of the machine is readable anyway).
+    pub readable_in_data_dir: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -188,6 +193,7 @@ impl SandboxPolicy {
             read_only_project: false,
             additional_dirs: Vec::new(),
             git_writable: Vec::new(),
+            readable_in_data_dir: Vec::new(),
         }
     }
 
@@ -328,6 +334,13 @@ impl SandboxPolicy {
             }
         }
 
+        for dir in &self.readable_in_data_dir {
+            // Granted past the data dir's exclusion, and only inside it: a
+            // link out of it gets nothing more than `/` already gives.
+            if let Ok(real) = dir.canonicalize() {
+                builder.grant_inside_hidden(&real, AccessFs::from_read(FS_ABI));
+            }
+        }
         let ruleset: Option<OwnedFd> = builder.ruleset.into();
         let filter = seccomp::build(self.network);
         let support = match ruleset {
@@ -717,6 +730,19 @@ impl Builder<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Grants `access` beneath one folder strictly inside the data dir
+    /// (checked on the opened folder itself, so a folder swapped for a link
+    /// meanwhile grants nothing); a failure only denies more.
+    fn grant_inside_hidden(&mut self, path: &Path, access: BitFlags<AccessFs>) {
+        let Ok(file) = open_path(path) else { return };
+        let is_dir = file.metadata().is_ok_and(|m| m.is_dir());
+        let inside =
+            fd_path(&file).is_some_and(|real| real.starts_with(self.hidden) && real != self.hidden);
+        if is_dir && inside {
+            let _ = (&mut self.ruleset).add_rule(PathBeneath::new(file, access));
+        }
     }
 
     /// Grants `access` beneath one path, never following a final symlink and
