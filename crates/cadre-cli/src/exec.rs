@@ -33,22 +33,57 @@ pub struct ExecArgs {
 /// Exit code for a run the user interrupted (128 + SIGINT), as shells expect.
 const EXIT_INTERRUPTED: u8 = 130;
 
-/// Prints events as they come: JSON lines, or progress for a person.
+/// What a headless run prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Progress on stderr, the answer on stdout (`exec`).
+    Human,
+    /// Every event as a JSON line (`exec --json`).
+    Events,
+    /// Claude Code's print mode (`-p`): the answer, or one `result` object.
+    Print(crate::print::OutputFormat),
+}
+
+/// One headless run: the task, what to print, whether to wait for the
+/// background work it starts.
+pub struct RunOptions {
+    /// The task.
+    pub prompt: String,
+    /// What to print.
+    pub output: Output,
+    /// Exit when the task's own turn ends.
+    pub no_wait: bool,
+}
+
+/// Prints events as they come: JSON lines, progress for a person, or
+/// (print mode) nothing but warnings until the result.
 struct Printer {
-    json: bool,
+    output: Output,
     human: HumanRenderer,
+    summary: crate::print::ResultSummary,
 }
 
 impl Printer {
     fn print(&mut self, event: &Event) {
-        if self.json {
-            if let Ok(line) = serde_json::to_string(event) {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
+        self.summary.observe(event);
+        match self.output {
+            Output::Events => {
+                if let Ok(line) = serde_json::to_string(event) {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "{line}");
+                    let _ = out.flush();
+                }
             }
-        } else {
-            self.human.handle(event);
+            Output::Human => self.human.handle(event),
+            // Stdout is the result's alone; what went wrong on the way is said on stderr.
+            Output::Print(_) => {
+                if let Event::Warning { message } = event {
+                    eprintln!(
+                        "warning: {}",
+                        cadre_tui::sanitize::visible_controls(message)
+                    );
+                }
+            }
         }
     }
 
@@ -60,7 +95,7 @@ impl Printer {
     }
 }
 
-/// Runs the task and returns the process exit code.
+/// Runs `cadre exec` and returns the process exit code.
 pub async fn run(
     model: &ModelArgs,
     perms: &PermissionArgs,
@@ -68,11 +103,32 @@ pub async fn run(
     agent: &AgentArgs,
     args: ExecArgs,
 ) -> Result<ExitCode> {
+    let options = RunOptions {
+        prompt: args.prompt,
+        output: if args.json {
+            Output::Events
+        } else {
+            Output::Human
+        },
+        no_wait: args.no_wait,
+    };
+    run_with(model, perms, resume, agent, options).await
+}
+
+/// Runs one headless task and returns the process exit code.
+pub async fn run_with(
+    model: &ModelArgs,
+    perms: &PermissionArgs,
+    resume: &ResumeArgs,
+    agent: &AgentArgs,
+    args: RunOptions,
+) -> Result<ExitCode> {
     let runtime = setup::prepare(model, perms, agent)?;
     let (sink, mut rx) = EventSink::channel();
     let mut printer = Printer {
-        json: args.json,
+        output: args.output,
         human: HumanRenderer::for_exec(),
+        summary: Default::default(),
     };
     let lines = stdin_is_terminal().then(StdinLines::start);
     let mut open = match sessions::open(
@@ -146,28 +202,53 @@ pub async fn run(
     }
     drop(open);
 
-    let (status, final_text) = match outcome.last_turn {
-        Some(turn) => (turn.status, turn.final_text),
-        None => (TurnStatus::Interrupted, String::new()),
+    let (status, final_text, error) = match outcome.last_turn {
+        Some(turn) => (turn.status, turn.final_text, turn.error),
+        None => (TurnStatus::Interrupted, String::new(), None),
     };
     let status = if outcome.shut_down {
         TurnStatus::Interrupted
     } else {
         status
     };
-    if !args.json && !final_text.is_empty() {
-        let mut out = std::io::stdout().lock();
-        let answer = final_text.trim_end();
-        // On a terminal the answer's controls are shown, never obeyed; into
-        // a pipe or a file it goes byte for byte.
-        let answer = if out.is_terminal() {
-            cadre_tui::sanitize::visible_controls(answer)
-        } else {
-            std::borrow::Cow::Borrowed(answer)
-        };
-        let _ = writeln!(out, "{answer}");
-        let _ = out.flush();
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        Output::Human if !final_text.is_empty() => {
+            let answer = final_text.trim_end();
+            // On a terminal the answer's controls are shown, never obeyed; into
+            // a pipe or a file it goes byte for byte.
+            let answer = if out.is_terminal() {
+                cadre_tui::sanitize::visible_controls(answer)
+            } else {
+                std::borrow::Cow::Borrowed(answer)
+            };
+            let _ = writeln!(out, "{answer}");
+        }
+        Output::Human | Output::Events => {}
+        // A run that failed prints its failure as the result, as Claude Code does.
+        Output::Print(crate::print::OutputFormat::Text) => {
+            let shown = match (status, &error) {
+                (TurnStatus::Completed, _) => final_text.trim_end().to_string(),
+                (_, Some(e)) => format!("Error: {e}"),
+                (_, None) => "Error: the run did not complete".to_string(),
+            };
+            let shown = if out.is_terminal() {
+                cadre_tui::sanitize::visible_controls(&shown).into_owned()
+            } else {
+                shown
+            };
+            if !shown.is_empty() {
+                let _ = writeln!(out, "{shown}");
+            }
+        }
+        Output::Print(crate::print::OutputFormat::Json) => {
+            let result = printer
+                .summary
+                .result(status, &final_text, error.as_deref());
+            let _ = writeln!(out, "{result}");
+        }
     }
+    let _ = out.flush();
     Ok(match status {
         TurnStatus::Completed => ExitCode::SUCCESS,
         TurnStatus::Interrupted => {

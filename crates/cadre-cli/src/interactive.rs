@@ -170,6 +170,7 @@ pub async fn run(
     perms: &PermissionArgs,
     resume: &ResumeArgs,
     agent_args: &AgentArgs,
+    prompt: Option<String>,
 ) -> Result<ExitCode> {
     setup::ask_trust_if_needed(perms)?;
     let runtime = setup::prepare(model, perms, agent_args)?;
@@ -203,10 +204,16 @@ pub async fn run(
         &sink,
     )
     .await?;
-    let first_message = runtime
+    // A prompt given on the command line is the first message, after a
+    // new session's `initialPrompt` (as `exec` puts them).
+    let initial = runtime
         .initial_prompt
         .clone()
         .filter(|_| resume.resume.is_none());
+    let first_message = match (initial, prompt) {
+        (Some(first), Some(prompt)) => Some(format!("{first}\n\n{prompt}")),
+        (first, prompt) => prompt.or(first),
+    };
     let mut front = Front {
         model,
         perms,

@@ -11,6 +11,7 @@ mod interactive;
 mod keys;
 mod mcp_cmd;
 mod plugin_cmd;
+mod print;
 mod render;
 mod sessions;
 mod setup;
@@ -28,8 +29,23 @@ use clap::{Args, Parser, Subcommand};
 
 /// A terminal coding agent that delegates to subagents.
 #[derive(Debug, Parser)]
-#[command(name = "cadre", version, about, propagate_version = true)]
+#[command(
+    name = "cadre",
+    version,
+    about,
+    propagate_version = true,
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
+    /// Print mode (Claude Code's -p): run PROMPT (and what is piped on stdin) headless, print the answer, exit
+    #[arg(short = 'p', long = "print")]
+    print: bool,
+    /// With -p: text (the answer) or json (one result object)
+    #[arg(long, value_enum, value_name = "FORMAT", requires = "print")]
+    output_format: Option<print::OutputFormat>,
+    /// The prompt: with -p the task; without, the first message of the interactive session
+    #[arg(value_name = "PROMPT")]
+    prompt: Option<String>,
     #[command(flatten)]
     model: ModelArgs,
     #[command(flatten)]
@@ -197,10 +213,44 @@ fn main() -> ExitCode {
             Some(Command::Skills(args)) => skills_cmd::run(args),
             Some(Command::Plugin(args)) => plugin_cmd::run(&cli.permissions, args),
             Some(Command::Worktrees(args)) => worktrees_cmd::run(args),
-            None if tui::wanted(cli.no_tui) => {
-                tui::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await
+            None if cli.print => {
+                let prompt = print::prompt(cli.prompt)?;
+                let options = exec::RunOptions {
+                    prompt,
+                    output: exec::Output::Print(
+                        cli.output_format.unwrap_or(print::OutputFormat::Text),
+                    ),
+                    no_wait: false,
+                };
+                exec::run_with(
+                    &cli.model,
+                    &cli.permissions,
+                    &cli.resume,
+                    &cli.agent,
+                    options,
+                )
+                .await
             }
-            None => interactive::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent).await,
+            None if tui::wanted(cli.no_tui) => {
+                tui::run(
+                    &cli.model,
+                    &cli.permissions,
+                    &cli.resume,
+                    &cli.agent,
+                    cli.prompt,
+                )
+                .await
+            }
+            None => {
+                interactive::run(
+                    &cli.model,
+                    &cli.permissions,
+                    &cli.resume,
+                    &cli.agent,
+                    cli.prompt,
+                )
+                .await
+            }
         }
     });
     // Don't wait for stray blocking reads of stdin on the way out.

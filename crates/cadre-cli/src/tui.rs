@@ -38,6 +38,7 @@ pub async fn run(
     perms: &PermissionArgs,
     resume: &ResumeArgs,
     agent_args: &AgentArgs,
+    prompt: Option<String>,
 ) -> Result<ExitCode> {
     setup::ask_trust_if_needed(perms)?;
     let runtime = setup::prepare(model, perms, agent_args)?;
@@ -54,10 +55,16 @@ pub async fn run(
     let warnings = runtime.warnings.clone();
     // Only the session the user started, and only when new: a resumed one
     // had its first turn, and `/clear` is the user's own fresh start.
-    let first_message = runtime
+    // A prompt given on the command line is the first message, after a
+    // new session's `initialPrompt` (as `exec` puts them).
+    let initial = runtime
         .initial_prompt
         .clone()
         .filter(|_| resume.resume.is_none());
+    let first_message = match (initial, prompt) {
+        (Some(first), Some(prompt)) => Some(format!("{first}\n\n{prompt}")),
+        (first, prompt) => prompt.or(first),
+    };
     let (tui_end, host_end) = cadre_tui::host::channel();
     let mut host = TuiHost {
         model,

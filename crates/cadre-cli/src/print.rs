@@ -1,0 +1,283 @@
+//! `cadre -p [PROMPT]`: Claude Code's print mode. One headless run on the
+//! same engine as `cadre exec`; the prompt is the argument and whatever is
+//! piped on stdin (the piped text first, as Claude Code combines them);
+//! stdout gets the final answer (`--output-format text`) or one `result`
+//! object in Claude Code's shape (`json`). A failure inside the run is the
+//! result, with exit status 1; bad usage is reported before the run, with 2.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Read};
+use std::time::Instant;
+
+use cadre_core::model::Usage;
+use cadre_core::protocol::{Event, TurnStatus};
+use serde_json::{Value, json};
+
+use crate::UsageError;
+
+/// Most bytes of piped stdin taken into the prompt (Claude Code's cap).
+pub const MAX_STDIN_BYTES: usize = 10 * 1024 * 1024;
+
+/// What `-p` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The final answer.
+    Text,
+    /// One `result` object.
+    Json,
+}
+
+/// The prompt of a print-mode run: piped stdin (when it is not a
+/// terminal) first, then the argument.
+pub fn prompt(argument: Option<String>) -> Result<String, UsageError> {
+    let stdin = std::io::stdin();
+    let piped = if stdin.is_terminal() {
+        None
+    } else {
+        let mut bytes = Vec::new();
+        let read = stdin
+            .lock()
+            .take(MAX_STDIN_BYTES as u64 + 1)
+            .read_to_end(&mut bytes);
+        match read {
+            Ok(_) if bytes.len() > MAX_STDIN_BYTES => {
+                return Err(UsageError(format!(
+                    "the input piped to -p is over {} MB; pass a file path in the prompt instead",
+                    MAX_STDIN_BYTES / (1024 * 1024)
+                )));
+            }
+            Ok(_) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+            // Claude Code goes on with the argument when stdin cannot be read.
+            Err(e) => {
+                eprintln!("warning: stdin could not be read ({e}); using the prompt alone");
+                None
+            }
+        }
+    };
+    let piped = piped.filter(|p| !p.trim().is_empty());
+    match (piped, argument.filter(|a| !a.trim().is_empty())) {
+        (Some(piped), Some(arg)) => Ok(format!("{}\n\n{arg}", piped.trim_end())),
+        (Some(piped), None) => Ok(piped),
+        (None, Some(arg)) => Ok(arg),
+        (None, None) => Err(UsageError(
+            "-p needs a prompt: give it as an argument or pipe it on stdin (cadre -p \"explain this\")"
+                .into(),
+        )),
+    }
+}
+
+/// The figures a `result` object reports, gathered from the run's events.
+#[derive(Debug)]
+pub struct ResultSummary {
+    started: Instant,
+    session_id: String,
+    main_model: String,
+    /// The model each agent talks to (children from `subagent_started`).
+    models: BTreeMap<String, String>,
+    /// Tokens and cost by model, children included.
+    by_model: BTreeMap<String, (Usage, f64)>,
+    /// The main agent's own tokens.
+    main_usage: Usage,
+    total_cost: f64,
+    num_turns: u32,
+    api_ms: u128,
+    requests_open: BTreeMap<String, Instant>,
+    denials: Vec<Value>,
+    /// Tool calls by id, for the denials' inputs.
+    inputs: BTreeMap<String, Value>,
+}
+
+impl Default for ResultSummary {
+    fn default() -> Self {
+        ResultSummary {
+            started: Instant::now(),
+            session_id: String::new(),
+            main_model: String::new(),
+            models: BTreeMap::new(),
+            by_model: BTreeMap::new(),
+            main_usage: Usage::default(),
+            total_cost: 0.0,
+            num_turns: 0,
+            api_ms: 0,
+            requests_open: BTreeMap::new(),
+            denials: Vec::new(),
+            inputs: BTreeMap::new(),
+        }
+    }
+}
+
+impl ResultSummary {
+    /// Takes in one event of the run.
+    pub fn observe(&mut self, event: &Event) {
+        match event {
+            Event::SessionStarted {
+                session_id, model, ..
+            } => {
+                self.session_id = session_id.clone();
+                self.main_model = model.clone();
+                self.models.insert("main".into(), model.clone());
+            }
+            Event::ModelChanged { agent, model } => {
+                if agent == "main" {
+                    self.main_model = model.clone();
+                }
+                self.models.insert(agent.clone(), model.clone());
+            }
+            Event::SubagentStarted {
+                agent_id, model, ..
+            } => {
+                self.models.insert(agent_id.clone(), model.clone());
+            }
+            Event::RequestStarted { agent, .. } => {
+                if agent == "main" {
+                    self.num_turns += 1;
+                }
+                self.requests_open.insert(agent.clone(), Instant::now());
+            }
+            Event::Usage {
+                agent,
+                usage,
+                cost_usd,
+            } => {
+                if let Some(t) = self.requests_open.remove(agent) {
+                    self.api_ms += t.elapsed().as_millis();
+                }
+                let model = self
+                    .models
+                    .get(agent)
+                    .cloned()
+                    .unwrap_or_else(|| self.main_model.clone());
+                let entry = self.by_model.entry(model).or_default();
+                entry.0.add(usage);
+                entry.1 += cost_usd.unwrap_or(0.0);
+                self.total_cost += cost_usd.unwrap_or(0.0);
+                if agent == "main" {
+                    self.main_usage.add(usage);
+                }
+            }
+            Event::ToolCallStarted { call_id, input, .. } => {
+                self.inputs.insert(call_id.clone(), input.clone());
+            }
+            Event::ToolCallDenied {
+                agent,
+                call_id,
+                tool,
+                ..
+            } if agent == "main" => {
+                self.denials.push(json!({
+                    "tool_name": tool,
+                    "tool_use_id": call_id,
+                    "tool_input": self.inputs.get(call_id).cloned().unwrap_or_else(|| json!({})),
+                }));
+            }
+            _ => {}
+        }
+    }
+
+    /// The `result` object for a run that ended with `status`, its final
+    /// answer `text` and, when it failed, `error`.
+    pub fn result(&self, status: TurnStatus, text: &str, error: Option<&str>) -> Value {
+        let (subtype, is_error) = match status {
+            TurnStatus::Completed => ("success", false),
+            TurnStatus::LimitReached => ("error_max_turns", true),
+            TurnStatus::Interrupted | TurnStatus::Failed => ("error_during_execution", true),
+        };
+        let usage = |u: &Usage| {
+            json!({
+                "input_tokens": u.input_tokens,
+                "output_tokens": u.output_tokens,
+                "cache_read_input_tokens": u.cache_read_tokens,
+                "cache_creation_input_tokens": u.cache_write_tokens,
+            })
+        };
+        let model_usage: serde_json::Map<String, Value> = self
+            .by_model
+            .iter()
+            .map(|(model, (u, cost))| {
+                (
+                    model.clone(),
+                    json!({
+                        "inputTokens": u.input_tokens,
+                        "outputTokens": u.output_tokens,
+                        "cacheReadInputTokens": u.cache_read_tokens,
+                        "cacheCreationInputTokens": u.cache_write_tokens,
+                        "costUSD": round_usd(*cost),
+                    }),
+                )
+            })
+            .collect();
+        let mut out = json!({
+            "type": "result",
+            "subtype": subtype,
+            "is_error": is_error,
+            "duration_ms": self.started.elapsed().as_millis() as u64,
+            "duration_api_ms": self.api_ms as u64,
+            "num_turns": self.num_turns,
+            "session_id": self.session_id,
+            "total_cost_usd": round_usd(self.total_cost),
+            "usage": usage(&self.main_usage),
+            "modelUsage": model_usage,
+            "permission_denials": self.denials,
+            "uuid": uuid::Uuid::now_v7().to_string(),
+        });
+        if is_error {
+            // Claude Code's error results carry `errors` instead of `result`.
+            out["errors"] = json!([error.unwrap_or("the run did not complete")]);
+        } else {
+            out["result"] = json!(text);
+        }
+        out
+    }
+}
+
+/// Dollars to the nearest millionth, so sums print without float noise.
+fn round_usd(usd: f64) -> f64 {
+    (usd * 1_000_000.0).round() / 1_000_000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_and_cost_add_up_by_model_with_children() {
+        let mut s = ResultSummary::default();
+        s.observe(&Event::SessionStarted {
+            session_id: "s1".into(),
+            provider: "anthropic".into(),
+            model: "big".into(),
+            cwd: "/p".into(),
+        });
+        let usage = |i, o| Usage {
+            input_tokens: i,
+            output_tokens: o,
+            ..Usage::default()
+        };
+        s.observe(&Event::RequestStarted {
+            agent: "main".into(),
+            request: 1,
+        });
+        s.observe(&Event::Usage {
+            agent: "main".into(),
+            usage: usage(10, 2),
+            cost_usd: Some(0.5),
+        });
+        s.observe(&Event::Usage {
+            agent: "child-1".into(),
+            usage: usage(5, 1),
+            cost_usd: Some(0.25),
+        });
+        let r = s.result(TurnStatus::Completed, "answer", None);
+        assert_eq!(r["subtype"], "success");
+        assert_eq!(r["result"], "answer");
+        assert_eq!(r["num_turns"], 1);
+        assert_eq!(r["total_cost_usd"], 0.75);
+        assert_eq!(r["usage"]["input_tokens"], 10);
+        assert_eq!(r["modelUsage"]["big"]["inputTokens"], 15);
+        let failed = s.result(TurnStatus::LimitReached, "", Some("too many"));
+        assert_eq!(failed["subtype"], "error_max_turns");
+        assert_eq!(failed["is_error"], true);
+        assert_eq!(failed["errors"][0], "too many");
+        assert!(failed.get("result").is_none());
+    }
+}
