@@ -29,13 +29,7 @@ use clap::{Args, Parser, Subcommand};
 
 /// A terminal coding agent that delegates to subagents.
 #[derive(Debug, Parser)]
-#[command(
-    name = "cadre",
-    version,
-    about,
-    propagate_version = true,
-    args_conflicts_with_subcommands = true
-)]
+#[command(name = "cadre", version, about, propagate_version = true)]
 struct Cli {
     /// Print mode (Claude Code's -p): run PROMPT (and what is piped on stdin) headless, print the answer, exit
     #[arg(short = 'p', long = "print")]
