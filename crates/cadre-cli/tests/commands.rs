@@ -313,6 +313,62 @@ rules:
 }
 
 #[tokio::test]
+async fn the_model_runs_a_forked_command_as_a_child_and_a_deny_rule_keeps_it_out() {
+    let script = r#"
+rules:
+  - name: child
+    when: { first_user: "Investigate the index" }
+    replies:
+      - text: "CHILD-REPORT: the index is stale"
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Skill, input: { skill: "dig", args: "index" } }
+      - text: "Noted."
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/commands/dig.md",
+        "---\ndescription: Dig into something\ncontext: fork\nagent: Explore\n---\nInvestigate the $ARGUMENTS",
+    );
+    let out = h.cadre(&["exec", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    assert_eq!(rule_records(&records, "child").len(), 1);
+    let main = rule_records(&records, "main");
+    let results = tool_results(&main[1].body);
+    assert!(
+        !results[0].1 && results[0].0.contains("CHILD-REPORT: the index is stale"),
+        "{results:?}"
+    );
+
+    // A rule that denies the agent type stops both ways in.
+    let h = Harness::new(script, Wire::Anthropic).await;
+    h.write(
+        ".claude/commands/dig.md",
+        "---\ncontext: fork\nagent: Explore\n---\nInvestigate the $ARGUMENTS",
+    );
+    let out = h
+        .cadre(&["exec", "--deny", "Agent(Explore)", "/dig index"])
+        .await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("/dig: denied by the rule Agent(Explore)"),
+        "{}",
+        stderr(&out)
+    );
+    let out = h.cadre(&["exec", "--deny", "Agent(Explore)", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    assert!(rule_records(&records, "child").is_empty());
+    let results = tool_results(&records.last().unwrap().body);
+    assert!(
+        results[0].1 && results[0].0.contains("denied by the rule Agent(Explore)"),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
 async fn the_line_front_end_sends_a_command_and_lists_it_in_help() {
     let h = Harness::new(
         "rules:\n  - replies:\n      - text: \"Reviewed in line.\"\n",

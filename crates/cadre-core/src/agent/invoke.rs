@@ -166,13 +166,14 @@ impl Agent {
             grants,
         };
         let prompt = render_use(skill, args, &vars, &runner).await?;
-        let mut input = object(json!({
-            "description": format!("/{}", skill.name),
-            "prompt": prompt,
-            "subagent_type": agent_type,
-        }));
-        if let Some(model) = &skill.model {
-            input.insert("model".into(), json!(model));
+        let input = crate::skills::invoke::fork_input(skill, prompt);
+        if let Some(why) = crate::skills::invoke::fork_refusal(
+            &self.policy,
+            &self.tracker,
+            &input,
+            &self.ctx.grants.rules(),
+        ) {
+            return Err(format!("/{}: {why}", skill.name));
         }
         if let Err(out) = tool.validate(&input) {
             return Err(format!("/{}: {}", skill.name, out.content));

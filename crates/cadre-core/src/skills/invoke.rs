@@ -136,6 +136,48 @@ pub async fn render_use(
     })
 }
 
+/// The `Agent` call a `context: fork` skill's rendered `prompt` makes.
+pub fn fork_input(skill: &Skill, prompt: String) -> ToolInput {
+    let mut input = ToolInput::new();
+    input.insert(
+        "description".into(),
+        Value::String(format!("/{}", skill.name)),
+    );
+    input.insert("prompt".into(), Value::String(prompt));
+    input.insert(
+        "subagent_type".into(),
+        Value::String(skill.fork_agent.clone().unwrap_or_default()),
+    );
+    if let Some(model) = &skill.model {
+        input.insert("model".into(), Value::String(model.clone()));
+    }
+    input
+}
+
+/// Why the policy refuses the `Agent` call a forked skill makes (a deny
+/// or ask rule on `Agent(type)`), if it does: the user's `/name` and the
+/// model's `Skill` call start no child a rule keeps out.
+pub fn fork_refusal(
+    policy: &crate::permissions::PermissionPolicy,
+    tracker: &PermissionTracker,
+    input: &ToolInput,
+    grants: &RuleSet,
+) -> Option<String> {
+    match policy.decide_pre_approved(
+        tracker,
+        "Agent",
+        crate::permissions::ToolEffect::ReadOnly,
+        input,
+        None,
+        false,
+        grants,
+    ) {
+        Decision::Allow => None,
+        Decision::Deny(why) => Some(why),
+        Decision::Ask { reason, .. } => Some(format!("{reason}, and starting it never asks")),
+    }
+}
+
 /// The `allowed-tools` of `skill` as allow rules, with variables in them
 /// substituted; entries that are no rule are returned by text.
 pub fn allowed_rules(

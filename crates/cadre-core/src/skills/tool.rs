@@ -109,6 +109,11 @@ impl Tool for SkillTool {
                             Ok(text) => text,
                             Err(message) => return ToolOutput::error(message),
                         };
+                    // A `context: fork` skill's text is a child's task, and its
+                    // report what the model gets.
+                    if skill.fork_agent.is_some() {
+                        return run_forked(ctx, skill, text).await;
+                    }
                     if let Some(note) = grant_note(ctx, skill, granted, skipped, &vars) {
                         text.push_str(&note);
                     }
@@ -145,6 +150,41 @@ impl Tool for SkillTool {
         }
         text.push_str("</system-reminder>");
         any.then_some(text)
+    }
+}
+
+/// Runs a `context: fork` skill's rendered `prompt` as a child of its agent
+/// type, in the foreground, as the `Agent` tool would.
+async fn run_forked(ctx: &ToolContext, skill: &super::Skill, prompt: String) -> ToolOutput {
+    let (Some(delegation), Some(caller), Some(policy)) =
+        (&ctx.delegation, &ctx.caller, &ctx.policy)
+    else {
+        return ToolOutput::error(format!(
+            "the skill {} runs as a subagent, and this agent cannot start one",
+            skill.name
+        ));
+    };
+    let input = super::invoke::fork_input(skill, prompt);
+    let tracker = crate::permissions::PermissionTracker::default();
+    if let Some(why) = super::invoke::fork_refusal(policy, &tracker, &input, &ctx.grants.rules()) {
+        return ToolOutput::error(format!("the skill {}: {why}", skill.name));
+    }
+    if let Err(why) = delegation.check_turn_cap(1) {
+        return ToolOutput::error(why);
+    }
+    let call = crate::tools::SpawnCall { index: 1, input };
+    match delegation.spawn(caller, vec![call], 1, &ctx.cancel).await {
+        Ok(mut outputs) => match outputs.pop() {
+            Some(out) if !out.is_error => ToolOutput::ok(format!(
+                "The skill {} ran as a {} subagent. Its report:\n\n{}",
+                skill.name,
+                skill.fork_agent.as_deref().unwrap_or_default(),
+                out.content
+            )),
+            Some(out) => out,
+            None => ToolOutput::error("the subagent did not run"),
+        },
+        Err(e) => ToolOutput::error(e),
     }
 }
 
