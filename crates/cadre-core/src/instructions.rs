@@ -657,10 +657,7 @@ mod tests {
     use super::*;
     use std::fs;
 
-    fn write(path: &Path, text: &str) {
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, text).unwrap();
-    }
+    use crate::small_file::write_with_dirs as write;
 
     /// A home, a `$CADRE_HOME` and a repository `repo/a/b` (cwd) in a temp dir.
     fn layout() -> (tempfile::TempDir, InstructionSources) {

@@ -163,6 +163,15 @@ pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     written
 }
 
+/// Writes `text` to `path`, making its folders first: the fixture writer
+/// of the core's unit tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn write_with_dirs(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

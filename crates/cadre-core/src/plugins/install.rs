@@ -460,10 +460,7 @@ pub fn split_id(spec: &str) -> (&str, Option<&str>) {
 mod tests {
     use super::*;
 
-    fn write(path: &Path, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::small_file::write_with_dirs as write;
 
     #[test]
     fn install_update_and_uninstall_from_a_folder_marketplace() {

@@ -694,10 +694,7 @@ mod tests {
     use super::*;
     use crate::config::{JsonSettings, LoadedJson};
 
-    fn write(path: &Path, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::small_file::write_with_dirs as write;
 
     fn settings(files: &[(SettingsScope, &str)]) -> Settings {
         let mut s = Settings::default();

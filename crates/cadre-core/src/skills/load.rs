@@ -385,10 +385,7 @@ mod tests {
     use super::*;
     use crate::plugins::{Plugin, PluginSet};
 
-    fn write(path: &Path, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::small_file::write_with_dirs as write;
 
     #[test]
     fn skills_are_found_and_broken_ones_are_named() {

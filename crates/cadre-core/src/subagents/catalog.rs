@@ -599,10 +599,7 @@ impl CatalogCache {
 mod tests {
     use super::*;
 
-    fn write(path: &Path, text: &str) {
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, text).unwrap();
-    }
+    use crate::small_file::write_with_dirs as write;
 
     fn agent(name: &str, description: &str) -> String {
         format!("---\nname: {name}\ndescription: {description}\n---\nPrompt of {name}.\n")
