@@ -128,6 +128,14 @@ impl ResultSummary {
             } => {
                 self.models.insert(agent_id.clone(), model.clone());
             }
+            // A child's own requests are not reported one by one: its totals
+            // come when it ends.
+            Event::SubagentEnded {
+                agent_id,
+                usage,
+                cost_usd,
+                ..
+            } => self.add(agent_id, usage, *cost_usd),
             Event::RequestStarted { agent, .. } => {
                 if agent == "main" {
                     self.num_turns += 1;
@@ -142,15 +150,7 @@ impl ResultSummary {
                 if let Some(t) = self.requests_open.remove(agent) {
                     self.api_ms += t.elapsed().as_millis();
                 }
-                let model = self
-                    .models
-                    .get(agent)
-                    .cloned()
-                    .unwrap_or_else(|| self.main_model.clone());
-                let entry = self.by_model.entry(model).or_default();
-                entry.0.add(usage);
-                entry.1 += cost_usd.unwrap_or(0.0);
-                self.total_cost += cost_usd.unwrap_or(0.0);
+                self.add(agent, usage, *cost_usd);
                 if agent == "main" {
                     self.main_usage.add(usage);
                 }
@@ -172,6 +172,19 @@ impl ResultSummary {
             }
             _ => {}
         }
+    }
+
+    /// Counts `usage` and `cost` under the model `agent` talks to.
+    fn add(&mut self, agent: &str, usage: &Usage, cost: Option<f64>) {
+        let model = self
+            .models
+            .get(agent)
+            .cloned()
+            .unwrap_or_else(|| self.main_model.clone());
+        let entry = self.by_model.entry(model).or_default();
+        entry.0.add(usage);
+        entry.1 += cost.unwrap_or(0.0);
+        self.total_cost += cost.unwrap_or(0.0);
     }
 
     /// The `result` object for a run that ended with `status`, its final
@@ -262,10 +275,20 @@ mod tests {
             usage: usage(10, 2),
             cost_usd: Some(0.5),
         });
-        s.observe(&Event::Usage {
-            agent: "child-1".into(),
+        s.observe(&Event::SubagentEnded {
+            index: 1,
+            total: 1,
+            agent_id: "child-1".into(),
+            agent_type: "Explore".into(),
+            status: cadre_core::protocol::ChildStatus::Completed,
+            requests: 1,
+            tool_calls: 0,
             usage: usage(5, 1),
+            duration_ms: 3,
+            error: None,
             cost_usd: Some(0.25),
+            compactions: 0,
+            worktree: None,
         });
         let r = s.result(TurnStatus::Completed, "answer", None);
         assert_eq!(r["subtype"], "success");

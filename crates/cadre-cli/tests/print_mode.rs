@@ -104,6 +104,40 @@ rules:
 }
 
 #[tokio::test]
+async fn the_results_usage_by_model_includes_the_childrens() {
+    let script = r#"
+rules:
+  - name: child
+    when: { first_user: "count the files" }
+    replies:
+      - text: "three files"
+        usage: { input_tokens: 700, output_tokens: 70 }
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "count", prompt: "count the files", subagent_type: Explore, model: "child-model" } }
+        usage: { input_tokens: 100, output_tokens: 10 }
+      - text: "Three."
+        usage: { input_tokens: 200, output_tokens: 20 }
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let out = h
+        .cadre(&["-p", "how many files?", "--output-format", "json"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(result["result"], "Three.");
+    // The main loop's own tokens, and every model's, children included.
+    assert_eq!(result["usage"]["input_tokens"], 300, "{result}");
+    let by_model = result["modelUsage"].as_object().unwrap();
+    let total_in: u64 = by_model
+        .values()
+        .map(|m| m["inputTokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total_in, 1000, "{result}");
+}
+
+#[tokio::test]
 async fn a_failed_run_is_the_result_with_status_one() {
     let h = Harness::new(
         "rules:\n  - replies:\n      - text: \"never\"\n",
