@@ -61,6 +61,7 @@ struct Printer {
     output: Output,
     human: HumanRenderer,
     summary: crate::print::ResultSummary,
+    stream: crate::print::StreamRenderer,
 }
 
 impl Printer {
@@ -75,6 +76,22 @@ impl Printer {
                 }
             }
             Output::Human => self.human.handle(event),
+            Output::Print(crate::print::OutputFormat::StreamJson) => {
+                let lines = self.stream.lines(event);
+                if !lines.is_empty() {
+                    let mut out = std::io::stdout().lock();
+                    for line in lines {
+                        let _ = writeln!(out, "{line}");
+                    }
+                    let _ = out.flush();
+                }
+                if let Event::Warning { message } = event {
+                    eprintln!(
+                        "warning: {}",
+                        cadre_tui::sanitize::visible_controls(message)
+                    );
+                }
+            }
             // Stdout is the result's alone; what went wrong on the way is said on stderr.
             Output::Print(_) => {
                 if let Event::Warning { message } = event {
@@ -125,10 +142,21 @@ pub async fn run_with(
 ) -> Result<ExitCode> {
     let runtime = setup::prepare(model, perms, agent)?;
     let (sink, mut rx) = EventSink::channel();
+    let streaming = args.output == Output::Print(crate::print::OutputFormat::StreamJson);
+    let sink = if streaming {
+        sink.with_transcripts()
+    } else {
+        sink
+    };
     let mut printer = Printer {
         output: args.output,
         human: HumanRenderer::for_exec(),
         summary: Default::default(),
+        stream: if streaming {
+            crate::print::StreamRenderer::new(crate::print::init_line(&runtime))
+        } else {
+            Default::default()
+        },
     };
     let lines = stdin_is_terminal().then(StdinLines::start);
     let mut open = match sessions::open(
@@ -241,7 +269,9 @@ pub async fn run_with(
                 let _ = writeln!(out, "{shown}");
             }
         }
-        Output::Print(crate::print::OutputFormat::Json) => {
+        Output::Print(
+            crate::print::OutputFormat::Json | crate::print::OutputFormat::StreamJson,
+        ) => {
             let result = printer
                 .summary
                 .result(status, &final_text, error.as_deref());

@@ -25,6 +25,9 @@ pub enum OutputFormat {
     Text,
     /// One `result` object.
     Json,
+    /// JSON lines: `system/init`, then every message (children's marked by
+    /// `parent_tool_use_id`), retries, and the `result` last.
+    StreamJson,
 }
 
 /// The prompt of a print-mode run: piped stdin (when it is not a
@@ -241,6 +244,197 @@ impl ResultSummary {
         }
         out
     }
+}
+
+/// Claude Code's `stream-json` lines for a run's events. Every agent's
+/// messages come in the Anthropic message shape whichever provider runs;
+/// a child's carry the id of the `Agent` call that started it.
+#[derive(Debug, Default)]
+pub struct StreamRenderer {
+    /// The `system/init` line, without its session id, until the session starts.
+    init: Option<Value>,
+    session_id: String,
+    /// The `Agent` calls of each agent's latest reply, in order.
+    agent_calls: BTreeMap<String, Vec<String>>,
+    /// The call that started each child.
+    parent_call: BTreeMap<String, String>,
+}
+
+impl StreamRenderer {
+    /// A renderer whose `system/init` line is `init` (the session id is added).
+    pub fn new(init: Value) -> StreamRenderer {
+        StreamRenderer {
+            init: Some(init),
+            ..StreamRenderer::default()
+        }
+    }
+
+    /// The lines `event` makes (none for most events).
+    pub fn lines(&mut self, event: &Event) -> Vec<Value> {
+        match event {
+            Event::SessionStarted { session_id, .. } => {
+                self.session_id = session_id.clone();
+                let Some(mut init) = self.init.take() else {
+                    return Vec::new();
+                };
+                init["session_id"] = json!(session_id);
+                vec![init]
+            }
+            Event::SubagentStarted {
+                index,
+                agent_id,
+                path,
+                ..
+            } => {
+                // Its parent is the agent above it in the tree; the reply's
+                // `Agent` calls are numbered from 1 as the batch's children are.
+                let parent = match path.len() {
+                    0 | 1 => "main".to_string(),
+                    n => path[n - 2].agent_id.clone(),
+                };
+                if let Some(call) = self
+                    .agent_calls
+                    .get(&parent)
+                    .and_then(|calls| calls.get(index.saturating_sub(1)))
+                {
+                    self.parent_call.insert(agent_id.clone(), call.clone());
+                }
+                Vec::new()
+            }
+            Event::Message {
+                agent,
+                message,
+                model,
+                stop_reason,
+                usage,
+            } => {
+                let parent = if agent == "main" {
+                    Value::Null
+                } else {
+                    self.parent_call
+                        .get(agent)
+                        .map(|c| json!(c))
+                        .unwrap_or(Value::Null)
+                };
+                let mut body = cadre_core::model::message_json(message);
+                let kind = match message.role {
+                    cadre_core::model::Role::Assistant => {
+                        let calls =
+                            message
+                                .content
+                                .iter()
+                                .filter_map(|b| match b {
+                                    cadre_core::model::ContentBlock::ToolUse {
+                                        id, name, ..
+                                    } if name == "Agent" || name == "Task" => Some(id.clone()),
+                                    _ => None,
+                                })
+                                .collect();
+                        self.agent_calls.insert(agent.clone(), calls);
+                        body["id"] = json!(format!("msg_{}", uuid::Uuid::now_v7().simple()));
+                        body["type"] = json!("message");
+                        body["model"] = json!(model);
+                        body["stop_reason"] = json!(stop_reason);
+                        body["stop_sequence"] = Value::Null;
+                        if let Some(u) = usage {
+                            body["usage"] = json!({
+                                "input_tokens": u.input_tokens,
+                                "output_tokens": u.output_tokens,
+                                "cache_read_input_tokens": u.cache_read_tokens,
+                                "cache_creation_input_tokens": u.cache_write_tokens,
+                            });
+                        }
+                        "assistant"
+                    }
+                    cadre_core::model::Role::User => "user",
+                };
+                vec![json!({
+                    "type": kind,
+                    "message": body,
+                    "parent_tool_use_id": parent,
+                    "session_id": self.session_id,
+                    "uuid": uuid::Uuid::now_v7().to_string(),
+                })]
+            }
+            Event::Retrying {
+                agent,
+                attempt,
+                status,
+                wait_ms,
+                reason,
+                ..
+            } if agent == "main" => vec![json!({
+                "type": "system",
+                "subtype": "api_retry",
+                "attempt": attempt,
+                "max_retries": crate::setup::MAX_ATTEMPTS.saturating_sub(1),
+                "retry_delay_ms": wait_ms,
+                "error_status": status,
+                "error": reason,
+                "session_id": self.session_id,
+                "uuid": uuid::Uuid::now_v7().to_string(),
+            })],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The `system/init` line of a run on `runtime` (the session id is added
+/// when the session starts): its tools, MCP servers, permission mode,
+/// commands, skills, agents, plugins, model and folder.
+pub fn init_line(runtime: &crate::setup::Runtime) -> Value {
+    let mut tools: Vec<String> = runtime
+        .web
+        .session_tools()
+        .names()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    if runtime.skills.for_model().next().is_some() {
+        tools.push("Skill".into());
+    }
+    let servers: Vec<Value> = runtime
+        .mcp
+        .servers()
+        .iter()
+        .map(|s| json!({"name": s.name(), "status": "pending"}))
+        .collect();
+    let agents: Vec<String> =
+        cadre_core::subagents::catalog::DefinitionCatalog::load(&runtime.sources)
+            .map(|c| c.names())
+            .unwrap_or_default();
+    let skills: Vec<&str> = runtime
+        .skills
+        .skills
+        .iter()
+        .filter(|s| s.kind == cadre_core::skills::SkillKind::Skill)
+        .map(|s| s.name.as_str())
+        .collect();
+    let commands: Vec<String> = runtime.skills.menu().into_iter().map(|c| c.name).collect();
+    let plugins: Vec<Value> = runtime
+        .plugins
+        .plugins
+        .iter()
+        .map(|p| json!({"name": p.name, "path": p.root}))
+        .collect();
+    json!({
+        "type": "system",
+        "subtype": "init",
+        "cwd": runtime.cwd,
+        "session_id": "",
+        "tools": tools,
+        "mcp_servers": servers,
+        "model": runtime.client.config().model,
+        "permissionMode": runtime.policy.mode.to_string(),
+        "slash_commands": commands,
+        "skills": skills,
+        "agents": agents,
+        "plugins": plugins,
+        "apiKeySource": if runtime.client.config().api_key.is_some() { "environment" } else { "none" },
+        "output_style": "default",
+        "claude_code_version": concat!("cadre ", env!("CARGO_PKG_VERSION")),
+        "uuid": uuid::Uuid::now_v7().to_string(),
+    })
 }
 
 /// Dollars to the nearest millionth, so sums print without float noise.

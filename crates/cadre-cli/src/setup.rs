@@ -41,7 +41,7 @@ use crate::{AgentArgs, ModelArgs, PermissionArgs, UsageError};
 
 /// Tries per request for a transient failure (429/5xx, a broken or stalled
 /// stream), first try included: five retries, like Codex's `stream_max_retries`.
-const MAX_ATTEMPTS: u32 = 6;
+pub const MAX_ATTEMPTS: u32 = 6;
 /// Seconds of silence from the model server before a try is abandoned (as Codex's `stream_idle_timeout`).
 const DEFAULT_STREAM_IDLE_TIMEOUT_S: u64 = 300;
 /// Seconds one model request may take, every try and wait included: a dead

@@ -181,3 +181,145 @@ async fn commands_expand_in_print_mode() {
     assert_eq!(stdout(&out), "Fixed.\n");
     assert!(user_texts(&h.records()[0].body).contains("Fix issue #12 now."));
 }
+
+/// The `type` (and `subtype`) of each stream-json line, and its
+/// `parent_tool_use_id`.
+fn kinds(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| match l["subtype"].as_str() {
+            Some(sub) => format!("{}/{sub}", l["type"].as_str().unwrap()),
+            None => l["type"].as_str().unwrap().to_string(),
+        })
+        .collect()
+}
+
+const FAMILY: &str = r#"
+rules:
+  - name: child
+    when: { first_user: "list the notes" }
+    replies:
+      - tool_calls:
+          - { name: Glob, input: { pattern: "*.txt" } }
+      - text: "one note"
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Read, input: { file_path: "a.txt" } }
+      - tool_calls:
+          - { name: Agent, input: { description: "notes", prompt: "list the notes", subagent_type: Explore } }
+      - text: "All read."
+"#;
+
+async fn stream_run(wire: Wire) -> Vec<Value> {
+    let h = Harness::new(FAMILY, wire).await;
+    h.write("a.txt", "alpha\n");
+    let out = h
+        .cadre(&["-p", "read everything", "--output-format", "stream-json"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+#[tokio::test]
+async fn stream_json_gives_init_every_message_with_the_childs_marked_and_the_result_last() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let lines = stream_run(wire).await;
+        let kinds = kinds(&lines);
+        assert_eq!(
+            kinds.first().map(String::as_str),
+            Some("system/init"),
+            "{kinds:?}"
+        );
+        assert_eq!(
+            kinds.last().map(String::as_str),
+            Some("result/success"),
+            "{kinds:?}"
+        );
+        let init = &lines[0];
+        let session = init["session_id"].as_str().unwrap();
+        assert!(!session.is_empty());
+        assert!(
+            init["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == "Agent"),
+            "{init}"
+        );
+        assert!(
+            init["agents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == "Explore"),
+            "{init}"
+        );
+        assert_eq!(init["permissionMode"], "default");
+        // Main: reply (Read), results, reply (Agent), [child], results, final reply.
+        let main: Vec<&Value> = lines
+            .iter()
+            .filter(|l| {
+                l["parent_tool_use_id"].is_null()
+                    && (l["type"] == "assistant" || l["type"] == "user")
+            })
+            .collect();
+        assert_eq!(main.len(), 5, "{kinds:?}");
+        assert_eq!(main[0]["message"]["content"][0]["type"], "tool_use");
+        assert_eq!(main[0]["message"]["stop_reason"], "tool_use");
+        assert_eq!(main[1]["message"]["content"][0]["type"], "tool_result");
+        let agent_call = main[2]["message"]["content"][0]["id"].as_str().unwrap();
+        assert_eq!(main[2]["message"]["content"][0]["name"], "Agent");
+        assert_eq!(main[4]["message"]["content"][0]["text"], "All read.");
+        // The child's own messages carry the id of the call that started it.
+        let child: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["parent_tool_use_id"] == agent_call)
+            .collect();
+        assert_eq!(child.len(), 3, "{kinds:?}");
+        assert_eq!(child[0]["message"]["content"][0]["name"], "Glob");
+        assert_eq!(child[1]["message"]["content"][0]["type"], "tool_result");
+        assert_eq!(child[2]["message"]["content"][0]["text"], "one note");
+        for l in &lines[1..] {
+            assert_eq!(l["session_id"], session, "{l}");
+        }
+        let result = lines.last().unwrap();
+        assert_eq!(result["result"], "All read.");
+        assert_eq!(result["num_turns"], 3);
+    }
+}
+
+#[tokio::test]
+async fn a_retry_is_a_system_api_retry_line_before_the_reply() {
+    let script = r#"
+rules:
+  - name: main
+    replies:
+      - text: "After one retry."
+        fail_once: { status: 500 }
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let out = h
+        .cadre(&["-p", "hello", "--output-format", "stream-json"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        kinds(&lines),
+        [
+            "system/init",
+            "system/api_retry",
+            "assistant",
+            "result/success"
+        ]
+    );
+    assert_eq!(lines[1]["attempt"], 2);
+    assert_eq!(lines[1]["error_status"], 500);
+    assert_eq!(lines[1]["max_retries"], 5);
+}

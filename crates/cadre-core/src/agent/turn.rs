@@ -553,6 +553,15 @@ impl Agent {
                     cost_nanodollars: cost.map(|c| c.0),
                 })
                 .await;
+            if self.events.wants_transcripts() {
+                self.events.emit(Event::Message {
+                    agent: self.id.clone(),
+                    message: resp.message.clone(),
+                    model: Some(client.config().model.clone()),
+                    stop_reason: Some(stop_name(&resp.stop_reason)),
+                    usage: Some(resp.usage),
+                });
+            }
             self.conversation.push(resp.message);
             self.count_reply(&resp.usage);
             if let Err(LogFailure(e)) = logged {
@@ -625,6 +634,17 @@ impl Agent {
                 role: Role::User,
                 content: results.into(),
             });
+            if self.events.wants_transcripts()
+                && let Some(sent) = self.conversation.last()
+            {
+                self.events.emit(Event::Message {
+                    agent: self.id.clone(),
+                    message: sent.clone(),
+                    model: None,
+                    stop_reason: None,
+                    usage: None,
+                });
+            }
             if let Some(LogFailure(e)) = log_failure {
                 return out.failed_on_log(e);
             }
@@ -684,5 +704,15 @@ fn server_tool_name(name: &str) -> String {
     match name {
         "web_search" => "WebSearch".into(),
         other => other.to_string(),
+    }
+}
+
+/// A stop reason as the Anthropic wire names it.
+fn stop_name(reason: &StopReason) -> String {
+    match reason {
+        StopReason::EndTurn => "end_turn".into(),
+        StopReason::ToolUse => "tool_use".into(),
+        StopReason::MaxTokens => "max_tokens".into(),
+        StopReason::Other(other) => other.clone(),
     }
 }

@@ -234,6 +234,13 @@ fn message_out(m: &Message) -> MessageOut<'_> {
     }
 }
 
+/// A message in the Anthropic Messages API's shape (`role`, `content`
+/// blocks), whichever provider it came from: what print mode's
+/// stream-json shows.
+pub fn message_json(m: &Message) -> Value {
+    serde_json::to_value(message_out(m)).unwrap_or(Value::Null)
+}
+
 /// The tool list as sent, with a breakpoint after the last client tool,
 /// then the server's web search when the request offers it.
 fn tools_out(req: &ModelRequest) -> Vec<ToolEntry<'_>> {

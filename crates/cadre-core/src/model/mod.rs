@@ -11,6 +11,7 @@ mod server_tools;
 mod sse;
 mod types;
 
+pub use anthropic::message_json;
 pub use client::ModelClient;
 pub use config::{
     ClientConfig, Provider, is_loopback_url, is_provider_api, parse_base_url, url_is_loopback,

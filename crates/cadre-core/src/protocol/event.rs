@@ -69,6 +69,24 @@ pub enum Event {
         /// How many tool calls it holds.
         tool_calls: usize,
     },
+    /// A message an agent added to its conversation, whole: its reply, or
+    /// the tool results sent back. Only a sink that asked for transcripts
+    /// ([`EventSink::with_transcripts`]) gets these, children's included.
+    Message {
+        /// Agent id.
+        agent: String,
+        /// The message.
+        message: crate::model::Message,
+        /// A reply's model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// A reply's stop reason (`end_turn`, `tool_use`, `max_tokens`, …).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<String>,
+        /// A reply's tokens.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
     /// A tool call is about to run.
     ToolCallStarted {
         /// Agent id.
@@ -441,6 +459,8 @@ pub struct EventSink {
     tx: Option<mpsc::UnboundedSender<Event>>,
     /// The child's path from the main agent's child down; empty for the main agent.
     lineage: std::sync::Arc<Vec<ChildTag>>,
+    /// Whether whole messages ([`Event::Message`]) are wanted, children's too.
+    transcripts: bool,
 }
 
 impl EventSink {
@@ -451,6 +471,7 @@ impl EventSink {
             EventSink {
                 tx: Some(tx),
                 lineage: Default::default(),
+                transcripts: false,
             },
             rx,
         )
@@ -461,6 +482,7 @@ impl EventSink {
         EventSink {
             tx: None,
             lineage: Default::default(),
+            transcripts: false,
         }
     }
 
@@ -472,6 +494,7 @@ impl EventSink {
         EventSink {
             tx: self.tx.clone(),
             lineage: std::sync::Arc::new(lineage),
+            transcripts: self.transcripts,
         }
     }
 
@@ -484,7 +507,20 @@ impl EventSink {
         EventSink {
             tx: self.tx.clone(),
             lineage: std::sync::Arc::new(lineage),
+            transcripts: self.transcripts,
         }
+    }
+
+    /// The same sink, also reporting every agent's whole messages
+    /// ([`Event::Message`]) and nested children's starts.
+    pub fn with_transcripts(mut self) -> EventSink {
+        self.transcripts = true;
+        self
+    }
+
+    /// Whether whole messages are wanted.
+    pub fn wants_transcripts(&self) -> bool {
+        self.transcripts
     }
 
     /// The child's path from the main agent's child down to it; empty for
@@ -537,6 +573,12 @@ impl EventSink {
                 | Event::CompactionStarted { .. }
                 | Event::CompactionEnded { .. }),
             ) => e,
+            // Transcripts follow every agent, nested children included.
+            (Some(_), e @ (Event::Message { .. } | Event::SubagentStarted { .. }))
+                if self.transcripts =>
+            {
+                e
+            }
             (Some(_), _) => return,
         };
         let _ = tx.send(event);
