@@ -750,6 +750,22 @@ impl McpServer {
         }
     }
 
+    /// Closes the connection at once when no one is using or starting it
+    /// (a stdio server's process ends); false when it is busy and
+    /// [`McpServer::close`] must wait for it. A run that ends closes its
+    /// servers this way, so a run resumed right after it never picks up
+    /// the old connection.
+    pub fn close_now(&self) -> bool {
+        let Ok(mut slot) = self.connection.try_lock() else {
+            return false;
+        };
+        if let Some(conn) = slot.take() {
+            conn.cancellation_token().cancel();
+        }
+        self.set_state(ServerState::Closed);
+        true
+    }
+
     /// Closes the connection (a stdio server's process ends).
     pub async fn close(&self) {
         let mut slot = self.connection.lock().await;

@@ -35,6 +35,9 @@ impl DedicatedServers {
 impl Drop for DedicatedServers {
     fn drop(&mut self) {
         for server in self.0.drain(..) {
+            if server.close_now() {
+                continue;
+            }
             match tokio::runtime::Handle::try_current() {
                 Ok(handle) => {
                     handle.spawn(async move { server.close().await });
