@@ -399,10 +399,6 @@ pub fn init_line(runtime: &crate::setup::Runtime) -> Value {
         .iter()
         .map(|s| json!({"name": s.name(), "status": "pending"}))
         .collect();
-    let agents: Vec<String> =
-        cadre_core::subagents::catalog::DefinitionCatalog::load(&runtime.sources)
-            .map(|c| c.names())
-            .unwrap_or_default();
     let skills: Vec<&str> = runtime
         .skills
         .skills
@@ -428,7 +424,7 @@ pub fn init_line(runtime: &crate::setup::Runtime) -> Value {
         "permissionMode": runtime.policy.mode.to_string(),
         "slash_commands": commands,
         "skills": skills,
-        "agents": agents,
+        "agents": runtime.agent_types,
         "plugins": plugins,
         "apiKeySource": if runtime.client.config().api_key.is_some() { "environment" } else { "none" },
         "output_style": "default",

@@ -92,6 +92,8 @@ pub struct Runtime {
     /// `--agent`: which MCP tools its `tools` and `disallowedTools` let through.
     pub mcp_keep: Option<McpToolFilter>,
     mcp_started: std::sync::atomic::AtomicBool,
+    /// The agent types the catalog held at start-up (print mode's `system/init`).
+    pub agent_types: Vec<String>,
     /// The enabled plugins.
     pub plugins: Arc<cadre_core::plugins::PluginSet>,
     /// The skills found for this folder.
@@ -420,6 +422,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         .task_output_max_bytes
         .unwrap_or(cadre_core::tasks::DEFAULT_OUTPUT_LIMIT);
     Ok(Runtime {
+        agent_types: catalog.names(),
         web,
         plugins,
         skills,

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::Agent;
 use crate::permissions::{Decision, ToolEffect};
 use crate::protocol::Event;
-use crate::skills::invoke::{Mention, PolicyShell, allowed_rules, mentions, render_use};
+use crate::skills::invoke::{Mention, mentions, render_for};
 use crate::skills::render::Vars;
 use crate::skills::{Invocation, Skill, SkillSet, parse_invocation};
 use crate::tools::ToolInput;
@@ -123,16 +123,8 @@ impl Agent {
     /// `model` granted for the rest of the turn.
     async fn use_inline(&self, skill: &Skill, args: &str) -> Result<String, String> {
         let vars = self.vars(skill);
-        let (granted, skipped) = allowed_rules(skill, &vars);
-        let mut grants = self.ctx.grants.rules();
-        grants.extend(granted.iter().cloned());
-        let runner = PolicyShell {
-            skill,
-            ctx: &self.ctx,
-            tracker: &self.tracker,
-            grants,
-        };
-        let text = render_use(skill, args, &vars, &runner).await?;
+        let (text, granted, skipped) =
+            render_for(skill, args, &vars, &self.ctx, &self.tracker).await?;
         crate::skills::grant_note(&self.ctx, skill, granted, skipped, &vars);
         if let Some(model) = &skill.model {
             self.ctx.grants.set_model(model);
@@ -156,16 +148,7 @@ impl Agent {
             ));
         };
         let vars = self.vars(skill);
-        let (granted, _) = allowed_rules(skill, &vars);
-        let mut grants = self.ctx.grants.rules();
-        grants.extend(granted);
-        let runner = PolicyShell {
-            skill,
-            ctx: &self.ctx,
-            tracker: &self.tracker,
-            grants,
-        };
-        let prompt = render_use(skill, args, &vars, &runner).await?;
+        let (prompt, _, _) = render_for(skill, args, &vars, &self.ctx, &self.tracker).await?;
         let input = crate::skills::invoke::fork_input(skill, prompt);
         if let Some(why) = crate::skills::invoke::fork_refusal(
             &self.policy,

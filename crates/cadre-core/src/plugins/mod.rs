@@ -11,7 +11,10 @@ pub mod manifest;
 pub mod marketplace;
 pub mod state;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+#[cfg(test)]
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -92,8 +95,10 @@ pub struct Plugin {
 }
 
 impl Plugin {
-    /// A plugin folder read with the default layout only (no manifest read).
-    pub fn default_layout(name: &str, id: &str, root: &Path, data_dir: &Path) -> Plugin {
+    /// A plugin folder read with the default layout only (no manifest read):
+    /// the plugins the tests of other modules make.
+    #[cfg(test)]
+    pub(crate) fn default_layout(name: &str, id: &str, root: &Path, data_dir: &Path) -> Plugin {
         let existing = |p: PathBuf| if p.exists() { vec![p] } else { Vec::new() };
         Plugin {
             name: name.to_string(),
@@ -127,34 +132,6 @@ pub struct PluginSet {
 }
 
 impl PluginSet {
-    /// The plugin folders dropped into `<data_dir>/plugins/<name>/`, each
-    /// read with the default layout.
-    pub fn dropped_in(data_dir: &Path) -> PluginSet {
-        let plugins_dir = data_dir.join("plugins");
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&plugins_dir)
-            .map(|entries| entries.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
-        dirs.sort();
-        let plugins = dirs
-            .into_iter()
-            .filter(|d| d.is_dir())
-            .filter_map(|dir| {
-                let name = dir.file_name()?.to_str()?.to_string();
-                if RESERVED_DIRS.contains(&name.as_str())
-                    || !crate::path_segment::is_safe_segment(&name)
-                {
-                    return None;
-                }
-                let data = plugins_dir.join("data").join(&name);
-                Some(Plugin::default_layout(&name, &name, &dir, &data))
-            })
-            .collect();
-        PluginSet {
-            plugins,
-            ..PluginSet::default()
-        }
-    }
-
     /// Every enabled plugin's agent folders and files, with its name.
     pub fn agent_paths(&self) -> Vec<(String, PathBuf)> {
         self.plugins

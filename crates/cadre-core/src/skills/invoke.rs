@@ -178,6 +178,30 @@ pub fn fork_refusal(
     }
 }
 
+/// One use of `skill` by an agent: its text rendered with `args`, its
+/// commands run as [`PolicyShell`] runs them with its `allowed-tools` added
+/// to the agent's active grants. Also the rules those `allowed-tools` make
+/// and the entries that are none, for the caller to grant for the turn.
+pub async fn render_for(
+    skill: &Skill,
+    args: &str,
+    vars: &Vars,
+    ctx: &ToolContext,
+    tracker: &PermissionTracker,
+) -> Result<(String, Vec<crate::permissions::rules::Rule>, Vec<String>), String> {
+    let (granted, skipped) = allowed_rules(skill, vars);
+    let mut grants = ctx.grants.rules();
+    grants.extend(granted.iter().cloned());
+    let runner = PolicyShell {
+        skill,
+        ctx,
+        tracker,
+        grants,
+    };
+    let text = render_use(skill, args, vars, &runner).await?;
+    Ok((text, granted, skipped))
+}
+
 /// The `allowed-tools` of `skill` as allow rules, with variables in them
 /// substituted; entries that are no rule are returned by text.
 pub fn allowed_rules(
@@ -249,11 +273,10 @@ impl ShellRunner for PolicyShell<'_> {
                 return Err(refused("no permission policy applies here"));
             };
             let bash = BashTool::default();
-            let input: ToolInput = match json!({"command": piece.command, "timeout": SHELL_TIMEOUT_MS})
-            {
-                Value::Object(map) => map,
-                _ => ToolInput::new(),
-            };
+            let input = ToolInput::from_iter([
+                ("command".to_string(), json!(piece.command)),
+                ("timeout".to_string(), json!(SHELL_TIMEOUT_MS)),
+            ]);
             if let Err(out) = bash.validate(&input) {
                 return Err(refused(&out.content));
             }

@@ -91,24 +91,15 @@ impl Tool for SkillTool {
                         project_dir: ctx.cwd.clone(),
                         effort: skill.effort.clone(),
                     };
-                    let (granted, skipped) = super::invoke::allowed_rules(skill, &vars);
-                    let mut grants = ctx.grants.rules();
-                    grants.extend(granted.iter().cloned());
                     let tracker = crate::permissions::PermissionTracker::default();
-                    let runner = super::invoke::PolicyShell {
-                        skill,
-                        ctx,
-                        tracker: &tracker,
-                        grants,
-                    };
                     let args_text = args.args.unwrap_or_default();
-                    let mut text =
-                        match super::invoke::render_use(skill, args_text.trim(), &vars, &runner)
-                            .await
-                        {
-                            Ok(text) => text,
-                            Err(message) => return ToolOutput::error(message),
-                        };
+                    let rendered =
+                        super::invoke::render_for(skill, args_text.trim(), &vars, ctx, &tracker)
+                            .await;
+                    let (mut text, granted, skipped) = match rendered {
+                        Ok(done) => done,
+                        Err(message) => return ToolOutput::error(message),
+                    };
                     // A `context: fork` skill's text is a child's task, and its
                     // report what the model gets.
                     if skill.fork_agent.is_some() {
