@@ -142,10 +142,12 @@ rules:
     // Not waited for: a row still running at exit is cancelled, not succeeded.
     let rows = tasks(&h);
     assert_eq!(rows[0].status, TaskStatus::Cancelled);
-    let pid: i32 = h.read("pid.txt").trim().parse().unwrap();
-    // SAFETY: probing whether a process exists.
-    let alive = unsafe { libc::kill(pid, 0) } == 0;
-    assert!(!alive, "the shell was killed");
+    // A shell stopped before its first line never wrote its pid: nothing to probe.
+    if let Some(pid) = written_pid(&h, "pid.txt") {
+        // SAFETY: probing whether a process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0;
+        assert!(!alive, "the shell was killed");
+    }
 }
 
 #[tokio::test]
@@ -208,9 +210,10 @@ rules:
     );
     let rows = tasks(&h);
     assert_eq!(rows[0].status, TaskStatus::Cancelled);
-    let pid: i32 = h.read("pid.txt").trim().parse().unwrap();
-    // SAFETY: probing whether a process exists.
-    assert_ne!(unsafe { libc::kill(pid, 0) }, 0, "the shell is gone");
+    if let Some(pid) = written_pid(&h, "pid.txt") {
+        // SAFETY: probing whether a process exists.
+        assert_ne!(unsafe { libc::kill(pid, 0) }, 0, "the shell is gone");
+    }
 }
 
 #[tokio::test]
@@ -259,7 +262,13 @@ rules:
     let mut run = h.spawn_json(&["exec", "--json", "--permission-mode", "acceptEdits", "go"]);
     run.wait_for("turn_ended", 1).await;
     run.kill().await;
-    let pid: i32 = h.read("pid.txt").trim().parse().unwrap();
+    // The shell may start after the turn ends on a loaded machine.
+    let pid: i32 = h
+        .read_line_when_written("pid.txt")
+        .await
+        .trim()
+        .parse()
+        .unwrap();
     // SAFETY: ending the orphaned shell's process group this test started.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     assert_eq!(tasks(&h)[0].status, TaskStatus::Running);
@@ -599,9 +608,10 @@ rules:
     let (status, _) = run.finish().await;
     assert!(status.success());
     assert_eq!(tasks(&h)[0].status, TaskStatus::Cancelled);
-    let pid: i32 = h.read("pid.txt").trim().parse().unwrap();
-    // SAFETY: probing whether a process exists.
-    assert_ne!(unsafe { libc::kill(pid, 0) }, 0, "the shell is gone");
+    if let Some(pid) = written_pid(&h, "pid.txt") {
+        // SAFETY: probing whether a process exists.
+        assert_ne!(unsafe { libc::kill(pid, 0) }, 0, "the shell is gone");
+    }
 }
 
 #[tokio::test]
@@ -627,13 +637,14 @@ rules:
         .cadre(&["exec", "--json", "--permission-mode", "acceptEdits", "go"])
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    let pid: i32 = h.read("child-shell.pid").trim().parse().unwrap();
-    // SAFETY: probing whether a process exists.
-    assert_ne!(
-        unsafe { libc::kill(pid, 0) },
-        0,
-        "the child's shell is gone"
-    );
+    if let Some(pid) = written_pid(&h, "child-shell.pid") {
+        // SAFETY: probing whether a process exists.
+        assert_ne!(
+            unsafe { libc::kill(pid, 0) },
+            0,
+            "the child's shell is gone"
+        );
+    }
     let rows = tasks(&h);
     let shell = rows.iter().find(|r| r.agent_type.is_none()).unwrap();
     assert_eq!(shell.status, TaskStatus::Cancelled);
@@ -665,4 +676,10 @@ async fn a_long_report_nobody_read_is_pointed_out_again_after_fifteen_replies() 
         .position(|r| user_texts(&r.body).contains("have not read yet"))
         .expect("a reminder");
     assert!(reminded > notice_at + 10, "{notice_at} {reminded}");
+}
+
+/// The pid a background shell wrote, or `None` when it was stopped before writing it.
+fn written_pid(h: &Harness, rel: &str) -> Option<i32> {
+    let text = std::fs::read_to_string(h.path(rel)).unwrap_or_default();
+    text.trim().parse().ok()
 }

@@ -112,6 +112,20 @@ impl Harness {
         std::fs::read_to_string(self.path(rel)).unwrap()
     }
 
+    /// Waits (up to 30 s) until a file a background process writes holds a whole line.
+    pub async fn read_line_when_written(&self, rel: &str) -> String {
+        let path = self.path(rel);
+        for _ in 0..600 {
+            if let Ok(text) = std::fs::read_to_string(&path)
+                && text.ends_with('\n')
+            {
+                return text;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("{rel} was never written");
+    }
+
     /// Runs `cadre <args>` in the project against the mock, with a clean environment.
     pub async fn cadre(&self, args: &[&str]) -> Output {
         self.cadre_env(args, &[]).await
