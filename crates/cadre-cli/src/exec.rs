@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::approve::{StdinLines, TerminalAnswers, stdin_is_terminal};
 use crate::render::HumanRenderer;
-use crate::{AgentArgs, ModelArgs, PermissionArgs, ResumeArgs, sessions, setup};
+use crate::{AgentArgs, ModelArgs, PermissionArgs, ResumeArgs, session_choice, setup};
 
 /// Arguments of `cadre exec`.
 #[derive(Debug, Args)]
@@ -47,12 +47,14 @@ pub enum Output {
 /// One headless run: the task, what to print, whether to wait for the
 /// background work it starts.
 pub struct RunOptions {
-    /// The task.
+    /// The task (empty when the messages come on stdin as stream-json).
     pub prompt: String,
     /// What to print.
     pub output: Output,
     /// Exit when the task's own turn ends.
     pub no_wait: bool,
+    /// Print mode's stream flags.
+    pub stream: crate::print::StreamArgs,
 }
 
 /// Prints events as they come: JSON lines, progress for a person, or
@@ -104,6 +106,13 @@ impl Printer {
         }
     }
 
+    /// Prints one JSON line of the stream.
+    fn line(&self, line: &serde_json::Value) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+
     /// Prints what was reported before a failure to start.
     fn drain(&mut self, rx: &mut mpsc::UnboundedReceiver<Event>) {
         while let Ok(event) = rx.try_recv() {
@@ -128,6 +137,7 @@ pub async fn run(
             Output::Human
         },
         no_wait: args.no_wait,
+        stream: Default::default(),
     };
     run_with(model, perms, resume, agent, options).await
 }
@@ -141,8 +151,10 @@ pub async fn run_with(
     args: RunOptions,
 ) -> Result<ExitCode> {
     let runtime = setup::prepare(model, perms, agent)?;
+    let choice = session_choice::choose(&runtime, resume)?;
     let (sink, mut rx) = EventSink::channel();
     let streaming = args.output == Output::Print(crate::print::OutputFormat::StreamJson);
+    let stream_input = args.stream.input_format == Some(crate::print::InputFormat::StreamJson);
     let sink = if streaming {
         sink.with_transcripts()
     } else {
@@ -153,15 +165,17 @@ pub async fn run_with(
         human: HumanRenderer::for_exec(),
         summary: Default::default(),
         stream: if streaming {
-            crate::print::StreamRenderer::new(crate::print::init_line(&runtime))
+            crate::print::StreamRenderer::new(crate::print::init_line(&runtime), &args.stream)
         } else {
             Default::default()
         },
     };
-    let lines = stdin_is_terminal().then(StdinLines::start);
-    let mut open = match sessions::open(
+    // Questions are asked on the terminal, or of the permission prompt tool.
+    let prompt_tool = agent.run.permission_prompt_tool.clone();
+    let lines = (stdin_is_terminal() && !stream_input).then(StdinLines::start);
+    let mut open = match session_choice::open(
         &runtime,
-        resume.resume.as_deref(),
+        &choice,
         resume.accept_unknown,
         lines.as_ref(),
         &sink,
@@ -175,6 +189,13 @@ pub async fn run_with(
             return Err(e);
         }
     };
+    let lifetime = if stream_input {
+        Lifetime::UntilShutdown
+    } else {
+        Lifetime::AfterTask {
+            wait_for_background: !args.no_wait,
+        }
+    };
     let opened = runtime
         .open_session(
             &open.id,
@@ -182,10 +203,8 @@ pub async fn run_with(
             std::mem::take(&mut open.messages),
             runtime.warnings.clone(),
             sink,
-            lines.is_some(),
-            Lifetime::AfterTask {
-                wait_for_background: !args.no_wait,
-            },
+            lines.is_some() || prompt_tool.is_some(),
+            lifetime,
         )
         .await;
     let (session, handle) = match opened {
@@ -195,18 +214,42 @@ pub async fn run_with(
             return Err(e);
         }
     };
+    let mut prompt_answers = match prompt_tool.as_deref() {
+        Some(name) => {
+            match crate::prompt_tool::PromptToolAnswers::new(&runtime, name, handle.clone()) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    handle.submit(Op::Shutdown);
+                    drop(session);
+                    return Err(e.into());
+                }
+            }
+        }
+        None => None,
+    };
     // A new session under `--agent` starts with the definition's
     // `initialPrompt`, the task after it (Claude Code prepends it too).
-    let text = match runtime.initial_prompt.as_deref() {
-        Some(first) if resume.resume.is_none() => format!("{first}\n\n{}", args.prompt),
-        _ => args.prompt,
+    let first = runtime.initial_prompt.clone().filter(|_| !choice.resumes());
+    let mut input = if stream_input {
+        Some(crate::stream_input::StreamInput::start(
+            first,
+            args.stream.replay_user_messages,
+        ))
+    } else {
+        let text = match first {
+            Some(first) => format!("{first}\n\n{}", args.prompt),
+            None => args.prompt,
+        };
+        handle.submit(Op::UserMessage { text });
+        None
     };
-    handle.submit(Op::UserMessage { text });
     // Ctrl+C, SIGTERM and SIGHUP stop the run; a second one leaves at once.
     let stop_signal = crate::signals::shutdown_on_stop_signals(handle.clone());
     crate::signals::background_on_sigusr1(handle.clone());
     let mut answers = lines.map(|lines| TerminalAnswers::new(lines, handle.clone()));
-    drop(handle);
+    // The stream's own turns are driven from here; otherwise the session
+    // ends by itself.
+    let handle = input.is_some().then_some(handle);
 
     // The session runs first whenever it can: it has logged the task (and
     // sent its request) by the time the first events are printed.
@@ -221,6 +264,28 @@ pub async fn run_with(
                 if let Some(answers) = &mut answers {
                     answers.on_event(&event);
                 }
+                if let Some(prompt_answers) = &mut prompt_answers {
+                    prompt_answers.on_event(&event);
+                }
+                if let (Some(input), Some(handle)) = (&mut input, &handle) {
+                    let schema = runtime.shape.answer_schema.as_deref();
+                    for line in input.on_event(&event, &mut printer.summary, schema) {
+                        printer.line(&line);
+                    }
+                    if input.finished() {
+                        handle.submit(Op::Shutdown);
+                    }
+                }
+            }
+            Some(read) = next_input(&mut input) => {
+                if let (Some(input), Some(handle)) = (&mut input, &handle) {
+                    for line in input.on_line(read, handle, &printer.stream) {
+                        printer.line(&line);
+                    }
+                    if input.finished() {
+                        handle.submit(Op::Shutdown);
+                    }
+                }
             }
         }
     };
@@ -228,7 +293,19 @@ pub async fn run_with(
     while let Some(event) = rx.recv().await {
         printer.print(&event);
     }
+    let session_id = open.id.clone();
     drop(open);
+    if resume.no_session_persistence {
+        // Nothing of the run is kept: its log, its children's, its tasks' output.
+        let _ = cadre_core::session::remove_session(&runtime.home, &session_id);
+    }
+    if stream_input {
+        // Each turn printed its own result.
+        return Ok(match stop_signal.exit_code() {
+            Some(code) => ExitCode::from(code),
+            None => ExitCode::SUCCESS,
+        });
+    }
 
     let (status, final_text, error) = match outcome.last_turn {
         Some(turn) => (turn.status, turn.final_text, turn.error),
@@ -239,6 +316,7 @@ pub async fn run_with(
     } else {
         status
     };
+    let structured = crate::print::structured_output(&runtime, status, &final_text);
     let mut out = std::io::stdout().lock();
     match args.output {
         Output::Human if !final_text.is_empty() => {
@@ -274,7 +352,7 @@ pub async fn run_with(
         ) => {
             let result = printer
                 .summary
-                .result(status, &final_text, error.as_deref());
+                .result(status, &final_text, error.as_deref(), structured);
             let _ = writeln!(out, "{result}");
         }
     }
@@ -286,4 +364,14 @@ pub async fn run_with(
         }
         TurnStatus::LimitReached | TurnStatus::Failed => ExitCode::from(1),
     })
+}
+
+/// The next thing read on stdin in stream-json mode (never, otherwise).
+async fn next_input(
+    input: &mut Option<crate::stream_input::StreamInput>,
+) -> Option<crate::stream_input::Read> {
+    match input {
+        Some(input) => input.next().await,
+        None => std::future::pending().await,
+    }
 }

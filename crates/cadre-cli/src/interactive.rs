@@ -196,9 +196,10 @@ pub async fn run(
         true
     });
     let (sink, rx) = EventSink::channel();
-    let log = sessions::open(
+    let choice = crate::session_choice::choose(&runtime, resume)?;
+    let log = crate::session_choice::open(
         &runtime,
-        resume.resume.as_deref(),
+        &choice,
         resume.accept_unknown,
         Some(&lines),
         &sink,
@@ -206,10 +207,7 @@ pub async fn run(
     .await?;
     // A prompt given on the command line is the first message, after a
     // new session's `initialPrompt` (as `exec` puts them).
-    let initial = runtime
-        .initial_prompt
-        .clone()
-        .filter(|_| resume.resume.is_none());
+    let initial = runtime.initial_prompt.clone().filter(|_| !choice.resumes());
     let first_message = match (initial, prompt) {
         (Some(first), Some(prompt)) => Some(format!("{first}\n\n{prompt}")),
         (first, prompt) => prompt.or(first),

@@ -12,11 +12,15 @@ mod keys;
 mod mcp_cmd;
 mod plugin_cmd;
 mod print;
+mod prompt_tool;
 mod render;
+mod run_flags;
+mod session_choice;
 mod sessions;
 mod setup;
 mod signals;
 mod skills_cmd;
+mod stream_input;
 mod tasks;
 mod tui;
 mod tui_agents;
@@ -34,9 +38,11 @@ struct Cli {
     /// Print mode (Claude Code's -p): run PROMPT (and what is piped on stdin) headless, print the answer, exit
     #[arg(short = 'p', long = "print")]
     print: bool,
-    /// With -p: text (the answer) or json (one result object)
+    /// With -p: text (the answer), json (one result object) or stream-json (JSON lines)
     #[arg(long, value_enum, value_name = "FORMAT", requires = "print")]
     output_format: Option<print::OutputFormat>,
+    #[command(flatten)]
+    stream: print::StreamArgs,
     /// The prompt: with -p the task; without, the first message of the interactive session
     #[arg(value_name = "PROMPT")]
     prompt: Option<String>,
@@ -96,6 +102,66 @@ pub struct PermissionArgs {
     /// Trust this folder's project settings for this run (their allow rules, wider modes, env and hooks)
     #[arg(long, global = true)]
     pub trust: bool,
+    /// Claude Code's allow rules: calls they match run without asking (space- or comma-separated)
+    #[arg(long = "allowedTools", visible_alias = "allowed-tools", global = true, value_name = "RULES", num_args = 1..)]
+    pub allowed_tools: Vec<String>,
+    /// Claude Code's deny rules: a bare tool name removes the tool, a scoped rule denies the calls it matches
+    #[arg(long = "disallowedTools", visible_alias = "disallowed-tools", global = true, value_name = "RULES", num_args = 1..)]
+    pub disallowed_tools: Vec<String>,
+    /// The built-in tools the main agent has ("Bash,Edit,Read"; "" none, "default" all); MCP tools stay
+    #[arg(long, global = true, value_name = "TOOLS")]
+    pub tools: Option<String>,
+    /// Same as --permission-mode bypassPermissions
+    #[arg(long, global = true)]
+    pub dangerously_skip_permissions: bool,
+    /// An extra settings layer for this run: a JSON file or inline JSON (above local settings, below managed)
+    #[arg(long, global = true, value_name = "FILE_OR_JSON")]
+    pub settings: Option<String>,
+    /// Which settings files load: a comma list of user, project, local (managed always loads)
+    #[arg(long, global = true, value_name = "SOURCES")]
+    pub setting_sources: Option<String>,
+    /// Tools removed by bare names in --disallowedTools (filled in by `absorb_claude_flags`)
+    #[arg(skip)]
+    pub removed_tools: Vec<String>,
+}
+
+impl PermissionArgs {
+    /// Folds Claude Code's spellings into cadre's: `--allowedTools` into
+    /// allow rules, `--disallowedTools` into deny rules (bare names also
+    /// remove the tool), `--dangerously-skip-permissions` into the mode.
+    pub fn absorb_claude_flags(&mut self) -> Result<(), UsageError> {
+        for rule in self
+            .allowed_tools
+            .iter()
+            .flat_map(|t| run_flags::split_rules(t))
+        {
+            self.allow.push(rule);
+        }
+        for rule in self
+            .disallowed_tools
+            .iter()
+            .flat_map(|t| run_flags::split_rules(t))
+        {
+            if !rule.contains('(') {
+                self.removed_tools.push(rule.clone());
+            }
+            self.deny.push(rule);
+        }
+        if self.dangerously_skip_permissions {
+            match self.permission_mode {
+                None | Some(cadre_core::permissions::PermissionMode::BypassPermissions) => {
+                    self.permission_mode =
+                        Some(cadre_core::permissions::PermissionMode::BypassPermissions)
+                }
+                Some(other) => {
+                    return Err(UsageError(format!(
+                        "--dangerously-skip-permissions conflicts with --permission-mode {other}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Agent definitions given on the command line, and the one the main session runs as.
@@ -113,14 +179,33 @@ pub struct AgentArgs {
     /// Use only the servers of --mcp-config files, none of the configured ones
     #[arg(long = "strict-mcp-config", global = true)]
     pub strict_mcp_config: bool,
+    #[command(flatten)]
+    pub run: run_flags::RunFlags,
 }
 
-/// Continuing an earlier session.
+/// Continuing an earlier session, or naming and keeping a new one.
 #[derive(Debug, Clone, Args, Default)]
 pub struct ResumeArgs {
-    /// Continue the session with this id (see `cadre sessions`)
-    #[arg(long, global = true, value_name = "SESSION_ID")]
+    /// Continue the session with this id (see `cadre sessions`); without one, pick it (full screen)
+    #[arg(short = 'r', long, global = true, value_name = "SESSION_ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
+    /// Continue the most recent session of this folder
+    #[arg(
+        short = 'c',
+        long = "continue",
+        global = true,
+        conflicts_with = "resume"
+    )]
+    pub continue_last: bool,
+    /// With --resume or --continue: go on in a new session (a copy), leaving the original untouched
+    #[arg(long, global = true)]
+    pub fork_session: bool,
+    /// The new session's id (a UUID)
+    #[arg(long, global = true, value_name = "UUID")]
+    pub session_id: Option<String>,
+    /// Keep nothing of this run's session once it ends (it cannot be resumed)
+    #[arg(long, global = true)]
+    pub no_session_persistence: bool,
     /// When resuming, record calls that may have run as `unknown` without asking
     #[arg(long, global = true)]
     pub accept_unknown: bool,
@@ -165,7 +250,15 @@ enum Command {
 fn main() -> ExitCode {
     // First, while there is one thread: the keys leave the environment.
     keys::take_from_environment();
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Err(e) = cli
+        .permissions
+        .absorb_claude_flags()
+        .and_then(|()| setup::set_run_settings(&cli.permissions))
+    {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     // reqwest is built without a default TLS provider (to avoid a C build);
     // ring is installed once, before any client (model or MCP) is built.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -208,13 +301,24 @@ fn main() -> ExitCode {
             Some(Command::Plugin(args)) => plugin_cmd::run(&cli.permissions, args),
             Some(Command::Worktrees(args)) => worktrees_cmd::run(args),
             None if cli.print => {
-                let prompt = print::prompt(cli.prompt)?;
+                cli.stream.validate(cli.output_format)?;
+                let prompt = if cli.stream.input_format == Some(print::InputFormat::StreamJson) {
+                    if cli.prompt.is_some() {
+                        anyhow::bail!(UsageError(
+                            "--input-format stream-json reads the messages on stdin: give no prompt argument".into()
+                        ));
+                    }
+                    String::new()
+                } else {
+                    print::prompt(cli.prompt)?
+                };
                 let options = exec::RunOptions {
                     prompt,
                     output: exec::Output::Print(
                         cli.output_format.unwrap_or(print::OutputFormat::Text),
                     ),
                     no_wait: false,
+                    stream: cli.stream.clone(),
                 };
                 exec::run_with(
                     &cli.model,

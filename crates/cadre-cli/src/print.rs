@@ -30,6 +30,72 @@ pub enum OutputFormat {
     StreamJson,
 }
 
+/// What `-p` reads on stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum InputFormat {
+    /// The prompt, as text.
+    #[default]
+    Text,
+    /// One JSON message per line (`{"type":"user","message":{…}}`), each a
+    /// turn, and `control_request`s; the run ends when stdin closes.
+    StreamJson,
+}
+
+/// Print mode's stream flags.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StreamArgs {
+    /// With -p: text (the prompt) or stream-json (JSON messages, one per line, a turn each)
+    #[arg(long, value_enum, value_name = "FORMAT", requires = "print")]
+    pub input_format: Option<InputFormat>,
+    /// With --output-format stream-json: also the reply's stream as `stream_event` lines
+    #[arg(long, requires = "print")]
+    pub include_partial_messages: bool,
+    /// With stream-json in and out: echo each message read on stdin
+    #[arg(long, requires = "print")]
+    pub replay_user_messages: bool,
+    /// Subagents' messages are in the stream, marked by parent_tool_use_id (cadre's default; kept for Claude Code's scripts)
+    #[arg(long)]
+    pub forward_subagent_text: bool,
+}
+
+impl StreamArgs {
+    /// Checks the combinations Claude Code refuses.
+    pub fn validate(&self, output: Option<OutputFormat>) -> Result<(), UsageError> {
+        let streaming_out = output == Some(OutputFormat::StreamJson);
+        if self.input_format == Some(InputFormat::StreamJson) && !streaming_out {
+            return Err(UsageError(
+                "--input-format stream-json needs --output-format stream-json".into(),
+            ));
+        }
+        if self.include_partial_messages && !streaming_out {
+            return Err(UsageError(
+                "--include-partial-messages needs --output-format stream-json".into(),
+            ));
+        }
+        if self.replay_user_messages && self.input_format != Some(InputFormat::StreamJson) {
+            return Err(UsageError(
+                "--replay-user-messages needs --input-format stream-json and --output-format stream-json".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether children's own messages go into the stream: always, unless
+    /// `CLAUDE_CODE_FORWARD_SUBAGENT_TEXT` (or cadre's name for it) says `0`.
+    pub fn forwards_children(&self) -> bool {
+        if self.forward_subagent_text {
+            return true;
+        }
+        [
+            "CADRE_FORWARD_SUBAGENT_TEXT",
+            "CLAUDE_CODE_FORWARD_SUBAGENT_TEXT",
+        ]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .all(|v| !matches!(v.trim(), "0" | "false" | "no"))
+    }
+}
+
 /// The prompt of a print-mode run: piped stdin (when it is not a
 /// terminal) first, then the argument.
 pub fn prompt(argument: Option<String>) -> Result<String, UsageError> {
@@ -192,10 +258,23 @@ impl ResultSummary {
 
     /// The `result` object for a run that ended with `status`, its final
     /// answer `text` and, when it failed, `error`.
-    pub fn result(&self, status: TurnStatus, text: &str, error: Option<&str>) -> Value {
+    pub fn result(
+        &self,
+        status: TurnStatus,
+        text: &str,
+        error: Option<&str>,
+        structured: Option<Value>,
+    ) -> Value {
+        let said = |start: &str| error.is_some_and(|e| e.starts_with(start));
         let (subtype, is_error) = match status {
             TurnStatus::Completed => ("success", false),
+            TurnStatus::LimitReached if said(cadre_core::model::BUDGET_EXHAUSTED) => {
+                ("error_max_budget_usd", true)
+            }
             TurnStatus::LimitReached => ("error_max_turns", true),
+            TurnStatus::Failed if said(cadre_core::structured::RETRIES_EXHAUSTED) => {
+                ("error_max_structured_output_retries", true)
+            }
             TurnStatus::Interrupted | TurnStatus::Failed => ("error_during_execution", true),
         };
         let usage = |u: &Usage| {
@@ -242,6 +321,9 @@ impl ResultSummary {
         } else {
             out["result"] = json!(text);
         }
+        if let Some(value) = structured {
+            out["structured_output"] = value;
+        }
         out
     }
 }
@@ -254,6 +336,16 @@ pub struct StreamRenderer {
     /// The `system/init` line, without its session id, until the session starts.
     init: Option<Value>,
     session_id: String,
+    /// `--include-partial-messages`: the main agent's reply as it streams.
+    partial: bool,
+    /// Whether a text block of the reply now streaming was opened.
+    block_open: bool,
+    /// Leave children's own messages out (they are in by default).
+    main_only: bool,
+    /// Background tasks, whose ends are announced as `task_notification`s.
+    background: std::collections::BTreeSet<String>,
+    /// The main agent's model.
+    model: String,
     /// The `Agent` calls of each agent's latest reply, in order.
     agent_calls: BTreeMap<String, Vec<String>>,
     /// The call that started each child.
@@ -262,18 +354,84 @@ pub struct StreamRenderer {
 
 impl StreamRenderer {
     /// A renderer whose `system/init` line is `init` (the session id is added).
-    pub fn new(init: Value) -> StreamRenderer {
+    pub fn new(init: Value, args: &StreamArgs) -> StreamRenderer {
         StreamRenderer {
             init: Some(init),
+            partial: args.include_partial_messages,
+            main_only: !args.forwards_children(),
             ..StreamRenderer::default()
         }
+    }
+
+    /// The session's id (empty until it starts).
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// A line of kind `type` and `subtype` with `fields`, the session id and a uuid.
+    pub fn system(&self, subtype: &str, fields: Value) -> Value {
+        let mut line = json!({
+            "type": "system",
+            "subtype": subtype,
+        });
+        if let (Value::Object(out), Value::Object(add)) = (&mut line, fields) {
+            out.extend(add);
+        }
+        line["session_id"] = json!(self.session_id);
+        line["uuid"] = json!(uuid::Uuid::now_v7().to_string());
+        line
+    }
+
+    /// A raw stream event of the main agent's reply (`stream_event`).
+    fn stream_event(&self, event: Value) -> Value {
+        json!({
+            "type": "stream_event",
+            "event": event,
+            "parent_tool_use_id": null,
+            "session_id": self.session_id,
+            "uuid": uuid::Uuid::now_v7().to_string(),
+        })
+    }
+
+    /// A child's start or end as a `system` line marked with the call that started it.
+    fn child_line(&self, event: &Event, agent_id: &str) -> Vec<Value> {
+        let mut lines = self.own_event(event);
+        if let Some(line) = lines.first_mut() {
+            line["parent_tool_use_id"] = self
+                .parent_call
+                .get(agent_id)
+                .map(|c| json!(c))
+                .unwrap_or(Value::Null);
+        }
+        lines
+    }
+
+    /// The model the run started with (for `message_start`).
+    fn init_model(&self) -> String {
+        self.model.clone()
+    }
+
+    /// The lines of cadre's own events that Claude Code's stream has no kind
+    /// for: `system` lines named after them.
+    fn own_event(&self, event: &Event) -> Vec<Value> {
+        let Ok(Value::Object(mut fields)) = serde_json::to_value(event) else {
+            return Vec::new();
+        };
+        let kind = fields
+            .remove("type")
+            .and_then(|t| t.as_str().map(str::to_string))
+            .unwrap_or_default();
+        vec![self.system(&kind, Value::Object(fields))]
     }
 
     /// The lines `event` makes (none for most events).
     pub fn lines(&mut self, event: &Event) -> Vec<Value> {
         match event {
-            Event::SessionStarted { session_id, .. } => {
+            Event::SessionStarted {
+                session_id, model, ..
+            } => {
                 self.session_id = session_id.clone();
+                self.model = model.clone();
                 let Some(mut init) = self.init.take() else {
                     return Vec::new();
                 };
@@ -299,8 +457,9 @@ impl StreamRenderer {
                 {
                     self.parent_call.insert(agent_id.clone(), call.clone());
                 }
-                Vec::new()
+                self.child_line(event, agent_id)
             }
+            Event::Message { agent, .. } if self.main_only && agent != "main" => Vec::new(),
             Event::Message {
                 agent,
                 message,
@@ -308,6 +467,23 @@ impl StreamRenderer {
                 stop_reason,
                 usage,
             } => {
+                let mut lines = Vec::new();
+                if self.partial
+                    && agent == "main"
+                    && message.role == cadre_core::model::Role::Assistant
+                {
+                    if std::mem::take(&mut self.block_open) {
+                        lines.push(self.stream_event(
+                            json!({"type": "content_block_stop", "index": 0}),
+                        ));
+                    }
+                    lines.push(self.stream_event(json!({
+                        "type": "message_delta",
+                        "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                        "usage": {"output_tokens": usage.as_ref().map_or(0, |u| u.output_tokens)},
+                    })));
+                    lines.push(self.stream_event(json!({"type": "message_stop"})));
+                }
                 let parent = if agent == "main" {
                     Value::Null
                 } else {
@@ -348,14 +524,152 @@ impl StreamRenderer {
                     }
                     cadre_core::model::Role::User => "user",
                 };
-                vec![json!({
+                lines.push(json!({
                     "type": kind,
                     "message": body,
                     "parent_tool_use_id": parent,
                     "session_id": self.session_id,
                     "uuid": uuid::Uuid::now_v7().to_string(),
-                })]
+                }));
+                lines
             }
+            Event::RequestStarted { agent, .. } if self.partial && agent == "main" => {
+                self.block_open = false;
+                vec![self.stream_event(json!({
+                    "type": "message_start",
+                    "message": {
+                        "id": format!("msg_{}", uuid::Uuid::now_v7().simple()),
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [],
+                        "model": self.init_model(),
+                        "stop_reason": null,
+                        "stop_sequence": null,
+                        "usage": {"input_tokens": 0, "output_tokens": 0},
+                    },
+                }))]
+            }
+            Event::TextDelta { agent, text } if self.partial && agent == "main" => {
+                let mut lines = Vec::new();
+                if !std::mem::replace(&mut self.block_open, true) {
+                    lines.push(self.stream_event(json!({
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "text", "text": ""},
+                    })));
+                }
+                lines.push(self.stream_event(json!({
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": text},
+                })));
+                lines
+            }
+            Event::TaskStarted {
+                task_id,
+                kind,
+                description,
+                background,
+                owner,
+            } => {
+                if *background {
+                    self.background.insert(task_id.clone());
+                }
+                vec![self.system(
+                    "task_started",
+                    json!({
+                        "task_id": task_id,
+                        "description": description,
+                        "task_type": kind,
+                        "background": background,
+                        "owner": owner,
+                    }),
+                )]
+            }
+            Event::TaskEnded {
+                task_id,
+                status,
+                description,
+            } if self.background.remove(task_id) => {
+                use cadre_core::protocol::TaskStatus;
+                let said = match status {
+                    TaskStatus::Succeeded => "completed",
+                    TaskStatus::Cancelled => "stopped",
+                    _ => "failed",
+                };
+                vec![self.system(
+                    "task_notification",
+                    json!({
+                        "task_id": task_id,
+                        "status": said,
+                        "summary": description,
+                        "task_status": status,
+                    }),
+                )]
+            }
+            Event::HookStarted {
+                agent,
+                event,
+                command,
+                source,
+            } => vec![self.system(
+                "hook_started",
+                json!({"hook_event": event, "hook_name": command, "agent": agent, "source": source}),
+            )],
+            Event::HookEnded {
+                agent,
+                event,
+                command,
+                decision,
+                exit_code,
+                duration_ms,
+            } => vec![self.system(
+                "hook_response",
+                json!({
+                    "hook_event": event,
+                    "hook_name": command,
+                    "agent": agent,
+                    "decision": decision,
+                    "exit_code": exit_code,
+                    "duration_ms": duration_ms,
+                }),
+            )],
+            Event::CompactionStarted { agent, .. } => vec![self.system(
+                "status",
+                json!({"status": "compacting", "agent": agent}),
+            )],
+            Event::CompactionEnded {
+                agent,
+                trigger,
+                tokens_before,
+                tokens_after,
+                error: None,
+                ..
+            } => vec![self.system(
+                "compact_boundary",
+                json!({
+                    "agent": agent,
+                    "compact_metadata": {"trigger": trigger, "pre_tokens": tokens_before, "post_tokens": tokens_after},
+                }),
+            )],
+            Event::SubagentEnded { agent_id, .. } => self.child_line(event, agent_id),
+            Event::ModelChanged { agent, model } => {
+                if agent == "main" {
+                    self.model = model.clone();
+                }
+                self.own_event(event)
+            }
+            Event::CompactionEnded { .. }
+            | Event::SubagentBackgrounded { .. }
+            | Event::TasksNotified { .. }
+            | Event::Rewound { .. }
+            | Event::ModeChanged { .. }
+            | Event::Warning { .. }
+            | Event::McpServerStatus { .. }
+            | Event::SessionResumed { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::ApprovalAnswered { .. }
+            | Event::ToolCallDenied { .. } => self.own_event(event),
             Event::Retrying {
                 agent,
                 attempt,
@@ -377,6 +691,18 @@ impl StreamRenderer {
             _ => Vec::new(),
         }
     }
+}
+
+/// The final answer as `--json-schema`'s JSON value, when the run completed with one.
+pub fn structured_output(
+    runtime: &crate::setup::Runtime,
+    status: TurnStatus,
+    text: &str,
+) -> Option<Value> {
+    let schema = runtime.shape.answer_schema.as_ref()?;
+    (status == TurnStatus::Completed)
+        .then(|| schema.check(text).ok())
+        .flatten()
 }
 
 /// The `system/init` line of a run on `runtime` (the session id is added
@@ -480,14 +806,14 @@ mod tests {
             compactions: 0,
             worktree: None,
         });
-        let r = s.result(TurnStatus::Completed, "answer", None);
+        let r = s.result(TurnStatus::Completed, "answer", None, None);
         assert_eq!(r["subtype"], "success");
         assert_eq!(r["result"], "answer");
         assert_eq!(r["num_turns"], 1);
         assert_eq!(r["total_cost_usd"], 0.75);
         assert_eq!(r["usage"]["input_tokens"], 10);
         assert_eq!(r["modelUsage"]["big"]["inputTokens"], 15);
-        let failed = s.result(TurnStatus::LimitReached, "", Some("too many"));
+        let failed = s.result(TurnStatus::LimitReached, "", Some("too many"), None);
         assert_eq!(failed["subtype"], "error_max_turns");
         assert_eq!(failed["is_error"], true);
         assert_eq!(failed["errors"][0], "too many");

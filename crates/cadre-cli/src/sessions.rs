@@ -299,9 +299,10 @@ fn write_record(out: &mut impl Write, r: &LogRecord) -> std::io::Result<()> {
 
 fn session_usage(e: SessionError) -> anyhow::Error {
     match e {
-        SessionError::NotFound(_) | SessionError::Internal | SessionError::BadId(_) => {
-            UsageError(e.to_string()).into()
-        }
+        SessionError::NotFound(_)
+        | SessionError::Internal
+        | SessionError::BadId(_)
+        | SessionError::Exists(_) => UsageError(e.to_string()).into(),
         other => other.into(),
     }
 }
@@ -327,7 +328,18 @@ pub async fn open(
         .map_err(open_usage);
     };
     let pending = PendingResume::load(&runtime.home, id, events).map_err(open_usage)?;
-    let maybe_ran = may_have_run(&pending);
+    confirm_resume(&pending, accept_unknown, lines).await?;
+    pending.accept(events).map_err(open_usage)
+}
+
+/// Says which calls of a session being resumed may have run, and goes on
+/// only when the user agrees (on a terminal) or `--accept-unknown` was given.
+pub async fn confirm_resume(
+    pending: &PendingResume,
+    accept_unknown: bool,
+    lines: Option<&StdinLines>,
+) -> Result<()> {
+    let maybe_ran = may_have_run(pending);
     if !maybe_ran.is_empty() {
         let mut text = String::from(
             "cadre stopped while these calls were running; they may or may not have run:\n",
@@ -352,7 +364,7 @@ pub async fn open(
             }
         }
     }
-    pending.accept(events).map_err(open_usage)
+    Ok(())
 }
 
 /// The calls of a session being resumed that may have run, one line each
@@ -387,7 +399,7 @@ where
     Ok(Some(pending.accept(events).map_err(open_usage)?))
 }
 
-fn open_usage(e: OpenError) -> anyhow::Error {
+pub fn open_usage(e: OpenError) -> anyhow::Error {
     match e {
         OpenError::Session(e) => session_usage(e),
         other => other.into(),

@@ -100,6 +100,58 @@ pub struct Runtime {
     pub skills: Arc<SkillSet>,
     /// `WebSearch` and `WebFetch` as the configuration sets them up.
     pub web: WebTools,
+    /// What the run's flags change about the main agent.
+    pub shape: MainShape,
+}
+
+/// What Claude Code's run flags change about the main agent.
+#[derive(Debug, Default)]
+pub struct MainShape {
+    /// `--system-prompt[-file]`: replaces the default system prompt.
+    pub system: Option<String>,
+    /// `--append-system-prompt[-file]`: added after it.
+    pub append: Option<String>,
+    /// `--json-schema`: the form of the final answer.
+    pub answer_schema: Option<Arc<cadre_core::structured::AnswerSchema>>,
+    /// `--disallowedTools` bare names: tools taken away.
+    pub removed_tools: Vec<String>,
+    /// `--tools`: the only built-in tools kept (none when empty).
+    pub only_tools: Option<Vec<String>>,
+}
+
+impl MainShape {
+    fn from_flags(perms: &PermissionArgs, run: &crate::run_flags::RunFlags) -> Result<MainShape> {
+        run.validate()?;
+        let answer_schema = match run.json_schema()? {
+            Some(schema) => Some(Arc::new(
+                cadre_core::structured::AnswerSchema::new(schema).map_err(UsageError)?,
+            )),
+            None => None,
+        };
+        let only_tools = match perms.tools.as_deref().map(str::trim) {
+            None | Some("default") => None,
+            Some(list) => Some(crate::run_flags::split_rules(list)),
+        };
+        Ok(MainShape {
+            system: run.system_prompt()?,
+            append: run.appended_system_prompt()?,
+            answer_schema,
+            removed_tools: perms.removed_tools.clone(),
+            only_tools,
+        })
+    }
+
+    /// Whether the main agent keeps the built-in tool `name`.
+    fn keeps(&self, name: &str) -> bool {
+        let removed = self.removed_tools.iter().any(|r| {
+            r == name || r == "*" || cadre_core::tool_names::canonical_tool_name(r) == name
+        });
+        let listed = self.only_tools.as_ref().is_none_or(|only| {
+            only.iter()
+                .any(|t| t == name || cadre_core::tool_names::canonical_tool_name(t) == name)
+        });
+        !removed && listed
+    }
 }
 
 /// The context policy of the session's model: the built-in tables under the
@@ -132,6 +184,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         // `--trust` also approves instruction imports from outside the project.
         cadre_core::instructions::approve_outside_imports_for_this_run();
     }
+    let shape = MainShape::from_flags(perms, &agent.run)?;
     let mut settings = Settings::load_with(&settings_paths(&home, &cwd, trusted))?;
     warnings.extend(settings.warnings.iter().cloned());
     warnings.extend(read_project_instructions(&cwd).1);
@@ -224,12 +277,22 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
                 .unwrap_or(DEFAULT_REQUEST_DEADLINE_S),
         ),
     })?;
+    // Every agent of the run spends against one cap, and falls back alike.
+    let client = client
+        .with_spend_cap(
+            agent
+                .run
+                .max_budget_usd
+                .map(|usd| Arc::new(cadre_core::model::SpendCap::new(usd))),
+        )
+        .with_fallbacks(agent.run.fallback_models());
     let defaults = TurnLimits::default();
     let limits = TurnLimits {
-        max_requests: file
-            .limits
-            .max_requests_per_turn
-            .unwrap_or(defaults.max_requests),
+        max_requests: agent.run.max_turns.unwrap_or(
+            file.limits
+                .max_requests_per_turn
+                .unwrap_or(defaults.max_requests),
+        ),
         max_tool_calls: file
             .limits
             .max_tool_calls_per_turn
@@ -446,6 +509,7 @@ pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> R
         subagents,
         settings,
         main_spec,
+        shape,
     })
 }
 
@@ -541,12 +605,75 @@ pub fn catalog_sources(
 
 /// Where the settings files are. `CADRE_MANAGED_SETTINGS_DIR` moves the
 /// managed directory (as `CADRE_MANAGED_AGENTS_DIR` moves managed agents).
+/// The settings flags of this process (`--settings`, `--setting-sources`),
+/// set once from the command line before anything loads settings.
+static RUN_SETTINGS: std::sync::OnceLock<(
+    Option<cadre_core::config::ExtraSettings>,
+    Option<Vec<cadre_core::config::SettingsScope>>,
+)> = std::sync::OnceLock::new();
+
+/// Most bytes of a `--settings` file (Claude Code's cap).
+const MAX_SETTINGS_FLAG_BYTES: u64 = 2 * 1024 * 1024;
+
+/// Reads `--settings` and `--setting-sources` for every later settings load.
+pub fn set_run_settings(perms: &PermissionArgs) -> Result<(), UsageError> {
+    use cadre_core::config::{ExtraSettings, SettingsScope};
+    let extra = match perms.settings.as_deref() {
+        None => None,
+        Some(given) if given.trim_start().starts_with('{') => Some(ExtraSettings {
+            label: PathBuf::from("--settings"),
+            text: given.to_string(),
+        }),
+        Some(file) => {
+            let path = PathBuf::from(file);
+            let text = cadre_core::small_file::read_small_text(&path, MAX_SETTINGS_FLAG_BYTES)
+                .map_err(|e| UsageError(format!("--settings {file}: {e}")))?;
+            Some(ExtraSettings { label: path, text })
+        }
+    };
+    if let Some(given) = &extra {
+        // Checked here, so a mistake in it is bad usage, not a failed run.
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&given.text).map_err(
+            |e| {
+                UsageError(format!(
+                    "--settings {}: not a JSON object: {e}",
+                    given.label.display()
+                ))
+            },
+        )?;
+    }
+    let sources = match perms.setting_sources.as_deref() {
+        None => None,
+        Some(list) => {
+            let mut scopes = Vec::new();
+            for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                scopes.push(match name {
+                    "user" => SettingsScope::User,
+                    "project" => SettingsScope::Project,
+                    "local" => SettingsScope::Local,
+                    other => {
+                        return Err(UsageError(format!(
+                            "--setting-sources: unknown source {other:?} (user, project, local)"
+                        )));
+                    }
+                });
+            }
+            Some(scopes)
+        }
+    };
+    let _ = RUN_SETTINGS.set((extra, sources));
+    Ok(())
+}
+
 pub fn settings_paths(
     home: &std::path::Path,
     cwd: &std::path::Path,
     trusted: bool,
 ) -> SettingsPaths {
+    let (extra, sources) = RUN_SETTINGS.get().cloned().unwrap_or_default();
     SettingsPaths {
+        extra,
+        sources,
         trusted,
         data_dir: home.to_path_buf(),
         home_dir: dirs_home(),
@@ -940,6 +1067,14 @@ impl Runtime {
             ctx.sandbox = spec.sandbox.clone();
             system = spec.system.clone();
         }
+        if let Some(replaced) = &self.shape.system {
+            system = replaced.clone();
+        }
+        if let Some(appended) = &self.shape.append {
+            system.push_str("\n\n");
+            system.push_str(appended);
+        }
+        tools.retain(|t| self.shape.keeps(t.name()));
         if self.skills.for_model().next().is_some() {
             tools.insert(Arc::new(SkillTool::new(
                 self.skills.clone(),
@@ -994,6 +1129,7 @@ impl Runtime {
         })
         .with_delegation(Some(Arc::new(Spawner::main(runtime, allowed_types))))
         .with_mcp(Some(self.mcp.clone()), self.mcp_keep.clone())
-        .with_commands(self.skills.clone(), session_id.unwrap_or_default()))
+        .with_commands(self.skills.clone(), session_id.unwrap_or_default())
+        .with_answer_schema(self.shape.answer_schema.clone()))
     }
 }

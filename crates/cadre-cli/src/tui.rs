@@ -43,25 +43,39 @@ pub async fn run(
     setup::ask_trust_if_needed(perms)?;
     let runtime = setup::prepare(model, perms, agent_args)?;
     let (sink, rx) = EventSink::channel();
-    let open = match resume.resume.as_deref() {
+    let choice = crate::session_choice::choose(&runtime, resume)?;
+    let open = match &choice {
         // Asked on the plain terminal: the full screen has not started yet.
-        Some(id) => sessions::resume_asking(&runtime, id, &sink, |calls| async move {
-            resume.accept_unknown || confirm_resume(calls).await
-        })
-        .await?
-        .ok_or_else(|| UsageError("not resumed".into()))?,
-        None => sessions::open(&runtime, None, false, None, &sink).await?,
+        crate::session_choice::SessionChoice::Resume { id, fork: None } => {
+            sessions::resume_asking(&runtime, id, &sink, |calls| async move {
+                resume.accept_unknown || confirm_resume(calls).await
+            })
+            .await?
+            .ok_or_else(|| UsageError("not resumed".into()))?
+        }
+        // The picker opens in the full screen, over a new session.
+        crate::session_choice::SessionChoice::Pick => {
+            crate::session_choice::open(
+                &runtime,
+                &crate::session_choice::SessionChoice::New(None),
+                false,
+                None,
+                &sink,
+            )
+            .await?
+        }
+        other => {
+            crate::session_choice::open(&runtime, other, resume.accept_unknown, None, &sink).await?
+        }
     };
     let warnings = runtime.warnings.clone();
     // Only the session the user started, and only when new: a resumed one
     // had its first turn, and `/clear` is the user's own fresh start.
     // A prompt given on the command line is the first message, after a
     // new session's `initialPrompt` (as `exec` puts them).
-    let initial = runtime
-        .initial_prompt
-        .clone()
-        .filter(|_| resume.resume.is_none());
+    let initial = runtime.initial_prompt.clone().filter(|_| !choice.resumes());
     let first_message = match (initial, prompt) {
+        _ if choice == crate::session_choice::SessionChoice::Pick => Some("/resume".to_string()),
         (Some(first), Some(prompt)) => Some(format!("{first}\n\n{prompt}")),
         (first, prompt) => prompt.or(first),
     };

@@ -19,7 +19,9 @@ use crate::small_file::{SmallFileError, read_small_text};
 pub mod json;
 pub mod trust;
 
-pub use json::{DEFAULT_MANAGED_SETTINGS_DIR, JsonSettings, SettingsPaths, SettingsScope};
+pub use json::{
+    DEFAULT_MANAGED_SETTINGS_DIR, ExtraSettings, JsonSettings, SettingsPaths, SettingsScope,
+};
 pub use trust::{TrustState, TrustStore};
 
 /// Largest config file read: a hand-written config is a few KB; anything near
@@ -851,7 +853,14 @@ impl Settings {
         }
         let mut project_model_pending =
             project_toml_model.map(|m| (m, s.project_config_path.clone()));
+        let mut extra = paths.extra.clone();
         for (scope, path) in paths.json_files() {
+            // The run's own layer goes on just below the managed file.
+            if scope == SettingsScope::Managed
+                && let Some(given) = extra.take()
+            {
+                s.apply_extra(&given, &mut model)?;
+            }
             let Some(mut js) = JsonSettings::load(&path)? else {
                 continue;
             };
@@ -867,6 +876,9 @@ impl Settings {
                 settings: js,
             });
         }
+        if let Some(given) = extra.take() {
+            s.apply_extra(&given, &mut model)?;
+        }
         if let Some(pending) = project_model_pending {
             model = Some(pending);
         }
@@ -874,6 +886,22 @@ impl Settings {
         s.model_source = model.map(|(_, p)| p);
         s.warn_untrusted();
         Ok(s)
+    }
+
+    /// Applies the run's `--settings` layer (trusted, like the user's files).
+    fn apply_extra(
+        &mut self,
+        given: &ExtraSettings,
+        model: &mut Option<(String, PathBuf)>,
+    ) -> Result<(), ConfigError> {
+        let mut js = JsonSettings::parse(&given.label, &given.text)?;
+        self.apply_json(SettingsScope::User, &given.label, &mut js, model);
+        self.json.push(LoadedJson {
+            scope: SettingsScope::User,
+            path: given.label.clone(),
+            settings: js,
+        });
+        Ok(())
     }
 
     /// Holds back (for the trust question) a project mode wider than `default`.
@@ -1615,6 +1643,8 @@ mod tests {
                 project: self.project.path().to_path_buf(),
                 managed_dir: Some(self.managed.path().to_path_buf()),
                 trusted: false,
+                extra: None,
+                sources: None,
             }
         }
         fn write(dir: &tempfile::TempDir, rel: &str, text: &str) -> PathBuf {
@@ -1626,6 +1656,36 @@ mod tests {
         fn load(&self) -> Settings {
             Settings::load_with(&self.paths()).unwrap()
         }
+    }
+
+    #[test]
+    fn run_settings_sit_above_local_and_sources_pick_the_files() {
+        let d = Dirs::new();
+        Dirs::write(&d.data, "settings.json", r#"{"model": "user"}"#);
+        Dirs::write(
+            &d.project,
+            ".claude/settings.local.json",
+            r#"{"model": "local", "permissions": {"deny": ["Bash(rm:*)"]}}"#,
+        );
+        let mut paths = d.paths();
+        paths.extra = Some(ExtraSettings {
+            label: PathBuf::from("--settings"),
+            text: r#"{"model": "flag", "permissions": {"allow": ["Bash(ls:*)"]}}"#.into(),
+        });
+        let s = Settings::load_with(&paths).unwrap();
+        assert_eq!(s.file.model.as_deref(), Some("flag"));
+        // Trusted like the user's own: its allow rule holds in an untrusted folder.
+        assert!(s.rules().iter().any(|r| r.text == "Bash(ls:*)"));
+        paths.extra = None;
+        paths.sources = Some(vec![SettingsScope::User]);
+        let s = Settings::load_with(&paths).unwrap();
+        assert_eq!(s.file.model.as_deref(), Some("user"));
+        assert!(!s.rules().iter().any(|r| r.text == "Bash(rm:*)"));
+        paths.extra = Some(ExtraSettings {
+            label: PathBuf::from("--settings"),
+            text: "[1]".into(),
+        });
+        assert!(Settings::load_with(&paths).is_err());
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod secrets;
 pub mod session;
 pub mod skills;
 pub mod small_file;
+pub mod structured;
 pub mod subagents;
 pub mod tasks;
 pub mod tool_names;

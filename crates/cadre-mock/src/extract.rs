@@ -20,6 +20,8 @@ pub struct RequestInfo {
     pub tools: Vec<String>,
     /// Number of assistant turns already in `messages`.
     pub step: usize,
+    /// The model asked for.
+    pub model: String,
 }
 
 /// Extracts [`RequestInfo`] from a request body of the given wire.
@@ -30,6 +32,11 @@ pub fn request_info(wire: Wire, body: &Value) -> RequestInfo {
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     let step = count_assistant_turns(messages);
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let first_user = messages
         .iter()
         .find(|m| role(m) == Some("user"))
@@ -55,6 +62,7 @@ pub fn request_info(wire: Wire, body: &Value) -> RequestInfo {
             all_user,
             tools: tool_names(body, |t| t.get("name")),
             step,
+            model,
         },
         Wire::Openai => RequestInfo {
             system: messages
@@ -68,6 +76,7 @@ pub fn request_info(wire: Wire, body: &Value) -> RequestInfo {
             all_user,
             tools: tool_names(body, |t| t.get("function").and_then(|f| f.get("name"))),
             step,
+            model,
         },
     }
 }
@@ -137,6 +146,7 @@ impl RequestInfo {
                 .as_ref()
                 .is_none_or(|s| self.all_user.contains(s))
             && w.tool.as_ref().is_none_or(|t| self.tools.contains(t))
+            && w.model.as_ref().is_none_or(|m| self.model == *m)
     }
 
     /// Index of the first matching rule.
@@ -206,6 +216,7 @@ mod tests {
             all_user: "hello\nbye".into(),
             tools: vec!["Bash".into()],
             step: 0,
+            model: "m".into(),
         };
         assert_eq!(info.find_rule(&script), Some(1));
         let no_tool = RequestInfo {

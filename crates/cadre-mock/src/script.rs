@@ -63,6 +63,8 @@ pub struct When {
     pub any_user: Option<String>,
     /// A tool with exactly this name is offered in the request.
     pub tool: Option<String>,
+    /// The request asks for exactly this model.
+    pub model: Option<String>,
 }
 
 /// One scripted assistant turn.

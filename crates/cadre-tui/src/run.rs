@@ -82,7 +82,12 @@ pub async fn run(
         )
         .with_commands(commands);
     if let Some(message) = first_message {
-        app.send(message);
+        // A built-in command runs as if typed (`cadre --resume` opens its
+        // picker); anything else goes to the session.
+        match crate::commands::parse(&message) {
+            crate::commands::Input::Command(command) => app.command(command),
+            _ => app.send(message),
+        }
         for op in app.outbox.drain(..) {
             handle.submit(op);
         }

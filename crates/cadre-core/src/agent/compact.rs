@@ -259,6 +259,7 @@ impl Agent {
         self.usage.add(&usage);
         let cost = self.price(&usage);
         if let Some(c) = cost {
+            self.client.record_spend(c.0);
             self.cost.add(c);
         }
         self.events.emit(Event::Usage {

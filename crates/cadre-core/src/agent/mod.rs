@@ -192,6 +192,8 @@ pub struct Agent {
     commands: Option<Arc<crate::skills::SkillSet>>,
     /// The session's id, for `${CLAUDE_SESSION_ID}`.
     session_id: String,
+    /// The schema the final answer must match (`--json-schema`).
+    answer_schema: Option<Arc<crate::structured::AnswerSchema>>,
 }
 
 /// Assistant replies between reminders of unread finished tasks.
@@ -256,7 +258,22 @@ impl Agent {
             progress_task: None,
             commands: None,
             session_id: String::new(),
+            answer_schema: None,
         }
+    }
+
+    /// Makes this agent's final answers JSON valid under `schema`: its
+    /// system prompt says so, and a reply that is not is sent back.
+    pub fn with_answer_schema(
+        mut self,
+        schema: Option<Arc<crate::structured::AnswerSchema>>,
+    ) -> Self {
+        if let Some(s) = &schema {
+            self.system.push_str("\n\n");
+            self.system.push_str(&s.instruction());
+        }
+        self.answer_schema = schema;
+        self
     }
 
     /// Gives this agent the tools of the session's MCP servers that `keep`

@@ -421,6 +421,8 @@ impl Agent {
         // Times a Stop hook kept this turn going (a cap, so two hooks that
         // disagree cannot loop forever).
         let mut stop_blocks = 0;
+        // Replies sent back for not matching the answer schema.
+        let mut answer_retries = 0u32;
         // Times the provider paused its own tool loop this turn.
         let mut pauses = 0u32;
         // The same call failing the same way, reply after reply.
@@ -450,6 +452,14 @@ impl Agent {
             if self.follow_mcp_tools(cancel).await.is_err() {
                 out.status = TurnStatus::Interrupted;
                 out.error = Some("interrupted by the user".into());
+                return out;
+            }
+            if let Some(cap) = self.client.budget_exhausted() {
+                out.status = TurnStatus::LimitReached;
+                out.error = Some(format!(
+                    "{} (${cap:.2}); stopped before the next model request",
+                    crate::model::BUDGET_EXHAUSTED
+                ));
                 return out;
             }
             out.requests += 1;
@@ -503,6 +513,23 @@ impl Agent {
                     continue;
                 }
                 Err(e) => {
+                    // An overloaded or unknown model hands over to the next fallback.
+                    if let Some(next) = self.client.fallback_after(&e)
+                        && !cancel.is_cancelled()
+                    {
+                        self.events.emit(Event::Warning {
+                            message: format!(
+                                "{}: {e}; falling back to {next}",
+                                self.client.config().model
+                            ),
+                        });
+                        self.client = self.client.with_model(&next);
+                        self.events.emit(Event::ModelChanged {
+                            agent: self.id.clone(),
+                            model: next,
+                        });
+                        continue;
+                    }
                     out.status = TurnStatus::Failed;
                     out.error = Some(e.to_string());
                     out.model_error = Some(e);
@@ -518,6 +545,7 @@ impl Agent {
             self.usage.add(&resp.usage);
             let cost = self.price(&resp.usage);
             if let Some(c) = cost {
+                self.client.record_spend(c.0);
                 self.cost.add(c);
                 out.cost.get_or_insert_default().add(c);
             }
@@ -592,7 +620,29 @@ impl Agent {
                         .stop_hook(&out.final_text, stop_blocks > 0, cancel)
                         .await
                     else {
-                        return out;
+                        // A structured answer that does not validate goes back
+                        // with what is wrong, a bounded number of times.
+                        let Some(schema) = self.answer_schema.clone() else {
+                            return out;
+                        };
+                        let Err(problem) = schema.check(&out.final_text) else {
+                            return out;
+                        };
+                        if answer_retries >= crate::structured::MAX_RETRIES {
+                            out.status = TurnStatus::Failed;
+                            out.error = Some(format!(
+                                "{} after {} tries: {problem}",
+                                crate::structured::RETRIES_EXHAUSTED,
+                                answer_retries + 1
+                            ));
+                            return out;
+                        }
+                        answer_retries += 1;
+                        let text = schema.retry_message(&problem);
+                        if let Err(LogFailure(e)) = self.log_user_text(text).await {
+                            return out.failed_on_log(e);
+                        }
+                        continue;
                     };
                     stop_blocks += 1;
                     let text = format!("Stop hook feedback:\n{}", reason.trim());

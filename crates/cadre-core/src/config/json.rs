@@ -223,6 +223,21 @@ pub struct SettingsPaths {
     pub managed_dir: Option<PathBuf>,
     /// The project folder is trusted (workspace trust, or `--trust`).
     pub trusted: bool,
+    /// A settings layer given for this run (`--settings`): trusted like the
+    /// user's, above the project's local files, below managed settings.
+    pub extra: Option<ExtraSettings>,
+    /// The scopes whose files load (`--setting-sources`); all when `None`.
+    /// Managed settings always load.
+    pub sources: Option<Vec<SettingsScope>>,
+}
+
+/// Settings given on the command line: a file's text, or inline JSON.
+#[derive(Debug, Clone)]
+pub struct ExtraSettings {
+    /// How messages name it: the file, or `--settings`.
+    pub label: PathBuf,
+    /// The JSON text.
+    pub text: String,
 }
 
 /// Where managed settings live unless `CADRE_MANAGED_SETTINGS_DIR` moves them.
@@ -246,6 +261,9 @@ impl SettingsPaths {
         files.push((SettingsScope::Project, cadre.join("settings.json")));
         files.push((SettingsScope::Local, claude.join("settings.local.json")));
         files.push((SettingsScope::Local, cadre.join("settings.local.json")));
+        if let Some(only) = &self.sources {
+            files.retain(|(scope, _)| only.contains(scope));
+        }
         if let Some(dir) = &self.managed_dir {
             files.push((SettingsScope::Managed, dir.join("managed-settings.json")));
         }

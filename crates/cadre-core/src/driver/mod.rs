@@ -37,7 +37,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use approvals::SessionApprovals;
-pub use resume::{OpenError, OpenedLog, PendingResume, create_log};
+pub use resume::{OpenError, OpenedLog, PendingResume, create_log, create_log_as};
 
 use crate::agent::{Agent, TurnOutcome};
 use crate::background::{BackgroundWork, NOTICE_SETTLE, NOTICE_SETTLE_MAX, NoticeThrottle};

@@ -58,8 +58,30 @@ pub fn create_log(
     provider: &str,
     model: &str,
 ) -> Result<OpenedLog, OpenError> {
+    create_log_as(home, cwd, provider, model, None)
+}
+
+/// [`create_log`] under a chosen id (`--session-id`), which must be free.
+pub fn create_log_as(
+    home: &Path,
+    cwd: &Path,
+    provider: &str,
+    model: &str,
+    id: Option<&str>,
+) -> Result<OpenedLog, OpenError> {
     let (dir, locks) = dirs(home)?;
-    let id = new_session_id();
+    let id = match id {
+        Some(given) => {
+            if !crate::session::is_valid_session_id(given) {
+                return Err(SessionError::BadId(given.to_string()).into());
+            }
+            if dir.join(format!("{given}.jsonl")).exists() {
+                return Err(SessionError::Exists(given.to_string()).into());
+            }
+            given.to_string()
+        }
+        None => new_session_id(),
+    };
     let lock = SessionLock::acquire(&locks, &id)?;
     let log = SessionLog::create(&dir.join(format!("{id}.jsonl")))?;
     log.append_now(RecordBody::SessionStart {
@@ -135,6 +157,31 @@ impl PendingResume {
             .iter()
             .filter(|c| c.started)
             .collect()
+    }
+
+    /// Starts a new session (`id`, or a fresh one) from this one's
+    /// conversation, its unfinished calls settled as [`Self::accept`] would
+    /// settle them; the original log is left as it was.
+    pub async fn fork(
+        self,
+        home: &Path,
+        cwd: &Path,
+        provider: &str,
+        model: &str,
+        id: Option<&str>,
+        events: &EventSink,
+    ) -> Result<OpenedLog, OpenError> {
+        let opened = create_log_as(home, cwd, provider, model, id)?;
+        opened.log.append_messages(&self.rebuilt.messages).await?;
+        events.emit(Event::SessionResumed {
+            session_id: opened.id.clone(),
+            messages: self.rebuilt.messages.len(),
+            unknown_calls: Vec::new(),
+        });
+        Ok(OpenedLog {
+            messages: self.rebuilt.messages,
+            ..opened
+        })
     }
 
     /// Reopens the log, records every unfinished call (`unknown` when it may

@@ -23,6 +23,20 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// Sent with every request.
 const USER_AGENT: &str = concat!("cadre/", env!("CARGO_PKG_VERSION"));
 
+/// True for failures another model may not have: overload, unavailability,
+/// and a model the server does not know.
+fn model_unavailable(error: &ModelError) -> bool {
+    match error {
+        ModelError::RetriesExhausted { status, .. } => matches!(status, 429 | 503 | 529),
+        ModelError::Status { status, message } => {
+            matches!(status, 503 | 529)
+                || (*status == 404 && message.to_ascii_lowercase().contains("model"))
+        }
+        ModelError::Api { kind, .. } => kind.contains("overloaded") || kind.contains("not_found"),
+        _ => false,
+    }
+}
+
 /// A model client. Cheap to clone; clones share the connection pool.
 #[derive(Clone, Debug)]
 pub struct ModelClient {
@@ -30,6 +44,32 @@ pub struct ModelClient {
     config: ClientConfig,
     /// Where requests go: built from the parsed base URL the key check saw.
     endpoint: url::Url,
+    /// The run's spending cap, shared by every agent that uses a clone.
+    spend: Option<std::sync::Arc<SpendCap>>,
+    /// Models to move to, in order, when the one in use is overloaded or gone.
+    fallbacks: std::sync::Arc<[String]>,
+}
+
+/// A spending cap shared by the agents of a run (`--max-budget-usd`).
+#[derive(Debug)]
+pub struct SpendCap {
+    cap_nanodollars: u64,
+    spent: std::sync::atomic::AtomicU64,
+}
+
+impl SpendCap {
+    /// A cap of `usd` dollars.
+    pub fn new(usd: f64) -> SpendCap {
+        SpendCap {
+            cap_nanodollars: (usd * 1e9).max(0.0) as u64,
+            spent: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// The cap in dollars.
+    pub fn usd(&self) -> f64 {
+        self.cap_nanodollars as f64 / 1e9
+    }
 }
 
 enum Decoder {
@@ -137,12 +177,52 @@ impl ModelClient {
             http,
             config,
             endpoint,
+            spend: None,
+            fallbacks: std::sync::Arc::from(Vec::new()),
         })
     }
 
     /// The client's configuration.
     pub fn config(&self) -> &ClientConfig {
         &self.config
+    }
+
+    /// The same client whose agents all count their spending against `cap`.
+    pub fn with_spend_cap(mut self, cap: Option<std::sync::Arc<SpendCap>>) -> ModelClient {
+        self.spend = cap;
+        self
+    }
+
+    /// The same client with models to fall back to, in order.
+    pub fn with_fallbacks(mut self, models: Vec<String>) -> ModelClient {
+        self.fallbacks = models.into();
+        self
+    }
+
+    /// Counts a request's cost against the run's cap.
+    pub fn record_spend(&self, nanodollars: u64) {
+        if let Some(cap) = &self.spend {
+            cap.spent.fetch_add(nanodollars, Ordering::Relaxed);
+        }
+    }
+
+    /// The cap in dollars when the run has spent it all.
+    pub fn budget_exhausted(&self) -> Option<f64> {
+        let cap = self.spend.as_ref()?;
+        (cap.spent.load(Ordering::Relaxed) >= cap.cap_nanodollars).then(|| cap.usd())
+    }
+
+    /// The model to move to after `error` on the model in use: the next
+    /// fallback, when the error says the model is overloaded or unavailable.
+    pub fn fallback_after(&self, error: &ModelError) -> Option<String> {
+        if self.fallbacks.is_empty() || !model_unavailable(error) {
+            return None;
+        }
+        let next = match self.fallbacks.iter().position(|m| *m == self.config.model) {
+            Some(i) => i + 1,
+            None => 0,
+        };
+        self.fallbacks.get(next).cloned()
     }
 
     /// The same endpoint and key with another model.

@@ -12,7 +12,11 @@ mod sse;
 mod types;
 
 pub use anthropic::message_json;
-pub use client::ModelClient;
+pub use client::{ModelClient, SpendCap};
+
+/// The start of the error a run ends with when its spending cap is reached
+/// (so the result can say `error_max_budget_usd`).
+pub const BUDGET_EXHAUSTED: &str = "the run reached its spending cap";
 pub use config::{
     ClientConfig, Provider, is_loopback_url, is_provider_api, parse_base_url, url_is_loopback,
 };

@@ -52,6 +52,9 @@ pub enum SessionError {
     /// The id has characters no session id has.
     #[error("'{0}' is not a session id")]
     BadId(String),
+    /// A new session was asked for under an id that is taken.
+    #[error("a session '{0}' exists already (resume it with --resume, or pick another id)")]
+    Exists(String),
     /// Another process is using the session.
     #[error("{}", in_use_message(id, *pid))]
     InUse {

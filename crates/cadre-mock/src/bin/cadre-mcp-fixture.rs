@@ -67,6 +67,10 @@ struct Args {
     /// Tools only: no instructions, prompts or resources.
     #[arg(long)]
     no_extras: bool,
+    /// Offer `approve`, a permission prompt tool: it allows a call whose
+    /// input mentions "allowed" and denies the rest.
+    #[arg(long)]
+    approver: bool,
 }
 
 /// The instructions the fixture gives unless told otherwise.
@@ -205,6 +209,7 @@ struct Fixture {
     added: Arc<Mutex<Vec<String>>>,
     instructions: String,
     no_extras: bool,
+    approver: bool,
     /// Prompts created at run time by `add_prompt`, in order.
     added_prompts: Arc<Mutex<Vec<String>>>,
     /// Resources (URI, text) created at run time by `add_resource`, in order.
@@ -226,6 +231,7 @@ impl Fixture {
             added: Arc::new(Mutex::new(Vec::new())),
             instructions: args.instructions.clone(),
             no_extras: args.no_extras,
+            approver: args.approver,
             added_prompts: Arc::new(Mutex::new(Vec::new())),
             added_resources: Arc::new(Mutex::new(Vec::new())),
         }
@@ -426,6 +432,14 @@ impl Fixture {
                 &["bytes"],
             ),
         ];
+        if self.approver {
+            tools.push(tool(
+                "approve",
+                "Answer a permission question: allow when the input mentions \"allowed\".",
+                json!({"tool_name": {"type": "string"}, "input": {"type": "object"}, "tool_use_id": {"type": "string"}}),
+                &["tool_name", "input"],
+            ));
+        }
         tools.extend((0..self.many_tools).map(|i| {
             tool(
                 &format!("t{i}"),
@@ -515,6 +529,19 @@ impl Fixture {
             }
             "die" => std::process::exit(DIE_STATUS),
             "peek" => text_result("peeked"),
+            "approve" if self.approver => {
+                let input = args.get("input").map(Value::to_string).unwrap_or_default();
+                if input.contains("allowed") {
+                    text_result(
+                        json!({"behavior": "allow", "updatedInput": args.get("input")}).to_string(),
+                    )
+                } else {
+                    text_result(
+                        json!({"behavior": "deny", "message": "the approve tool said no"})
+                            .to_string(),
+                    )
+                }
+            }
             "big" => {
                 let len = usize::try_from(arg_u64(args, "bytes")?)
                     .map_err(|_| ErrorData::invalid_params("bytes is too large", None))?;
