@@ -393,11 +393,12 @@ impl StreamRenderer {
         })
     }
 
-    /// A child's start or end as a `system` line marked with the call that started it.
+    /// A child's start or end as a `system` line naming the call that
+    /// started it (as `tool_use_id`, like Claude Code's task lines).
     fn child_line(&self, event: &Event, agent_id: &str) -> Vec<Value> {
         let mut lines = self.own_event(event);
         if let Some(line) = lines.first_mut() {
-            line["parent_tool_use_id"] = self
+            line["tool_use_id"] = self
                 .parent_call
                 .get(agent_id)
                 .map(|c| json!(c))
