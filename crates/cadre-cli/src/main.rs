@@ -66,6 +66,7 @@ struct Cli {
 
 /// Where the model is and which one to use; flags beat env beat config.
 #[derive(Debug, Clone, Args, Default)]
+#[command(next_help_heading = "Model")]
 pub struct ModelArgs {
     /// Provider wire format: anthropic or openai [env: CADRE_PROVIDER]
     #[arg(long, global = true)]
@@ -80,6 +81,7 @@ pub struct ModelArgs {
 
 /// What may run without asking.
 #[derive(Debug, Clone, Args, Default)]
+#[command(next_help_heading = "Permissions and settings")]
 pub struct PermissionArgs {
     /// default (alias manual), acceptEdits, plan, dontAsk or bypassPermissions
     #[arg(long, global = true)]
@@ -166,6 +168,7 @@ impl PermissionArgs {
 
 /// Agent definitions given on the command line, and the one the main session runs as.
 #[derive(Debug, Clone, Args, Default)]
+#[command(next_help_heading = "Agents and MCP")]
 pub struct AgentArgs {
     /// Agent definitions as JSON: {"name": {"description": "...", "prompt": "...", "tools": [...]}}
     #[arg(long, global = true, value_name = "JSON")]
@@ -185,6 +188,7 @@ pub struct AgentArgs {
 
 /// Continuing an earlier session, or naming and keeping a new one.
 #[derive(Debug, Clone, Args, Default)]
+#[command(next_help_heading = "Sessions")]
 pub struct ResumeArgs {
     /// Continue the session with this id (see `cadre sessions`); without one, pick it (full screen)
     #[arg(short = 'r', long, global = true, value_name = "SESSION_ID", num_args = 0..=1, default_missing_value = "")]

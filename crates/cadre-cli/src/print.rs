@@ -43,6 +43,7 @@ pub enum InputFormat {
 
 /// Print mode's stream flags.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Print mode")]
 pub struct StreamArgs {
     /// With -p: text (the prompt) or stream-json (JSON messages, one per line, a turn each)
     #[arg(long, value_enum, value_name = "FORMAT", requires = "print")]
