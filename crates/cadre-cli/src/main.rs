@@ -10,6 +10,7 @@ mod exec;
 mod interactive;
 mod keys;
 mod mcp_cmd;
+mod mcp_serve;
 mod plugin_cmd;
 mod print;
 mod prompt_tool;
@@ -241,7 +242,7 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Show the settings in force, each with the file it comes from.
     Config(config_cmd::ConfigArgs),
-    /// List, show, add and remove MCP servers.
+    /// List, show, add and remove MCP servers; serve cadre's tools over MCP.
     Mcp(mcp_cmd::McpArgs),
     /// List and show skills.
     Skills(skills_cmd::SkillsArgs),
@@ -300,7 +301,9 @@ fn main() -> ExitCode {
             Some(Command::Eval(args)) => eval::run(args).await,
             Some(Command::Tasks(args)) => tasks::run(args).await,
             Some(Command::Config(args)) => config_cmd::run(&cli.permissions, args),
-            Some(Command::Mcp(args)) => mcp_cmd::run(&cli.permissions, &cli.agent, args).await,
+            Some(Command::Mcp(args)) => {
+                mcp_cmd::run(&cli.model, &cli.permissions, &cli.agent, args).await
+            }
             Some(Command::Skills(args)) => skills_cmd::run(args),
             Some(Command::Plugin(args)) => plugin_cmd::run(&cli.permissions, args),
             Some(Command::Worktrees(args)) => worktrees_cmd::run(args),

@@ -1,8 +1,8 @@
-//! `cadre mcp list | get | add | remove`, as `claude mcp` has them: the
-//! configured MCP servers with their state, one server's entry, and adding or
+//! `cadre mcp list | get | add | remove | serve`, as `claude mcp` has them:
+//! the configured MCP servers with their state, one server's entry, adding or
 //! removing an entry in cadre's own files (`$CADRE_HOME/mcp.json` for the
-//! user, `.mcp.json` for the project). `/mcp` shows the same list for the
-//! running session.
+//! user, `.mcp.json` for the project), and cadre itself as a server
+//! (`mcp_serve`). `/mcp` shows the same list for the running session.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Map, Value};
 
 use crate::setup::{folder_trusted, mcp_log_dir, mcp_paths, mcp_timeouts};
-use crate::{AgentArgs, PermissionArgs, UsageError};
+use crate::{AgentArgs, ModelArgs, PermissionArgs, UsageError};
 
 /// Arguments of `cadre mcp`.
 #[derive(Debug, Args)]
@@ -83,10 +83,19 @@ enum McpCommand {
         /// The server's name.
         name: String,
     },
+    /// Serves cadre's tools (Read, Write, Edit, Glob, Grep, Bash and Agent,
+    /// which runs a subagent) to an MCP client over stdio, under the same
+    /// permission rules and mode; a call that would need a question is refused.
+    Serve,
 }
 
 /// Runs `cadre mcp …`.
-pub async fn run(perms: &PermissionArgs, agent: &AgentArgs, args: McpArgs) -> Result<ExitCode> {
+pub async fn run(
+    model: &ModelArgs,
+    perms: &PermissionArgs,
+    agent: &AgentArgs,
+    args: McpArgs,
+) -> Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let home = data_dir()?;
     match args.command {
@@ -199,6 +208,7 @@ pub async fn run(perms: &PermissionArgs, agent: &AgentArgs, args: McpArgs) -> Re
                 None => bail!(UsageError(format!("no MCP server named {name}"))),
             }
         }
+        McpCommand::Serve => crate::mcp_serve::run(model, perms, agent).await,
     }
 }
 

@@ -301,6 +301,51 @@ impl Agent {
             .await
     }
 
+    /// Runs one call that comes from outside the model (a client of `cadre
+    /// mcp serve`) the way a model's call runs: arguments checked, hooks,
+    /// the permission policy (a question goes to this agent's approval
+    /// source), the log, the tool, its output capped. Each such call counts
+    /// as a turn of its own for the per-turn subagent cap.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        input: &ToolInput,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        if let Some(delegation) = &self.ctx.delegation {
+            delegation.turn_started();
+        }
+        let call = ToolCall {
+            id: format!("call_{}", uuid::Uuid::now_v7().simple()),
+            name: name.to_string(),
+            input: serde_json::to_string(input).unwrap_or_else(|_| "{}".to_string()),
+        };
+        let (results, failure) = self.run_tools(std::slice::from_ref(&call), cancel).await;
+        if let Some(LogFailure(e)) = failure {
+            return ToolOutput::error(format!(
+                "not run: the session log could not be written: {e}"
+            ));
+        }
+        match results.into_iter().next() {
+            Some(ContentBlock::ToolResult {
+                content,
+                is_error,
+                images,
+                ..
+            }) => ToolOutput {
+                content,
+                is_error,
+                images,
+            },
+            _ => ToolOutput::error("not run"),
+        }
+    }
+
+    /// What the model is told about this agent's tools, in registry order.
+    pub fn tool_specs(&self) -> Vec<crate::model::ToolSpec> {
+        self.tools.specs()
+    }
+
     /// The calling agent as a batch tool sees it.
     pub(super) fn caller(&self) -> Caller {
         Caller {

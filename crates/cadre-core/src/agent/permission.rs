@@ -4,7 +4,7 @@
 use super::Agent;
 use super::hooks::PreToolVerdict;
 use crate::permissions::{
-    ApprovalAnswer, ApprovalQuestion, Decision, HEADLESS_DENIAL, PermissionMode, PermissionPolicy,
+    ApprovalAnswer, ApprovalQuestion, Decision, PermissionMode, PermissionPolicy,
 };
 use crate::tools::ToolInput;
 use serde_json::Value;
@@ -55,9 +55,6 @@ impl Agent {
                 _,
             ) => (reason, session_rule),
         };
-        if !self.gate.can_ask() {
-            return Err(HEADLESS_DENIAL.to_string());
-        }
         let shown = match (tool, input.get("command").and_then(Value::as_str)) {
             ("Bash", Some(cmd)) => cmd.to_string(),
             _ => serde_json::to_string_pretty(input).unwrap_or_default(),
@@ -72,6 +69,9 @@ impl Agent {
             sandbox,
             session_rule: session_rule.clone(),
         };
+        if !self.gate.can_ask() {
+            return Err(self.gate.refusal(&question, self.policy.mode));
+        }
         self.notify(
             "permission_prompt",
             format!("cadre needs your permission to use {tool}"),

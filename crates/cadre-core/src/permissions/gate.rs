@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{ApprovalAnswer, ApprovalQuestion, Event, EventSink};
+use crate::protocol::{ApprovalAnswer, ApprovalQuestion, Event, EventSink, PermissionMode};
 
 /// Whoever answers approval questions for a front end.
 pub trait ApprovalSource: Send + Sync {
@@ -24,6 +24,13 @@ pub trait ApprovalSource: Send + Sync {
     ) -> BoxFuture<'a, ApprovalAnswer> {
         let _ = id;
         self.ask(question)
+    }
+    /// What the agent is told when `question` cannot be asked (`can_ask` is
+    /// false) under `mode`; by default [`HEADLESS_DENIAL`]. A front end whose
+    /// caller confirms calls itself (an MCP client) says what to allow instead.
+    fn refusal(&self, question: &ApprovalQuestion, mode: PermissionMode) -> String {
+        let _ = (question, mode);
+        HEADLESS_DENIAL.to_string()
     }
 }
 
@@ -67,6 +74,11 @@ impl ApprovalGate {
     /// True when someone can answer.
     pub fn can_ask(&self) -> bool {
         self.source.can_ask()
+    }
+
+    /// The denial for `question` when nobody can answer it (see [`ApprovalSource::refusal`]).
+    pub fn refusal(&self, question: &ApprovalQuestion, mode: PermissionMode) -> String {
+        self.source.refusal(question, mode)
     }
 
     /// Asks `question` once every earlier question is answered. An interrupt
