@@ -119,7 +119,7 @@ pub struct AgentArgs {
 #[derive(Debug, Clone, Args, Default)]
 pub struct ResumeArgs {
     /// Continue the session with this id (see `cadre sessions`)
-    #[arg(long, global = true, value_name = "SESSION_ID")]
+    #[arg(short = 'r', long, global = true, value_name = "SESSION_ID")]
     pub resume: Option<String>,
     /// When resuming, record calls that may have run as `unknown` without asking
     #[arg(long, global = true)]
