@@ -2,6 +2,7 @@
 //! for a run, new or resumed.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
@@ -9,6 +10,7 @@ use cadre_core::config::data_dir;
 use cadre_core::driver::{OpenError, OpenedLog, PendingResume, create_log};
 use cadre_core::model::ContentBlock;
 use cadre_core::protocol::EventSink;
+use cadre_core::session::archive::{self, ArchiveError};
 use cadre_core::session::{
     LogRecord, RecordBody, SessionError, SessionSummary, SessionTotals, list_sessions, read_log,
     remove_session, session_path, session_totals, sessions_dir, utc_datetime,
@@ -37,6 +39,23 @@ enum SessionsCommand {
         /// Print the log's records as JSON lines instead.
         #[arg(long)]
         json: bool,
+    },
+    /// Write a session to one archive file: its log, its subagents' logs, its
+    /// task rows and files, and kept worktree branches as a git bundle.
+    Export {
+        /// Session id.
+        id: String,
+        /// The archive to write (default: cadre-session-ID.tar.gz here).
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Restore a session from an archive written by `cadre sessions export`.
+    Import {
+        /// The archive.
+        file: std::path::PathBuf,
+        /// Replace a session with the same id that is already here.
+        #[arg(long)]
+        force: bool,
     },
     /// Delete a session's log and its subagent logs.
     Rm {
@@ -76,6 +95,8 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
             write_list(&mut out, &list)?;
         }
         SessionsCommand::Show { id, json } => show(&home, &id, json)?,
+        SessionsCommand::Export { id, output } => export(&home, &id, output)?,
+        SessionsCommand::Import { file, force } => import(&home, &file, force)?,
         SessionsCommand::Rm { id, yes } => {
             let path = session_path(&home, &id).map_err(session_usage)?;
             let agents = sessions_dir(&home).join(format!("{id}.agents"));
@@ -102,6 +123,102 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cadre sessions export ID [-o FILE]`.
+fn export(home: &Path, id: &str, output: Option<PathBuf>) -> Result<()> {
+    // The model keys are registered at start-up; a search service's key
+    // only when a session sets up its tools, so here too.
+    let mut names = cadre_core::secrets::secret_vars();
+    names.extend(["BRAVE_API_KEY".to_string(), "TAVILY_API_KEY".to_string()]);
+    for name in names {
+        if let Some(value) = crate::keys::var(&name) {
+            cadre_core::secrets::register(&value);
+        }
+    }
+    let here = std::env::current_dir()?;
+    let out = output.unwrap_or_else(|| here.join(format!("cadre-session-{id}.tar.gz")));
+    let exported = archive::export(home, id, &out, &here).map_err(archive_usage)?;
+    let m = &exported.manifest;
+    for note in &m.notes {
+        eprintln!("note: {note}");
+    }
+    println!(
+        "wrote {}: session {id}, {}",
+        exported.path.display(),
+        contents(m)
+    );
+    Ok(())
+}
+
+/// What an archive holds, in a few words.
+fn contents(m: &archive::Manifest) -> String {
+    let count = |prefix: &str, suffix: &str| {
+        m.entries
+            .iter()
+            .filter(|e| e.path.starts_with(prefix) && e.path.ends_with(suffix))
+            .count()
+    };
+    let children = count(&format!("sessions/{}.agents/", m.session_id), ".jsonl");
+    let tasks = m
+        .entries
+        .iter()
+        .filter_map(|e| e.path.strip_prefix("tasks/"))
+        .filter_map(|rest| rest.split('/').next())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let mut text = format!("{children} subagent log(s), {tasks} task folder(s)");
+    if !m.branches.is_empty() {
+        let names: Vec<String> = m.branches.iter().map(|b| format!("cadre/{b}")).collect();
+        text.push_str(&format!(", branches {}", names.join(", ")));
+    }
+    text
+}
+
+/// `cadre sessions import FILE [--force]`.
+fn import(home: &Path, file: &Path, force: bool) -> Result<()> {
+    let here = std::env::current_dir()?;
+    let imported = archive::import(home, file, &here, force).map_err(archive_usage)?;
+    let m = &imported.manifest;
+    let id = &m.session_id;
+    println!(
+        "imported session {id} (exported by cadre {} from {}): {}",
+        m.cadre_version,
+        if m.cwd.is_empty() { "?" } else { &m.cwd },
+        contents(m)
+    );
+    if !imported.branches_fetched.is_empty() {
+        println!(
+            "fetched branches {} into the repository here",
+            imported.branches_fetched.join(", ")
+        );
+    }
+    if let Some((path, why)) = &imported.bundle_kept {
+        eprintln!(
+            "note: the worktree branches were not fetched ({why}); the bundle is kept at {} — in the repository, run: git fetch {} 'refs/heads/cadre/*:refs/heads/cadre/*'",
+            path.display(),
+            path.display()
+        );
+    }
+    if !imported.tasks_lost.is_empty() {
+        eprintln!(
+            "note: {} task(s) were still active when exported and are recorded as lost: {}",
+            imported.tasks_lost.len(),
+            imported.tasks_lost.join(", ")
+        );
+    }
+    println!("continue it with: cadre --resume {id}");
+    Ok(())
+}
+
+fn archive_usage(e: ArchiveError) -> anyhow::Error {
+    match e {
+        ArchiveError::Session(e) => session_usage(e),
+        ArchiveError::Exists(_) | ArchiveError::OutputExists(_) | ArchiveError::Refused { .. } => {
+            UsageError(e.to_string()).into()
+        }
+        other => other.into(),
+    }
 }
 
 /// Writes sessions one a line: id, start time, tokens, cost (when known),

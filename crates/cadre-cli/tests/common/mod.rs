@@ -182,6 +182,26 @@ impl Harness {
         cmd
     }
 
+    /// Runs `cadre <args>` against the mock like [`Harness::cadre_env`], but
+    /// as on another machine: in `project`, with `home` as `HOME` and its
+    /// `cadre/` as the data directory (see [`Elsewhere`]).
+    pub async fn cadre_at(
+        &self,
+        project: &Path,
+        home: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Output {
+        self.command(args, env)
+            .current_dir(project)
+            .env("HOME", home)
+            .env("CADRE_HOME", home.join("cadre"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .expect("cadre runs")
+    }
+
     /// The requests the mock received, in arrival order, each checked for tool pairing.
     pub fn records(&self) -> Vec<Record> {
         let mut r = self.mock.records();
@@ -575,4 +595,31 @@ pub fn mcp_fixture() -> PathBuf {
             path
         })
         .clone()
+}
+
+/// Another machine's folders for [`Harness::cadre_at`]: a project and a home
+/// (its data directory `cadre/` inside, outside the temp dirs like the harness's own).
+pub struct Elsewhere {
+    pub project: TempDir,
+    pub home: TempDir,
+}
+
+impl Elsewhere {
+    pub fn new() -> Elsewhere {
+        Elsewhere {
+            project: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir_in(non_temp_base()).unwrap(),
+        }
+    }
+
+    /// The data directory runs there use.
+    pub fn data_dir(&self) -> PathBuf {
+        self.home.path().join("cadre")
+    }
+
+    /// Runs `cadre <args>` there against `h`'s mock.
+    pub async fn cadre(&self, h: &Harness, args: &[&str]) -> Output {
+        h.cadre_at(self.project.path(), self.home.path(), args, &[])
+            .await
+    }
 }

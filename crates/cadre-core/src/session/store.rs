@@ -312,6 +312,8 @@ pub fn remove_session(home: &Path, id: &str) -> Result<usize, SessionError> {
         source,
     })?;
     let _ = std::fs::remove_file(super::recovery_path(&path));
+    // An imported session's branches that could not be fetched.
+    let _ = std::fs::remove_file(sessions_dir(home).join(format!("{id}.branches.bundle")));
     let _ = std::fs::remove_file(super::lock_path(&super::locks_dir(home), id));
     Ok(children)
 }

@@ -38,7 +38,7 @@ pub fn check_transition(from: TaskStatus, to: TaskStatus) -> Result<(), TaskErro
 }
 
 /// One row of the task table.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TaskRow {
     /// `t-` and 12 hex digits.
     pub id: String,

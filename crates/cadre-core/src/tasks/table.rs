@@ -453,6 +453,62 @@ impl TaskDb {
         Ok(())
     }
 
+    /// Adds `rows` as they are (ids, statuses and times kept), in one write
+    /// transaction: all of them or none. A row whose id is taken is refused
+    /// unless `replace` and the row there is of the same session.
+    fn import_rows(&mut self, rows: Vec<TaskRow>, replace: bool) -> Result<(), TaskError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut existing = tx.prepare("SELECT session_id FROM tasks WHERE id = ?1")?;
+            let mut insert = tx.prepare(&format!(
+                "INSERT OR REPLACE INTO tasks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
+                 ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+            ))?;
+            for row in &rows {
+                let taken: Option<String> =
+                    existing.query_row([&row.id], |r| r.get(0)).optional()?;
+                if let Some(session) = taken
+                    && !(replace && session == row.session_id)
+                {
+                    return Err(TaskError::Schema(format!(
+                        "task {} already exists here (of session {session})",
+                        row.id
+                    )));
+                }
+                insert.execute(params![
+                    row.id,
+                    row.kind.as_str(),
+                    row.session_id,
+                    row.parent_agent,
+                    row.description,
+                    row.agent_type,
+                    row.name,
+                    row.status.as_str(),
+                    row.background,
+                    to_sql(row.created_ms),
+                    row.started_ms.map(to_sql),
+                    row.ended_ms.map(to_sql),
+                    row.output_path.to_string_lossy(),
+                    row.result_summary,
+                    row.error,
+                    i64::from(row.owner_pid),
+                    to_sql(row.tool_calls),
+                    to_sql(row.tokens),
+                    row.last_activity_ms.map(to_sql),
+                    row.notified,
+                    row.owner_start.map(to_sql),
+                    row.owner_boot,
+                    row.pgid.map(i64::from),
+                    row.pgid_start.map(to_sql),
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// A new task's directory `tasks/<id>/` (0700, under a fresh id) with an
     /// empty `output.log` (0600), whose path is returned.
     fn new_output_log(&self) -> Result<PathBuf, TaskError> {
@@ -958,6 +1014,14 @@ impl TaskTable {
         });
     }
 
+    /// Adds rows brought from another data directory (`cadre sessions
+    /// import`) as they are, all or none; see the thread's side for when a
+    /// taken id is refused.
+    pub async fn import_rows(&self, rows: Vec<TaskRow>, replace: bool) -> Result<(), TaskError> {
+        self.call(move |db| db.import_rows(rows, replace).map_err(|e| db.named(e)))
+            .await
+    }
+
     /// Records progress (tool calls, tokens so far) and the time of it.
     pub async fn progress(&self, id: &str, tool_calls: u64, tokens: u64) -> Result<(), TaskError> {
         let id = id.to_string();
@@ -1075,6 +1139,11 @@ impl BlockingTaskTable {
     /// See [`TaskTable::append_output`].
     pub fn append_output(&self, id: &str, text: &str) -> Result<(), TaskError> {
         wait(self.0.append_output(id, text))
+    }
+
+    /// See [`TaskTable::import_rows`].
+    pub fn import_rows(&self, rows: Vec<TaskRow>, replace: bool) -> Result<(), TaskError> {
+        wait(self.0.import_rows(rows, replace))
     }
 
     /// See [`TaskTable::progress`].

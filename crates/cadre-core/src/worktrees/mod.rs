@@ -254,6 +254,55 @@ impl Repository {
         })
     }
 
+    /// Whether the cadre worktree `name` still has its branch `cadre/<name>`.
+    pub fn has_branch(&self, name: &str) -> bool {
+        check_name(name).is_ok()
+            && git(
+                &self.top,
+                [
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    format!("refs/heads/{BRANCH_PREFIX}{name}^{{commit}}").as_str(),
+                ],
+            )
+            .is_ok()
+    }
+
+    /// Writes the branches of the cadre worktrees `names` (whole history,
+    /// so a repository without the base commits can take them) to the
+    /// bundle file `out`.
+    pub fn bundle_branches(&self, names: &[String], out: &Path) -> Result<(), WorktreeError> {
+        let mut args: Vec<std::ffi::OsString> = vec!["bundle".into(), "create".into()];
+        args.push(out.as_os_str().into());
+        for name in names {
+            check_name(name)?;
+            args.push(format!("refs/heads/{BRANCH_PREFIX}{name}").into());
+        }
+        git(&self.top, &args).map(|_| ())
+    }
+
+    /// Fetches the cadre worktree branches `names` from the bundle file
+    /// `bundle` into the same branch names here. A branch that exists here
+    /// is updated only when that is a fast-forward; nothing else (no tag,
+    /// no other ref) is taken from the bundle.
+    pub fn fetch_bundle(&self, bundle: &Path, names: &[String]) -> Result<(), WorktreeError> {
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "fetch".into(),
+            "--no-tags".into(),
+            "--no-write-fetch-head".into(),
+            "--quiet".into(),
+        ];
+        args.push(bundle.as_os_str().into());
+        for name in names {
+            check_name(name)?;
+            args.push(
+                format!("refs/heads/{BRANCH_PREFIX}{name}:refs/heads/{BRANCH_PREFIX}{name}").into(),
+            );
+        }
+        with_repository_lock(|| git(&self.top, &args).map(|_| ()))
+    }
+
     /// The cadre worktrees of this repository (those under `.cadre/worktrees/`).
     pub fn list(&self) -> Result<Vec<Listed>, WorktreeError> {
         let text = git(&self.top, ["worktree", "list", "--porcelain"])?;
