@@ -584,3 +584,46 @@ rules:
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn sigterm_exits_143_and_leaves_the_session_resumable() {
+    let script = r#"
+rules:
+  - name: slow
+    when: { model: "mock-model" }
+    replies:
+      - latency_ms: 20000
+        text: "too late"
+  - replies:
+      - text: "picked up again"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let id = "0190c3d4-e5f6-7a00-8b12-3456789abcde";
+    let child = h
+        .command(&["-p", "take long", "--session-id", id], &[])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = h.data_dir().join(format!("sessions/{id}.jsonl"));
+    common::wait_until("the prompt is logged", || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("take long"))
+    })
+    .await;
+    // The request is on its way (the reply takes 20 s).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let pid = child.id().unwrap() as i32;
+    // SAFETY: signalling the cadre process this test started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    // (Another model: the first one's replies are the slow ones.)
+    let out = h
+        .cadre(&["-p", "-r", id, "go on", "--model", "fresh-model"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "picked up again");
+    let body = h.records().last().unwrap().body.clone();
+    assert!(user_texts(&body).contains("take long"), "{body}");
+}
