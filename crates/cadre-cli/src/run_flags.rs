@@ -142,32 +142,7 @@ fn read_text(
 /// Splits Claude Code's rule lists: rules are separated by commas or spaces
 /// outside parentheses (`"Bash(git diff *) Edit,Read"` is three rules).
 pub fn split_rules(text: &str) -> Vec<String> {
-    let mut rules = Vec::new();
-    let mut current = String::new();
-    let mut depth = 0usize;
-    for c in text.chars() {
-        match c {
-            '(' => {
-                depth += 1;
-                current.push(c);
-            }
-            ')' => {
-                depth = depth.saturating_sub(1);
-                current.push(c);
-            }
-            ',' | ' ' | '\t' | '\n' if depth == 0 => {
-                if !current.trim().is_empty() {
-                    rules.push(current.trim().to_string());
-                }
-                current.clear();
-            }
-            _ => current.push(c),
-        }
-    }
-    if !current.trim().is_empty() {
-        rules.push(current.trim().to_string());
-    }
-    rules
+    cadre_core::tool_names::split_tool_list(text)
 }
 
 #[cfg(test)]

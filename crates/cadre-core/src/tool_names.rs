@@ -37,6 +37,40 @@ pub fn canonical_tool_name(name: &str) -> &str {
         .map_or(name, |(_, canonical)| canonical)
 }
 
+/// Splits `text` at `,` and whitespace outside parentheses, so that
+/// `Agent(Explore, Plan)` or `Bash(git diff:*)` stay whole. Entries are
+/// trimmed; empty ones are dropped.
+pub fn split_tool_list(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                current.push(c);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                current.push(c);
+            }
+            c if depth == 0 && (c == ',' || c.is_whitespace()) => {
+                let entry = current.trim();
+                if !entry.is_empty() {
+                    out.push(entry.to_string());
+                }
+                current.clear();
+            }
+            c => current.push(c),
+        }
+    }
+    let entry = current.trim();
+    if !entry.is_empty() {
+        out.push(entry.to_string());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

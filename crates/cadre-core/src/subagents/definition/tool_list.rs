@@ -23,40 +23,6 @@ pub fn normalize_tool_name(name: &str) -> String {
     format!("{mapped}{rest}")
 }
 
-/// Splits `text` at `,` and whitespace outside parentheses, so that
-/// `Agent(Explore, Plan)` or `Bash(git diff:*)` stay whole. Entries are
-/// trimmed; empty ones are dropped.
-fn split_list_string(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut depth = 0usize;
-    for c in text.chars() {
-        match c {
-            '(' => {
-                depth += 1;
-                current.push(c);
-            }
-            ')' => {
-                depth = depth.saturating_sub(1);
-                current.push(c);
-            }
-            c if depth == 0 && (c == ',' || c.is_whitespace()) => {
-                let entry = current.trim();
-                if !entry.is_empty() {
-                    out.push(entry.to_string());
-                }
-                current.clear();
-            }
-            c => current.push(c),
-        }
-    }
-    let entry = current.trim();
-    if !entry.is_empty() {
-        out.push(entry.to_string());
-    }
-    out
-}
-
 /// A list field as written: a YAML/JSON list, or one string separated by
 /// commas and/or spaces. Returns the entries (trimmed, empty ones dropped)
 /// and complaints about entries that are clearly not names.
@@ -64,7 +30,7 @@ pub(super) fn split_list(value: &Value) -> (Vec<String>, Vec<String>) {
     let mut entries = Vec::new();
     let mut problems = Vec::new();
     match value {
-        Value::String(s) => entries = split_list_string(s),
+        Value::String(s) => entries = crate::tool_names::split_tool_list(s),
         Value::Array(items) => {
             for item in items {
                 match item {
