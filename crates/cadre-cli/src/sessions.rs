@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+use cadre_core::archive::{self, ArchiveError};
 use cadre_core::config::data_dir;
 use cadre_core::driver::{OpenError, OpenedLog, PendingResume, create_log};
 use cadre_core::model::ContentBlock;
 use cadre_core::protocol::EventSink;
-use cadre_core::session::archive::{self, ArchiveError};
 use cadre_core::session::{
     LogRecord, RecordBody, SessionError, SessionSummary, SessionTotals, list_sessions, read_log,
     remove_session, session_path, session_totals, sessions_dir, utc_datetime,

@@ -2,6 +2,7 @@
 //! Front ends drive it through operations and read its events; it never prints.
 
 pub mod agent;
+pub mod archive;
 pub mod background;
 pub mod config;
 pub mod context;

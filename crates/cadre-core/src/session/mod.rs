@@ -2,7 +2,6 @@
 //! `--resume` possible after a crash, and the listing and removal of sessions.
 //! What goes into a record is decided here; when to write one is the agent loop's call.
 
-pub mod archive;
 mod lock;
 mod log;
 mod store;

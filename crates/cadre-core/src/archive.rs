@@ -29,11 +29,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::{
+use crate::path_segment::is_safe_segment;
+use crate::session::{
     LogRecord, RecordBody, SessionError, SessionLock, is_valid_session_id, locks_dir, now_ms,
     read_log, recovery_path, session_path, sessions_dir,
 };
-use crate::path_segment::is_safe_segment;
 use crate::tasks::{BlockingTaskTable, TaskError, TaskFilter, TaskRow, TaskStatus};
 use crate::worktrees::{Repository, WORKTREES_DIR};
 
