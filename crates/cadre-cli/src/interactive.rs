@@ -74,7 +74,7 @@ impl Owed {
 }
 
 /// The agent id of the top-level agent.
-const MAIN: &str = "main";
+use cadre_core::protocol::MAIN_AGENT as MAIN;
 
 /// True for the start of one of the main agent's turns.
 fn main_turn_started(event: &Event) -> bool {

@@ -14,6 +14,7 @@ use cadre_core::protocol::{Event, TurnStatus};
 use serde_json::{Value, json};
 
 use crate::UsageError;
+use cadre_core::protocol::MAIN_AGENT;
 
 /// Most bytes of piped stdin taken into the prompt (Claude Code's cap).
 pub const MAX_STDIN_BYTES: usize = 10 * 1024 * 1024;
@@ -185,10 +186,10 @@ impl ResultSummary {
             } => {
                 self.session_id = session_id.clone();
                 self.main_model = model.clone();
-                self.models.insert("main".into(), model.clone());
+                self.models.insert(MAIN_AGENT.into(), model.clone());
             }
             Event::ModelChanged { agent, model } => {
-                if agent == "main" {
+                if agent == MAIN_AGENT {
                     self.main_model = model.clone();
                 }
                 self.models.insert(agent.clone(), model.clone());
@@ -207,7 +208,7 @@ impl ResultSummary {
                 ..
             } => self.add(agent_id, usage, *cost_usd),
             Event::RequestStarted { agent, .. } => {
-                if agent == "main" {
+                if agent == MAIN_AGENT {
                     self.num_turns += 1;
                 }
                 self.requests_open.insert(agent.clone(), Instant::now());
@@ -221,7 +222,7 @@ impl ResultSummary {
                     self.api_ms += t.elapsed().as_millis();
                 }
                 self.add(agent, usage, *cost_usd);
-                if agent == "main" {
+                if agent == MAIN_AGENT {
                     self.main_usage.add(usage);
                 }
             }
@@ -233,7 +234,7 @@ impl ResultSummary {
                 call_id,
                 tool,
                 ..
-            } if agent == "main" => {
+            } if agent == MAIN_AGENT => {
                 self.denials.push(json!({
                     "tool_name": tool,
                     "tool_use_id": call_id,
@@ -449,7 +450,7 @@ impl StreamRenderer {
                 // Its parent is the agent above it in the tree; the reply's
                 // `Agent` calls are numbered from 1 as the batch's children are.
                 let parent = match path.len() {
-                    0 | 1 => "main".to_string(),
+                    0 | 1 => MAIN_AGENT.to_string(),
                     n => path[n - 2].agent_id.clone(),
                 };
                 if let Some(call) = self
@@ -461,7 +462,7 @@ impl StreamRenderer {
                 }
                 self.child_line(event, agent_id)
             }
-            Event::Message { agent, .. } if self.main_only && agent != "main" => Vec::new(),
+            Event::Message { agent, .. } if self.main_only && agent != MAIN_AGENT => Vec::new(),
             Event::Message {
                 agent,
                 message,
@@ -471,7 +472,7 @@ impl StreamRenderer {
             } => {
                 let mut lines = Vec::new();
                 if self.partial
-                    && agent == "main"
+                    && agent == MAIN_AGENT
                     && message.role == cadre_core::model::Role::Assistant
                 {
                     if std::mem::take(&mut self.block_open) {
@@ -486,7 +487,7 @@ impl StreamRenderer {
                     })));
                     lines.push(self.stream_event(json!({"type": "message_stop"})));
                 }
-                let parent = if agent == "main" {
+                let parent = if agent == MAIN_AGENT {
                     Value::Null
                 } else {
                     self.parent_call
@@ -535,7 +536,7 @@ impl StreamRenderer {
                 }));
                 lines
             }
-            Event::RequestStarted { agent, .. } if self.partial && agent == "main" => {
+            Event::RequestStarted { agent, .. } if self.partial && agent == MAIN_AGENT => {
                 self.block_open = false;
                 vec![self.stream_event(json!({
                     "type": "message_start",
@@ -551,7 +552,7 @@ impl StreamRenderer {
                     },
                 }))]
             }
-            Event::TextDelta { agent, text } if self.partial && agent == "main" => {
+            Event::TextDelta { agent, text } if self.partial && agent == MAIN_AGENT => {
                 let mut lines = Vec::new();
                 if !std::mem::replace(&mut self.block_open, true) {
                     lines.push(self.stream_event(json!({
@@ -656,7 +657,7 @@ impl StreamRenderer {
             )],
             Event::SubagentEnded { agent_id, .. } => self.child_line(event, agent_id),
             Event::ModelChanged { agent, model } => {
-                if agent == "main" {
+                if agent == MAIN_AGENT {
                     self.model = model.clone();
                 }
                 self.own_event(event)
@@ -679,7 +680,7 @@ impl StreamRenderer {
                 wait_ms,
                 reason,
                 ..
-            } if agent == "main" => vec![json!({
+            } if agent == MAIN_AGENT => vec![json!({
                 "type": "system",
                 "subtype": "api_retry",
                 "attempt": attempt,

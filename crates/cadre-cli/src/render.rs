@@ -10,7 +10,7 @@ use std::io::Write;
 
 use cadre_core::agent::{Event, TurnStatus};
 use cadre_core::context::Cost;
-use cadre_core::protocol::{ChildTag, CompactTrigger, child_place};
+use cadre_core::protocol::{ChildTag, CompactTrigger, HookDecision, child_place};
 use cadre_tui::children::format_tokens;
 use cadre_tui::sanitize::visible_controls;
 
@@ -41,7 +41,7 @@ struct ContextShown {
 }
 
 /// The agent id of the top-level agent.
-const MAIN: &str = "main";
+use cadre_core::protocol::MAIN_AGENT as MAIN;
 
 impl HumanRenderer {
     /// For `exec`: the final answer is printed separately, so only progress here.
@@ -221,7 +221,7 @@ impl HumanRenderer {
                 message,
             } => {
                 if let Some(line) =
-                    crate::commands::mcp_status_line(server, status, *tools, message.as_deref())
+                    crate::commands::mcp_status_line(server, *status, *tools, message.as_deref())
                 {
                     let _ = writeln!(err, "{line}");
                 }
@@ -232,11 +232,11 @@ impl HumanRenderer {
                 decision,
                 duration_ms,
                 ..
-            } if decision != "continue" => {
+            } if *decision != HookDecision::Continue => {
                 let _ = writeln!(
                     err,
                     "{}",
-                    crate::commands::hook_line(event, command, decision, *duration_ms)
+                    crate::commands::hook_line(event, command, *decision, *duration_ms)
                 );
             }
             Event::CompactionStarted { .. } | Event::CompactionEnded { .. } => {
@@ -652,7 +652,7 @@ mod tests {
             agent_type: "Explore".into(),
             agent_id: "b2".into(),
             tool: "Grep".into(),
-            outcome: "completed".into(),
+            outcome: cadre_core::protocol::ChildCallOutcome::Completed,
             summary: summary.into(),
             path,
         };

@@ -38,6 +38,7 @@ use cadre_core::tasks::TaskTable;
 use cadre_core::tools::{AskUserQuestionTool, DEFAULT_OUTPUT_CAP, ToolContext};
 
 use crate::{AgentArgs, ModelArgs, PermissionArgs, UsageError};
+use cadre_core::protocol::MAIN_AGENT;
 
 /// Tries per request for a transient failure (429/5xx, a broken or stalled
 /// stream), first try included: five retries, like Codex's `stream_max_retries`.
@@ -1107,7 +1108,7 @@ impl Runtime {
             .with_skills(self.skills.clone()),
         );
         Ok(Agent::new(AgentSetup {
-            id: "main".into(),
+            id: MAIN_AGENT.into(),
             label: None,
             client: self.client.clone(),
             tools,

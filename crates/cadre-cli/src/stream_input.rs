@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::print::{ResultSummary, StreamRenderer};
+use cadre_core::protocol::MAIN_AGENT;
 
 /// Most bytes of one input line.
 const MAX_LINE_BYTES: usize = 10 * 1024 * 1024;
@@ -209,7 +210,7 @@ impl StreamInput {
         else {
             return Vec::new();
         };
-        if agent != "main" {
+        if agent != MAIN_AGENT {
             return Vec::new();
         }
         self.ended += 1;

@@ -174,7 +174,7 @@ fn main() {
                         agent_type: "Explore".into(),
                         agent_id: format!("child{c}"),
                         tool: "Grep".into(),
-                        outcome: "completed".into(),
+                        outcome: cadre_core::protocol::ChildCallOutcome::Completed,
                         summary: String::new(),
                         path: Vec::new(),
                     },

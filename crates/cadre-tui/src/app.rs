@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use cadre_core::protocol::{
-    ApprovalAnswer, ApprovalQuestion, CompactTrigger, Event, Op, PermissionMode, TurnStatus,
+    ApprovalAnswer, ApprovalQuestion, CompactTrigger, Event, HookDecision, McpStatus, Op,
+    PermissionMode, TurnStatus,
 };
 use cadre_core::tools::ask_user::AskedQuestion;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -22,7 +23,7 @@ use crate::prompt::Prompt;
 use crate::transcript::{CallOutcome, Level, Transcript};
 
 /// The agent id of the top-level agent.
-pub const MAIN: &str = "main";
+pub use cadre_core::protocol::MAIN_AGENT as MAIN;
 
 /// Rows one notch of the mouse wheel scrolls.
 pub const WHEEL_ROWS: usize = 3;
@@ -577,13 +578,13 @@ impl App {
                 tools,
                 message,
             } => {
-                let level = if status == "failed" {
+                let level = if *status == McpStatus::Failed {
                     Level::Warning
                 } else {
                     Level::Info
                 };
                 if let Some(line) =
-                    crate::commands::mcp_status_line(server, status, *tools, message.as_deref())
+                    crate::commands::mcp_status_line(server, *status, *tools, message.as_deref())
                 {
                     self.transcript.notice(level, line);
                 }
@@ -595,7 +596,7 @@ impl App {
                 decision,
                 duration_ms,
                 ..
-            } if decision != "continue" => {
+            } if *decision != HookDecision::Continue => {
                 let level = if matches!(decision.as_str(), "error" | "timeout") {
                     Level::Warning
                 } else {
@@ -603,7 +604,7 @@ impl App {
                 };
                 self.transcript.notice(
                     level,
-                    crate::commands::hook_line(event, command, decision, *duration_ms),
+                    crate::commands::hook_line(event, command, *decision, *duration_ms),
                 );
             }
             _ => {}

@@ -2,6 +2,8 @@
 //! (the binary's line front end uses this parser too). Commands are answered
 //! by the front end and never reach the model; an unknown one says so.
 
+use cadre_core::protocol::{HookDecision, McpStatus};
+
 /// What a typed line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
@@ -204,13 +206,13 @@ pub fn menu_help(menu: &[cadre_core::protocol::CommandEntry]) -> String {
 /// still starting: `MCP server github: ready (26 tools)`.
 pub fn mcp_status_line(
     server: &str,
-    status: &str,
+    status: McpStatus,
     tools: Option<usize>,
     message: Option<&str>,
 ) -> Option<String> {
     match status {
-        "starting" => None,
-        "ready" => {
+        McpStatus::Starting => None,
+        McpStatus::Ready => {
             let n = tools.unwrap_or(0);
             Some(format!(
                 "MCP server {server}: ready ({n} tool{})",
@@ -226,7 +228,7 @@ pub fn mcp_status_line(
 
 /// How a hook run that decided something is shown, in both front ends:
 /// `hook PreToolUse · ./guard.sh → deny (12 ms)`.
-pub fn hook_line(event: &str, command: &str, decision: &str, duration_ms: u64) -> String {
+pub fn hook_line(event: &str, command: &str, decision: HookDecision, duration_ms: u64) -> String {
     let mut shown: String = command.chars().take(60).collect();
     if command.chars().count() > 60 {
         shown.push('…');

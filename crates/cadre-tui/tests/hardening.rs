@@ -61,7 +61,7 @@ fn progress(id: &str) -> Event {
         agent_type: "Explore".into(),
         agent_id: id.into(),
         tool: "Read".into(),
-        outcome: "completed".into(),
+        outcome: cadre_core::protocol::ChildCallOutcome::Completed,
         summary: "a.txt".into(),
         path: vec![tag(1, 1, id)],
     }

@@ -400,7 +400,7 @@ fn a_nested_child_hangs_under_its_parent_and_rows_show_the_calls_argument() {
             agent_type: "leaf".into(),
             agent_id: "c1".into(),
             tool: "Grep".into(),
-            outcome: "completed".into(),
+            outcome: cadre_core::protocol::ChildCallOutcome::Completed,
             summary: "\"parse_config\" in src".into(),
             path: vec![tag("p1", "scout"), tag("c1", "leaf")],
         },

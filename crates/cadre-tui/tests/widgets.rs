@@ -53,7 +53,7 @@ fn progress(id: &str, tool: &str) -> Event {
         agent_type: "Explore".into(),
         agent_id: id.into(),
         tool: tool.into(),
-        outcome: "completed".into(),
+        outcome: cadre_core::protocol::ChildCallOutcome::Completed,
         summary: String::new(),
         path: Vec::new(),
     }

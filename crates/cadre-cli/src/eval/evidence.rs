@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use cadre_core::protocol::{ChildStatus, Event, TurnStatus};
+use cadre_core::protocol::MAIN_AGENT;
+use cadre_core::protocol::{ChildCallOutcome, ChildStatus, Event, TurnStatus};
 use cadre_core::tasks::{TaskFilter, TaskRow, TaskTable};
 use cadre_mock::Record;
 use serde::{Deserialize, Serialize};
@@ -28,7 +29,7 @@ pub enum Who {
 
 impl Who {
     fn of(agent: &str, types: &HashMap<String, String>) -> Who {
-        if agent == "main" {
+        if agent == MAIN_AGENT {
             Who::Parent
         } else {
             Who::Child {
@@ -77,13 +78,12 @@ impl CallOutcome {
         }
     }
 
-    /// The outcome named in a `subagent_progress` event.
-    fn parse(word: &str) -> Option<CallOutcome> {
-        match word {
-            "completed" => Some(CallOutcome::Completed),
-            "failed" => Some(CallOutcome::Failed),
-            "denied" => Some(CallOutcome::Denied),
-            _ => None,
+    /// The outcome of a `subagent_progress` event.
+    fn of_progress(outcome: ChildCallOutcome) -> CallOutcome {
+        match outcome {
+            ChildCallOutcome::Completed => CallOutcome::Completed,
+            ChildCallOutcome::Failed => CallOutcome::Failed,
+            ChildCallOutcome::Denied => CallOutcome::Denied,
         }
     }
 
@@ -408,7 +408,7 @@ impl Evidence {
             out.push(Call {
                 who: self.child(agent_id),
                 tool: tool.clone(),
-                outcome: CallOutcome::parse(outcome),
+                outcome: Some(CallOutcome::of_progress(*outcome)),
             });
         }
         for log in &self.child_logs {
@@ -487,7 +487,7 @@ impl Evidence {
                 outcome,
                 ..
             } = e
-                && CallOutcome::parse(outcome) == Some(CallOutcome::Denied)
+                && *outcome == ChildCallOutcome::Denied
                 && !self.child_logs.iter().any(|l| l.agent_id == *agent_id)
             {
                 out.push(Denial {
@@ -546,7 +546,7 @@ impl Evidence {
                 error,
                 requests,
                 ..
-            } if agent == "main" => {
+            } if agent == MAIN_AGENT => {
                 Some((*status, final_text.as_str(), error.as_deref(), *requests))
             }
             _ => None,
@@ -617,7 +617,7 @@ impl Evidence {
         self.events
             .iter()
             .map(|e| match e {
-                Event::Usage { agent, usage, .. } if agent == "main" => usage.total(),
+                Event::Usage { agent, usage, .. } if agent == MAIN_AGENT => usage.total(),
                 Event::SubagentEnded { usage, .. } => usage.total(),
                 _ => 0,
             })
@@ -789,7 +789,7 @@ mod tests {
                 agent_type: "Explore".into(),
                 agent_id: "a1".into(),
                 tool: "Edit".into(),
-                outcome: "denied".into(),
+                outcome: ChildCallOutcome::Denied,
                 summary: String::new(),
                 path: Vec::new(),
             },

@@ -47,7 +47,7 @@ use crate::protocol::{ApprovalQuestion, Event, EventSink, Op, TurnStatus};
 use crate::tasks::{TaskError, TaskFilter, TaskRow, TaskTable};
 
 /// The main agent's id: the owner of the tasks the session stops and announces.
-const MAIN: &str = "main";
+use crate::protocol::MAIN_AGENT as MAIN;
 
 /// Waits between tries to deliver task notices when the model service fails:
 /// quick retries, then a cool-down from 60 s doubling to 300 s.

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::run::HookRun;
 use super::{HookEvent, cap_chars};
+use crate::protocol::HookDecision;
 
 /// Lines of a failing hook's stderr quoted in its message.
 const STDERR_LINES: usize = 5;
@@ -62,30 +63,30 @@ impl HookOutcome {
     /// How one run is summarised for a `hook_ended` event: "allow", "deny",
     /// "ask", "block", "stop" (`continue: false`), "continue" (no decision),
     /// "error" or "timeout".
-    pub fn decision_of(event: HookEvent, run: &HookRun) -> &'static str {
+    pub fn decision_of(event: HookEvent, run: &HookRun) -> HookDecision {
         if run.timed_out {
-            return "timeout";
+            return HookDecision::Timeout;
         }
         if run.start_error.is_some() || run.cancelled {
-            return "error";
+            return HookDecision::Error;
         }
         let outcome = HookOutcome::from_runs(event, std::slice::from_ref(run));
         if outcome.stop.is_some() {
-            return "stop";
+            return HookDecision::Stop;
         }
         match outcome.permission {
-            Some((PermissionVerdict::Deny, _)) => return "deny",
-            Some((PermissionVerdict::Ask, _)) => return "ask",
-            Some((PermissionVerdict::Allow, _)) => return "allow",
+            Some((PermissionVerdict::Deny, _)) => return HookDecision::Deny,
+            Some((PermissionVerdict::Ask, _)) => return HookDecision::Ask,
+            Some((PermissionVerdict::Allow, _)) => return HookDecision::Allow,
             None => {}
         }
         if outcome.block.is_some() {
-            return "block";
+            return HookDecision::Block;
         }
         if run.exit_code != Some(0) || parse_stdout(run).is_err() {
-            return "error";
+            return HookDecision::Error;
         }
-        "continue"
+        HookDecision::Continue
     }
 
     /// Adds one run's effect; block reasons go to `blocks`.
@@ -336,7 +337,7 @@ mod tests {
         );
         assert_eq!(
             HookOutcome::decision_of(HookEvent::PreToolUse, &runs[0]),
-            "deny"
+            HookDecision::Deny
         );
 
         let o = HookOutcome::from_runs(HookEvent::Stop, &[ran("guard", 2, "", "")]);
@@ -344,7 +345,7 @@ mod tests {
         assert_eq!(o.permission, None);
         assert_eq!(
             HookOutcome::decision_of(HookEvent::Stop, &ran("g", 2, "", "")),
-            "block"
+            HookDecision::Block
         );
 
         // Events that cannot block only show it.
@@ -377,7 +378,7 @@ mod tests {
         );
         assert_eq!(
             HookOutcome::decision_of(HookEvent::PostToolUse, &run),
-            "error"
+            HookDecision::Error
         );
 
         let timed_out = HookRun {
@@ -407,15 +408,15 @@ mod tests {
         assert!(o.messages[2].starts_with("hook `j` printed invalid JSON: "));
         assert_eq!(
             HookOutcome::decision_of(HookEvent::PreToolUse, &timed_out),
-            "timeout"
+            HookDecision::Timeout
         );
         assert_eq!(
             HookOutcome::decision_of(HookEvent::PreToolUse, &failed),
-            "error"
+            HookDecision::Error
         );
         assert_eq!(
             HookOutcome::decision_of(HookEvent::PreToolUse, &bad_json),
-            "error"
+            HookDecision::Error
         );
     }
 
@@ -447,10 +448,13 @@ mod tests {
         let o = HookOutcome::from_runs(event, std::slice::from_ref(&defer));
         assert_eq!(o.permission, None);
 
-        assert_eq!(HookOutcome::decision_of(event, &allow), "allow");
-        assert_eq!(HookOutcome::decision_of(event, &ask), "ask");
-        assert_eq!(HookOutcome::decision_of(event, &deny), "deny");
-        assert_eq!(HookOutcome::decision_of(event, &defer), "continue");
+        assert_eq!(HookOutcome::decision_of(event, &allow), HookDecision::Allow);
+        assert_eq!(HookOutcome::decision_of(event, &ask), HookDecision::Ask);
+        assert_eq!(HookOutcome::decision_of(event, &deny), HookDecision::Deny);
+        assert_eq!(
+            HookOutcome::decision_of(event, &defer),
+            HookDecision::Continue
+        );
 
         // The deprecated top-level decision.
         let old = ran("e", 0, r#"{"decision": "approve", "reason": "fine"}"#, "");
@@ -517,7 +521,10 @@ mod tests {
                 };
             assert_eq!(o.additional_context, expected, "{event}");
             assert!(o.messages.is_empty());
-            assert_eq!(HookOutcome::decision_of(event, &run), "continue");
+            assert_eq!(
+                HookOutcome::decision_of(event, &run),
+                HookDecision::Continue
+            );
         }
         // Not for failed hooks.
         let o = HookOutcome::from_runs(HookEvent::SessionStart, &[ran("a", 1, "ctx", "")]);
@@ -534,7 +541,7 @@ mod tests {
         assert_eq!(o.messages, ["heads up"]);
         assert_eq!(
             HookOutcome::decision_of(HookEvent::PostToolUse, &run),
-            "stop"
+            HookDecision::Stop
         );
         let o = HookOutcome::from_runs(
             HookEvent::Stop,

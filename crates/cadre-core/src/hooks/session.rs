@@ -171,7 +171,7 @@ impl AgentHooks {
                 agent: at.agent.to_string(),
                 event: event.name().to_string(),
                 command: run.command.clone(),
-                decision: HookOutcome::decision_of(event, run).to_string(),
+                decision: HookOutcome::decision_of(event, run),
                 exit_code: run.exit_code,
                 duration_ms: run.duration.as_millis() as u64,
             });

@@ -11,7 +11,7 @@ use super::config::{McpConfig, ServerConfig};
 use super::prompts::{command_name, map_arguments};
 use super::resources::{ListMcpResourcesTool, ReadMcpResourceTool, ResourceInfo};
 use super::server::{McpServer, McpTimeouts, ServerState};
-use crate::protocol::{Event, EventSink};
+use crate::protocol::{Event, EventSink, McpStatus};
 use crate::tools::{DEFAULT_OUTPUT_CAP, Tool, cap_output};
 
 /// An MCP server's prompt, offered as a command.
@@ -117,7 +117,7 @@ impl McpHub {
             let pending = self.pending.clone();
             events.emit(Event::McpServerStatus {
                 server: server.name().to_string(),
-                status: "starting".into(),
+                status: McpStatus::Starting,
                 tools: None,
                 message: None,
             });
@@ -127,12 +127,12 @@ impl McpHub {
                 let _done = PendingGuard(pending);
                 let result = server.start().await;
                 let (status, tools, message) = match result {
-                    Ok(n) => ("ready", Some(n), None),
-                    Err(e) => ("failed", None, Some(e)),
+                    Ok(n) => (McpStatus::Ready, Some(n), None),
+                    Err(e) => (McpStatus::Failed, None, Some(e)),
                 };
                 events.emit(Event::McpServerStatus {
                     server: server.name().to_string(),
-                    status: status.into(),
+                    status,
                     tools,
                     message,
                 });

@@ -6,8 +6,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    ApprovalAnswer, ApprovalQuestion, ChildStatus, ChildTag, CompactTrigger, PermissionMode,
-    TaskKind, TaskStatus, TurnStatus,
+    ApprovalAnswer, ApprovalQuestion, ChildCallOutcome, ChildStatus, ChildTag, CompactTrigger,
+    HookDecision, McpStatus, PermissionMode, TaskKind, TaskStatus, TurnStatus,
 };
 use crate::model::Usage;
 
@@ -287,8 +287,8 @@ pub enum Event {
         agent_id: String,
         /// Tool.
         tool: String,
-        /// `completed`, `failed` or `denied`.
-        outcome: String,
+        /// How the call ended.
+        outcome: ChildCallOutcome,
         /// One-line argument summary of the call (`"parse_config" in src/`).
         #[serde(default)]
         summary: String,
@@ -418,9 +418,8 @@ pub enum Event {
         event: String,
         /// The command.
         command: String,
-        /// What it decided: allow, deny, ask, block, stop, continue (none),
-        /// error or timeout.
-        decision: String,
+        /// What it decided.
+        decision: HookDecision,
         /// Its exit code (none when it did not start, timed out or was killed).
         exit_code: Option<i32>,
         /// How long it ran.
@@ -431,8 +430,8 @@ pub enum Event {
     McpServerStatus {
         /// The server's name.
         server: String,
-        /// `starting`, `ready`, `failed` or `closed`.
-        status: String,
+        /// Where its connection stands.
+        status: McpStatus,
         /// Tools it offers (when ready).
         tools: Option<usize>,
         /// Why it failed, or what else the user should know.
@@ -550,13 +549,12 @@ impl EventSink {
                 agent_id: tag.agent_id.clone(),
                 tool,
                 outcome: if outcome.starts_with("error: denied") {
-                    "denied"
+                    ChildCallOutcome::Denied
                 } else if is_error {
-                    "failed"
+                    ChildCallOutcome::Failed
                 } else {
-                    "completed"
-                }
-                .to_string(),
+                    ChildCallOutcome::Completed
+                },
                 summary,
                 path: self.lineage.as_ref().clone(),
             },

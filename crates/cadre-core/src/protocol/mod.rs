@@ -16,4 +16,10 @@ pub use command::CommandEntry;
 pub use event::{Event, EventSink, child_place};
 pub use mode::{PermissionMode, RuleKind};
 pub use op::Op;
-pub use status::{ChildStatus, ChildTag, CompactTrigger, TaskKind, TaskStatus, TurnStatus};
+
+/// The agent id of a session's top-level agent; every child has its own id.
+pub const MAIN_AGENT: &str = "main";
+pub use status::{
+    ChildCallOutcome, ChildStatus, ChildTag, CompactTrigger, HookDecision, McpStatus, TaskKind,
+    TaskStatus, TurnStatus,
+};

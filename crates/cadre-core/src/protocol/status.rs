@@ -182,3 +182,108 @@ impl fmt::Display for TaskKind {
         f.write_str(self.as_str())
     }
 }
+
+/// What a hook run decided (`hook_ended`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookDecision {
+    /// It allowed the call.
+    Allow,
+    /// It denied the call.
+    Deny,
+    /// It asked for the user's answer.
+    Ask,
+    /// It blocked what its event was about.
+    Block,
+    /// It stopped the agent.
+    Stop,
+    /// It decided nothing: things go on.
+    Continue,
+    /// It failed to start, failed, or its output could not be read.
+    Error,
+    /// It ran past its timeout.
+    Timeout,
+}
+
+impl HookDecision {
+    /// The name used in events and on screen.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookDecision::Allow => "allow",
+            HookDecision::Deny => "deny",
+            HookDecision::Ask => "ask",
+            HookDecision::Block => "block",
+            HookDecision::Stop => "stop",
+            HookDecision::Continue => "continue",
+            HookDecision::Error => "error",
+            HookDecision::Timeout => "timeout",
+        }
+    }
+}
+
+impl fmt::Display for HookDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an MCP server's connection stands (`mcp_server_status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpStatus {
+    /// Connecting.
+    Starting,
+    /// Connected, its tools listed.
+    Ready,
+    /// It could not start.
+    Failed,
+    /// Closed by cadre.
+    Closed,
+}
+
+impl McpStatus {
+    /// The name used in events and on screen.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpStatus::Starting => "starting",
+            McpStatus::Ready => "ready",
+            McpStatus::Failed => "failed",
+            McpStatus::Closed => "closed",
+        }
+    }
+}
+
+impl fmt::Display for McpStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a child's tool call ended, as its progress line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildCallOutcome {
+    /// It ran and succeeded.
+    Completed,
+    /// It ran and failed, or its arguments were wrong.
+    Failed,
+    /// A rule, the mode or a person refused it.
+    Denied,
+}
+
+impl ChildCallOutcome {
+    /// The name used in events and on screen.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChildCallOutcome::Completed => "completed",
+            ChildCallOutcome::Failed => "failed",
+            ChildCallOutcome::Denied => "denied",
+        }
+    }
+}
+
+impl fmt::Display for ChildCallOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
