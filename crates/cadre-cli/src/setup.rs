@@ -177,6 +177,17 @@ fn env_nonempty(name: &str) -> Option<String> {
 /// Builds the runtime for the current directory.
 pub fn prepare(args: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -> Result<Runtime> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    prepare_at(cwd, args, perms, agent)
+}
+
+/// Builds the runtime for the project folder `cwd` (an editor's session
+/// names its own folder); asks nothing.
+pub fn prepare_at(
+    cwd: PathBuf,
+    args: &ModelArgs,
+    perms: &PermissionArgs,
+    agent: &AgentArgs,
+) -> Result<Runtime> {
     let home = data_dir()?;
     ensure_private_dir(&home)?;
     let mut warnings = Vec::new();
