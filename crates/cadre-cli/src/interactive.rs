@@ -58,7 +58,7 @@ impl Owed {
     /// ends, a submitted compaction ends (whether or not it succeeded).
     fn follow(&mut self, event: &Event) {
         match event {
-            Event::TurnStarted { agent } if agent == MAIN => {
+            Event::TurnStarted { agent, .. } if agent == MAIN => {
                 self.running = true;
                 self.messages = self.messages.saturating_sub(1);
             }
@@ -78,7 +78,7 @@ use cadre_core::protocol::MAIN_AGENT as MAIN;
 
 /// True for the start of one of the main agent's turns.
 fn main_turn_started(event: &Event) -> bool {
-    matches!(event, Event::TurnStarted { agent } if agent == MAIN)
+    matches!(event, Event::TurnStarted { agent, .. } if agent == MAIN)
 }
 
 /// The session running now, for the signal handlers: none between sessions.

@@ -1,6 +1,7 @@
 //! The `cadre` binary: parses arguments and hands each subcommand to its module.
 //! Exit codes: 0 success, 1 a model or I/O error, 2 bad usage.
 
+mod acp;
 mod agents;
 mod approve;
 mod commands;
@@ -232,6 +233,8 @@ impl std::error::Error for UsageError {}
 enum Command {
     /// Run one task headless: progress on stderr, the final answer on stdout.
     Exec(exec::ExecArgs),
+    /// Serve editors over the Agent Client Protocol on stdin and stdout (Zed, JetBrains, Neovim, Emacs).
+    Acp,
     /// List past sessions with their tokens and cost, show one, or remove one.
     Sessions(sessions::SessionsArgs),
     /// List, show and validate agent definitions.
@@ -296,6 +299,7 @@ fn main() -> ExitCode {
             Some(Command::Exec(args)) => {
                 exec::run(&cli.model, &cli.permissions, &cli.resume, &cli.agent, args).await
             }
+            Some(Command::Acp) => acp::run(&cli.model, &cli.permissions, &cli.agent).await,
             Some(Command::Sessions(args)) => sessions::run(args),
             Some(Command::Agents(args)) => agents::run(&cli.permissions, &cli.agent, args),
             Some(Command::Eval(args)) => eval::run(args).await,

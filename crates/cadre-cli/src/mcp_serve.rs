@@ -223,6 +223,7 @@ mod tests {
             agent: "main".into(),
             label: None,
             tool: "Bash".into(),
+            call_id: None,
             input: "echo it's".into(),
             reason: "it runs a command".into(),
             sandbox: None,

@@ -24,7 +24,7 @@ const FRAMES: usize = 300;
 fn transcript(width: u16, theme: &Theme) -> (App, usize) {
     let mut app = App::new(SessionInfo {
         model: "claude-sonnet-4-5".into(),
-        permission_mode: "default".into(),
+        permission_mode: cadre_core::protocol::PermissionMode::Default,
         cwd: "~/src/cadre".into(),
         git_branch: Some("main".into()),
         ..SessionInfo::default()
@@ -146,6 +146,7 @@ fn main() {
         app.apply(
             &Event::TurnStarted {
                 agent: "main".into(),
+                notices: false,
             },
             Instant::now(),
         );

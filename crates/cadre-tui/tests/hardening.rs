@@ -23,7 +23,7 @@ use tokio::sync::watch;
 fn app() -> App {
     App::new(SessionInfo {
         model: "claude-sonnet-4-5".into(),
-        permission_mode: "default".into(),
+        permission_mode: cadre_core::protocol::PermissionMode::Default,
         cwd: "~/src/cadre".into(),
         git_branch: Some("main".into()),
         ..SessionInfo::default()
@@ -91,6 +91,7 @@ fn ended(id: &str, status: ChildStatus) -> Event {
 fn turn_started() -> Event {
     Event::TurnStarted {
         agent: "main".into(),
+        notices: false,
     }
 }
 

@@ -33,6 +33,7 @@ fn question(id: u64, agent: &str) -> Event {
             agent: agent.into(),
             label: None,
             tool: "Bash".into(),
+            call_id: None,
             input: "ls".into(),
             reason: "r".into(),
             sandbox: None,
@@ -96,6 +97,7 @@ fn esc_interrupts_only_while_something_runs_and_ctrl_b_backgrounds_a_batch() {
     app.apply(
         &Event::TurnStarted {
             agent: "main".into(),
+            notices: false,
         },
         now,
     );
@@ -202,6 +204,7 @@ fn no_color_draws_without_colours() {
     app.apply(
         &Event::TurnStarted {
             agent: "main".into(),
+            notices: false,
         },
         now,
     );
@@ -290,7 +293,7 @@ fn up_and_down_walk_the_history_and_come_back_to_the_draft() {
 fn shift_tab_asks_for_the_next_mode_and_the_status_follows_the_session() {
     let now = Instant::now();
     let mut app = App::new(SessionInfo {
-        permission_mode: "default".into(),
+        permission_mode: cadre_core::protocol::PermissionMode::Default,
         ..SessionInfo::default()
     });
     app.key(key(KeyCode::BackTab), now);
@@ -301,7 +304,7 @@ fn shift_tab_asks_for_the_next_mode_and_the_status_follows_the_session() {
         }]
     );
     // Nothing changes until the session says so.
-    assert_eq!(app.info.permission_mode, "default");
+    assert_eq!(app.info.permission_mode, PermissionMode::Default);
     app.apply(
         &Event::ModeChanged {
             agent: "main".into(),
@@ -309,7 +312,7 @@ fn shift_tab_asks_for_the_next_mode_and_the_status_follows_the_session() {
         },
         now,
     );
-    assert_eq!(app.info.permission_mode, "acceptEdits");
+    assert_eq!(app.info.permission_mode, PermissionMode::AcceptEdits);
     app.outbox.clear();
     app.key(key(KeyCode::BackTab), now);
     assert_eq!(
@@ -427,6 +430,7 @@ fn esc_twice_on_an_empty_prompt_picks_a_message_to_go_back_to() {
         app.apply(
             &Event::TurnStarted {
                 agent: "main".into(),
+                notices: false,
             },
             now,
         );
@@ -556,6 +560,7 @@ fn esc_closes_the_popup_without_interrupting() {
     app.apply(
         &Event::TurnStarted {
             agent: "main".into(),
+            notices: false,
         },
         now,
     );

@@ -16,7 +16,7 @@ use serde_json::json;
 fn app() -> App {
     App::new(SessionInfo {
         model: "claude-sonnet-4-5".into(),
-        permission_mode: "default".into(),
+        permission_mode: cadre_core::protocol::PermissionMode::Default,
         cwd: "~/src/cadre".into(),
         git_branch: Some("main".into()),
         root: "/project".into(),

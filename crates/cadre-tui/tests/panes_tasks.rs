@@ -24,7 +24,7 @@ const NOW: u64 = 1_800_000_000_000;
 fn app() -> App {
     App::new(SessionInfo {
         model: "claude-sonnet-4-5".into(),
-        permission_mode: "default".into(),
+        permission_mode: cadre_core::protocol::PermissionMode::Default,
         cwd: "~/src/cadre".into(),
         git_branch: Some("main".into()),
         ..SessionInfo::default()

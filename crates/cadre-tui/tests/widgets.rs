@@ -17,7 +17,7 @@ use serde_json::json;
 fn app() -> App {
     App::new(SessionInfo {
         model: "claude-sonnet-4-5".into(),
-        permission_mode: "default".into(),
+        permission_mode: cadre_core::protocol::PermissionMode::Default,
         cwd: "~/src/cadre".into(),
         git_branch: Some("main".into()),
         ..SessionInfo::default()
@@ -123,6 +123,7 @@ fn subagent_panel_with_a_nested_tree() {
     app.apply(
         &Event::TurnStarted {
             agent: "main".into(),
+            notices: false,
         },
         t0,
     );
@@ -193,6 +194,7 @@ fn a_finished_batch_folds_into_one_summary_line() {
     app.apply(
         &Event::TurnStarted {
             agent: "main".into(),
+            notices: false,
         },
         t0,
     );
@@ -241,6 +243,7 @@ fn approval_dialog_for_a_child() {
     app.apply(
         &Event::TurnStarted {
             agent: "main".into(),
+            notices: false,
         },
         t0,
     );
@@ -252,6 +255,7 @@ fn approval_dialog_for_a_child() {
         agent: "a2".into(),
         label: Some("Subagent: 2/3 Explore: \"find the config parser\"".into()),
         tool: "Bash".into(),
+        call_id: None,
         input: cmd.into(),
         reason: "Bash needs approval in default mode".into(),
         sandbox: Some("sandbox: writes limited to the project; network off".into()),
@@ -323,6 +327,7 @@ fn layout_80x24() {
     app.apply(
         &Event::TurnStarted {
             agent: "main".into(),
+            notices: false,
         },
         t0,
     );
@@ -455,6 +460,7 @@ fn an_edit_question_shows_the_diff_it_would_make() {
                 agent: "main".into(),
                 label: None,
                 tool: "Edit".into(),
+                call_id: None,
                 input: serde_json::to_string_pretty(&json!({
                     "file_path": "src/config.rs",
                     "old_string": "let window = 4096;\n",
@@ -498,6 +504,7 @@ fn a_definitions_color_wins_over_the_hashed_one_in_the_panel() {
     app.apply(
         &Event::TurnStarted {
             agent: "main".into(),
+            notices: false,
         },
         t0,
     );
@@ -552,6 +559,7 @@ fn the_agents_own_question_shows_its_options_and_the_answer_typed() {
                 agent: "main".into(),
                 label: None,
                 tool: "AskUserQuestion".into(),
+                call_id: None,
                 input: serde_json::to_string(&asked).unwrap(),
                 reason: "the agent asks you".into(),
                 sandbox: None,

@@ -390,6 +390,7 @@ mod tests {
                 agent: agent.into(),
                 label: None,
                 tool: "Bash".into(),
+                call_id: None,
                 input: "ls".into(),
                 reason: String::new(),
                 sandbox: None,

@@ -777,6 +777,7 @@ mod tests {
                     agent: "a1".into(),
                     label: Some("Subagent: look".into()),
                     tool: "Edit".into(),
+                    call_id: None,
                     input: String::new(),
                     reason: String::new(),
                     sandbox: None,

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod acp;
 mod agent_memory;
 mod agents;
 mod arguments;

@@ -2,6 +2,7 @@
 //! exclusive, batch), each announced, decided, logged and run; results in
 //! the order the model asked.
 
+use super::permission::CallToPermit;
 use super::{Agent, LogFailure, summary};
 use crate::model::{ContentBlock, ToolCall};
 use crate::protocol::Event;
@@ -264,10 +265,13 @@ impl Agent {
                             crate::permissions::decided_path(&tool_name, &input, &self.ctx.cwd);
                         match self
                             .permit(
-                                &tool_name,
-                                tool.effect(),
-                                &input,
-                                decided.as_deref(),
+                                CallToPermit {
+                                    call_id: &call.id,
+                                    tool: &tool_name,
+                                    effect: tool.effect(),
+                                    input: &input,
+                                    path: decided.as_deref(),
+                                },
                                 verdict,
                                 cancel,
                             )
@@ -442,10 +446,13 @@ impl Agent {
             let decided = crate::permissions::decided_path(tool.name(), &input, &self.ctx.cwd);
             match self
                 .permit(
-                    tool.name(),
-                    tool.effect(),
-                    &input,
-                    decided.as_deref(),
+                    CallToPermit {
+                        call_id: &calls[k].id,
+                        tool: tool.name(),
+                        effect: tool.effect(),
+                        input: &input,
+                        path: decided.as_deref(),
+                    },
                     verdict,
                     cancel,
                 )

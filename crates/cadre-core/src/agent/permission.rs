@@ -10,18 +10,36 @@ use crate::tools::ToolInput;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+/// The call a permission is decided for.
+pub(super) struct CallToPermit<'a> {
+    /// Its id (a question names it).
+    pub call_id: &'a str,
+    /// The canonical tool name.
+    pub tool: &'a str,
+    /// What the tool does.
+    pub effect: crate::permissions::ToolEffect,
+    /// Its arguments, as they will run.
+    pub input: &'a ToolInput,
+    /// The path the policy decides on, when the call has one.
+    pub path: Option<&'a std::path::Path>,
+}
+
 impl Agent {
     /// Applies the permission policy, asking through the gate when it says so.
     /// `Err` holds the denial text the model sees.
     pub(super) async fn permit(
         &self,
-        tool: &str,
-        effect: crate::permissions::ToolEffect,
-        input: &ToolInput,
-        path: Option<&std::path::Path>,
+        call: CallToPermit<'_>,
         hook: PreToolVerdict,
         cancel: &CancellationToken,
     ) -> Result<(), String> {
+        let CallToPermit {
+            call_id,
+            tool,
+            effect,
+            input,
+            path,
+        } = call;
         let decision = self.policy.decide_pre_approved(
             &self.tracker,
             tool,
@@ -64,6 +82,7 @@ impl Agent {
             agent: self.id.clone(),
             label: self.label.clone(),
             tool: tool.to_string(),
+            call_id: Some(call_id.to_string()),
             input: shown,
             reason,
             sandbox,

@@ -190,6 +190,7 @@ impl Agent {
     /// turn on the waiting task notices alone.
     pub async fn run_turn(&mut self, user_text: String, cancel: CancellationToken) -> TurnOutcome {
         let mut logged = Ok(());
+        let user_text_was_empty = user_text.is_empty();
         if let Some(delegation) = &self.ctx.delegation {
             delegation.turn_started();
         }
@@ -279,6 +280,7 @@ impl Agent {
         }
         self.events.emit(Event::TurnStarted {
             agent: self.id.clone(),
+            notices: user_text_was_empty,
         });
         let mut outcome = match logged {
             // The blocked prompt was never added: nothing to send.

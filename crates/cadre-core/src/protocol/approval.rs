@@ -26,6 +26,10 @@ pub struct ApprovalQuestion {
     pub label: Option<String>,
     /// Canonical tool name.
     pub tool: String,
+    /// The call it is about, when it is about one (a hook's or a skill's
+    /// question is not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
     /// The arguments exactly as they will run (pretty JSON, or the command for Bash).
     pub input: String,
     /// Why it asks.

@@ -30,6 +30,10 @@ pub enum Event {
     TurnStarted {
         /// Agent id (`main` for the top-level agent).
         agent: String,
+        /// True for a turn the session started itself to announce finished
+        /// background tasks, with no message from the user.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        notices: bool,
     },
     /// An agent sent a model request.
     RequestStarted {
@@ -678,7 +682,10 @@ mod tests {
         child.emit(ended("a1", "Grep", "\"parse_config\"", false, "ok"));
         grandchild.emit(ended("b2", "Read", "src/x.rs", true, "error: denied: no"));
         // Anything else of a child's stream is dropped.
-        grandchild.emit(Event::TurnStarted { agent: "b2".into() });
+        grandchild.emit(Event::TurnStarted {
+            agent: "b2".into(),
+            notices: false,
+        });
         root.emit(ended("main", "Read", "a.txt", false, "ok"));
         let mut got = Vec::new();
         while let Ok(e) = rx.try_recv() {

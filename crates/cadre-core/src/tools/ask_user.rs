@@ -182,6 +182,7 @@ impl Tool for AskUserQuestionTool {
                     agent: ctx.agent_id.clone(),
                     label: None,
                     tool: ASK_USER_QUESTION.into(),
+                    call_id: None,
                     input: serde_json::to_string(&shown).unwrap_or_default(),
                     reason: "the agent asks you".into(),
                     sandbox: None,

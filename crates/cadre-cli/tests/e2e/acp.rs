@@ -1,0 +1,562 @@
+//! `cadre acp` driven by an editor: the Agent Client Protocol crate's own
+//! client side, spawning the binary against the mock model. It records
+//! every `session/update` and answers `session/request_permission` as told.
+
+use crate::common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ClientCapabilities, ContentBlock, InitializeRequest, LoadSessionRequest,
+    NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, StopReason, SubagentCapabilities, TextContent,
+};
+use agent_client_protocol::{Agent, ByteStreams, Client};
+use common::{Harness, Wire};
+use serde_json::Value;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+/// What the editor saw: every update (as JSON) and every question.
+#[derive(Default)]
+struct Seen {
+    updates: Vec<Value>,
+    questions: Vec<Value>,
+}
+
+/// How the editor answers questions.
+#[derive(Clone, Copy)]
+enum Answer {
+    Allow,
+    Reject,
+}
+
+type Shared = Arc<Mutex<Seen>>;
+
+/// Runs `cadre acp` in the harness's project, drives it with `script`
+/// (given the connection) and returns what it saw.
+async fn editor<F, Fut>(h: &Harness, answer: Answer, script: F) -> Seen
+where
+    F: FnOnce(ConnectionTo<Agent>, Shared) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let mut child = h
+        .command(&["acp"], &[])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let seen: Shared = Arc::default();
+    let (s1, s2, s3) = (seen.clone(), seen.clone(), seen.clone());
+    let run = Client
+        .v1()
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                s1.lock()
+                    .unwrap()
+                    .updates
+                    .push(serde_json::to_value(&n).unwrap());
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |r: RequestPermissionRequest, responder, _cx| {
+                s2.lock()
+                    .unwrap()
+                    .questions
+                    .push(serde_json::to_value(&r).unwrap());
+                let kind = match answer {
+                    Answer::Allow => PermissionOptionKind::AllowOnce,
+                    Answer::Reject => PermissionOptionKind::RejectOnce,
+                };
+                let option = r
+                    .options
+                    .iter()
+                    .find(|o| o.kind == kind)
+                    .expect("the question offers that answer");
+                responder.respond(RequestPermissionResponse::new(
+                    RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
+                        option.option_id.clone(),
+                    )),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(
+            ByteStreams::new(stdin.compat_write(), stdout.compat()),
+            async move |cx: ConnectionTo<Agent>| {
+                script(cx, s3).await;
+                Ok(())
+            },
+        );
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the editor's script finishes")
+        .expect("the ACP connection works");
+    drop(child);
+    Arc::try_unwrap(seen)
+        .ok()
+        .map(|m| m.into_inner().unwrap())
+        .unwrap_or_default()
+}
+
+/// `initialize` (with or without child sessions) and `session/new` here.
+async fn open(cx: &ConnectionTo<Agent>, h_cwd: &std::path::Path, child_sessions: bool) -> String {
+    let mut caps = ClientCapabilities::new();
+    if child_sessions {
+        caps = caps.subagents(SubagentCapabilities::new());
+    }
+    let init = cx
+        .send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps))
+        .block_task()
+        .await
+        .unwrap();
+    assert!(init.agent_capabilities.load_session);
+    let session = cx
+        .send_request(NewSessionRequest::new(h_cwd.to_path_buf()))
+        .block_task()
+        .await
+        .unwrap();
+    let modes = session.modes.expect("the modes are offered");
+    assert_eq!(modes.current_mode_id.to_string(), "default");
+    session.session_id.to_string()
+}
+
+fn text(t: &str) -> Vec<ContentBlock> {
+    vec![ContentBlock::Text(TextContent::new(t))]
+}
+
+async fn prompt(cx: &ConnectionTo<Agent>, session: &str, t: &str) -> StopReason {
+    cx.send_request(PromptRequest::new(session.to_string(), text(t)))
+        .block_task()
+        .await
+        .unwrap()
+        .stop_reason
+}
+
+/// The `sessionUpdate` kind of an update.
+fn kind(u: &Value) -> &str {
+    u["update"]["sessionUpdate"].as_str().unwrap_or_default()
+}
+
+/// The position of the first update matching `f`, or a panic naming `what`.
+fn position(updates: &[Value], what: &str, f: impl Fn(&Value) -> bool) -> usize {
+    updates
+        .iter()
+        .position(f)
+        .unwrap_or_else(|| panic!("no {what} among {updates:#?}"))
+}
+
+const READ_THEN_WRITE: &str = r#"
+rules:
+  - replies:
+      - tool_calls: [{ name: Read, input: { file_path: "a.txt" } }]
+      - tool_calls: [{ name: Write, input: { file_path: "new.txt", content: "fresh\n" } }]
+      - text: "Done."
+"#;
+
+#[tokio::test]
+async fn a_prompt_streams_its_calls_in_order_and_a_rejected_write_does_not_run() {
+    let h = Harness::new(READ_THEN_WRITE, Wire::Anthropic).await;
+    h.write("a.txt", "alpha\n");
+    let cwd = h.project.path().canonicalize().unwrap();
+    let dir = cwd.clone();
+    let seen = editor(&h, Answer::Reject, async move |cx, _| {
+        let session = open(&cx, &dir, false).await;
+        assert_eq!(
+            prompt(&cx, &session, "read and write").await,
+            StopReason::EndTurn
+        );
+    })
+    .await;
+    assert!(
+        !cwd.join("new.txt").exists(),
+        "the rejected write never ran"
+    );
+    let u = &seen.updates;
+    let read = position(u, "the Read call", |u| {
+        kind(u) == "tool_call" && u["update"]["kind"] == "read"
+    });
+    let read_id = u[read]["update"]["toolCallId"].as_str().unwrap();
+    assert_eq!(
+        u[read]["update"]["locations"][0]["path"],
+        cwd.join("a.txt").display().to_string()
+    );
+    let read_done = position(u, "the Read result", |u| {
+        kind(u) == "tool_call_update"
+            && u["update"]["toolCallId"] == read_id
+            && u["update"]["content"][0]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("alpha"))
+    });
+    let write = position(u, "the Write call", |u| {
+        kind(u) == "tool_call" && u["update"]["kind"] == "edit"
+    });
+    let write_id = u[write]["update"]["toolCallId"].as_str().unwrap();
+    assert_eq!(u[write]["update"]["content"][0]["type"], "diff");
+    assert_eq!(u[write]["update"]["content"][0]["newText"], "fresh\n");
+    let write_failed = position(u, "the Write's failure", |u| {
+        kind(u) == "tool_call_update"
+            && u["update"]["toolCallId"] == write_id
+            && u["update"]["status"] == "failed"
+    });
+    let done = position(u, "the final text", |u| {
+        kind(u) == "agent_message_chunk" && u["update"]["content"]["text"] == "Done."
+    });
+    assert!(read < read_done && read_done < write && write < write_failed && write_failed < done);
+    // The question named the Write call and offered allow and reject.
+    assert_eq!(seen.questions.len(), 1, "{:#?}", seen.questions);
+    let q = &seen.questions[0];
+    assert_eq!(q["toolCall"]["toolCallId"], write_id);
+    let kinds: Vec<&str> = q["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"allow_once") && kinds.contains(&"reject_once"),
+        "{kinds:?}"
+    );
+    // The slash-command menu came with the session.
+    assert!(u.iter().any(|u| kind(u) == "available_commands_update"));
+}
+
+#[tokio::test]
+async fn an_allowed_write_runs() {
+    let h = Harness::new(READ_THEN_WRITE, Wire::OpenAi).await;
+    h.write("a.txt", "alpha\n");
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, _| {
+        let session = open(&cx, &dir, false).await;
+        assert_eq!(
+            prompt(&cx, &session, "read and write").await,
+            StopReason::EndTurn
+        );
+    })
+    .await;
+    assert_eq!(h.read("new.txt"), "fresh\n");
+    assert!(seen.updates.iter().any(|u| {
+        kind(u) == "tool_call_update"
+            && u["update"]["status"] == "completed"
+            && u["update"]["rawOutput"].is_object()
+    }));
+}
+
+const STALLS: &str = r#"
+rules:
+  - name: quick
+    when: { last_user: "and now?" }
+    replies:
+      - text: "quick answer"
+  - name: slow
+    replies:
+      - text: "too late"
+        latency_ms: 30000
+"#;
+
+#[tokio::test]
+async fn cancel_stops_the_turn_and_the_session_goes_on() {
+    let h = Harness::new(STALLS, Wire::Anthropic).await;
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, _| {
+        let session = open(&cx, &dir, false).await;
+        let waiting = cx
+            .send_request(PromptRequest::new(session.clone(), text("take your time")))
+            .block_task();
+        let cancel = async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            cx.send_notification(CancelNotification::new(session.clone()))
+                .unwrap();
+        };
+        let (stopped, ()) = tokio::join!(waiting, cancel);
+        assert_eq!(stopped.unwrap().stop_reason, StopReason::Cancelled);
+        assert_eq!(prompt(&cx, &session, "and now?").await, StopReason::EndTurn);
+    })
+    .await;
+    let texts: Vec<&str> = seen
+        .updates
+        .iter()
+        .filter(|u| kind(u) == "agent_message_chunk")
+        .filter_map(|u| u["update"]["content"]["text"].as_str())
+        .collect();
+    assert_eq!(texts.concat(), "quick answer");
+}
+
+/// A batch of two: `scout` (which starts a `leaf` of its own) and a `leaf`.
+const FAMILY: &str = r#"
+rules:
+  - name: leaf-a
+    when: { system: "You are LEAF", first_user: "leaf-a" }
+    replies:
+      - tool_calls: [{ name: Read, input: { file_path: "a.txt" } }]
+      - text: "LEAF-A: alpha"
+  - name: leaf-b
+    when: { system: "You are LEAF", first_user: "leaf-b" }
+    replies:
+      - tool_calls: [{ name: Read, input: { file_path: "b.txt" } }]
+      - text: "LEAF-B: beta"
+  - name: scout
+    when: { system: "You are SCOUT" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "read a", prompt: "leaf-a: read a.txt", subagent_type: "leaf" } }
+      - text: "SCOUT-REPORT: a is alpha."
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "scout it", prompt: "scout around", subagent_type: "scout" } }
+          - { name: Agent, input: { description: "read b", prompt: "leaf-b: read b.txt", subagent_type: "leaf" } }
+      - text: "All done."
+"#;
+
+fn family_files(h: &Harness) {
+    h.write(
+        ".cadre/agents/scout.md",
+        "---\nname: scout\ndescription: Delegates reads.\ntools: Read, Agent\n---\nYou are SCOUT.\n",
+    );
+    h.write(
+        ".cadre/agents/leaf.md",
+        "---\nname: leaf\ndescription: Reads one file.\ntools: Read\n---\nYou are LEAF.\n",
+    );
+    h.write("a.txt", "alpha\n");
+    h.write("b.txt", "beta\n");
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[subagents]\nmax_depth = 2\n",
+    )
+    .unwrap();
+}
+
+/// The child sessions announced, as (child session, parent session, title).
+fn announced(updates: &[Value]) -> Vec<(String, String, String)> {
+    updates
+        .iter()
+        .filter(|u| kind(u) == "subagent_update" && u["update"]["title"].is_string())
+        .map(|u| {
+            (
+                u["update"]["sessionId"].as_str().unwrap().to_string(),
+                u["sessionId"].as_str().unwrap().to_string(),
+                u["update"]["title"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn with_child_sessions_each_child_is_a_session_of_its_parent() {
+    let h = Harness::new(FAMILY, Wire::Anthropic).await;
+    family_files(&h);
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, shared| {
+        let session = open(&cx, &dir, true).await;
+        assert_eq!(
+            prompt(&cx, &session, "look around").await,
+            StopReason::EndTurn
+        );
+        shared
+            .lock()
+            .unwrap()
+            .questions
+            .push(Value::String(session));
+    })
+    .await;
+    let main = seen.questions.last().unwrap().as_str().unwrap().to_string();
+    let u = &seen.updates;
+    let children = announced(u);
+    assert_eq!(children.len(), 3, "{children:#?}");
+    let by_title = |t: &str| children.iter().find(|c| c.2 == t).unwrap().clone();
+    let (scout, scout_parent, _) = by_title("scout it");
+    let (leaf_b, leaf_b_parent, _) = by_title("read b");
+    let (leaf_a, leaf_a_parent, _) = by_title("read a");
+    assert_eq!(scout_parent, main);
+    assert_eq!(leaf_b_parent, main);
+    assert_eq!(
+        leaf_a_parent, scout,
+        "the nested child is announced on its parent"
+    );
+    // Each child's calls and text flow under its own session id.
+    for (child, file, report) in [
+        (&leaf_a, "a.txt", "LEAF-A: alpha"),
+        (&leaf_b, "b.txt", "LEAF-B: beta"),
+    ] {
+        let announced_at = position(u, "the announcement", |x| {
+            kind(x) == "subagent_update" && x["update"]["sessionId"] == child.as_str()
+        });
+        let call = position(u, "the child's Read", |x| {
+            x["sessionId"] == child.as_str()
+                && kind(x) == "tool_call"
+                && x["update"]["locations"][0]["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with(file))
+        });
+        assert!(announced_at < call, "announced before its traffic");
+        assert!(u.iter().any(|x| x["sessionId"] == child.as_str()
+            && kind(x) == "agent_message_chunk"
+            && x["update"]["content"]["text"] == report));
+        // It went idle when it ended.
+        assert!(u.iter().any(|x| kind(x) == "subagent_update"
+            && x["update"]["sessionId"] == child.as_str()
+            && x["update"]["state"]["state"] == "idle"));
+    }
+    // None of the children's calls show as the main session's.
+    assert!(!u.iter().any(|x| x["sessionId"] == main.as_str()
+        && kind(x) == "tool_call"
+        && x["update"]["kind"] == "read"));
+    // The reports came back to the parent as its calls' results.
+    assert!(u.iter().any(|x| {
+        x["sessionId"] == main.as_str()
+            && kind(x) == "tool_call_update"
+            && x["update"]["content"][0]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("SCOUT-REPORT"))
+    }));
+}
+
+#[tokio::test]
+async fn without_child_sessions_the_agent_call_shows_its_childs_progress_and_report() {
+    let h = Harness::new(FAMILY, Wire::Anthropic).await;
+    family_files(&h);
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, _| {
+        let session = open(&cx, &dir, false).await;
+        assert_eq!(
+            prompt(&cx, &session, "look around").await,
+            StopReason::EndTurn
+        );
+    })
+    .await;
+    let u = &seen.updates;
+    assert!(
+        announced(u).is_empty(),
+        "no child sessions without the capability"
+    );
+    let scout = position(u, "the scout call", |x| {
+        kind(x) == "tool_call" && x["update"]["title"] == "scout it"
+    });
+    assert_eq!(u[scout]["update"]["kind"], "think");
+    let scout_id = u[scout]["update"]["toolCallId"].as_str().unwrap();
+    // Its content grew with the nested child's progress, then ended with the report.
+    let progress: Vec<&str> = u
+        .iter()
+        .filter(|x| kind(x) == "tool_call_update" && x["update"]["toolCallId"] == scout_id)
+        .filter_map(|x| x["update"]["content"][0]["content"]["text"].as_str())
+        .collect();
+    assert!(
+        progress
+            .iter()
+            .any(|t| t.contains("Read") && t.contains("a.txt")),
+        "{progress:#?}"
+    );
+    assert!(
+        progress.last().is_some_and(|t| t.contains("SCOUT-REPORT")),
+        "{progress:#?}"
+    );
+}
+
+/// A child, then a request refused as too long once: the session compacts.
+const COMPACTS: &str = r#"
+rules:
+  - name: summary
+    when: { last_user: "<compaction-request>" }
+    step_by: requests
+    replies:
+      - text: "SUMMARY-A: the notes were listed."
+  - name: child
+    when: { first_user: "list the notes" }
+    replies:
+      - tool_calls: [{ name: Glob, input: { pattern: "*.txt" } }]
+      - text: "one note"
+  - name: main
+    step_by: requests
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "notes", prompt: "list the notes", subagent_type: Explore } }
+      - text: "first answer"
+        fail_once: { status: 400, message: "prompt is too long: 210000 tokens > 200000 maximum" }
+      - text: "second answer"
+"#;
+
+#[tokio::test]
+async fn load_replays_a_session_with_its_compaction_and_its_child() {
+    let h = Harness::new(COMPACTS, Wire::Anthropic).await;
+    h.write("a.txt", "alpha\n");
+    let dir = h.project.path().canonicalize().unwrap();
+    let d = dir.clone();
+    let first = editor(&h, Answer::Allow, async move |cx, shared| {
+        let session = open(&cx, &d, true).await;
+        assert_eq!(
+            prompt(&cx, &session, "list them").await,
+            StopReason::EndTurn
+        );
+        shared
+            .lock()
+            .unwrap()
+            .questions
+            .push(Value::String(session));
+    })
+    .await;
+    let id = first
+        .questions
+        .last()
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (d, sid) = (dir.clone(), id.clone());
+    let seen = editor(&h, Answer::Allow, async move |cx, _| {
+        let caps = ClientCapabilities::new().subagents(SubagentCapabilities::new());
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps))
+            .block_task()
+            .await
+            .unwrap();
+        cx.send_request(LoadSessionRequest::new(sid.clone(), d))
+            .block_task()
+            .await
+            .unwrap();
+        // The loaded session goes on.
+        assert_eq!(prompt(&cx, &sid, "more").await, StopReason::EndTurn);
+    })
+    .await;
+    let u = &seen.updates;
+    let user = position(u, "the user's message", |x| {
+        kind(x) == "user_message_chunk" && x["update"]["content"]["text"] == "list them"
+    });
+    let call = position(u, "the Agent call", |x| {
+        x["sessionId"] == id.as_str() && kind(x) == "tool_call" && x["update"]["kind"] == "think"
+    });
+    let compacted = position(u, "the compaction", |x| {
+        kind(x) == "agent_thought_chunk"
+            && x["update"]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("SUMMARY-A"))
+    });
+    let answer = position(u, "the answer after it", |x| {
+        kind(x) == "agent_message_chunk" && x["update"]["content"]["text"] == "first answer"
+    });
+    assert!(user < call && call < compacted && compacted < answer);
+    let children = announced(u);
+    assert_eq!(children.len(), 1, "{children:#?}");
+    let (child, parent, title) = &children[0];
+    assert_eq!(parent, &id);
+    assert_eq!(title, "notes");
+    assert!(u.iter().any(|x| x["sessionId"] == child.as_str()
+        && kind(x) == "tool_call"
+        && x["update"]["kind"] == "search"));
+    assert!(u.iter().any(|x| x["sessionId"] == child.as_str()
+        && kind(x) == "agent_message_chunk"
+        && x["update"]["content"]["text"] == "one note"));
+    assert!(
+        u.iter().any(|x| kind(x) == "agent_message_chunk"
+            && x["update"]["content"]["text"] == "second answer")
+    );
+}
