@@ -208,7 +208,7 @@ impl TuiHost<'_> {
         });
         let info = SessionInfo {
             model: self.runtime.client.config().model.clone(),
-            permission_mode: self.runtime.policy.mode.to_string(),
+            permission_mode: self.runtime.policy.mode,
             cwd: shown_path(&self.runtime.cwd),
             git_branch: git_branch(&self.runtime.cwd),
             root: self.runtime.cwd.clone(),

@@ -45,7 +45,7 @@ pub struct SessionInfo {
     /// Model id.
     pub model: String,
     /// Permission mode.
-    pub permission_mode: String,
+    pub permission_mode: PermissionMode,
     /// Working directory, as shown (`~` for home).
     pub cwd: String,
     /// The git branch of the working directory, if any.
@@ -272,11 +272,11 @@ impl App {
                     .notice(Level::Info, format!("model: {model} from the next request on"));
             }
             Event::ModeChanged { agent, mode } if agent == MAIN => {
-                self.info.permission_mode = mode.to_string();
+                self.info.permission_mode = *mode;
                 self.transcript
                     .notice(Level::Info, format!("permission mode: {mode}"));
             }
-            Event::TurnStarted { agent } if agent == MAIN => {
+            Event::TurnStarted { agent, .. } if agent == MAIN => {
                 self.turn_running = true;
                 self.messages_owed = self.messages_owed.saturating_sub(1);
             }
@@ -597,7 +597,7 @@ impl App {
                 duration_ms,
                 ..
             } if *decision != HookDecision::Continue => {
-                let level = if matches!(decision.as_str(), "error" | "timeout") {
+                let level = if matches!(decision, HookDecision::Error | HookDecision::Timeout) {
                     Level::Warning
                 } else {
                     Level::Info
@@ -648,9 +648,9 @@ impl App {
     /// cycles; from any other mode it goes to default. The status line
     /// changes when the session says the mode changed.
     fn cycle_mode(&mut self) {
-        let next = match self.info.permission_mode.parse::<PermissionMode>() {
-            Ok(PermissionMode::Default) => PermissionMode::AcceptEdits,
-            Ok(PermissionMode::AcceptEdits) => PermissionMode::Plan,
+        let next = match self.info.permission_mode {
+            PermissionMode::Default => PermissionMode::AcceptEdits,
+            PermissionMode::AcceptEdits => PermissionMode::Plan,
             _ => PermissionMode::Default,
         };
         self.outbox.push(Op::SetMode { mode: next });

@@ -379,7 +379,7 @@ pub fn tasks_status(app: &App, with_hint: bool) -> Option<String> {
 fn status_line(app: &App, with_place: bool, with_hint: bool) -> String {
     let mut parts = vec![
         clean_line(&app.info.model),
-        app.info.permission_mode.clone(),
+        app.info.permission_mode.to_string(),
     ];
     if let Some(c) = app.context {
         let about = if c.estimated { "~" } else { "" };
