@@ -192,12 +192,12 @@ impl ResultSummary {
                 if agent == MAIN_AGENT {
                     self.main_model = model.clone();
                 }
-                self.models.insert(agent.clone(), model.clone());
+                self.models.insert(agent.to_string(), model.clone());
             }
             Event::SubagentStarted {
                 agent_id, model, ..
             } => {
-                self.models.insert(agent_id.clone(), model.clone());
+                self.models.insert(agent_id.to_string(), model.clone());
             }
             // A child's own requests are not reported one by one: its totals
             // come when it ends.
@@ -211,14 +211,14 @@ impl ResultSummary {
                 if agent == MAIN_AGENT {
                     self.num_turns += 1;
                 }
-                self.requests_open.insert(agent.clone(), Instant::now());
+                self.requests_open.insert(agent.to_string(), Instant::now());
             }
             Event::Usage {
                 agent,
                 usage,
                 cost_usd,
             } => {
-                if let Some(t) = self.requests_open.remove(agent) {
+                if let Some(t) = self.requests_open.remove(agent.as_str()) {
                     self.api_ms += t.elapsed().as_millis();
                 }
                 self.add(agent, usage, *cost_usd);
@@ -451,14 +451,14 @@ impl StreamRenderer {
                 // `Agent` calls are numbered from 1 as the batch's children are.
                 let parent = match path.len() {
                     0 | 1 => MAIN_AGENT.to_string(),
-                    n => path[n - 2].agent_id.clone(),
+                    n => path[n - 2].agent_id.to_string(),
                 };
                 if let Some(call) = self
                     .agent_calls
                     .get(&parent)
                     .and_then(|calls| calls.get(index.saturating_sub(1)))
                 {
-                    self.parent_call.insert(agent_id.clone(), call.clone());
+                    self.parent_call.insert(agent_id.to_string(), call.clone());
                 }
                 self.child_line(event, agent_id)
             }
@@ -491,7 +491,7 @@ impl StreamRenderer {
                     Value::Null
                 } else {
                     self.parent_call
-                        .get(agent)
+                        .get(agent.as_str())
                         .map(|c| json!(c))
                         .unwrap_or(Value::Null)
                 };
@@ -509,7 +509,7 @@ impl StreamRenderer {
                                     _ => None,
                                 })
                                 .collect();
-                        self.agent_calls.insert(agent.clone(), calls);
+                        self.agent_calls.insert(agent.to_string(), calls);
                         body["id"] = json!(format!("msg_{}", uuid::Uuid::now_v7().simple()));
                         body["type"] = json!("message");
                         body["model"] = json!(model);
@@ -776,7 +776,7 @@ mod tests {
         let mut s = ResultSummary::default();
         s.observe(&Event::SessionStarted {
             session_id: "s1".into(),
-            provider: "anthropic".into(),
+            provider: cadre_core::model::Provider::Anthropic,
             model: "big".into(),
             cwd: "/p".into(),
         });

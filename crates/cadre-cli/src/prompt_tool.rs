@@ -61,14 +61,14 @@ impl PromptToolAnswers {
                 ..
             } => {
                 self.last_call.insert(
-                    (agent.clone(), tool.clone()),
+                    (agent.to_string(), tool.clone()),
                     (call_id.clone(), input.clone()),
                 );
             }
             Event::ApprovalRequested { question, id } => {
                 let (call_id, input) = self
                     .last_call
-                    .get(&(question.agent.clone(), question.tool.clone()))
+                    .get(&(question.agent.to_string(), question.tool.clone()))
                     .cloned()
                     .unwrap_or_else(|| (String::new(), input_of(question)));
                 let server = self.server.clone();

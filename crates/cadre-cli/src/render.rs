@@ -196,7 +196,7 @@ impl HumanRenderer {
                 // A nested child's end carries the path its start gave.
                 let prefix = self
                     .child_prefixes
-                    .get(agent_id)
+                    .get(agent_id.as_str())
                     .cloned()
                     .unwrap_or_else(|| format!("  [subagent {index}/{total} {agent_type}] "));
                 let _ = writeln!(
@@ -236,7 +236,7 @@ impl HumanRenderer {
                 let _ = writeln!(
                     err,
                     "{}",
-                    crate::commands::hook_line(event, command, *decision, *duration_ms)
+                    crate::commands::hook_line(*event, command, *decision, *duration_ms)
                 );
             }
             Event::CompactionStarted { .. } | Event::CompactionEnded { .. } => {
@@ -327,8 +327,10 @@ impl HumanRenderer {
                     agent_type: agent_type.clone(),
                     agent_id: agent_id.clone(),
                 };
-                self.child_prefixes
-                    .insert(agent_id.clone(), format!("  {} ", child_label(path, &here)));
+                self.child_prefixes.insert(
+                    agent_id.to_string(),
+                    format!("  {} ", child_label(path, &here)),
+                );
             }
             _ => {}
         }
@@ -406,7 +408,7 @@ impl HumanRenderer {
         }
         let prefix = self
             .child_prefixes
-            .get(agent)
+            .get(agent.as_str())
             .cloned()
             .unwrap_or_else(|| format!("  [subagent {agent}] "));
         Some(format!("{prefix}{text}"))

@@ -1009,7 +1009,7 @@ impl Runtime {
         Session::open(
             SessionSetup {
                 session_id: session_id.to_string(),
-                provider: self.client.config().provider.to_string(),
+                provider: self.client.config().provider,
                 model: self.client.config().model.clone(),
                 cwd: self.cwd.clone(),
                 warnings,

@@ -155,7 +155,7 @@ fn main() {
                 &Event::SubagentStarted {
                     index: c,
                     total: 16,
-                    agent_id: format!("child{c}"),
+                    agent_id: format!("child{c}").into(),
                     agent_type: "Explore".into(),
                     description: format!("search part {c} of the tree"),
                     model: "m".into(),
@@ -173,7 +173,7 @@ fn main() {
                         index: c,
                         total: 16,
                         agent_type: "Explore".into(),
-                        agent_id: format!("child{c}"),
+                        agent_id: format!("child{c}").into(),
                         tool: "Grep".into(),
                         outcome: cadre_core::protocol::ChildCallOutcome::Completed,
                         summary: String::new(),

@@ -474,7 +474,7 @@ impl App {
                 ..
             } => self.children.start(
                 Child {
-                    agent_id: agent_id.clone(),
+                    agent_id: agent_id.to_string(),
                     agent_type: agent_type.clone(),
                     color: color.clone(),
                     description: description.clone(),
@@ -491,7 +491,7 @@ impl App {
                 path.len()
                     .checked_sub(2)
                     .and_then(|i| path.get(i))
-                    .map(|parent| parent.agent_id.clone()),
+                    .map(|parent| parent.agent_id.to_string()),
             ),
             Event::SubagentProgress {
                 agent_id,
@@ -604,7 +604,7 @@ impl App {
                 };
                 self.transcript.notice(
                     level,
-                    crate::commands::hook_line(event, command, *decision, *duration_ms),
+                    crate::commands::hook_line(*event, command, *decision, *duration_ms),
                 );
             }
             _ => {}

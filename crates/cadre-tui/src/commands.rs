@@ -2,7 +2,7 @@
 //! (the binary's line front end uses this parser too). Commands are answered
 //! by the front end and never reach the model; an unknown one says so.
 
-use cadre_core::protocol::{HookDecision, McpStatus};
+use cadre_core::protocol::{HookDecision, HookEvent, McpStatus};
 
 /// What a typed line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,7 +228,12 @@ pub fn mcp_status_line(
 
 /// How a hook run that decided something is shown, in both front ends:
 /// `hook PreToolUse · ./guard.sh → deny (12 ms)`.
-pub fn hook_line(event: &str, command: &str, decision: HookDecision, duration_ms: u64) -> String {
+pub fn hook_line(
+    event: HookEvent,
+    command: &str,
+    decision: HookDecision,
+    duration_ms: u64,
+) -> String {
     let mut shown: String = command.chars().take(60).collect();
     if command.chars().count() > 60 {
         shown.push('…');

@@ -315,7 +315,7 @@ fn layout_80x24() {
     app.apply(
         &Event::SessionStarted {
             session_id: "s".into(),
-            provider: "anthropic".into(),
+            provider: cadre_core::model::Provider::Anthropic,
             model: "claude-sonnet-4-5".into(),
             cwd: "/x".into(),
         },

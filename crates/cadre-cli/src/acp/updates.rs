@@ -331,7 +331,7 @@ impl Translator {
     ) -> Vec<SessionNotification> {
         let parent = match path.len() {
             0 | 1 => MAIN_AGENT.to_string(),
-            n => path[n - 2].agent_id.clone(),
+            n => path[n - 2].agent_id.to_string(),
         };
         let call = self
             .agent_calls

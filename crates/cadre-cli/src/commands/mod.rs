@@ -84,7 +84,7 @@ impl SessionView {
         match event {
             Event::ApprovalRequested { question, .. } => {
                 self.offered.insert(
-                    (question.agent.clone(), question.tool.clone()),
+                    (question.agent.to_string(), question.tool.clone()),
                     question.session_rule.clone(),
                 );
             }
@@ -93,11 +93,11 @@ impl SessionView {
                 tool,
                 answer,
             } => {
-                let rule = self.offered.remove(&(agent.clone(), tool.clone()));
+                let rule = self.offered.remove(&(agent.to_string(), tool.clone()));
                 if let (ApprovalAnswer::Session, Some(rule)) = (answer, rule)
                     && !self.granted.iter().any(|(a, r)| a == agent && *r == rule)
                 {
-                    self.granted.push((agent.clone(), rule));
+                    self.granted.push((agent.to_string(), rule));
                 }
             }
             Event::ModeChanged { agent, mode } if agent == "main" => self.mode = Some(*mode),

@@ -319,7 +319,7 @@ impl Evidence {
             } = e
             {
                 self.child_types
-                    .insert(agent_id.clone(), agent_type.clone());
+                    .insert(agent_id.to_string(), agent_type.clone());
             }
         }
         let Some(id) = &self.session_id else { return };
@@ -404,7 +404,9 @@ impl Evidence {
             if with_events.contains(agent_id.as_str()) {
                 continue;
             }
-            *seen.entry((agent_id.clone(), tool.clone())).or_default() += 1;
+            *seen
+                .entry((agent_id.to_string(), tool.clone()))
+                .or_default() += 1;
             out.push(Call {
                 who: self.child(agent_id),
                 tool: tool.clone(),
@@ -526,7 +528,7 @@ impl Evidence {
                     error,
                     ..
                 } => Some(ChildEnd {
-                    agent_id: agent_id.clone(),
+                    agent_id: agent_id.to_string(),
                     agent_type: agent_type.clone(),
                     status: *status,
                     error: error.clone(),
@@ -716,7 +718,7 @@ mod tests {
         vec![
             Event::SessionStarted {
                 session_id: "s1".into(),
-                provider: "anthropic".into(),
+                provider: cadre_core::model::Provider::Anthropic,
                 model: "m".into(),
                 cwd: "/p".into(),
             },

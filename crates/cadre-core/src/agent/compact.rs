@@ -173,7 +173,7 @@ impl Agent {
         if let Some(hook) = self.context.pre_compact.clone() {
             let decision = hook
                 .pre_compact(PreCompactInput {
-                    agent_id: self.id.clone(),
+                    agent_id: self.id.to_string(),
                     trigger,
                     custom_instructions: focus.clone(),
                 })

@@ -353,7 +353,7 @@ impl Agent {
     /// The calling agent as a batch tool sees it.
     pub(super) fn caller(&self) -> Caller {
         Caller {
-            agent_id: self.id.clone(),
+            agent_id: self.id.to_string(),
             tools: self.tools.clone(),
             last_request: self.last_request.clone(),
             client: self.client.clone(),

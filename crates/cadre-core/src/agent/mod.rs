@@ -145,7 +145,7 @@ pub struct AgentSetup {
 
 /// One agent: a conversation with a model, its tools, and its own state.
 pub struct Agent {
-    id: String,
+    id: crate::protocol::AgentId,
     label: Option<String>,
     client: ModelClient,
     tools: ToolRegistry,
@@ -223,7 +223,7 @@ impl Agent {
     pub fn new(setup: AgentSetup) -> Self {
         let bypass_allowed = setup.policy.mode == PermissionMode::BypassPermissions;
         Agent {
-            id: setup.id,
+            id: setup.id.into(),
             label: setup.label,
             client: setup.client,
             tools: setup.tools,

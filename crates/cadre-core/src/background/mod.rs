@@ -125,7 +125,7 @@ impl BackgroundWork {
         for (row, (spec, inbox)) in rows.into_iter().zip(specs) {
             self.events.emit(Event::TaskStarted {
                 task_id: row.id.clone(),
-                owner: spec.owner.to_string(),
+                owner: spec.owner.to_string().into(),
                 kind: spec.kind,
                 description: spec.description.to_string(),
                 background: spec.background,

@@ -111,8 +111,8 @@ impl Default for NoticeTiming {
 pub struct SessionSetup {
     /// Session id.
     pub session_id: String,
-    /// Provider name, for `session_started`.
-    pub provider: String,
+    /// Provider, for `session_started`.
+    pub provider: crate::model::Provider,
     /// Model id, for `session_started`.
     pub model: String,
     /// Working directory, for `session_started`.

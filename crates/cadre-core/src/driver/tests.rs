@@ -88,7 +88,7 @@ async fn start_in(
     ));
     let setup = SessionSetup {
         session_id,
-        provider: "anthropic".into(),
+        provider: crate::model::Provider::Anthropic,
         model: "mock-model".into(),
         cwd: project.path().to_path_buf(),
         warnings: vec!["a warning".into()],

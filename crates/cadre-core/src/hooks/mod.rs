@@ -12,99 +12,11 @@ mod session;
 
 use std::time::Duration;
 
+pub use crate::protocol::HookEvent;
 pub use config::{HookConfigError, HookSet};
 pub use outcome::{HookOutcome, PermissionVerdict};
 pub use run::{HookRun, run_hooks};
 pub use session::{AgentHooks, FireAt, SessionHooks};
-
-/// The hook events cadre fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum HookEvent {
-    /// A session starts (subject: "startup", "resume", "clear" or "compact").
-    SessionStart,
-    /// The user submitted a prompt.
-    UserPromptSubmit,
-    /// Before a tool call (subject: the tool name).
-    PreToolUse,
-    /// After a tool call (subject: the tool name).
-    PostToolUse,
-    /// The main agent is about to end its turn.
-    Stop,
-    /// A subagent starts (subject: its agent type).
-    SubagentStart,
-    /// A subagent is about to end (subject: its agent type).
-    SubagentStop,
-    /// Before the conversation is compacted (subject: "manual" or "auto").
-    PreCompact,
-    /// The session ends.
-    SessionEnd,
-    /// A notification is shown to the user (subject: its type).
-    Notification,
-}
-
-impl HookEvent {
-    /// Every event, in the order Claude Code documents them.
-    pub const ALL: [HookEvent; 10] = [
-        HookEvent::SessionStart,
-        HookEvent::UserPromptSubmit,
-        HookEvent::PreToolUse,
-        HookEvent::PostToolUse,
-        HookEvent::Stop,
-        HookEvent::SubagentStart,
-        HookEvent::SubagentStop,
-        HookEvent::PreCompact,
-        HookEvent::SessionEnd,
-        HookEvent::Notification,
-    ];
-
-    /// The event's name as written in configuration and `hook_event_name`.
-    pub fn name(self) -> &'static str {
-        match self {
-            HookEvent::SessionStart => "SessionStart",
-            HookEvent::UserPromptSubmit => "UserPromptSubmit",
-            HookEvent::PreToolUse => "PreToolUse",
-            HookEvent::PostToolUse => "PostToolUse",
-            HookEvent::Stop => "Stop",
-            HookEvent::SubagentStart => "SubagentStart",
-            HookEvent::SubagentStop => "SubagentStop",
-            HookEvent::PreCompact => "PreCompact",
-            HookEvent::SessionEnd => "SessionEnd",
-            HookEvent::Notification => "Notification",
-        }
-    }
-
-    /// The event named exactly `name` (case matters, as in Claude Code).
-    pub fn parse(name: &str) -> Option<HookEvent> {
-        HookEvent::ALL.into_iter().find(|e| e.name() == name)
-    }
-
-    /// Whether a hook can block at this event (exit 2 or `decision:
-    /// "block"`). For `PostToolUse` the tool has run already; the reason
-    /// still goes to the model.
-    pub fn can_block(self) -> bool {
-        matches!(
-            self,
-            HookEvent::UserPromptSubmit
-                | HookEvent::PreToolUse
-                | HookEvent::PostToolUse
-                | HookEvent::Stop
-                | HookEvent::SubagentStop
-                | HookEvent::PreCompact
-        )
-    }
-
-    /// Whether plain (non-JSON) stdout of a successful hook becomes context
-    /// for the model at this event.
-    pub fn plain_stdout_is_context(self) -> bool {
-        matches!(self, HookEvent::SessionStart | HookEvent::UserPromptSubmit)
-    }
-}
-
-impl std::fmt::Display for HookEvent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// One command hook.
 #[derive(Debug, Clone, PartialEq, Eq)]

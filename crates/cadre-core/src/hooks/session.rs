@@ -151,8 +151,8 @@ impl AgentHooks {
         }
         for c in &commands {
             at.events.emit(Event::HookStarted {
-                agent: at.agent.to_string(),
-                event: event.name().to_string(),
+                agent: at.agent.to_string().into(),
+                event,
                 command: c.command.clone(),
                 source: c.source.clone(),
             });
@@ -168,8 +168,8 @@ impl AgentHooks {
         .await;
         for run in &runs {
             at.events.emit(Event::HookEnded {
-                agent: at.agent.to_string(),
-                event: event.name().to_string(),
+                agent: at.agent.to_string().into(),
+                event,
                 command: run.command.clone(),
                 decision: HookOutcome::decision_of(event, run),
                 exit_code: run.exit_code,

@@ -21,7 +21,7 @@ pub enum ApprovalAnswer {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ApprovalQuestion {
     /// Agent id.
-    pub agent: String,
+    pub agent: super::AgentId,
     /// `Subagent: …` label for a child's question; none for the main agent.
     pub label: Option<String>,
     /// Canonical tool name.

@@ -6,8 +6,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    ApprovalAnswer, ApprovalQuestion, ChildCallOutcome, ChildStatus, ChildTag, CompactTrigger,
-    HookDecision, McpStatus, PermissionMode, TaskKind, TaskStatus, TurnStatus,
+    AgentId, ApprovalAnswer, ApprovalQuestion, ChildCallOutcome, ChildStatus, ChildTag,
+    CompactTrigger, HookDecision, HookEvent, McpStatus, PermissionMode, TaskKind, TaskStatus,
+    TurnStatus,
 };
 use crate::model::Usage;
 
@@ -19,8 +20,8 @@ pub enum Event {
     SessionStarted {
         /// Session id.
         session_id: String,
-        /// Provider name.
-        provider: String,
+        /// Provider.
+        provider: crate::model::Provider,
         /// Model id.
         model: String,
         /// Working directory.
@@ -29,7 +30,7 @@ pub enum Event {
     /// An agent began a turn.
     TurnStarted {
         /// Agent id (`main` for the top-level agent).
-        agent: String,
+        agent: AgentId,
         /// True for a turn the session started itself to announce finished
         /// background tasks, with no message from the user.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -38,21 +39,21 @@ pub enum Event {
     /// An agent sent a model request.
     RequestStarted {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// 1-based request number within the turn.
         request: u32,
     },
     /// Streamed assistant text.
     TextDelta {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// The new text.
         text: String,
     },
     /// A transient model failure is being retried.
     Retrying {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// The try about to be made.
         attempt: u32,
         /// HTTP status that caused it, if any.
@@ -67,7 +68,7 @@ pub enum Event {
     /// A complete assistant message arrived.
     AssistantMessage {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// Its text.
         text: String,
         /// How many tool calls it holds.
@@ -78,7 +79,7 @@ pub enum Event {
     /// ([`EventSink::with_transcripts`]) gets these, children's included.
     Message {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// The message.
         message: crate::model::Message,
         /// A reply's model.
@@ -94,7 +95,7 @@ pub enum Event {
     /// A tool call is about to run.
     ToolCallStarted {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// Call id.
         call_id: String,
         /// Canonical tool name (or the unknown name the model used).
@@ -108,7 +109,7 @@ pub enum Event {
     /// search): what it searched and what it found. Nothing ran locally.
     ServerToolUsed {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// The server's call id.
         call_id: String,
         /// Canonical tool name (`WebSearch`).
@@ -124,7 +125,7 @@ pub enum Event {
     /// A tool call finished.
     ToolCallEnded {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// Call id.
         call_id: String,
         /// Canonical tool name.
@@ -144,7 +145,7 @@ pub enum Event {
     /// Tokens used by one model request.
     Usage {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// Counts.
         #[serde(flatten)]
         usage: Usage,
@@ -157,7 +158,7 @@ pub enum Event {
     /// compaction or before the first reply.
     ContextUsage {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// Tokens in use (input, cache read and write, and the reply's output).
         tokens: u64,
         /// The model's context window.
@@ -170,7 +171,7 @@ pub enum Event {
     /// An agent's conversation is being summarised to free its context.
     CompactionStarted {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// Why.
         trigger: CompactTrigger,
         /// Tokens in use before.
@@ -180,7 +181,7 @@ pub enum Event {
     /// recent messages, or (with `error`) it was left as it was.
     CompactionEnded {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// Why it was made.
         trigger: CompactTrigger,
         /// Tokens in use before.
@@ -200,7 +201,7 @@ pub enum Event {
     /// An agent's turn ended.
     TurnEnded {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// How it ended.
         status: TurnStatus,
         /// The last assistant text.
@@ -228,7 +229,7 @@ pub enum Event {
     /// A question was answered.
     ApprovalAnswered {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// Tool.
         tool: String,
         /// The answer.
@@ -237,7 +238,7 @@ pub enum Event {
     /// A tool call was denied without running (by a rule, the mode, the user, or because nobody could answer).
     ToolCallDenied {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// Call id.
         call_id: String,
         /// Tool.
@@ -261,7 +262,7 @@ pub enum Event {
         /// Batch size.
         total: usize,
         /// Child agent id (its log is `sessions/<session>.agents/<id>.jsonl`).
-        agent_id: String,
+        agent_id: AgentId,
         /// Definition name.
         agent_type: String,
         /// The call's short description.
@@ -288,7 +289,7 @@ pub enum Event {
         /// Definition name.
         agent_type: String,
         /// Child agent id.
-        agent_id: String,
+        agent_id: AgentId,
         /// Tool.
         tool: String,
         /// How the call ended.
@@ -308,7 +309,7 @@ pub enum Event {
         /// Batch size.
         total: usize,
         /// Child agent id.
-        agent_id: String,
+        agent_id: AgentId,
         /// Its task id.
         task_id: String,
     },
@@ -319,7 +320,7 @@ pub enum Event {
         /// Batch size.
         total: usize,
         /// Child agent id.
-        agent_id: String,
+        agent_id: AgentId,
         /// Definition name.
         agent_type: String,
         /// How it ended.
@@ -350,7 +351,7 @@ pub enum Event {
         /// Task id.
         task_id: String,
         /// The agent that started it.
-        owner: String,
+        owner: AgentId,
         /// `subagent` or `bash`.
         kind: TaskKind,
         /// What it is for.
@@ -370,7 +371,7 @@ pub enum Event {
     /// Finished background tasks were announced to an agent.
     TasksNotified {
         /// The agent told.
-        agent: String,
+        agent: AgentId,
         /// The tasks announced.
         task_ids: Vec<String>,
     },
@@ -378,7 +379,7 @@ pub enum Event {
     /// messages (`Op::Rewind`).
     Rewound {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// The message gone back before (the front end offers it for editing).
         prompt: String,
         /// Messages the conversation holds now.
@@ -387,14 +388,14 @@ pub enum Event {
     /// An agent talks to another model from its next request (`Op::SetModel`).
     ModelChanged {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// The model id now in use.
         model: String,
     },
     /// An agent's permission mode changed (the user switched it).
     ModeChanged {
         /// Agent id.
-        agent: String,
+        agent: AgentId,
         /// The mode now in force.
         mode: PermissionMode,
     },
@@ -406,9 +407,9 @@ pub enum Event {
     /// A hook command started (settings files' or a definition's `hooks`).
     HookStarted {
         /// Agent whose event it is.
-        agent: String,
+        agent: AgentId,
         /// The hook event (`PreToolUse`, `Stop`, …).
-        event: String,
+        event: HookEvent,
         /// The command.
         command: String,
         /// Where the hook is configured.
@@ -417,9 +418,9 @@ pub enum Event {
     /// A hook command ended.
     HookEnded {
         /// Agent whose event it is.
-        agent: String,
+        agent: AgentId,
         /// The hook event.
-        event: String,
+        event: HookEvent,
         /// The command.
         command: String,
         /// What it decided.

@@ -4,6 +4,7 @@
 //! it depends on nothing in cadre but the model's usage counts, so every other
 //! module can speak it without importing each other.
 
+mod agent_id;
 mod approval;
 mod command;
 mod event;
@@ -11,15 +12,16 @@ mod mode;
 mod op;
 mod status;
 
+pub use agent_id::AgentId;
 pub use approval::{ApprovalAnswer, ApprovalQuestion, PendingApproval};
 pub use command::CommandEntry;
 pub use event::{Event, EventSink, child_place};
 pub use mode::{PermissionMode, RuleKind};
 pub use op::Op;
 
-/// The agent id of a session's top-level agent; every child has its own id.
+/// The text of [`AgentId::MAIN`], the id of a session's top-level agent.
 pub const MAIN_AGENT: &str = "main";
 pub use status::{
-    ChildCallOutcome, ChildStatus, ChildTag, CompactTrigger, HookDecision, McpStatus, TaskKind,
-    TaskStatus, TurnStatus,
+    ChildCallOutcome, ChildStatus, ChildTag, CompactTrigger, HookDecision, HookEvent, McpStatus,
+    TaskKind, TaskStatus, TurnStatus,
 };

@@ -74,7 +74,7 @@ pub struct ChildTag {
     /// Definition name.
     pub agent_type: String,
     /// Child agent id.
-    pub agent_id: String,
+    pub agent_id: super::AgentId,
 }
 
 /// Where a task is in its life. `queued`, `running` and `stopping` are active;
@@ -285,5 +285,94 @@ impl ChildCallOutcome {
 impl fmt::Display for ChildCallOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The hook events cadre fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum HookEvent {
+    /// A session starts (subject: "startup", "resume", "clear" or "compact").
+    SessionStart,
+    /// The user submitted a prompt.
+    UserPromptSubmit,
+    /// Before a tool call (subject: the tool name).
+    PreToolUse,
+    /// After a tool call (subject: the tool name).
+    PostToolUse,
+    /// The main agent is about to end its turn.
+    Stop,
+    /// A subagent starts (subject: its agent type).
+    SubagentStart,
+    /// A subagent is about to end (subject: its agent type).
+    SubagentStop,
+    /// Before the conversation is compacted (subject: "manual" or "auto").
+    PreCompact,
+    /// The session ends.
+    SessionEnd,
+    /// A notification is shown to the user (subject: its type).
+    Notification,
+}
+
+impl HookEvent {
+    /// Every event, in the order Claude Code documents them.
+    pub const ALL: [HookEvent; 10] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::Stop,
+        HookEvent::SubagentStart,
+        HookEvent::SubagentStop,
+        HookEvent::PreCompact,
+        HookEvent::SessionEnd,
+        HookEvent::Notification,
+    ];
+
+    /// The event's name as written in configuration and `hook_event_name`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::Stop => "Stop",
+            HookEvent::SubagentStart => "SubagentStart",
+            HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::PreCompact => "PreCompact",
+            HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::Notification => "Notification",
+        }
+    }
+
+    /// The event named exactly `name` (case matters, as in Claude Code).
+    pub fn parse(name: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// Whether a hook can block at this event (exit 2 or `decision:
+    /// "block"`). For `PostToolUse` the tool has run already; the reason
+    /// still goes to the model.
+    pub fn can_block(self) -> bool {
+        matches!(
+            self,
+            HookEvent::UserPromptSubmit
+                | HookEvent::PreToolUse
+                | HookEvent::PostToolUse
+                | HookEvent::Stop
+                | HookEvent::SubagentStop
+                | HookEvent::PreCompact
+        )
+    }
+
+    /// Whether plain (non-JSON) stdout of a successful hook becomes context
+    /// for the model at this event.
+    pub fn plain_stdout_is_context(self) -> bool {
+        matches!(self, HookEvent::SessionStart | HookEvent::UserPromptSubmit)
+    }
+}
+
+impl std::fmt::Display for HookEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }

@@ -179,7 +179,7 @@ impl Tool for AskUserQuestionTool {
                     position: (i + 1, total),
                 };
                 let question = ApprovalQuestion {
-                    agent: ctx.agent_id.clone(),
+                    agent: ctx.agent_id.clone().into(),
                     label: None,
                     tool: ASK_USER_QUESTION.into(),
                     call_id: None,

@@ -40,7 +40,7 @@ impl SubagentRuntime {
             index,
             total,
             agent_type: "fork".into(),
-            agent_id: agent_id.clone(),
+            agent_id: agent_id.clone().into(),
         };
         let events = caller.events.for_child(tag.clone());
         let mut ctx = self.base_ctx.clone();

@@ -41,7 +41,7 @@ impl SubagentRuntime {
                 output_path = Some(row.output_path);
             }
             let record = ChildRecord {
-                agent_id: p.tag.agent_id.clone(),
+                agent_id: p.tag.agent_id.to_string(),
                 owner: parent.agent_id.to_string(),
                 name: p.name.clone(),
                 agent_type: p.tag.agent_type.clone(),

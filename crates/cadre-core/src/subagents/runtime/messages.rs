@@ -188,7 +188,7 @@ impl SubagentRuntime {
             index: 1,
             total: 1,
             agent_type: agent_type.clone(),
-            agent_id: agent_id.clone(),
+            agent_id: agent_id.clone().into(),
         };
         let mut setup = setup;
         // Under its parents still, when this process started it.
@@ -405,7 +405,7 @@ impl SubagentRuntime {
             index: 1,
             total: 1,
             agent_type: saved.agent_type.clone(),
-            agent_id: saved.agent_id.clone(),
+            agent_id: saved.agent_id.clone().into(),
         };
         let client = if saved.provider == self.client.config().provider.to_string()
             && saved.model != self.client.config().model

@@ -153,7 +153,7 @@ impl SubagentRuntime {
             index: call.index,
             total,
             agent_type: def.name.clone(),
-            agent_id: agent_id.clone(),
+            agent_id: agent_id.clone().into(),
         };
         // A nested child's questions say whose child it is.
         let events = caller.events.for_child(tag.clone());
@@ -341,7 +341,7 @@ impl SubagentRuntime {
         let log = SessionLog::create(&dir.join(format!("{}.jsonl", p.tag.agent_id)))
             .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
         let start = RecordBody::SessionStart {
-            session_id: p.tag.agent_id.clone(),
+            session_id: p.tag.agent_id.to_string(),
             cwd: p.ctx.cwd.display().to_string(),
             provider: self.client.config().provider.to_string(),
             model: p.agent.model().to_string(),
