@@ -91,6 +91,8 @@
 //! # }
 //! ```
 
+#![warn(unreachable_pub)]
+
 pub mod agent;
 pub mod archive;
 pub mod background;
