@@ -211,7 +211,7 @@ pub async fn run_with(
         Ok(s) => s,
         Err(e) => {
             printer.drain(&mut rx);
-            return Err(e);
+            return Err(e.into());
         }
     };
     let mut prompt_answers = match prompt_tool.as_deref() {

@@ -20,8 +20,8 @@ use cadre_tui::sanitize::visible_controls;
 use crate::approve::{StdinLines, TerminalAnswers, stdin_is_terminal};
 use crate::commands::{self, Action, CommandContext, Input, SessionView};
 use crate::render::HumanRenderer;
-use crate::setup::Runtime;
 use crate::{AgentArgs, ModelArgs, PermissionArgs, ResumeArgs, sessions, setup};
+use cadre_core::driver::SessionBuilder;
 
 fn prompt() {
     let mut err = std::io::stderr().lock();
@@ -122,7 +122,7 @@ fn interrupt_on_ctrl_c(current: Current) {
 /// A session's log, opened, and the channel its events will come on.
 struct Opened {
     /// The runtime to run it with, when not the one of the session before.
-    runtime: Option<Runtime>,
+    runtime: Option<SessionBuilder>,
     log: OpenedLog,
     sink: EventSink,
     rx: UnboundedReceiver<Event>,
@@ -154,7 +154,7 @@ struct Front<'a> {
     model: &'a ModelArgs,
     perms: &'a PermissionArgs,
     agents: &'a AgentArgs,
-    runtime: Runtime,
+    runtime: SessionBuilder,
     lines: StdinLines,
     current: Current,
     /// The model `/model NAME` chose: this session's now, and the next ones'.

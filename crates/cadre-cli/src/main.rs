@@ -26,7 +26,6 @@ mod stream_input;
 mod tasks;
 mod tui;
 mod tui_agents;
-mod web_tools;
 mod worktrees_cmd;
 
 use std::process::ExitCode;

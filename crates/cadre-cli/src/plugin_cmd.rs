@@ -399,7 +399,7 @@ fn configure(cx: &Context_, id: &str, manifest: &Manifest, given: &[String]) -> 
 /// `/plugin enable|disable NAME`: writes `enabledPlugins` in the user's
 /// settings; the running session keeps its plugins (as Claude Code's
 /// without `/reload-plugins`).
-pub fn switch(runtime: &crate::setup::Runtime, name: &str, on: bool) -> String {
+pub fn switch(runtime: &cadre_core::driver::SessionBuilder, name: &str, on: bool) -> String {
     let id = match resolve_id(&runtime.plugins, name) {
         Ok(id) => id,
         Err(e) => return e.to_string(),

@@ -698,7 +698,7 @@ impl StreamRenderer {
 
 /// The final answer as `--json-schema`'s JSON value, when the run completed with one.
 pub fn structured_output(
-    runtime: &crate::setup::Runtime,
+    runtime: &cadre_core::driver::SessionBuilder,
     status: TurnStatus,
     text: &str,
 ) -> Option<Value> {
@@ -711,7 +711,7 @@ pub fn structured_output(
 /// The `system/init` line of a run on `runtime` (the session id is added
 /// when the session starts): its tools, MCP servers, permission mode,
 /// commands, skills, agents, plugins, model and folder.
-pub fn init_line(runtime: &crate::setup::Runtime) -> Value {
+pub fn init_line(runtime: &cadre_core::driver::SessionBuilder) -> Value {
     let mut tools: Vec<String> = runtime
         .web
         .session_tools()

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::UsageError;
-use crate::setup::Runtime;
+use cadre_core::driver::SessionBuilder;
 
 /// Answers questions through an MCP tool.
 pub struct PromptToolAnswers {
@@ -28,7 +28,7 @@ pub struct PromptToolAnswers {
 impl PromptToolAnswers {
     /// The answerer for `name` (`mcp__server__tool`), among the session's servers.
     pub fn new(
-        runtime: &Runtime,
+        runtime: &SessionBuilder,
         name: &str,
         handle: SessionHandle,
     ) -> Result<PromptToolAnswers, UsageError> {

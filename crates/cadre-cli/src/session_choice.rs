@@ -9,8 +9,8 @@ use cadre_core::protocol::EventSink;
 
 use crate::approve::StdinLines;
 use crate::sessions::{confirm_resume, open_usage};
-use crate::setup::Runtime;
 use crate::{ResumeArgs, UsageError};
+use cadre_core::driver::SessionBuilder;
 
 /// The session the flags name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +36,7 @@ impl SessionChoice {
 }
 
 /// Reads the session flags; `--continue` finds this folder's latest session.
-pub fn choose(runtime: &Runtime, flags: &ResumeArgs) -> Result<SessionChoice> {
+pub fn choose(runtime: &SessionBuilder, flags: &ResumeArgs) -> Result<SessionChoice> {
     if let Some(id) = &flags.session_id {
         uuid::Uuid::parse_str(id)
             .map_err(|_| UsageError(format!("--session-id must be a UUID, not {id:?}")))?;
@@ -65,7 +65,7 @@ pub fn choose(runtime: &Runtime, flags: &ResumeArgs) -> Result<SessionChoice> {
 }
 
 /// The most recent session started in this folder.
-fn latest_here(runtime: &Runtime) -> Result<String> {
+fn latest_here(runtime: &SessionBuilder) -> Result<String> {
     let here = runtime.cwd.display().to_string();
     cadre_core::session::list_sessions(&runtime.home)
         .into_iter()
@@ -83,7 +83,7 @@ fn latest_here(runtime: &Runtime) -> Result<String> {
 /// Opens the chosen session's log: creates it, resumes it (after the user
 /// agrees to calls that may have run) or forks it.
 pub async fn open(
-    runtime: &Runtime,
+    runtime: &SessionBuilder,
     choice: &SessionChoice,
     accept_unknown: bool,
     lines: Option<&StdinLines>,

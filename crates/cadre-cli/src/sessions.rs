@@ -19,7 +19,7 @@ use clap::{Args, Subcommand};
 
 use crate::UsageError;
 use crate::approve::{StdinLines, stdin_is_terminal};
-use crate::setup::Runtime;
+use cadre_core::driver::SessionBuilder;
 
 /// Arguments of `cadre sessions`.
 #[derive(Debug, Args)]
@@ -428,7 +428,7 @@ fn session_usage(e: SessionError) -> anyhow::Error {
 /// may have run: the user confirms (or `--accept-unknown`), and they are
 /// recorded as `unknown` so nothing is re-run.
 pub async fn open(
-    runtime: &Runtime,
+    runtime: &SessionBuilder,
     resume: Option<&str>,
     accept_unknown: bool,
     lines: Option<&StdinLines>,
@@ -499,7 +499,7 @@ fn may_have_run(pending: &PendingResume) -> Vec<String> {
 /// whether to go on; nothing is printed. `None` when the answer was no.
 /// The session stays held while the question is open.
 pub async fn resume_asking<F, A>(
-    runtime: &Runtime,
+    runtime: &SessionBuilder,
     id: &str,
     events: &EventSink,
     ask: F,

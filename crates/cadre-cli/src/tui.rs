@@ -152,7 +152,7 @@ struct TuiHost<'a> {
     model: &'a ModelArgs,
     perms: &'a PermissionArgs,
     agents: &'a AgentArgs,
-    runtime: setup::Runtime,
+    runtime: cadre_core::driver::SessionBuilder,
     /// The model `/model NAME` chose: this session's now, and the next ones'.
     next_model: Option<String>,
     /// What `/permissions` shows of the running session (rules granted in it).

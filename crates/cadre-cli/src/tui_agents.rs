@@ -18,10 +18,10 @@ use cadre_tui::panes::agents::{
 };
 
 use crate::PermissionArgs;
-use crate::setup::Runtime;
+use cadre_core::driver::SessionBuilder;
 
 /// The `/agents` pane over the runtime's definition sources.
-pub fn pane(runtime: &Runtime, perms: &PermissionArgs) -> Box<dyn Pane> {
+pub fn pane(runtime: &SessionBuilder, perms: &PermissionArgs) -> Box<dyn Pane> {
     let catalog = Catalog {
         cache: CatalogCache::new(runtime.sources.clone()),
         last: None,

@@ -195,7 +195,11 @@ impl AcpServer {
     }
 
     /// The session's flags in the editor's folder, its MCP servers added.
-    fn runtime_for(&self, cwd: &Path, servers: &[McpServer]) -> Result<setup::Runtime, Error> {
+    fn runtime_for(
+        &self,
+        cwd: &Path,
+        servers: &[McpServer],
+    ) -> Result<cadre_core::driver::SessionBuilder, Error> {
         if !cwd.is_absolute() {
             return Err(Error::invalid_params().data("cwd must be an absolute path"));
         }

@@ -18,7 +18,7 @@ use cadre_core::session::SessionLock;
 use tokio::sync::{mpsc, oneshot};
 
 use super::updates::{Translator, commands_update, kind_of};
-use crate::setup::Runtime;
+use cadre_core::driver::SessionBuilder;
 
 /// How a prompt's turn ended.
 type TurnEnd = Result<StopReason, Error>;
@@ -28,7 +28,7 @@ pub struct LiveSession {
     /// The session id (cadre's, also the editor's).
     pub id: String,
     /// What the session was built from.
-    pub runtime: Arc<Runtime>,
+    pub runtime: Arc<SessionBuilder>,
     /// The session's operations.
     handle: SessionHandle,
     /// Prompts waiting for their turn to end, oldest first.
@@ -41,7 +41,7 @@ impl LiveSession {
     /// Opens the session over `opened` and starts showing its events on
     /// `cx`; `replay` runs first, before any event of the new run.
     pub async fn open(
-        runtime: Arc<Runtime>,
+        runtime: Arc<SessionBuilder>,
         mut opened: OpenedLog,
         cx: ConnectionTo<Client>,
         child_sessions: bool,

@@ -14,8 +14,8 @@ use cadre_core::permissions::PermissionMode;
 use cadre_core::protocol::{ApprovalAnswer, Event, Op};
 use cadre_core::session::list_sessions;
 
-use crate::setup::Runtime;
 use crate::{AgentArgs, PermissionArgs};
+use cadre_core::driver::SessionBuilder;
 
 pub use cadre_tui::commands::{
     COMMANDS_HELP, Command, Input, PluginCommand, TasksCommand, hook_line, mcp_status_line,
@@ -120,7 +120,7 @@ impl SessionView {
 /// the session, and what the front end followed of it.
 pub struct CommandContext<'a> {
     /// The runtime of the running session.
-    pub runtime: &'a Runtime,
+    pub runtime: &'a SessionBuilder,
     /// The permission flags cadre was started with.
     pub perms: &'a PermissionArgs,
     /// The agent flags cadre was started with.

@@ -52,7 +52,7 @@ pub fn build_system_prompt(cwd: &Path) -> String {
 /// The section the MCP servers' `instructions` (server name, text) make in
 /// the main agent's system prompt: `# MCP server instructions`, then each
 /// under `## <server>`. `None` when no server gave any.
-pub fn mcp_instructions_section(servers: &[(String, String)]) -> Option<String> {
+pub(super) fn mcp_instructions_section(servers: &[(String, String)]) -> Option<String> {
     if servers.is_empty() {
         return None;
     }

@@ -38,7 +38,7 @@ pub fn notification_text(items: &[Finished]) -> String {
 
 /// The task ids a notice built by [`notification_text`] announces: the ids
 /// of its `<task id="...">` lines.
-pub fn announced_ids(text: &str) -> Vec<String> {
+pub(super) fn announced_ids(text: &str) -> Vec<String> {
     text.lines()
         .filter_map(|l| l.strip_prefix("<task id=\""))
         .filter_map(|rest| rest.split_once('"').map(|(id, _)| id.to_string()))
@@ -47,9 +47,9 @@ pub fn announced_ids(text: &str) -> Vec<String> {
 
 /// Notice-started turns allowed per window: a burst of completions is batched
 /// instead of waking the model for each one.
-pub const NOTICE_TURNS_PER_WINDOW: usize = 3;
+pub(super) const NOTICE_TURNS_PER_WINDOW: usize = 3;
 /// The window for `NOTICE_TURNS_PER_WINDOW`.
-pub const NOTICE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+pub(super) const NOTICE_WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
 /// Quiet time after a task ends before its notice goes out, so a burst of
 /// completions becomes one notice (32 tasks at most each).
 pub const NOTICE_SETTLE: std::time::Duration = std::time::Duration::from_millis(25);

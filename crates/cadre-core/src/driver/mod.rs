@@ -10,10 +10,12 @@
 //! front end ──Op──▶ SessionHandle ──▶ Session::run ──Event──▶ EventSink ──▶ front end
 //! ```
 //!
-//! A front end: opens the log ([`create_log`], or [`PendingResume`] after
-//! asking the user about calls that may have run), makes an event channel
-//! ([`EventSink::channel`]), calls [`Session::open`] with a closure that
-//! builds the main agent from the session's [`AgentParts`], spawns
+//! A front end: builds a [`SessionBuilder`] once from the settings and its
+//! [`SessionOverrides`], opens the log ([`create_log`], or [`PendingResume`]
+//! after asking the user about calls that may have run), makes an event
+//! channel ([`EventSink::channel`]), calls [`SessionBuilder::open_session`]
+//! (or [`Session::open`] with a closure that builds the main agent from the
+//! session's [`AgentParts`]), spawns
 //! [`Session::run`], and then loops: render each event; on
 //! `approval_requested` show the question (whatever else is on screen) and
 //! submit [`Op::ApprovalAnswer`] with its id; turn keys and signals into
@@ -24,9 +26,11 @@
 //! the session has ended and its work has wound down.
 
 mod approvals;
+mod builder;
 mod resume;
 #[cfg(test)]
 mod tests;
+mod web_tools;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -37,7 +41,12 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use approvals::SessionApprovals;
+pub use builder::{
+    ApiKeys, BuildError, MAX_ATTEMPTS, MainShape, SessionBuilder, SessionOverrides,
+    catalog_sources, load_plugins, mcp_log_dir, mcp_paths, mcp_timeouts, subagent_settings,
+};
 pub use resume::{OpenError, OpenedLog, PendingResume, create_log, create_log_as};
+pub use web_tools::WebTools;
 
 use crate::agent::{Agent, TurnOutcome};
 use crate::background::{BackgroundWork, NOTICE_SETTLE, NOTICE_SETTLE_MAX, NoticeThrottle};

@@ -558,7 +558,7 @@ impl PermissionPolicy {
 }
 
 /// The host of `url`, lower-case, as a WebFetch rule names it.
-pub fn url_host(url: &str) -> Option<String> {
+pub(super) fn url_host(url: &str) -> Option<String> {
     url::Url::parse(url.trim())
         .ok()?
         .host_str()

@@ -39,7 +39,7 @@ pub(super) struct ShellParse {
 
 impl ShellParse {
     /// Whether prefix/exact allow rules may allow this command at all.
-    pub fn allowable(&self) -> bool {
+    pub(super) fn allowable(&self) -> bool {
         !self.opaque && !self.malformed && !self.unsure && !self.segments.is_empty()
     }
 }

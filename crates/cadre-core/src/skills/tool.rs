@@ -45,7 +45,7 @@ task. When a task matches a skill's description, load it first and follow it. Th
 there are, with what each is for, are listed in a system reminder.";
 
 /// The first line of the skills reminder.
-pub const SKILLS_HEADER: &str = "Skills available to the Skill tool (skill):";
+pub(super) const SKILLS_HEADER: &str = "Skills available to the Skill tool (skill):";
 
 impl Tool for SkillTool {
     fn name(&self) -> &'static str {

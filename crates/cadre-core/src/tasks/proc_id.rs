@@ -33,17 +33,17 @@ fn stat_field(pid: u32, n: usize) -> Option<String> {
 }
 
 /// The start time of `pid` in clock ticks since boot, if it exists.
-pub fn start_time(pid: u32) -> Option<u64> {
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
     stat_field(pid, 22)?.parse().ok()
 }
 
 /// The process group of `pid`, if it exists.
-pub fn process_group(pid: u32) -> Option<u32> {
+pub(crate) fn process_group(pid: u32) -> Option<u32> {
     stat_field(pid, 5)?.parse().ok()
 }
 
 /// This boot's id, read once.
-pub fn boot_id() -> Option<String> {
+pub(crate) fn boot_id() -> Option<String> {
     static BOOT: OnceLock<Option<String>> = OnceLock::new();
     BOOT.get_or_init(|| {
         std::fs::read_to_string("/proc/sys/kernel/random/boot_id")

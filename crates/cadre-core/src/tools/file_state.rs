@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 /// What we knew about a file when the agent last read or wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileStamp {
+pub(super) struct FileStamp {
     /// Modification time then.
     pub modified: Option<SystemTime>,
     /// Length then.
@@ -17,7 +17,7 @@ pub struct FileStamp {
 
 impl FileStamp {
     /// The stamp of the file at `path` now, if it exists.
-    pub fn of(path: &Path) -> Option<FileStamp> {
+    pub(super) fn of(path: &Path) -> Option<FileStamp> {
         let meta = std::fs::metadata(path).ok()?;
         Some(FileStamp {
             modified: meta.modified().ok(),

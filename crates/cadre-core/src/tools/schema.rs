@@ -131,7 +131,7 @@ pub(crate) mod testing {
 
     /// Whether `value` satisfies `schema`, for the keywords tool schemas use;
     /// any other keyword fails, so a new kind of constraint cannot go unchecked.
-    pub fn schema_accepts(schema: &Value, value: &Value) -> Result<(), String> {
+    pub(crate) fn schema_accepts(schema: &Value, value: &Value) -> Result<(), String> {
         let Value::Object(schema) = schema else {
             return Err(format!("not a schema: {schema}"));
         };
@@ -217,7 +217,7 @@ pub(crate) mod testing {
     /// `tool`'s schema is `T`'s and the same bytes every time; each of
     /// `valid` is parsed by `T` and satisfies the schema; each of `invalid`
     /// is refused by both.
-    pub fn check_tool<T: JsonSchema + DeserializeOwned>(
+    pub(crate) fn check_tool<T: JsonSchema + DeserializeOwned>(
         tool: &dyn Tool,
         valid: &[Value],
         invalid: &[Value],

@@ -11,9 +11,9 @@ use super::{BackgroundTasks, Tool, ToolContext, ToolInput, ToolOutput, input_sch
 use crate::tasks::{TaskFilter, TaskRow, TaskStatus};
 
 /// Bytes per `TaskOutput` read: the tool-output cap, so one read always fits.
-pub const TASK_OUTPUT_READ: usize = 64 * 1024;
+pub(super) const TASK_OUTPUT_READ: usize = 64 * 1024;
 /// Longest `TaskOutput` waits for new output or completion.
-pub const TASK_OUTPUT_MAX_WAIT_MS: u64 = 30_000;
+pub(super) const TASK_OUTPUT_MAX_WAIT_MS: u64 = 30_000;
 
 fn work(ctx: &ToolContext) -> Result<&std::sync::Arc<dyn BackgroundTasks>, ToolOutput> {
     ctx.background

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 /// The session's requests to background the running batch: a counter each
 /// request bumps. Batches compare it with the value they saw when they began.
 #[derive(Debug)]
-pub struct BackgroundRequests(watch::Sender<u64>);
+pub(super) struct BackgroundRequests(watch::Sender<u64>);
 
 impl Default for BackgroundRequests {
     fn default() -> Self {
@@ -18,25 +18,25 @@ impl Default for BackgroundRequests {
 
 impl BackgroundRequests {
     /// Asks every batch running now to move to the background.
-    pub fn request(&self) {
+    pub(super) fn request(&self) {
         // Kept even with no batch subscribed: the counter is only compared.
         self.0.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// Called when a batch begins: it sees the requests made from now on.
-    pub fn begin_batch(&self) -> BatchLatch {
+    pub(super) fn begin_batch(&self) -> BatchLatch {
         BatchLatch(self.0.subscribe())
     }
 }
 
 /// One batch's view of the requests: those made since it began.
 #[derive(Debug)]
-pub struct BatchLatch(watch::Receiver<u64>);
+pub(super) struct BatchLatch(watch::Receiver<u64>);
 
 impl BatchLatch {
     /// Resolves once a request was made since the batch began (at once if
     /// one already was); it stays resolved for this batch.
-    pub async fn requested(&mut self) {
+    pub(super) async fn requested(&mut self) {
         if self.0.changed().await.is_err() {
             // The runtime (and its sender) is gone: nobody can ask any more.
             std::future::pending::<()>().await;

@@ -4,12 +4,13 @@
 
 use std::sync::Arc;
 
-use cadre_core::config::{Settings, WebSearchFile};
-use cadre_core::model::{ClientConfig, Provider, ServerWebSearch, parse_base_url};
-use cadre_core::permissions::{Decision, PermissionPolicy, PermissionTracker, ToolEffect};
-use cadre_core::subagents::catalog::DefinitionCatalog;
-use cadre_core::subagents::session_tools;
-use cadre_core::tools::{
+use super::builder::ApiKeys;
+use crate::config::{Settings, WebSearchFile};
+use crate::model::{ClientConfig, Provider, ServerWebSearch, parse_base_url};
+use crate::permissions::{Decision, PermissionPolicy, PermissionTracker, ToolEffect};
+use crate::subagents::catalog::DefinitionCatalog;
+use crate::subagents::session_tools;
+use crate::tools::{
     BRAVE_URL, BackendSearch, DEFAULT_MAX_RESULTS, SearchBackend, TAVILY_URL, Tool, ToolInput,
     ToolRegistry, WebFetchTool, WebSearchTool,
 };
@@ -18,7 +19,7 @@ use cadre_core::tools::{
 const WEB_SEARCH: &str = "WebSearch";
 
 /// What a warning about a missing `WebSearch` tells the user to set.
-pub const SETTING_HINT: &str = "set [web_search] provider = \"searxng\" (with url), \"brave\" or \"tavily\" (with key_env) in your config.toml";
+const SETTING_HINT: &str = "set [web_search] provider = \"searxng\" (with url), \"brave\" or \"tavily\" (with key_env) in your config.toml";
 
 /// The session's web tools.
 #[derive(Clone)]
@@ -31,10 +32,12 @@ pub struct WebTools {
 
 impl WebTools {
     /// The tools `settings` give a session on `client`, with a warning for
-    /// each setting that cannot be used.
+    /// each setting that cannot be used; a search service's key named by a
+    /// model key's variable comes from `keys`.
     pub fn from_settings(
         settings: &Settings,
         client: &ClientConfig,
+        keys: &ApiKeys,
         warnings: &mut Vec<String>,
     ) -> WebTools {
         let fetch: Arc<dyn Tool> = match &settings.file.small_model {
@@ -43,7 +46,7 @@ impl WebTools {
             )),
             _ => Arc::new(WebFetchTool::default()),
         };
-        let search = search_tool(&settings.file.web_search, client, warnings);
+        let search = search_tool(&settings.file.web_search, client, keys, warnings);
         WebTools { search, fetch }
     }
 
@@ -120,6 +123,7 @@ impl WebTools {
 fn search_tool(
     file: &WebSearchFile,
     client: &ClientConfig,
+    keys: &ApiKeys,
     warnings: &mut Vec<String>,
 ) -> Option<Arc<dyn Tool>> {
     let anthropic = client.provider == Provider::Anthropic;
@@ -187,11 +191,11 @@ fn search_tool(
                 }
             });
             // Whether or not it is set here, nothing cadre starts inherits it.
-            cadre_core::secrets::register_var(&env);
+            crate::secrets::register_var(&env);
             let key = file
                 .key
                 .clone()
-                .or_else(|| crate::keys::var(&env))
+                .or_else(|| keys.var(&env))
                 .filter(|k| !k.trim().is_empty());
             let Some(key) = key else {
                 warnings.push(format!(
@@ -200,7 +204,7 @@ fn search_tool(
                 return None;
             };
             // Out of every tool result, log and error from now on.
-            cadre_core::secrets::register(&key);
+            crate::secrets::register(&key);
             if name == "brave" {
                 backend(SearchBackend::Brave { url, key })
             } else {
