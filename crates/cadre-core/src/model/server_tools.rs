@@ -19,7 +19,7 @@ pub struct ServerWebSearch {
 }
 
 /// One result of a search, as shown to the user.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchHit {
     /// The page title.
     pub title: String,

@@ -311,7 +311,9 @@ pub enum StopReason {
 }
 
 /// Token counts for one request, or summed over many.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Usage {
     /// Uncached input tokens.
     pub input_tokens: u64,

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 /// An agent's id: [`AgentId::MAIN`] for a session's top-level agent, a
 /// generated id for each child (its log is `<session>.agents/<id>.jsonl`).
 /// On the wire it is the plain string.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(transparent)]
 pub struct AgentId(Cow<'static, str>);
 

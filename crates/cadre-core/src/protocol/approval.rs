@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 /// The answer to one question.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalAnswer {
     /// Run this call.
@@ -18,7 +18,7 @@ pub enum ApprovalAnswer {
 }
 
 /// What the user is asked.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApprovalQuestion {
     /// Agent id.
     pub agent: super::AgentId,

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// A `/name` a user may type that the session runs (a skill, a custom
 /// command, an MCP server's prompt), not one the front end answers itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandEntry {
     /// Without the slash.
     pub name: String,

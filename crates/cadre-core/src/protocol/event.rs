@@ -13,7 +13,7 @@ use super::{
 use crate::model::Usage;
 
 /// Something the core tells front ends.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// A session began.
@@ -80,7 +80,8 @@ pub enum Event {
     Message {
         /// Agent id.
         agent: AgentId,
-        /// The message.
+        /// The message (in the Anthropic shape).
+        #[schemars(with = "serde_json::Value")]
         message: crate::model::Message,
         /// A reply's model.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,6 +10,8 @@ mod command;
 mod event;
 mod mode;
 mod op;
+#[cfg(test)]
+mod schema_tests;
 mod status;
 
 pub use agent_id::AgentId;

@@ -6,7 +6,7 @@ use super::ApprovalAnswer;
 
 /// Something a front end asks the session to do. A front end only submits
 /// these and renders [`super::Event`]s; everything else is the core's.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     /// The user's next message: starts a turn; sent while a turn runs, it

@@ -5,7 +5,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// How a turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnStatus {
     /// The model gave its final answer.
@@ -19,7 +19,7 @@ pub enum TurnStatus {
 }
 
 /// Why a conversation was compacted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CompactTrigger {
     /// The context in use reached the threshold.
@@ -42,7 +42,7 @@ impl CompactTrigger {
 }
 
 /// How a child ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ChildStatus {
     /// Ended with a final answer.
@@ -65,7 +65,7 @@ impl ChildStatus {
 }
 
 /// Subagent events' payloads.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChildTag {
     /// 1-based position in the batch.
     pub index: usize,
@@ -79,7 +79,7 @@ pub struct ChildTag {
 
 /// Where a task is in its life. `queued`, `running` and `stopping` are active;
 /// `succeeded`, `failed`, `cancelled` and `lost` are final, and final is final.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatus {
     /// Created, not started yet.
@@ -149,7 +149,7 @@ impl fmt::Display for TaskStatus {
 }
 
 /// What a task runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskKind {
     /// A subagent.
@@ -184,7 +184,7 @@ impl fmt::Display for TaskKind {
 }
 
 /// What a hook run decided (`hook_ended`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HookDecision {
     /// It allowed the call.
@@ -228,7 +228,7 @@ impl fmt::Display for HookDecision {
 }
 
 /// Where an MCP server's connection stands (`mcp_server_status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum McpStatus {
     /// Connecting.
@@ -260,7 +260,7 @@ impl fmt::Display for McpStatus {
 }
 
 /// How a child's tool call ended, as its progress line says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildCallOutcome {
     /// It ran and succeeded.
@@ -289,7 +289,19 @@ impl fmt::Display for ChildCallOutcome {
 }
 
 /// The hook events cadre fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub enum HookEvent {
     /// A session starts (subject: "startup", "resume", "clear" or "compact").
     SessionStart,
