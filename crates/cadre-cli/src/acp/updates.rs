@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
     CurrentModeUpdate, Diff, IdleStateUpdate, IdleStopReason, Plan, PlanEntry, PlanEntryPriority,
     PlanEntryStatus, RunningStateUpdate, SessionNotification, SessionUpdate, StateUpdate,
     SubagentUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UnstructuredCommandInput,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UnstructuredCommandInput, UsageUpdate,
 };
 use cadre_core::model::{ContentBlock as Block, Message, Role};
 use cadre_core::protocol::{
@@ -171,6 +171,14 @@ impl Translator {
                 error,
                 ..
             } => self.child_ended(agent_id, *status, error.as_deref()),
+            Event::ContextUsage {
+                agent,
+                tokens,
+                window,
+                ..
+            } if agent == MAIN_AGENT => on_main(SessionUpdate::UsageUpdate(UsageUpdate::new(
+                *tokens, *window,
+            ))),
             Event::ModeChanged { agent, mode } if agent == MAIN_AGENT => on_main(
                 SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.as_str())),
             ),
@@ -207,10 +215,14 @@ impl Translator {
             _ if summary.is_empty() => tool.to_string(),
             _ => format!("{tool} {summary}"),
         };
+        // The tool's own name, for clients that group or filter by it.
+        let mut meta = serde_json::Map::new();
+        meta.insert("cadre".into(), serde_json::json!({ "toolName": tool }));
         let mut call = ToolCall::new(call_id.to_string(), title)
             .kind(kind_of(tool))
             .status(status)
-            .raw_input(input.clone());
+            .raw_input(input.clone())
+            .meta(meta);
         if let Some(path) = self.path_in(input) {
             call = call.locations(vec![ToolCallLocation::new(path.clone())]);
             if let Some(diff) = diff_of(tool, &path, input) {

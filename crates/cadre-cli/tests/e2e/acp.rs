@@ -560,3 +560,59 @@ async fn load_replays_a_session_with_its_compaction_and_its_child() {
             && x["update"]["content"]["text"] == "second answer")
     );
 }
+
+/// A child that writes: its question comes on its own session.
+const CHILD_WRITES: &str = r#"
+rules:
+  - name: writer
+    when: { system: "You are WRITER" }
+    replies:
+      - tool_calls: [{ name: Write, input: { file_path: "out.txt", content: "from the child\n" } }]
+      - text: "WRITER: wrote out.txt"
+  - name: main
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "write it", prompt: "write out.txt", subagent_type: "writer" } }
+      - text: "Written."
+"#;
+
+#[tokio::test]
+async fn a_childs_question_comes_on_its_own_session_and_its_answer_holds() {
+    let h = Harness::new(CHILD_WRITES, Wire::Anthropic).await;
+    h.write(
+        ".cadre/agents/writer.md",
+        "---\nname: writer\ndescription: Writes one file.\ntools: Write\n---\nYou are WRITER.\n",
+    );
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, _| {
+        let session = open(&cx, &dir, true).await;
+        assert_eq!(prompt(&cx, &session, "delegate").await, StopReason::EndTurn);
+    })
+    .await;
+    assert_eq!(h.read("out.txt"), "from the child\n");
+    let children = announced(&seen.updates);
+    assert_eq!(children.len(), 1, "{children:#?}");
+    let child = &children[0].0;
+    assert_eq!(seen.questions.len(), 1, "{:#?}", seen.questions);
+    let q = &seen.questions[0];
+    assert_eq!(
+        q["sessionId"],
+        child.as_str(),
+        "asked on the child's session"
+    );
+    let write_call = position(&seen.updates, "the child's Write", |x| {
+        x["sessionId"] == child.as_str() && kind(x) == "tool_call" && x["update"]["kind"] == "edit"
+    });
+    assert_eq!(
+        q["toolCall"]["toolCallId"],
+        seen.updates[write_call]["update"]["toolCallId"]
+    );
+    assert!(
+        q["toolCall"]["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("writer")),
+        "the question names the child: {q}"
+    );
+    // The context use is reported as it changes.
+    assert!(seen.updates.iter().any(|u| kind(u) == "usage_update"));
+}
