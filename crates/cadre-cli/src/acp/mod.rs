@@ -77,10 +77,7 @@ pub async fn run(model: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -
         .on_receive_request(
             async move |req: NewSessionRequest, responder, cx| {
                 let server = s2.clone();
-                tokio::spawn(async move {
-                    let answer = server.new_session(req, cx).await;
-                    respond(responder, answer);
-                });
+                answer_later(responder, async move { server.new_session(req, cx).await });
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
@@ -88,10 +85,7 @@ pub async fn run(model: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -
         .on_receive_request(
             async move |req: LoadSessionRequest, responder, cx| {
                 let server = s3.clone();
-                tokio::spawn(async move {
-                    let answer = server.load_session(req, cx).await;
-                    respond(responder, answer);
-                });
+                answer_later(responder, async move { server.load_session(req, cx).await });
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
@@ -99,10 +93,7 @@ pub async fn run(model: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -
         .on_receive_request(
             async move |req: PromptRequest, responder, _cx| {
                 let server = s4.clone();
-                tokio::spawn(async move {
-                    let answer = server.prompt(req).await;
-                    respond(responder, answer);
-                });
+                answer_later(responder, async move { server.prompt(req).await });
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
@@ -137,6 +128,17 @@ pub async fn run(model: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -
     }
     served.map_err(|e| anyhow::anyhow!("ACP connection failed: {e}"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Works out a request's answer in a task of its own (a handler holds the
+/// connection's dispatch loop, and the work waits on the editor's answers).
+fn answer_later<T>(
+    responder: Responder<T>,
+    work: impl std::future::Future<Output = Result<T, Error>> + Send + 'static,
+) where
+    T: agent_client_protocol::JsonRpcResponse + Send + 'static,
+{
+    tokio::spawn(async move { respond(responder, work.await) });
 }
 
 /// Sends a handler's answer (a closed connection has nobody to tell).

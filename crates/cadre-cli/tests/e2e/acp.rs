@@ -318,25 +318,6 @@ rules:
       - text: "All done."
 "#;
 
-fn family_files(h: &Harness) {
-    h.write(
-        ".cadre/agents/scout.md",
-        "---\nname: scout\ndescription: Delegates reads.\ntools: Read, Agent\n---\nYou are SCOUT.\n",
-    );
-    h.write(
-        ".cadre/agents/leaf.md",
-        "---\nname: leaf\ndescription: Reads one file.\ntools: Read\n---\nYou are LEAF.\n",
-    );
-    h.write("a.txt", "alpha\n");
-    h.write("b.txt", "beta\n");
-    std::fs::create_dir_all(h.data_dir()).unwrap();
-    std::fs::write(
-        h.data_dir().join("config.toml"),
-        "[subagents]\nmax_depth = 2\n",
-    )
-    .unwrap();
-}
-
 /// The child sessions announced, as (child session, parent session, title).
 fn announced(updates: &[Value]) -> Vec<(String, String, String)> {
     updates
@@ -355,7 +336,7 @@ fn announced(updates: &[Value]) -> Vec<(String, String, String)> {
 #[tokio::test]
 async fn with_child_sessions_each_child_is_a_session_of_its_parent() {
     let h = Harness::new(FAMILY, Wire::Anthropic).await;
-    family_files(&h);
+    common::scout_and_leaf_files(&h);
     let dir = h.project.path().canonicalize().unwrap();
     let seen = editor(&h, Answer::Allow, async move |cx, shared| {
         let session = open(&cx, &dir, true).await;
@@ -425,7 +406,7 @@ async fn with_child_sessions_each_child_is_a_session_of_its_parent() {
 #[tokio::test]
 async fn without_child_sessions_the_agent_call_shows_its_childs_progress_and_report() {
     let h = Harness::new(FAMILY, Wire::Anthropic).await;
-    family_files(&h);
+    common::scout_and_leaf_files(&h);
     let dir = h.project.path().canonicalize().unwrap();
     let seen = editor(&h, Answer::Allow, async move |cx, _| {
         let session = open(&cx, &dir, false).await;

@@ -324,30 +324,10 @@ rules:
       - text: "All done."
 "#;
 
-fn nested_harness_files(h: &Harness) {
-    h.write(
-        ".cadre/agents/scout.md",
-        "---\nname: scout\ndescription: Searches and delegates reads.\ntools: Read, Grep, Agent\n---\nYou are SCOUT.\n",
-    );
-    h.write(
-        ".cadre/agents/leaf.md",
-        "---\nname: leaf\ndescription: Reads one file.\ntools: Read\n---\nYou are LEAF.\n",
-    );
-    h.write("src/config.rs", "fn parse_config() {}\n");
-    h.write("a.txt", "alpha\n");
-    h.write("b.txt", "beta\n");
-    std::fs::create_dir_all(h.data_dir()).unwrap();
-    std::fs::write(
-        h.data_dir().join("config.toml"),
-        "[subagents]\nmax_depth = 2\n",
-    )
-    .unwrap();
-}
-
 #[tokio::test]
 async fn exec_progress_lines_show_each_calls_argument_and_the_nesting() {
     let h = Harness::new(NESTED, Wire::Anthropic).await;
-    nested_harness_files(&h);
+    common::scout_and_leaf_files(&h);
 
     let out = h.cadre(&["exec", "find it"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
@@ -432,7 +412,7 @@ async fn exec_progress_lines_show_each_calls_argument_and_the_nesting() {
 #[tokio::test]
 async fn tasks_show_transcript_prints_a_finished_childs_log() {
     let h = Harness::new(NESTED, Wire::Anthropic).await;
-    nested_harness_files(&h);
+    common::scout_and_leaf_files(&h);
     let out = h.cadre(&["exec", "find it"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
 
@@ -616,7 +596,7 @@ rules:
       - text: "All done."
 "#;
     let h = Harness::new(script, Wire::Anthropic).await;
-    nested_harness_files(&h);
+    common::scout_and_leaf_files(&h);
     // A child gets no tool its parent lacks: the scout has Write to pass on.
     h.write(
         ".cadre/agents/scout.md",

@@ -623,3 +623,26 @@ impl Elsewhere {
             .await
     }
 }
+
+/// Two project definitions for nesting tests: `scout` (Read, Grep, Agent;
+/// "You are SCOUT") and `leaf` (Read; "You are LEAF"), the files they read
+/// (`src/config.rs`, `a.txt`, `b.txt`) and a depth of 2.
+pub fn scout_and_leaf_files(h: &Harness) {
+    h.write(
+        ".cadre/agents/scout.md",
+        "---\nname: scout\ndescription: Searches and delegates reads.\ntools: Read, Grep, Agent\n---\nYou are SCOUT.\n",
+    );
+    h.write(
+        ".cadre/agents/leaf.md",
+        "---\nname: leaf\ndescription: Reads one file.\ntools: Read\n---\nYou are LEAF.\n",
+    );
+    h.write("src/config.rs", "fn parse_config() {}\n");
+    h.write("a.txt", "alpha\n");
+    h.write("b.txt", "beta\n");
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[subagents]\nmax_depth = 2\n",
+    )
+    .unwrap();
+}
