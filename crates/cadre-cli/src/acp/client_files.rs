@@ -16,18 +16,23 @@ pub struct ClientFiles {
     pub cx: ConnectionTo<Client>,
     /// The session the requests are made for.
     pub session_id: String,
-    /// The editor reads files.
+    /// The editor reads files (else cadre reads the disk).
     pub reads: bool,
-    /// The editor writes files.
+    /// The editor writes files (else cadre writes the disk).
     pub writes: bool,
 }
 
 impl EditorFiles for ClientFiles {
+    fn reads(&self) -> bool {
+        self.reads
+    }
+
+    fn writes(&self) -> bool {
+        self.writes
+    }
+
     fn read_text<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, Result<String, String>> {
         Box::pin(async move {
-            if !self.reads {
-                return std::fs::read_to_string(path).map_err(|e| e.to_string());
-            }
             self.cx
                 .send_request(ReadTextFileRequest::new(self.session_id.clone(), path))
                 .block_task()
@@ -43,9 +48,6 @@ impl EditorFiles for ClientFiles {
         text: &'a str,
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            if !self.writes {
-                return Err("the editor does not write files".into());
-            }
             self.cx
                 .send_request(WriteTextFileRequest::new(
                     self.session_id.clone(),

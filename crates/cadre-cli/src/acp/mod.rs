@@ -6,6 +6,7 @@
 //! when the editor can show them. Stdout is the protocol: warnings go to
 //! stderr.
 
+mod client_files;
 mod replay;
 mod session;
 mod updates;
@@ -48,6 +49,10 @@ struct AcpServer {
 struct ClientSide {
     /// It shows child sessions (`subagent_update`).
     child_sessions: bool,
+    /// It serves file reads (`fs/read_text_file`), unsaved buffers included.
+    reads: bool,
+    /// It takes file writes (`fs/write_text_file`).
+    writes: bool,
 }
 
 /// Runs `cadre acp` until the editor closes the connection.
@@ -176,6 +181,8 @@ impl AcpServer {
         let caps = &req.client_capabilities;
         if let Ok(mut c) = self.client.lock() {
             c.child_sessions = caps.subagents.is_some();
+            c.reads = caps.fs.read_text_file;
+            c.writes = caps.fs.write_text_file;
         }
         let agent = AgentCapabilities::new()
             .load_session(true)
@@ -186,6 +193,23 @@ impl AcpServer {
                 .agent_capabilities(agent)
                 .agent_info(Implementation::new("cadre", env!("CARGO_PKG_VERSION")).title("cadre")),
         )
+    }
+
+    /// The editor's file access for session `id`, when it offers any.
+    fn client_files(
+        &self,
+        cx: &ConnectionTo<Client>,
+        id: &str,
+    ) -> Option<Arc<dyn cadre_core::tools::EditorFiles>> {
+        let side = self.client_side();
+        (side.reads || side.writes).then(|| {
+            Arc::new(client_files::ClientFiles {
+                cx: cx.clone(),
+                session_id: id.to_string(),
+                reads: side.reads,
+                writes: side.writes,
+            }) as Arc<dyn cadre_core::tools::EditorFiles>
+        })
     }
 
     fn client_side(&self) -> ClientSide {
@@ -232,7 +256,7 @@ impl AcpServer {
         req: NewSessionRequest,
         cx: ConnectionTo<Client>,
     ) -> Result<NewSessionResponse, Error> {
-        let runtime = Arc::new(self.runtime_for(&req.cwd, &req.mcp_servers)?);
+        let mut runtime = self.runtime_for(&req.cwd, &req.mcp_servers)?;
         let config = runtime.client.config();
         let opened = cadre_core::driver::create_log_as(
             &runtime.home,
@@ -242,6 +266,8 @@ impl AcpServer {
             None,
         )
         .map_err(failure)?;
+        runtime.editor_files = self.client_files(&cx, &opened.id);
+        let runtime = Arc::new(runtime);
         let modes = modes(runtime.policy.mode);
         let live = LiveSession::open(
             runtime,
@@ -271,7 +297,9 @@ impl AcpServer {
         if self.session(&id).is_some() {
             return Err(Error::invalid_params().data(format!("session {id} is already open")));
         }
-        let runtime = Arc::new(self.runtime_for(&req.cwd, &req.mcp_servers)?);
+        let mut runtime = self.runtime_for(&req.cwd, &req.mcp_servers)?;
+        runtime.editor_files = self.client_files(&cx, &id);
+        let runtime = Arc::new(runtime);
         let child_sessions = self.client_side().child_sessions;
         let replayed = replay::history(&runtime.home, &id, &runtime.cwd, child_sessions)
             .await

@@ -10,10 +10,11 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, InitializeRequest, LoadSessionRequest,
-    NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionNotification, StopReason, SubagentCapabilities, TextContent,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
+    ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, StopReason,
+    SubagentCapabilities, TextContent, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use common::{Harness, Wire};
@@ -25,7 +26,13 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 struct Seen {
     updates: Vec<Value>,
     questions: Vec<Value>,
+    /// `fs/*` requests the agent made: (method, path).
+    files: Vec<(String, String)>,
 }
+
+/// The editor's open buffers (path → text), served by `fs/*` when the
+/// editor offers file access; writes land here, not on disk.
+type Buffers = Arc<Mutex<std::collections::HashMap<String, String>>>;
 
 /// How the editor answers questions.
 #[derive(Clone, Copy)]
@@ -43,6 +50,15 @@ where
     F: FnOnce(ConnectionTo<Agent>, Shared) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send,
 {
+    editor_with(h, answer, Buffers::default(), script).await
+}
+
+/// [`editor`] whose `fs/*` answers come from `buffers` (disk for the rest).
+async fn editor_with<F, Fut>(h: &Harness, answer: Answer, buffers: Buffers, script: F) -> Seen
+where
+    F: FnOnce(ConnectionTo<Agent>, Shared) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     let mut child = h
         .command(&["acp"], &[])
         .stdin(std::process::Stdio::piped())
@@ -55,6 +71,8 @@ where
     let stdout = child.stdout.take().unwrap();
     let seen: Shared = Arc::default();
     let (s1, s2, s3) = (seen.clone(), seen.clone(), seen.clone());
+    let (s4, s5) = (seen.clone(), seen.clone());
+    let (b1, b2) = (buffers.clone(), buffers);
     let run = Client
         .v1()
         .on_receive_notification(
@@ -90,6 +108,28 @@ where
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |r: ReadTextFileRequest, responder, _cx| {
+                let path = r.path.display().to_string();
+                s4.lock().unwrap().files.push(("read".into(), path.clone()));
+                let held = b1.lock().unwrap().get(&path).cloned();
+                let text = held.unwrap_or_else(|| std::fs::read_to_string(&r.path).unwrap());
+                responder.respond(ReadTextFileResponse::new(text))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: WriteTextFileRequest, responder, _cx| {
+                let path = r.path.display().to_string();
+                s5.lock()
+                    .unwrap()
+                    .files
+                    .push(("write".into(), path.clone()));
+                b2.lock().unwrap().insert(path, r.content.clone());
+                responder.respond(WriteTextFileResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_with(
             ByteStreams::new(stdin.compat_write(), stdout.compat()),
             async move |cx: ConnectionTo<Agent>| {
@@ -114,6 +154,15 @@ async fn open(cx: &ConnectionTo<Agent>, h_cwd: &std::path::Path, child_sessions:
     if child_sessions {
         caps = caps.subagents(SubagentCapabilities::new());
     }
+    open_with(cx, h_cwd, caps).await
+}
+
+/// `initialize` with `caps`, then `session/new` here.
+async fn open_with(
+    cx: &ConnectionTo<Agent>,
+    h_cwd: &std::path::Path,
+    caps: ClientCapabilities,
+) -> String {
     let init = cx
         .send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps))
         .block_task()
@@ -596,4 +645,72 @@ async fn a_childs_question_comes_on_its_own_session_and_its_answer_holds() {
     );
     // The context use is reported as it changes.
     assert!(seen.updates.iter().any(|u| kind(u) == "usage_update"));
+}
+
+/// Reads the buffer, edits it and writes a new file, all through the editor.
+const EDITS: &str = r#"
+rules:
+  - replies:
+      - tool_calls: [{ name: Read, input: { file_path: "a.txt" } }]
+      - tool_calls: [{ name: Edit, input: { file_path: "a.txt", old_string: "unsaved", new_string: "edited" } }]
+      - tool_calls: [{ name: Write, input: { file_path: "b.txt", content: "new file\n" } }]
+      - text: "Edited."
+"#;
+
+#[tokio::test]
+async fn an_editor_with_file_access_serves_reads_and_takes_writes() {
+    let h = Harness::new(EDITS, Wire::Anthropic).await;
+    h.write("a.txt", "saved text\n");
+    let dir = h.project.path().canonicalize().unwrap();
+    let a = dir.join("a.txt").display().to_string();
+    let b = dir.join("b.txt").display().to_string();
+    let buffers = Buffers::default();
+    buffers
+        .lock()
+        .unwrap()
+        .insert(a.clone(), "unsaved text\n".into());
+    let held = buffers.clone();
+    let d = dir.clone();
+    let seen = editor_with(&h, Answer::Allow, buffers, async move |cx, _| {
+        let mut caps = ClientCapabilities::new();
+        caps.fs = FileSystemCapabilities::new()
+            .read_text_file(true)
+            .write_text_file(true);
+        let session = open_with(&cx, &d, caps).await;
+        assert_eq!(prompt(&cx, &session, "edit it").await, StopReason::EndTurn);
+    })
+    .await;
+    // The model saw the unsaved buffer, not the disk.
+    assert!(seen.updates.iter().any(|u| {
+        kind(u) == "tool_call_update"
+            && u["update"]["content"][0]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("unsaved text"))
+    }));
+    // The edit and the new file went to the editor; the disk is as it was.
+    let buffers = held.lock().unwrap().clone();
+    assert_eq!(buffers.get(&a).map(String::as_str), Some("edited text\n"));
+    assert_eq!(buffers.get(&b).map(String::as_str), Some("new file\n"));
+    assert_eq!(h.read("a.txt"), "saved text\n");
+    assert!(!dir.join("b.txt").exists());
+    assert!(
+        seen.files.contains(&("write".to_string(), b.clone())),
+        "{:?}",
+        seen.files
+    );
+}
+
+#[tokio::test]
+async fn without_file_access_cadre_reads_and_writes_the_disk() {
+    let h = Harness::new(EDITS, Wire::Anthropic).await;
+    h.write("a.txt", "unsaved text\n");
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, _| {
+        let session = open(&cx, &dir, false).await;
+        assert_eq!(prompt(&cx, &session, "edit it").await, StopReason::EndTurn);
+    })
+    .await;
+    assert!(seen.files.is_empty(), "{:?}", seen.files);
+    assert_eq!(h.read("a.txt"), "edited text\n");
+    assert_eq!(h.read("b.txt"), "new file\n");
 }

@@ -273,6 +273,8 @@ pub struct SessionBuilder {
     pub web: WebTools,
     /// What the run's flags change about the main agent.
     pub shape: MainShape,
+    /// The editor serving file reads and writes (`cadre acp`), for every agent.
+    pub editor_files: Option<Arc<dyn crate::tools::EditorFiles>>,
 }
 
 /// The context policy of the session's model: the built-in tables under the
@@ -651,6 +653,7 @@ impl SessionBuilder {
             settings,
             main_spec,
             shape,
+            editor_files: None,
         })
     }
 
@@ -719,6 +722,7 @@ impl SessionBuilder {
         let mut ctx = ToolContext::new(self.cwd.clone());
         ctx.output_cap = self.output_cap;
         ctx.sandbox = self.sandbox.clone();
+        ctx.editor_files = self.editor_files.clone();
         ctx.background = background.map(|w| w as Arc<dyn crate::tools::BackgroundTasks>);
         ctx.policy = Some(self.policy.clone());
         let mut command_env: Vec<(String, String)> = self

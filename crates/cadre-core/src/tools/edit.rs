@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::exact;
-use super::util::{self, atomic_write, cut_line, write_creating_dirs};
+use super::util::{self, atomic_write, cut_line};
 use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 
 /// Lines of context shown around the first change.
@@ -102,7 +102,14 @@ impl Tool for EditTool {
                 return ToolOutput::error(why);
             }
             let p = path.clone();
-            let out = util::blocking(move || edit(&p, &args)).await;
+            let through_editor = ctx.editor_files.is_some()
+                && (super::editor_files::reading_editor(ctx, &path).is_some()
+                    || super::editor_files::writing_editor(ctx, &path).is_some());
+            let out = if through_editor {
+                edit_in_editor(ctx, &path, &args).await
+            } else {
+                util::blocking(move || edit(&p, &args)).await
+            };
             if !out.is_error {
                 ctx.file_state.record_write(&path);
             }
@@ -113,12 +120,11 @@ impl Tool for EditTool {
 
 /// `old_string` empty and no file: create it with `content`, like Claude Code.
 async fn create(ctx: &ToolContext, path: &Path, content: String) -> ToolOutput {
-    let p = path.to_path_buf();
-    let out = util::blocking(move || match write_creating_dirs(&p, content.as_bytes()) {
-        Ok(()) => ToolOutput::ok(format!("Created {} ({} bytes)", p.display(), content.len())),
+    let bytes = content.len();
+    let out = match super::editor_files::write_text(ctx, path, content, true).await {
+        Ok(()) => ToolOutput::ok(format!("Created {} ({bytes} bytes)", path.display())),
         Err(e) => ToolOutput::error(e),
-    })
-    .await;
+    };
     if !out.is_error {
         ctx.file_state.record_write(path);
     }
@@ -140,20 +146,42 @@ fn edit(path: &Path, args: &Args) -> ToolOutput {
         Ok(b) => b,
         Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
     };
+    match replaced(path, &bytes, args) {
+        Ok(r) => finish(path, r),
+        Err(out) => out,
+    }
+}
+
+/// A file's new content and where the first replacement starts.
+struct Replaced {
+    content: Vec<u8>,
+    first: usize,
+    new_len: usize,
+    count: usize,
+}
+
+/// `bytes` with the edit applied, or why it cannot be.
+fn replaced(path: &Path, bytes: &[u8], args: &Args) -> Result<Replaced, ToolOutput> {
+    let shown = path.display();
     let old = args.old_string.as_bytes();
     let new = args.new_string.as_bytes();
 
     if old.is_empty() {
         if !bytes.is_empty() {
-            return ToolOutput::error(format!(
+            return Err(ToolOutput::error(format!(
                 "old_string is empty; give the exact text to replace in {shown} (to replace the \
                  whole file use Write)"
-            ));
+            )));
         }
-        return finish(path, new.to_vec(), 0, new.len(), 1);
+        return Ok(Replaced {
+            content: new.to_vec(),
+            first: 0,
+            new_len: new.len(),
+            count: 1,
+        });
     }
 
-    let positions = find_all(&bytes, old);
+    let positions = find_all(bytes, old);
     match positions.len() {
         0 => {
             let mut msg = format!("old_string not found in {shown}");
@@ -164,13 +192,13 @@ fn edit(path: &Path, args: &Args) -> ToolOutput {
                 msg.push_str(" (note: do not include the line-number prefix that Read shows)");
             }
             msg.push_str("; Read the file again and copy the text exactly");
-            return ToolOutput::error(msg);
+            return Err(ToolOutput::error(msg));
         }
         n if n > 1 && args.replace_all != Some(true) => {
-            return ToolOutput::error(format!(
+            return Err(ToolOutput::error(format!(
                 "old_string occurs {n} times in {shown}; include more surrounding context to \
                  make it unique, or set replace_all to true to replace every occurrence"
-            ));
+            )));
         }
         _ => {}
     }
@@ -184,19 +212,61 @@ fn edit(path: &Path, args: &Args) -> ToolOutput {
         last = pos + old.len();
     }
     out.extend_from_slice(&bytes[last..]);
-    let first = positions.first().copied().unwrap_or(0);
-    finish(path, out, first, new.len(), positions.len())
+    Ok(Replaced {
+        content: out,
+        first: positions.first().copied().unwrap_or(0),
+        new_len: new.len(),
+        count: positions.len(),
+    })
 }
 
 /// Writes the result and builds the confirmation.
-fn finish(path: &Path, content: Vec<u8>, first: usize, new_len: usize, count: usize) -> ToolOutput {
-    if let Err(e) = atomic_write(path, &content) {
+fn finish(path: &Path, r: Replaced) -> ToolOutput {
+    if let Err(e) = atomic_write(path, &r.content) {
         return ToolOutput::error(format!("cannot write {}: {e}", path.display()));
     }
+    confirmation(path, &r)
+}
+
+/// What the model is told of an edit made.
+fn confirmation(path: &Path, r: &Replaced) -> ToolOutput {
+    let count = r.count;
     let plural = if count == 1 { "" } else { "s" };
     let mut msg = format!("Edited {}: {count} replacement{plural}\n", path.display());
-    msg.push_str(&snippet(&content, first, new_len));
+    msg.push_str(&snippet(&r.content, r.first, r.new_len));
     ToolOutput::ok(msg)
+}
+
+/// The edit through the editor: its text as the base (unsaved changes
+/// included) when it reads, the result into its buffer when it writes.
+async fn edit_in_editor(ctx: &ToolContext, path: &Path, args: &Args) -> ToolOutput {
+    let shown = path.display();
+    let base = match super::editor_files::reading_editor(ctx, path) {
+        Some(editor) => editor.read_text(path).await,
+        // The disk, following no symlink, as the plain edit reads it.
+        None => exact::open_read(path)
+            .and_then(|mut f| {
+                let mut text = String::new();
+                f.read_to_string(&mut text).map(|_| text)
+            })
+            .map_err(|e| format!("cannot read {shown}: {e}")),
+    };
+    let base = match base {
+        Ok(text) => text,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let r = match replaced(path, base.as_bytes(), args) {
+        Ok(r) => r,
+        Err(out) => return out,
+    };
+    // Text with text replaced in it is text.
+    let Ok(text) = String::from_utf8(r.content.clone()) else {
+        return ToolOutput::error(format!("cannot write {shown}: the result is not UTF-8"));
+    };
+    match super::editor_files::write_text(ctx, path, text, false).await {
+        Ok(()) => confirmation(path, &r),
+        Err(e) => ToolOutput::error(e),
+    }
 }
 
 /// A few numbered lines of `content` around the change at `start..start+len`.

@@ -7,6 +7,7 @@ mod background_tasks;
 pub(crate) mod bash;
 mod delegation;
 mod edit;
+mod editor_files;
 mod exact;
 mod file_state;
 mod glob;
@@ -40,6 +41,7 @@ pub use background_tasks::BackgroundTasks;
 pub use bash::BashTool;
 pub use delegation::{AgentPlace, Caller, Delegation, ROSTER_HEADER, SpawnCall};
 pub use edit::EditTool;
+pub use editor_files::EditorFiles;
 pub use file_state::FileStateCache;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
@@ -131,6 +133,9 @@ pub struct ToolContext {
     pub command_env: Arc<Vec<(String, String)>>,
     /// Rules this agent's active skills grant (their `allowed-tools`).
     pub grants: Arc<crate::permissions::ActiveGrants>,
+    /// The editor that serves the file tools' reads and writes, when the
+    /// front end is one's agent (`cadre acp`); children share it.
+    pub editor_files: Option<Arc<dyn EditorFiles>>,
 }
 
 impl ToolContext {
@@ -151,6 +156,7 @@ impl ToolContext {
             caller: None,
             command_env: Arc::default(),
             grants: Arc::default(),
+            editor_files: None,
         }
     }
 

@@ -1,8 +1,7 @@
 //! `Read`: a text file's lines, numbered like `cat -n`, streamed so a huge file
 //! is never loaded whole.
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read as _};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use futures::future::BoxFuture;
@@ -94,7 +93,30 @@ impl Tool for ReadTool {
             }
             let cap = ctx.output_cap;
             let p = path.clone();
-            let out = util::blocking(move || read_lines(&p, offset, limit, cap)).await;
+            let out = match super::editor_files::reading_editor(ctx, &path) {
+                // The editor's text, unsaved changes included.
+                Some(editor) => match editor.read_text(&path).await {
+                    Ok(text) => {
+                        util::blocking(move || {
+                            let size = text.len() as u64;
+                            scan(
+                                io::Cursor::new(text.into_bytes()),
+                                &p,
+                                offset,
+                                limit,
+                                cap,
+                                size,
+                            )
+                            .unwrap_or_else(|e| {
+                                ToolOutput::error(format!("cannot read {}: {e}", p.display()))
+                            })
+                        })
+                        .await
+                    }
+                    Err(e) => ToolOutput::error(e),
+                },
+                None => util::blocking(move || read_lines(&p, offset, limit, cap)).await,
+            };
             if !out.is_error {
                 ctx.file_state.record(&path);
                 let dirs = crate::instructions::nested_dirs(&ctx.cwd, &path);
@@ -156,7 +178,7 @@ fn read_lines(path: &Path, offset: u64, limit: u64, cap: usize) -> ToolOutput {
 }
 
 fn scan(
-    file: File,
+    file: impl Read,
     path: &Path,
     offset: u64,
     limit: u64,

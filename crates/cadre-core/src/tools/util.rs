@@ -125,13 +125,6 @@ impl SearchScope {
     }
 }
 
-/// Creates the resolved `path`'s missing parent directories, then writes it
-/// atomically, following no symlink; the error is a message for the model.
-pub(crate) fn write_creating_dirs(path: &Path, data: &[u8]) -> Result<(), String> {
-    exact::write_atomic(path, data, true)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
 /// Writes `data` to the resolved `path` atomically (a temporary file beside
 /// it, then a rename), following no symlink; an existing file's permissions
 /// are kept.

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::exact;
-use super::util::{self, write_creating_dirs};
+
 use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
 
 /// Writes a whole file.
@@ -78,13 +78,11 @@ impl Tool for WriteTool {
             if existed && let Some(why) = ctx.file_state.check_fresh(&path) {
                 return ToolOutput::error(why);
             }
-            let p = path.clone();
-            let content = args.content;
-            let out = util::blocking(move || match write_creating_dirs(&p, content.as_bytes()) {
+            let bytes = args.content.len();
+            let out = match super::editor_files::write_text(ctx, &path, args.content, true).await {
                 Ok(()) => ToolOutput::ok(format!(
-                    "Wrote {} bytes to {} ({})",
-                    content.len(),
-                    p.display(),
+                    "Wrote {bytes} bytes to {} ({})",
+                    path.display(),
                     if existed {
                         "overwrote existing file"
                     } else {
@@ -92,8 +90,7 @@ impl Tool for WriteTool {
                     }
                 )),
                 Err(e) => ToolOutput::error(e),
-            })
-            .await;
+            };
             if !out.is_error {
                 ctx.file_state.record_write(&path);
             }

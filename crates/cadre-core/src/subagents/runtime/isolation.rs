@@ -127,6 +127,8 @@ impl ChildWorktree {
     ) {
         let Some(wt) = &self.worktree else { return };
         ctx.cwd = wt.counterpart(&ctx.cwd);
+        // The editor holds the main checkout's buffers, not the worktree's files.
+        ctx.editor_files = None;
         // A path into the main checkout is outside the project for it.
         policy.project_dir = wt.path.clone();
         if let Some(s) = sandbox.as_mut() {
