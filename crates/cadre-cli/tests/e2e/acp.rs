@@ -714,3 +714,75 @@ async fn without_file_access_cadre_reads_and_writes_the_disk() {
     assert_eq!(h.read("a.txt"), "edited text\n");
     assert_eq!(h.read("b.txt"), "new file\n");
 }
+
+/// A background child: the prompt ends first, the child's session goes on,
+/// and its notice gets a turn of its own after it.
+const BACKGROUND: &str = r#"
+rules:
+  - name: child
+    when: { system: "You are HELPER" }
+    replies:
+      - latency_ms: 400
+        text: "CHILD-REPORT: done in the background."
+  - name: parent
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "bg job", prompt: "work quietly", subagent_type: "helper", run_in_background: true } }
+      - text: "Started it."
+      - text: "The child reported."
+      - text: "Again."
+"#;
+
+#[tokio::test]
+async fn a_background_child_goes_on_after_the_prompt_and_its_notice_streams() {
+    let h = Harness::new(BACKGROUND, Wire::Anthropic).await;
+    h.write(
+        ".cadre/agents/helper.md",
+        "---\nname: helper\ndescription: Works in the background.\ntools: Read\n---\nYou are HELPER.\n",
+    );
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, shared| {
+        let session = open(&cx, &dir, true).await;
+        assert_eq!(prompt(&cx, &session, "start it").await, StopReason::EndTurn);
+        // The notice's own turn streams later, without a prompt.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let done = shared.lock().unwrap().updates.iter().any(|u| {
+                kind(u) == "agent_message_chunk"
+                    && u["update"]["content"]["text"] == "The child reported."
+            });
+            if done {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the notice's turn never came"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // The session still takes prompts after it.
+        assert_eq!(prompt(&cx, &session, "again").await, StopReason::EndTurn);
+    })
+    .await;
+    let u = &seen.updates;
+    let children = announced(u);
+    assert_eq!(children.len(), 1, "{children:#?}");
+    let child = &children[0].0;
+    let started = position(u, "the first answer", |x| {
+        kind(x) == "agent_message_chunk" && x["update"]["content"]["text"] == "Started it."
+    });
+    let report = position(u, "the child's report", |x| {
+        x["sessionId"] == child.as_str()
+            && kind(x) == "agent_message_chunk"
+            && x["update"]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("CHILD-REPORT"))
+    });
+    let noticed = position(u, "the notice's answer", |x| {
+        kind(x) == "agent_message_chunk" && x["update"]["content"]["text"] == "The child reported."
+    });
+    assert!(
+        started < report && report < noticed,
+        "{started} {report} {noticed}"
+    );
+}
