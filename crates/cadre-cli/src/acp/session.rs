@@ -72,16 +72,20 @@ impl LiveSession {
             _lock: opened.lock,
         });
         let translator = Translator::new(&opened.id, &runtime.cwd, child_sessions);
-        tokio::spawn(pump(rx, translator, cx, handle, live.waiters.clone()));
+        tokio::spawn(pump(
+            rx,
+            translator,
+            cx,
+            handle,
+            live.waiters.clone(),
+            runtime.clone(),
+        ));
         Ok(live)
     }
 
     /// The slash-command menu, as a notification of this session.
     pub fn commands(&self) -> SessionNotification {
-        SessionNotification::new(
-            self.id.clone(),
-            commands_update(&self.runtime.skills.menu()),
-        )
+        command_menu(&self.id, &self.runtime)
     }
 
     /// Runs one prompt: its turn, and how it ended.
@@ -121,7 +125,9 @@ async fn pump(
     cx: ConnectionTo<Client>,
     handle: SessionHandle,
     waiters: Arc<Mutex<VecDeque<oneshot::Sender<TurnEnd>>>>,
+    runtime: Arc<SessionBuilder>,
 ) {
+    let session_id = handle.session_id().to_string();
     // Whether the running turn of the main agent is a prompt's (and not
     // one the session started to announce finished tasks).
     let mut prompt_turn = false;
@@ -163,6 +169,13 @@ async fn pump(
                 ));
             }
             Event::Warning { message } => super::warn(message),
+            // A server that is ready brings its prompts: the menu grows.
+            Event::McpServerStatus {
+                status: cadre_core::protocol::McpStatus::Ready,
+                ..
+            } => {
+                let _ = cx.send_notification(command_menu(&session_id, &runtime));
+            }
             _ => {}
         }
         for n in translator.translate(&event) {
@@ -175,6 +188,21 @@ async fn pump(
             let _ = waiter.send(Err(Error::internal_error().data("the session has ended")));
         }
     }
+}
+
+/// Skills, custom commands and the ready MCP servers' prompts, as the
+/// session's slash-command menu.
+fn command_menu(session_id: &str, runtime: &SessionBuilder) -> SessionNotification {
+    let mut menu = runtime.skills.menu();
+    menu.extend(runtime.mcp.prompt_commands().into_iter().map(|p| {
+        cadre_core::protocol::CommandEntry {
+            name: p.command,
+            description: p.description,
+            argument_hint: (!p.arguments.is_empty()).then(|| p.arguments.join(" ")),
+            label: "mcp".into(),
+        }
+    }));
+    SessionNotification::new(session_id.to_string(), commands_update(&menu))
 }
 
 /// Puts one question to the editor and gives the session its answer.

@@ -11,13 +11,14 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
-    InitializeRequest, LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
-    ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, StopReason,
-    SubagentCapabilities, TextContent, WriteTextFileRequest, WriteTextFileResponse,
+    InitializeRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
+    PermissionOptionKind, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, StopReason, SubagentCapabilities, TextContent,
+    WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
-use common::{Harness, Wire};
+use common::{Harness, Wire, mcp_fixture, user_texts};
 use serde_json::Value;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
@@ -785,4 +786,48 @@ async fn a_background_child_goes_on_after_the_prompt_and_its_notice_streams() {
         started < report && report < noticed,
         "{started} {report} {noticed}"
     );
+}
+
+#[tokio::test]
+async fn the_editors_mcp_server_runs_and_its_prompts_join_the_menu() {
+    let h = Harness::new(
+        "rules:\n  - replies:\n      - text: \"Hello sent.\"\n",
+        Wire::Anthropic,
+    )
+    .await;
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, _| {
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await
+            .unwrap();
+        let server = McpServer::Stdio(McpServerStdio::new("fixture", mcp_fixture()));
+        let session = cx
+            .send_request(NewSessionRequest::new(dir).mcp_servers(vec![server]))
+            .block_task()
+            .await
+            .unwrap()
+            .session_id
+            .to_string();
+        assert_eq!(
+            prompt(&cx, &session, "/mcp__fixture__greet Ann").await,
+            StopReason::EndTurn
+        );
+    })
+    .await;
+    // The server's prompt ran as a command: its message is what was sent.
+    let records = h.records();
+    assert_eq!(records.len(), 1);
+    assert!(user_texts(&records[0].body).contains("Say hello to Ann."));
+    // Once the server was ready, the menu offered its prompt.
+    assert!(seen.updates.iter().any(|u| {
+        kind(u) == "available_commands_update"
+            && u["update"]["availableCommands"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["name"] == "mcp__fixture__greet"))
+    }));
+    // The servers' file with the editor's entries is gone.
+    let acp_dir = h.data_dir().join("acp");
+    let left = std::fs::read_dir(&acp_dir).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(left, 0, "no MCP file is left in {}", acp_dir.display());
 }
