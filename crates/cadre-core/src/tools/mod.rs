@@ -197,8 +197,9 @@ impl ToolContext {
 
 /// A tool the model can call.
 pub trait Tool: Send + Sync {
-    /// Canonical name (Claude Code's).
-    fn name(&self) -> &'static str;
+    /// Canonical name (Claude Code's); owned by the tool, so an MCP tool
+    /// that goes away takes its name with it.
+    fn name(&self) -> &str;
     /// Description shown to the model.
     fn description(&self) -> &'static str;
     /// JSON schema of the arguments.
@@ -554,7 +555,7 @@ impl ToolRegistry {
     }
 
     /// Canonical names, in registry order.
-    pub fn names(&self) -> Vec<&'static str> {
+    pub fn names(&self) -> Vec<&str> {
         self.tools.iter().map(|t| t.name()).collect()
     }
 
@@ -623,9 +624,10 @@ mod tests {
                 assert_eq!(tool.name(), *target, "{alias}");
             }
         }
-        assert_eq!(registry.get("LS").map(|t| t.name()), Some("Glob"));
-        assert_eq!(registry.get("MultiEdit").map(|t| t.name()), Some("Edit"));
-        assert_eq!(registry.get("bash").map(|t| t.name()), Some("Bash"));
+        let name_of = |alias: &str| registry.get(alias).map(|t| t.name().to_string());
+        assert_eq!(name_of("LS").as_deref(), Some("Glob"));
+        assert_eq!(name_of("MultiEdit").as_deref(), Some("Edit"));
+        assert_eq!(name_of("bash").as_deref(), Some("Bash"));
     }
 
     #[test]
