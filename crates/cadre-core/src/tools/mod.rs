@@ -16,6 +16,7 @@ mod read;
 pub(crate) mod schema;
 mod task_tools;
 mod todo;
+mod typed;
 pub mod untrusted_text;
 pub(crate) mod util;
 mod web_fetch;
@@ -48,6 +49,7 @@ pub use read::ReadTool;
 pub use schema::{input_schema, with_description};
 pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
 pub use todo::{TodoItem, TodoList, TodoWriteTool};
+pub use typed::TypedTool;
 pub use web_fetch::WebFetchTool;
 pub use web_search::{
     BRAVE_URL, BackendSearch, DEFAULT_MAX_RESULTS, SearchBackend, TAVILY_URL, WebSearchTool,
@@ -219,8 +221,9 @@ pub trait Tool: Send + Sync {
     /// Checks a call's arguments before anything decides on it (a hook, a
     /// rule, the approval gate): `Err` is the `invalid_arguments` result the
     /// model gets instead, and the call goes no further. The default checks
-    /// numbers against the schema's bounds; a built-in tool also reads its
-    /// typed arguments (see [`validate_as`]).
+    /// numbers against the schema's bounds; a [`TypedTool`] also reads its
+    /// typed arguments (a tool that implements this trait itself can with
+    /// [`validate_as`]).
     fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
         check_bounds(&self.input_schema(), input)
     }
