@@ -44,8 +44,8 @@ impl Agent {
                 .then(|| self.tools.get(&calls[k].name))
                 .flatten()
         };
-        let tool_of: Vec<Option<&'static str>> = (0..calls.len())
-            .map(|k| batch_tool(k).map(|t| t.name()))
+        let tool_of: Vec<Option<String>> = (0..calls.len())
+            .map(|k| batch_tool(k).map(|t| t.name().to_string()))
             .collect();
         let numbering: Vec<(usize, usize)> = (0..calls.len())
             .map(|k| {

@@ -15,7 +15,7 @@ use super::server::{McpServer, ServerState};
 use crate::permissions::ToolEffect;
 use crate::permissions::rules::{CallFacts, RuleKind};
 use crate::tools::untrusted_text::sanitize_report;
-use crate::tools::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use crate::tools::{ToolContext, ToolOutput, TypedTool};
 
 /// The tool that lists the servers' resources.
 pub const LIST_RESOURCES_TOOL: &str = "ListMcpResourcesTool";
@@ -131,43 +131,22 @@ impl ListMcpResourcesTool {
     }
 }
 
+/// The arguments of a `ListMcpResourcesTool` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ListArgs {
+pub struct ListArgs {
     /// Only this server's resources (all servers' when left out).
     server: Option<String>,
 }
 
-impl Tool for ListMcpResourcesTool {
-    fn name(&self) -> &'static str {
-        LIST_RESOURCES_TOOL
-    }
-    fn description(&self) -> &'static str {
-        "List the resources the connected MCP servers offer (files, documents, records a server exposes): a JSON array of {server, uri, name, mimeType, description}. Optional `server` lists only that server's. Read one with ReadMcpResourceTool."
-    }
-    fn input_schema(&self) -> Value {
-        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<ListArgs>).clone()
-    }
-    fn is_read_only(&self) -> bool {
-        true
-    }
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::McpReadOnly
-    }
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        crate::tools::validate_as::<ListArgs>(self, input)
-    }
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+impl TypedTool for ListMcpResourcesTool {
+    type Input = ListArgs;
+    const NAME: &'static str = LIST_RESOURCES_TOOL;
+    const DESCRIPTION: &'static str = "List the resources the connected MCP servers offer (files, documents, records a server exposes): a JSON array of {server, uri, name, mimeType, description}. Optional `server` lists only that server's. Read one with ReadMcpResourceTool.";
+    const EFFECT: ToolEffect = ToolEffect::McpReadOnly;
+
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: ListArgs) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: ListArgs = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let servers = match &args.server {
                 Some(name) => match find(&self.servers, name) {
                     Ok(s) => vec![s],
@@ -214,45 +193,24 @@ impl ReadMcpResourceTool {
     }
 }
 
+/// The arguments of a `ReadMcpResourceTool` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ReadArgs {
+pub struct ReadArgs {
     /// The MCP server's name.
     server: String,
     /// The resource's URI, as ListMcpResourcesTool gives it.
     uri: String,
 }
 
-impl Tool for ReadMcpResourceTool {
-    fn name(&self) -> &'static str {
-        READ_RESOURCE_TOOL
-    }
-    fn description(&self) -> &'static str {
-        "Read a resource of a connected MCP server by its URI (from ListMcpResourcesTool): its text; binary contents are described, not shown."
-    }
-    fn input_schema(&self) -> Value {
-        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<ReadArgs>).clone()
-    }
-    fn is_read_only(&self) -> bool {
-        true
-    }
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::McpReadOnly
-    }
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        crate::tools::validate_as::<ReadArgs>(self, input)
-    }
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+impl TypedTool for ReadMcpResourceTool {
+    type Input = ReadArgs;
+    const NAME: &'static str = READ_RESOURCE_TOOL;
+    const DESCRIPTION: &'static str = "Read a resource of a connected MCP server by its URI (from ListMcpResourcesTool): its text; binary contents are described, not shown.";
+    const EFFECT: ToolEffect = ToolEffect::McpReadOnly;
+
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: ReadArgs) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: ReadArgs = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let server = match find(&self.servers, &args.server) {
                 Ok(s) => s,
                 Err(e) => return e,

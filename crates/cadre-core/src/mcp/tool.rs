@@ -2,8 +2,7 @@
 //! decided on by the permission policy like any other call and run through
 //! the server's shared connection.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -13,41 +12,26 @@ use crate::model::ToolSpec;
 use crate::permissions::ToolEffect;
 use crate::tools::{Tool, ToolContext, ToolInput, ToolOutput};
 
-/// `name` as a `&'static str`: tool names are `'static` in the registry, and
-/// a server's names are few and repeat across refreshes, so each distinct
-/// one is kept once for the life of the process.
-fn intern(name: &str) -> &'static str {
-    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut names = match NAMES.get_or_init(Mutex::default).lock() {
-        Ok(n) => n,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    if let Some(known) = names.get(name) {
-        return known;
-    }
-    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
-    names.insert(leaked);
-    leaked
-}
-
 /// One tool of one server.
 pub struct McpTool {
     server: Arc<McpServer>,
     tool: ServerTool,
-    name: &'static str,
+    /// `mcp__<server>__<tool>`, shared with the registry's lookups; freed
+    /// with the tool when the server renames or drops it.
+    name: Arc<str>,
 }
 
 impl McpTool {
     /// `tool` of `server`.
     pub fn new(server: Arc<McpServer>, tool: ServerTool) -> McpTool {
-        let name = intern(&tool.full_name);
+        let name = Arc::from(tool.full_name.as_str());
         McpTool { server, tool, name }
     }
 }
 
 impl Tool for McpTool {
-    fn name(&self) -> &'static str {
-        self.name
+    fn name(&self) -> &str {
+        &self.name
     }
 
     fn description(&self) -> &'static str {
@@ -112,5 +96,51 @@ impl Tool for McpTool {
             description,
             input_schema: self.tool.schema.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::mcp::config::{ServerConfig, ServerScope, ServerTransport};
+    use crate::mcp::server::McpTimeouts;
+
+    fn server() -> Arc<McpServer> {
+        let config = ServerConfig {
+            name: "demo".into(),
+            transport: ServerTransport::Stdio {
+                command: "true".into(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+            },
+            scope: ServerScope::User,
+            path: PathBuf::new(),
+        };
+        let dir = std::env::temp_dir();
+        let timeouts = McpTimeouts::default();
+        Arc::new(McpServer::new(config, &dir, &dir, timeouts, Arc::default()))
+    }
+
+    #[test]
+    fn a_dropped_tool_frees_its_name() {
+        // A name made at run time, as a server that keeps renaming its tools makes them.
+        let full_name = format!("mcp__demo__tool_{}", std::process::id());
+        let tool = McpTool::new(
+            server(),
+            ServerTool {
+                full_name: full_name.clone(),
+                name: "tool".into(),
+                description: String::new(),
+                schema: serde_json::json!({"type": "object"}),
+                read_only: false,
+            },
+        );
+        assert_eq!(Tool::name(&tool), full_name);
+        let name = Arc::downgrade(&tool.name);
+        drop(tool);
+        assert!(name.upgrade().is_none(), "the name outlived its tool");
     }
 }

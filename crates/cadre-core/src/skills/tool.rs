@@ -10,10 +10,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::SkillSet;
-use crate::tools::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use crate::permissions::ToolEffect;
+use crate::tools::{ToolContext, ToolOutput, TypedTool};
 
 /// Loads a skill.
 pub struct SkillTool {
@@ -31,9 +31,10 @@ impl SkillTool {
     }
 }
 
+/// The arguments of a `Skill` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// The skill's name, as listed
     skill: String,
     /// What the skill is to work on, if it takes anything
@@ -47,42 +48,14 @@ there are, with what each is for, are listed in a system reminder.";
 /// The first line of the skills reminder.
 pub(super) const SKILLS_HEADER: &str = "Skills available to the Skill tool (skill):";
 
-impl Tool for SkillTool {
-    fn name(&self) -> &'static str {
-        "Skill"
-    }
+impl TypedTool for SkillTool {
+    type Input = Args;
+    const NAME: &'static str = "Skill";
+    const DESCRIPTION: &'static str = INTRO;
+    const EFFECT: ToolEffect = ToolEffect::ReadOnly;
 
-    fn description(&self) -> &'static str {
-        INTRO
-    }
-
-    fn input_schema(&self) -> Value {
-        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn effect(&self) -> crate::permissions::ToolEffect {
-        crate::permissions::ToolEffect::ReadOnly
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        crate::tools::validate_as::<Args>(self, input)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let name = args.skill.trim().trim_start_matches('/');
             match self.skills.lookup(name).filter(|s| !s.user_only) {
                 Some(skill) => {

@@ -7,13 +7,13 @@
 //! `input` is an [`AskedQuestion`] as JSON, which front ends show as a choice
 //! and answer with `Instead(text)`.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{ToolContext, ToolOutput, TypedTool};
 use crate::permissions::{ApprovalGate, ToolEffect};
 use crate::protocol::{ApprovalAnswer, ApprovalQuestion};
 
@@ -35,9 +35,10 @@ impl AskUserQuestionTool {
     }
 }
 
+/// The arguments of a `AskUserQuestion` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// One to four questions, asked in order
     questions: Vec<QuestionArg>,
 }
@@ -119,45 +120,17 @@ impl AskedQuestion {
     }
 }
 
-impl Tool for AskUserQuestionTool {
-    fn name(&self) -> &'static str {
-        ASK_USER_QUESTION
-    }
-
-    fn description(&self) -> &'static str {
-        "Ask the user one to four questions when you need their decision to go on: a choice \
+impl TypedTool for AskUserQuestionTool {
+    type Input = Args;
+    const NAME: &'static str = ASK_USER_QUESTION;
+    const DESCRIPTION: &'static str = "Ask the user one to four questions when you need their decision to go on: a choice \
          between approaches, a preference, a requirement that is unclear. Each question has two \
          to four options; the user may also answer in their own words. Do not ask what you can \
-         find out yourself, and do not ask for permission to use tools (that is asked for you)."
-    }
+         find out yourself, and do not ask for permission to use tools (that is asked for you).";
+    const EFFECT: ToolEffect = ToolEffect::ReadOnly;
 
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: OnceLock<serde_json::Value> = OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn effect(&self) -> ToolEffect {
-        ToolEffect::ReadOnly
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             if let Err(why) = check(&args) {
                 return ToolOutput::invalid_arguments(why);
             }

@@ -17,7 +17,8 @@ use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::time::{Instant, sleep_until};
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{Tool, ToolContext, ToolOutput, TypedTool};
+use crate::permissions::ToolEffect;
 use crate::sandbox::{PreparedSandbox, command_pre_exec};
 
 pub(crate) mod reaper;
@@ -45,9 +46,10 @@ impl Default for BashTool {
     }
 }
 
+/// The arguments of a `Bash` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Args {
+pub struct Args {
     /// The shell command to run
     command: String,
     /// Timeout in milliseconds (default 120000, max 600000)
@@ -77,23 +79,18 @@ impl Args {
     }
 }
 
-impl Tool for BashTool {
-    fn name(&self) -> &'static str {
-        "Bash"
-    }
-
-    fn description(&self) -> &'static str {
-        "Run a shell command with `bash -c` in the project directory and return its combined \
+impl TypedTool for BashTool {
+    type Input = Args;
+    const NAME: &'static str = "Bash";
+    const DESCRIPTION: &'static str = "Run a shell command with `bash -c` in the project directory and return its combined \
          stdout and stderr (plus the exit code when it is not 0). Stdin is closed: interactive \
          commands will not work.\n\
          Default timeout 120000 ms, at most 600000 (`timeout`); on timeout the command and \
          its children are killed. Each call runs in a fresh shell: `cd` and variables do not \
-         persist. Prefer Read/Glob/Grep/Edit over cat/find/grep/sed for files."
-    }
+         persist. Prefer Read/Glob/Grep/Edit over cat/find/grep/sed for files.";
+    const EFFECT: ToolEffect = ToolEffect::Execute;
 
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        let schema = SCHEMA.get_or_init(input_schema::<Args>).clone();
+    fn adjust_schema(&self, schema: serde_json::Value) -> serde_json::Value {
         if self.task_output {
             schema
         } else {
@@ -105,17 +102,7 @@ impl Tool for BashTool {
         }
     }
 
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::Execute
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)?;
-        let args: Args = parse_args(input)?;
+    fn check(&self, args: &Args) -> Result<(), ToolOutput> {
         args.check()
     }
 
@@ -125,19 +112,8 @@ impl Tool for BashTool {
             .then(|| std::sync::Arc::new(BashTool { task_output }) as std::sync::Arc<dyn Tool>)
     }
 
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
-            if let Err(refused) = args.check() {
-                return refused;
-            }
             let timeout_ms = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
             // The permission layer has already approved `sandbox: false`.
             let sandbox = match (&ctx.sandbox, args.sandbox) {

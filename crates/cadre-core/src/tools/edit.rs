@@ -9,7 +9,8 @@ use serde::Deserialize;
 
 use super::exact;
 use super::util::{self, atomic_write, cut_line};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{ToolContext, ToolOutput, TypedTool};
+use crate::permissions::ToolEffect;
 
 /// Lines of context shown around the first change.
 const SNIPPET_CONTEXT: usize = 2;
@@ -19,9 +20,10 @@ const SNIPPET_MAX_LINES: usize = 16;
 /// Replaces text in a file.
 pub struct EditTool;
 
+/// The arguments of a `Edit` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Args {
+pub struct Args {
     /// Path of the file to edit (absolute, or relative to the project directory)
     file_path: String,
     /// The exact text to replace
@@ -33,46 +35,18 @@ pub(super) struct Args {
     replace_all: Option<bool>,
 }
 
-impl Tool for EditTool {
-    fn name(&self) -> &'static str {
-        "Edit"
-    }
-
-    fn description(&self) -> &'static str {
-        "Replace exact text in a file. `old_string` must match the file byte for byte \
+impl TypedTool for EditTool {
+    type Input = Args;
+    const NAME: &'static str = "Edit";
+    const DESCRIPTION: &'static str = "Replace exact text in a file. `old_string` must match the file byte for byte \
          (including indentation, without the line-number prefix Read shows) and occur exactly \
          once, unless `replace_all` is true; include surrounding lines to make it unique.\n\
          The file must have been Read first in this session and not changed since. The rest \
-         of the file is left untouched."
-    }
+         of the file is left untouched.";
+    const EFFECT: ToolEffect = ToolEffect::Edit;
 
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::Edit
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             if args.old_string == args.new_string {
                 return ToolOutput::error(
                     "old_string and new_string are identical; there is nothing to change",
@@ -341,6 +315,7 @@ mod tests {
     use super::super::ReadTool;
     use super::super::util::test_support;
     use super::*;
+    use crate::tools::Tool;
     use serde_json::json;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {

@@ -11,7 +11,8 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::util::{self, SearchScope, display_path};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{ToolContext, ToolOutput, TypedTool};
+use crate::permissions::ToolEffect;
 use crate::permissions::glob_plan;
 
 /// Most paths returned.
@@ -20,54 +21,27 @@ const MAX_RESULTS: usize = 1000;
 /// Finds files by name pattern.
 pub struct GlobTool;
 
+/// The arguments of a `Glob` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Args {
+pub struct Args {
     /// Glob pattern to match file paths against, e.g. `**/*.rs`
     pattern: String,
     /// Directory to search in (default: the project directory)
     path: Option<String>,
 }
 
-impl Tool for GlobTool {
-    fn name(&self) -> &'static str {
-        "Glob"
-    }
-
-    fn description(&self) -> &'static str {
-        "Find files whose path matches a glob pattern such as `**/*.rs` or `src/**/*.{ts,tsx}` \
+impl TypedTool for GlobTool {
+    type Input = Args;
+    const NAME: &'static str = "Glob";
+    const DESCRIPTION: &'static str = "Find files whose path matches a glob pattern such as `**/*.rs` or `src/**/*.{ts,tsx}` \
          (matched against the path relative to the search directory; `*` does not cross `/`).\n\
          Files ignored by .gitignore are skipped. Returns matching file paths, most recently \
-         modified first, at most 1000. Use Grep to search file contents."
-    }
+         modified first, at most 1000. Use Grep to search file contents.";
+    const EFFECT: ToolEffect = ToolEffect::ReadOnly;
 
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::ReadOnly
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let (root, pattern) = glob_plan(&ctx.cwd, args.path.as_deref(), &args.pattern);
             if let Some(refused) = ctx.refusal(self, &root) {
                 return refused;
@@ -162,6 +136,7 @@ fn walk(
 
 #[cfg(test)]
 mod tests {
+    use crate::tools::Tool;
     use serde_json::json;
     use std::time::Duration;
 

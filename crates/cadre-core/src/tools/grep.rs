@@ -15,7 +15,8 @@ use serde::Deserialize;
 
 use super::exact;
 use super::util::{self, SearchScope, cut_line, display_path};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{ToolContext, ToolOutput, TypedTool};
+use crate::permissions::ToolEffect;
 
 /// Longer matched or context lines are cut.
 const MAX_LINE_CHARS: usize = 1000;
@@ -32,9 +33,10 @@ enum OutputMode {
     Count,
 }
 
+/// The arguments of a `Grep` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Args {
+pub struct Args {
     /// Regular expression to search for
     pattern: String,
     /// File or directory to search (default: the project directory)
@@ -67,49 +69,21 @@ pub(super) struct Args {
     file_type: Option<String>,
 }
 
-impl Tool for GrepTool {
-    fn name(&self) -> &'static str {
-        "Grep"
-    }
-
-    fn description(&self) -> &'static str {
-        "Search file contents with a regular expression (Rust regex syntax, like ripgrep). \
+impl TypedTool for GrepTool {
+    type Input = Args;
+    const NAME: &'static str = "Grep";
+    const DESCRIPTION: &'static str = "Search file contents with a regular expression (Rust regex syntax, like ripgrep). \
          Skips .gitignore'd and binary files.\n\
          output_mode: `files_with_matches` (default; paths, most recently modified first), \
          `content` (matching lines as `path:line:text`, with -A/-B/-C context lines as \
          `path-line-text`), or `count` (`path:count`).\n\
          Narrow with `path`, `glob` (e.g. `*.{ts,tsx}`) or `type` (e.g. `rust`, `py`); cap \
          output with head_limit. Set multiline for patterns spanning lines (`.` then matches \
-         newlines too)."
-    }
+         newlines too).";
+    const EFFECT: ToolEffect = ToolEffect::ReadOnly;
 
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::ReadOnly
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let plan = match Plan::new(ctx, args) {
                 Ok(p) => p,
                 Err(e) => return e,
@@ -436,6 +410,7 @@ impl Sink for CountSink {
 
 #[cfg(test)]
 mod tests {
+    use crate::tools::Tool;
     use serde_json::json;
     use std::time::Duration;
 

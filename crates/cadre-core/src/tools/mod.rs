@@ -17,6 +17,7 @@ mod read;
 pub(crate) mod schema;
 mod task_tools;
 mod todo;
+mod typed;
 pub mod untrusted_text;
 pub(crate) mod util;
 mod web_fetch;
@@ -50,6 +51,7 @@ pub use read::ReadTool;
 pub use schema::{input_schema, with_description};
 pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
 pub use todo::{TodoItem, TodoList, TodoWriteTool};
+pub use typed::TypedTool;
 pub use web_fetch::WebFetchTool;
 pub use web_search::{
     BRAVE_URL, BackendSearch, DEFAULT_MAX_RESULTS, SearchBackend, TAVILY_URL, WebSearchTool,
@@ -203,8 +205,9 @@ impl ToolContext {
 
 /// A tool the model can call.
 pub trait Tool: Send + Sync {
-    /// Canonical name (Claude Code's).
-    fn name(&self) -> &'static str;
+    /// Canonical name (Claude Code's); owned by the tool, so an MCP tool
+    /// that goes away takes its name with it.
+    fn name(&self) -> &str;
     /// Description shown to the model.
     fn description(&self) -> &'static str;
     /// JSON schema of the arguments.
@@ -224,8 +227,9 @@ pub trait Tool: Send + Sync {
     /// Checks a call's arguments before anything decides on it (a hook, a
     /// rule, the approval gate): `Err` is the `invalid_arguments` result the
     /// model gets instead, and the call goes no further. The default checks
-    /// numbers against the schema's bounds; a built-in tool also reads its
-    /// typed arguments (see [`validate_as`]).
+    /// numbers against the schema's bounds; a [`TypedTool`] also reads its
+    /// typed arguments (a tool that implements this trait itself can with
+    /// [`validate_as`]).
     fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
         check_bounds(&self.input_schema(), input)
     }
@@ -560,7 +564,7 @@ impl ToolRegistry {
     }
 
     /// Canonical names, in registry order.
-    pub fn names(&self) -> Vec<&'static str> {
+    pub fn names(&self) -> Vec<&str> {
         self.tools.iter().map(|t| t.name()).collect()
     }
 
@@ -629,9 +633,10 @@ mod tests {
                 assert_eq!(tool.name(), *target, "{alias}");
             }
         }
-        assert_eq!(registry.get("LS").map(|t| t.name()), Some("Glob"));
-        assert_eq!(registry.get("MultiEdit").map(|t| t.name()), Some("Edit"));
-        assert_eq!(registry.get("bash").map(|t| t.name()), Some("Bash"));
+        let name_of = |alias: &str| registry.get(alias).map(|t| t.name().to_string());
+        assert_eq!(name_of("LS").as_deref(), Some("Glob"));
+        assert_eq!(name_of("MultiEdit").as_deref(), Some("Edit"));
+        assert_eq!(name_of("bash").as_deref(), Some("Bash"));
     }
 
     #[test]

@@ -13,7 +13,8 @@ use serde_json::{Map, Value, json};
 
 use super::exact;
 use super::util::{self, atomic_write};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{ToolContext, ToolOutput, TypedTool};
+use crate::permissions::ToolEffect;
 
 /// Largest notebook edited: outputs with images make notebooks large, but
 /// past this one edit would cost more memory than it is worth.
@@ -38,9 +39,10 @@ enum EditMode {
     Delete,
 }
 
+/// The arguments of a `NotebookEdit` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// Path of the .ipynb file (absolute, or relative to the project directory)
     notebook_path: String,
     /// The cell's id, or its 0-based index (`3` or `cell-3`). For insert, the new
@@ -55,46 +57,18 @@ struct Args {
     edit_mode: Option<EditMode>,
 }
 
-impl Tool for NotebookEditTool {
-    fn name(&self) -> &'static str {
-        "NotebookEdit"
-    }
-
-    fn description(&self) -> &'static str {
-        "Replace, insert or delete one cell of a Jupyter notebook (.ipynb). Name the cell by \
+impl TypedTool for NotebookEditTool {
+    type Input = Args;
+    const NAME: &'static str = "NotebookEdit";
+    const DESCRIPTION: &'static str = "Replace, insert or delete one cell of a Jupyter notebook (.ipynb). Name the cell by \
          its id or its 0-based index (`cell_id`). `insert` adds a cell after the one named (at \
          the start when none is) and needs `cell_type`. Replacing a code cell clears its \
          outputs. The notebook must have been Read first in this session and not changed \
-         since; the rest of the file is kept as it is."
-    }
+         since; the rest of the file is kept as it is.";
+    const EFFECT: ToolEffect = ToolEffect::Edit;
 
-    fn input_schema(&self) -> Value {
-        static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::Edit
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let path = ctx.resolve(&args.notebook_path);
             if let Some(refused) = ctx.refusal(self, &path) {
                 return refused;

@@ -10,7 +10,8 @@ use serde::Deserialize;
 
 use super::exact;
 use super::util::{self, cut_line, find_newline};
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{ToolContext, ToolOutput, TypedTool};
+use crate::permissions::ToolEffect;
 
 /// Lines shown when `limit` is not given.
 const DEFAULT_LIMIT: u64 = 2000;
@@ -28,9 +29,10 @@ const NOTE_ROOM: usize = 128;
 /// Reads a text file.
 pub struct ReadTool;
 
+/// The arguments of a `Read` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Args {
+pub struct Args {
     /// Path of the file to read (absolute, or relative to the project directory)
     file_path: String,
     /// Line number to start reading from (1-based; 0 also means the first line). Only for files too long to read at once
@@ -41,47 +43,19 @@ pub(super) struct Args {
     limit: Option<u64>,
 }
 
-impl Tool for ReadTool {
-    fn name(&self) -> &'static str {
-        "Read"
-    }
-
-    fn description(&self) -> &'static str {
-        "Read a text file. Output lines are numbered like `cat -n` (number, tab, line); the \
+impl TypedTool for ReadTool {
+    type Input = Args;
+    const NAME: &'static str = "Read";
+    const DESCRIPTION: &'static str = "Read a text file. Output lines are numbered like `cat -n` (number, tab, line); the \
          number and tab are not part of the file.\n\
          By default up to 2000 lines from the start are shown; use `offset` (1-based line to \
          start at) and `limit` (number of lines) to page through long files. Lines longer than \
          2000 characters are cut.\n\
-         Read a file before editing or overwriting it. To list a directory use Glob."
-    }
+         Read a file before editing or overwriting it. To list a directory use Glob.";
+    const EFFECT: ToolEffect = ToolEffect::ReadOnly;
 
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::ReadOnly
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
             if limit == 0 {
                 return ToolOutput::invalid_arguments("limit must be at least 1");
@@ -306,6 +280,7 @@ fn next_line<R: BufRead>(
 mod tests {
     use super::super::util::test_support;
     use super::*;
+    use crate::tools::Tool;
     use serde_json::json;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {

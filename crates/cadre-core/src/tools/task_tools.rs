@@ -7,7 +7,8 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{BackgroundTasks, Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{BackgroundTasks, ToolContext, ToolOutput, TypedTool};
+use crate::permissions::ToolEffect;
 use crate::tasks::{TaskFilter, TaskRow, TaskStatus};
 
 /// Bytes per `TaskOutput` read: the tool-output cap, so one read always fits.
@@ -57,9 +58,10 @@ async fn unknown_task(ctx: &ToolContext, w: &dyn BackgroundTasks, id: &str) -> T
 /// Lists this agent's tasks with their progress.
 pub struct TaskListTool;
 
+/// The arguments of a `TaskList` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct ListArgs {
+pub struct ListArgs {
     // Parsed by `TaskStatus::parse`; a test holds the two together.
     #[schemars(extend("enum" = LIST_STATUSES))]
     status: Option<String>,
@@ -76,37 +78,14 @@ const LIST_STATUSES: [&str; 7] = [
     "lost",
 ];
 
-impl Tool for TaskListTool {
-    fn name(&self) -> &'static str {
-        "TaskList"
-    }
-    fn description(&self) -> &'static str {
-        "List the background tasks you started (subagents and shell commands): id, status, description, tool calls, tokens and last activity. Optional `status` filter: queued, running, stopping, succeeded, failed, cancelled, lost."
-    }
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<ListArgs>).clone()
-    }
-    fn is_read_only(&self) -> bool {
-        true
-    }
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::ReadOnly
-    }
+impl TypedTool for TaskListTool {
+    type Input = ListArgs;
+    const NAME: &'static str = "TaskList";
+    const DESCRIPTION: &'static str = "List the background tasks you started (subagents and shell commands): id, status, description, tool calls, tokens and last activity. Optional `status` filter: queued, running, stopping, succeeded, failed, cancelled, lost.";
+    const EFFECT: ToolEffect = ToolEffect::ReadOnly;
 
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<ListArgs>(self, input)
-    }
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: ListArgs) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: ListArgs = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let w = match work(ctx) {
                 Ok(w) => w,
                 Err(e) => return e,
@@ -149,46 +128,24 @@ impl Tool for TaskListTool {
 /// Reads a task's output log.
 pub struct TaskOutputTool;
 
+/// The arguments of a `TaskOutput` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct OutputArgs {
+pub struct OutputArgs {
     task_id: String,
     offset: Option<u64>,
     #[schemars(range(max = TASK_OUTPUT_MAX_WAIT_MS))]
     wait_ms: Option<u64>,
 }
 
-impl Tool for TaskOutputTool {
-    fn name(&self) -> &'static str {
-        "TaskOutput"
-    }
-    fn description(&self) -> &'static str {
-        "Read the output of a background task you started, 64 KiB at a time. Without `offset` it continues where you last read; `offset` is a byte offset. `wait_ms` (at most 30000) waits for new output or for the task to end. Don't read a running fork's output unless the user asks: its notice will bring the result."
-    }
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<OutputArgs>).clone()
-    }
-    fn is_read_only(&self) -> bool {
-        true
-    }
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::ReadOnly
-    }
+impl TypedTool for TaskOutputTool {
+    type Input = OutputArgs;
+    const NAME: &'static str = "TaskOutput";
+    const DESCRIPTION: &'static str = "Read the output of a background task you started, 64 KiB at a time. Without `offset` it continues where you last read; `offset` is a byte offset. `wait_ms` (at most 30000) waits for new output or for the task to end. Don't read a running fork's output unless the user asks: its notice will bring the result.";
+    const EFFECT: ToolEffect = ToolEffect::ReadOnly;
 
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<OutputArgs>(self, input)
-    }
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: OutputArgs) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: OutputArgs = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let w = match work(ctx) {
                 Ok(w) => w,
                 Err(e) => return e,
@@ -262,43 +219,24 @@ impl Tool for TaskOutputTool {
 /// Stops a task this agent started.
 pub struct TaskStopTool;
 
+/// The arguments of a `TaskStop` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct StopArgs {
+pub struct StopArgs {
     task_id: String,
 }
 
-impl Tool for TaskStopTool {
-    fn name(&self) -> &'static str {
-        "TaskStop"
-    }
-    fn description(&self) -> &'static str {
-        "Stop a background task you started (a subagent or a shell command). It ends as cancelled."
-    }
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<StopArgs>).clone()
-    }
-    fn is_read_only(&self) -> bool {
-        false
-    }
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::ReadOnly
-    }
+impl TypedTool for TaskStopTool {
+    type Input = StopArgs;
+    const NAME: &'static str = "TaskStop";
+    const DESCRIPTION: &'static str =
+        "Stop a background task you started (a subagent or a shell command). It ends as cancelled.";
+    const EFFECT: ToolEffect = ToolEffect::ReadOnly;
+    // It ends a task: not beside calls that may read or message it.
+    const READ_ONLY: bool = false;
 
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<StopArgs>(self, input)
-    }
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: StopArgs) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: StopArgs = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let w = match work(ctx) {
                 Ok(w) => w,
                 Err(e) => return e,

@@ -7,7 +7,8 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{ToolContext, ToolOutput, TypedTool};
+use crate::permissions::ToolEffect;
 
 /// Where a todo stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -83,53 +84,28 @@ impl TodoList {
 /// Replaces the agent's todo list.
 pub struct TodoWriteTool;
 
+/// The arguments of a `TodoWrite` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Args {
+pub struct Args {
     /// The complete, updated todo list
     todos: Vec<TodoItem>,
 }
 
-impl Tool for TodoWriteTool {
-    fn name(&self) -> &'static str {
-        "TodoWrite"
-    }
-
-    fn description(&self) -> &'static str {
-        "Create or update your todo list for the current task; each call replaces the whole \
+impl TypedTool for TodoWriteTool {
+    type Input = Args;
+    const NAME: &'static str = "TodoWrite";
+    const DESCRIPTION: &'static str = "Create or update your todo list for the current task; each call replaces the whole \
          list. Use it for multi-step work: keep exactly one item `in_progress`, mark items \
          `completed` as soon as they are done, and add items as you discover them.\n\
          Each item: `content` (imperative, e.g. \"Run tests\"), `status` (pending | \
-         in_progress | completed), optional `activeForm` (e.g. \"Running tests\") and `id`."
-    }
+         in_progress | completed), optional `activeForm` (e.g. \"Running tests\") and `id`.";
+    const EFFECT: ToolEffect = ToolEffect::ReadOnly;
+    // It replaces the agent's list: two calls at once would race.
+    const READ_ONLY: bool = false;
 
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::ReadOnly
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             if let Some(i) = args.todos.iter().position(|t| t.content.trim().is_empty()) {
                 return ToolOutput::invalid_arguments(format!("todos[{i}].content is empty"));
             }
@@ -166,6 +142,7 @@ fn render(items: &[TodoItem]) -> String {
 mod tests {
     use super::super::util::test_support;
     use super::*;
+    use crate::tools::Tool;
     use serde_json::json;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {

@@ -17,7 +17,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use url::Url;
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{ToolContext, ToolOutput, TypedTool};
+use crate::permissions::ToolEffect;
 
 /// Largest body read; the rest is dropped with a note.
 const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
@@ -120,54 +121,27 @@ async fn summarise(
     Ok(text)
 }
 
+/// The arguments of a `WebFetch` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// The URL to fetch (http is upgraded to https, except on loopback)
     url: String,
     /// What you want to learn from the page
     prompt: String,
 }
 
-impl Tool for WebFetchTool {
-    fn name(&self) -> &'static str {
-        "WebFetch"
-    }
-
-    fn description(&self) -> &'static str {
-        "Fetch a web page and read it as Markdown. Give the full URL and, in `prompt`, what \
+impl TypedTool for WebFetchTool {
+    type Input = Args;
+    const NAME: &'static str = "WebFetch";
+    const DESCRIPTION: &'static str = "Fetch a web page and read it as Markdown. Give the full URL and, in `prompt`, what \
          you want from the page. A redirect to another host is reported, not followed: fetch \
          the new URL yourself if you want it. Pages are cached for 15 minutes. Only for public \
-         pages: nothing that needs a login."
-    }
+         pages: nothing that needs a login.";
+    const EFFECT: ToolEffect = ToolEffect::Network;
 
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: OnceLock<serde_json::Value> = OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::Network
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let url = match target_url(&args.url) {
                 Ok(u) => u,
                 Err(why) => return ToolOutput::error(why),

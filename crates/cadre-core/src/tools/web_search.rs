@@ -4,7 +4,7 @@
 //! calls the search service configured in `[web_search]` (SearXNG, Brave or
 //! Tavily) and hands the model a numbered list of results.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -14,8 +14,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use url::Url;
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{ToolContext, ToolOutput, TypedTool};
 use crate::model::ServerWebSearch;
+use crate::permissions::ToolEffect;
 
 /// Longest a search may take.
 const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -116,9 +117,10 @@ impl WebSearchTool {
     }
 }
 
+/// The arguments of a `WebSearch` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub struct Args {
     /// What to search for
     query: String,
     /// Only include results from these domains
@@ -127,36 +129,16 @@ struct Args {
     blocked_domains: Option<Vec<String>>,
 }
 
-impl Tool for WebSearchTool {
-    fn name(&self) -> &'static str {
-        "WebSearch"
-    }
-
-    fn description(&self) -> &'static str {
-        "Search the web for current information. Returns a numbered list of results (title, \
+impl TypedTool for WebSearchTool {
+    type Input = Args;
+    const NAME: &'static str = "WebSearch";
+    const DESCRIPTION: &'static str = "Search the web for current information. Returns a numbered list of results (title, \
          URL, snippet). Use `allowed_domains` or `blocked_domains` to keep to or away from \
-         sites. Read a result in full with WebFetch. Cite the URLs you rely on."
-    }
-
-    fn input_schema(&self) -> Value {
-        static SCHEMA: OnceLock<Value> = OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
+         sites. Read a result in full with WebFetch. Cite the URLs you rely on.";
     // It changes nothing and reads nothing local: like a search of the
     // project, it runs unasked in every mode (plan mode included); a deny
     // rule `WebSearch` takes it away.
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::ReadOnly
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)
-    }
+    const EFFECT: ToolEffect = ToolEffect::ReadOnly;
 
     fn server_web_search(&self) -> Option<ServerWebSearch> {
         match &self.how {
@@ -165,16 +147,8 @@ impl Tool for WebSearchTool {
         }
     }
 
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             let How::Backend(search) = &self.how else {
                 // Not offered as a client tool then; a model that calls it anyway learns why.
                 return ToolOutput::error(

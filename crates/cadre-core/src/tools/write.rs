@@ -5,60 +5,33 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::exact;
-
-use super::{Tool, ToolContext, ToolInput, ToolOutput, input_schema, parse_args};
+use super::{ToolContext, ToolOutput, TypedTool};
+use crate::permissions::ToolEffect;
 
 /// Writes a whole file.
 pub struct WriteTool;
 
+/// The arguments of a `Write` call.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct Args {
+pub struct Args {
     /// Path of the file to write (absolute, or relative to the project directory)
     file_path: String,
     /// The complete new content of the file
     content: String,
 }
 
-impl Tool for WriteTool {
-    fn name(&self) -> &'static str {
-        "Write"
-    }
-
-    fn description(&self) -> &'static str {
-        "Write a file, creating it (and missing parent directories) or replacing its whole \
+impl TypedTool for WriteTool {
+    type Input = Args;
+    const NAME: &'static str = "Write";
+    const DESCRIPTION: &'static str = "Write a file, creating it (and missing parent directories) or replacing its whole \
          content.\n\
          An existing file must have been Read first in this session and not changed since. \
-         To change part of an existing file prefer Edit, which sends only the difference."
-    }
+         To change part of an existing file prefer Edit, which sends only the difference.";
+    const EFFECT: ToolEffect = ToolEffect::Edit;
 
-    fn input_schema(&self) -> serde_json::Value {
-        static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-        SCHEMA.get_or_init(input_schema::<Args>).clone()
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn effect(&self) -> super::ToolEffect {
-        super::ToolEffect::Edit
-    }
-
-    fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        super::validate_as::<Args>(self, input)
-    }
-
-    fn execute<'a>(
-        &'a self,
-        ctx: &'a ToolContext,
-        input: &'a ToolInput,
-    ) -> BoxFuture<'a, ToolOutput> {
+    fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let args: Args = match parse_args(input) {
-                Ok(a) => a,
-                Err(e) => return e,
-            };
             // The resolved path, as the permission decision saw it; the
             // write follows no symlink from here on.
             let path = ctx.resolve(&args.file_path);
@@ -104,6 +77,7 @@ mod tests {
     use super::super::ReadTool;
     use super::super::util::test_support;
     use super::*;
+    use crate::tools::Tool;
     use serde_json::json;
 
     async fn run(ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
