@@ -567,6 +567,14 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// When process `pid` started (`/proc/<pid>/stat` field 22), so a waiter can
+/// tell the process it saw from a later one that got the same pid.
+fn started(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses: state is field 3.
+    stat.rsplit(')').next()?.split_whitespace().nth(19)?.parse().ok()
+}
+
 /// A Bash command that waits until the test creates `file`.
 fn wait_command(file: &std::path::Path) -> String {
     format!("while [ ! -e {} ]; do sleep 0.05; done", file.display())
@@ -889,8 +897,13 @@ rules:
     );
     let h = Harness::new(&script, Wire::Anthropic).await;
     let (run, first) = run_with_own_server(&h, &pid_file).await;
-    // The first run ends, and its server with it.
-    common::wait_until("the first run's server is gone", || !alive(first)).await;
+    let first_started = started(first);
+    // The first run ends, and its server with it (a busy machine may give
+    // its pid to another process by the time this looks).
+    common::wait_until("the first run's server is gone", || {
+        !alive(first) || started(first) != first_started
+    })
+    .await;
     // Resumed, the child starts its server again on use.
     let read_pid = || {
         std::fs::read_to_string(&pid_file)

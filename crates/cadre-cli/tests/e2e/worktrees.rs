@@ -479,6 +479,9 @@ async fn the_tui_in_a_worktree_shows_its_branch_and_removes_it_unchanged() {
     pane.wait_text("cadre/tui-1").await;
     assert!(top.join(".cadre/worktrees/tui-1").is_dir());
     pane.type_text("hello");
+    // Enter only once the prompt holds the text (a loaded machine may still
+    // be drawing the first frame).
+    pane.wait_text("› hello").await;
     pane.keys(&["Enter"]);
     pane.wait_text("Hello from the worktree.").await;
     pane.keys(&["C-c", "C-c"]);
