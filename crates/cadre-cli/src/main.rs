@@ -255,6 +255,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // An editor's terminal running a sandboxed command: become it, before
+    // anything else (the sandbox wants a process of one thread).
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("__sandbox-exec")) {
+        return sandbox_exec();
+    }
     // First, while there is one thread: the keys leave the environment.
     keys::take_from_environment();
     let mut cli = Cli::parse();
@@ -377,4 +382,25 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `cadre __sandbox-exec POLICY COMMAND`: replaces this process with
+/// `bash -c COMMAND` under the sandbox POLICY (JSON), as `Bash` would run
+/// it; for commands cadre hands to an editor's terminal. Not for people.
+fn sandbox_exec() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(2).collect();
+    let [policy, command] = args.as_slice() else {
+        eprintln!("error: __sandbox-exec takes a policy and a command");
+        return ExitCode::from(2);
+    };
+    let policy: cadre_core::sandbox::SandboxPolicy = match serde_json::from_str(policy) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: bad sandbox policy: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let e = cadre_core::sandbox::exec_sandboxed(&policy, command);
+    eprintln!("error: cannot run the command sandboxed: {e}");
+    ExitCode::from(126)
 }

@@ -7,6 +7,7 @@
 //! stderr.
 
 mod client_files;
+mod client_terminal;
 mod replay;
 mod session;
 mod updates;
@@ -53,6 +54,8 @@ struct ClientSide {
     reads: bool,
     /// It takes file writes (`fs/write_text_file`).
     writes: bool,
+    /// It runs commands in terminals it shows (`terminal/*`).
+    terminal: bool,
 }
 
 /// Runs `cadre acp` until the editor closes the connection.
@@ -183,6 +186,7 @@ impl AcpServer {
             c.child_sessions = caps.subagents.is_some();
             c.reads = caps.fs.read_text_file;
             c.writes = caps.fs.write_text_file;
+            c.terminal = caps.terminal;
         }
         let agent = AgentCapabilities::new()
             .load_session(true)
@@ -209,6 +213,22 @@ impl AcpServer {
                 reads: side.reads,
                 writes: side.writes,
             }) as Arc<dyn cadre_core::tools::EditorFiles>
+        })
+    }
+
+    /// The editor's terminals for session `id`, when it offers them.
+    fn client_terminal(
+        &self,
+        cx: &ConnectionTo<Client>,
+        id: &str,
+    ) -> Option<Arc<dyn cadre_core::tools::EditorTerminal>> {
+        let side = self.client_side();
+        side.terminal.then(|| {
+            Arc::new(client_terminal::ClientTerminal {
+                cx: cx.clone(),
+                session_id: id.to_string(),
+                child_sessions: side.child_sessions,
+            }) as Arc<dyn cadre_core::tools::EditorTerminal>
         })
     }
 
@@ -267,6 +287,7 @@ impl AcpServer {
         )
         .map_err(failure)?;
         runtime.editor_files = self.client_files(&cx, &opened.id);
+        runtime.editor_terminal = self.client_terminal(&cx, &opened.id);
         let runtime = Arc::new(runtime);
         let modes = modes(runtime.policy.mode);
         let live = LiveSession::open(
@@ -299,6 +320,7 @@ impl AcpServer {
         }
         let mut runtime = self.runtime_for(&req.cwd, &req.mcp_servers)?;
         runtime.editor_files = self.client_files(&cx, &id);
+        runtime.editor_terminal = self.client_terminal(&cx, &id);
         let runtime = Arc::new(runtime);
         let child_sessions = self.client_side().child_sessions;
         let replayed = replay::history(&runtime.home, &id, &runtime.cwd, child_sessions)

@@ -17,6 +17,11 @@ use agent_client_protocol::v1::schema::{
     SelectedPermissionOutcome, SessionNotification, StopReason, SubagentCapabilities, TextContent,
     WriteTextFileRequest, WriteTextFileResponse,
 };
+use agent_client_protocol::v1::schema::{
+    CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest, KillTerminalResponse,
+    ReleaseTerminalRequest, ReleaseTerminalResponse, TerminalExitStatus, TerminalOutputRequest,
+    TerminalOutputResponse, WaitForTerminalExitRequest, WaitForTerminalExitResponse,
+};
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use common::{Harness, Wire, mcp_fixture, user_texts};
 use serde_json::Value;
@@ -29,6 +34,75 @@ struct Seen {
     questions: Vec<Value>,
     /// `fs/*` requests the agent made: (method, path).
     files: Vec<(String, String)>,
+    /// `terminal/create` requests: the program and its arguments.
+    terminals: Vec<Vec<String>>,
+}
+
+/// A command the test editor runs for `terminal/create`: its output so
+/// far, and how it ended once it has.
+#[derive(Clone)]
+struct Term {
+    output: Arc<Mutex<String>>,
+    ended: tokio::sync::watch::Receiver<Option<Option<u32>>>,
+    kill: Arc<tokio::sync::Notify>,
+}
+
+type Terms = Arc<Mutex<std::collections::HashMap<String, Term>>>;
+
+/// Runs a command as an editor's terminal would: output collected, exit kept.
+fn start_term(r: &CreateTerminalRequest) -> Term {
+    let mut cmd = tokio::process::Command::new(&r.command);
+    cmd.args(&r.args)
+        .envs(r.env.iter().map(|v| (v.name.clone(), v.value.clone())))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(cwd) = &r.cwd {
+        cmd.current_dir(cwd);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let output = Arc::new(Mutex::new(String::new()));
+    let (tx, ended) = tokio::sync::watch::channel(None);
+    let kill = Arc::new(tokio::sync::Notify::new());
+    let (out, err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    for mut pipe in [
+        Box::new(out) as Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+        Box::new(err),
+    ] {
+        let output = output.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                output
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+    }
+    let killed = kill.clone();
+    tokio::spawn(async move {
+        let status = tokio::select! {
+            s = child.wait() => s.ok().and_then(|s| s.code()).map(|c| c as u32),
+            _ = killed.notified() => {
+                let _ = child.kill().await;
+                None
+            }
+        };
+        // Let the readers take the last output.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = tx.send(Some(status));
+    });
+    Term {
+        output,
+        ended,
+        kill,
+    }
 }
 
 /// The editor's open buffers (path → text), served by `fs/*` when the
@@ -72,7 +146,15 @@ where
     let stdout = child.stdout.take().unwrap();
     let seen: Shared = Arc::default();
     let (s1, s2, s3) = (seen.clone(), seen.clone(), seen.clone());
-    let (s4, s5) = (seen.clone(), seen.clone());
+    let (s4, s5, s6) = (seen.clone(), seen.clone(), seen.clone());
+    let terms: Terms = Arc::default();
+    let (t1, t2, t3, t4, t5) = (
+        terms.clone(),
+        terms.clone(),
+        terms.clone(),
+        terms.clone(),
+        terms,
+    );
     let (b1, b2) = (buffers.clone(), buffers);
     let run = Client
         .v1()
@@ -128,6 +210,70 @@ where
                     .push(("write".into(), path.clone()));
                 b2.lock().unwrap().insert(path, r.content.clone());
                 responder.respond(WriteTextFileResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: CreateTerminalRequest, responder, _cx| {
+                let mut argv = vec![r.command.clone()];
+                argv.extend(r.args.iter().cloned());
+                s6.lock().unwrap().terminals.push(argv);
+                let id = format!("term-{}", t1.lock().unwrap().len() + 1);
+                t1.lock().unwrap().insert(id.clone(), start_term(&r));
+                responder.respond(CreateTerminalResponse::new(id))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: WaitForTerminalExitRequest, responder, _cx| {
+                let term = t2.lock().unwrap().get(&r.terminal_id.to_string()).cloned();
+                tokio::spawn(async move {
+                    let mut ended = term.unwrap().ended;
+                    let code = loop {
+                        if let Some(code) = *ended.borrow() {
+                            break code;
+                        }
+                        if ended.changed().await.is_err() {
+                            break None;
+                        }
+                    };
+                    let _ = responder.respond(WaitForTerminalExitResponse::new(
+                        TerminalExitStatus::new().exit_code(code),
+                    ));
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: TerminalOutputRequest, responder, _cx| {
+                let term = t3.lock().unwrap().get(&r.terminal_id.to_string()).cloned();
+                let term = term.unwrap();
+                let text = term.output.lock().unwrap().clone();
+                let ended = *term.ended.borrow();
+                let mut response = TerminalOutputResponse::new(text, false);
+                if let Some(code) = ended {
+                    response = response.exit_status(TerminalExitStatus::new().exit_code(code));
+                }
+                responder.respond(response)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: KillTerminalRequest, responder, _cx| {
+                if let Some(term) = t4.lock().unwrap().get(&r.terminal_id.to_string()) {
+                    term.kill.notify_one();
+                }
+                responder.respond(KillTerminalResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |r: ReleaseTerminalRequest, responder, _cx| {
+                if let Some(term) = t5.lock().unwrap().remove(&r.terminal_id.to_string()) {
+                    term.kill.notify_one();
+                }
+                responder.respond(ReleaseTerminalResponse::new())
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -830,4 +976,72 @@ async fn the_editors_mcp_server_runs_and_its_prompts_join_the_menu() {
     let acp_dir = h.data_dir().join("acp");
     let left = std::fs::read_dir(&acp_dir).map(|d| d.count()).unwrap_or(0);
     assert_eq!(left, 0, "no MCP file is left in {}", acp_dir.display());
+}
+
+/// A command the editor runs, and one that tries to write cadre's data dir
+/// (`ESCAPE`, filled in by the test).
+const COMMANDS: &str = r#"
+rules:
+  - replies:
+      - tool_calls: [{ name: Bash, input: { command: "echo hello-from-the-terminal" } }]
+      - tool_calls: [{ name: Bash, input: { command: "echo x > ESCAPE && echo wrote-it" } }]
+      - text: "Ran them."
+"#;
+
+#[tokio::test]
+#[cfg_attr(cadre_no_landlock, ignore = "needs Landlock")]
+async fn an_editor_with_terminals_runs_bash_there_still_in_cadres_sandbox() {
+    // Outside the temp dirs, as the harness keeps its data dirs.
+    let home = tempfile::tempdir_in(common::non_temp_base()).unwrap();
+    let escape = home.path().join("cadre").join("escaped.txt");
+    std::fs::create_dir_all(home.path().join("cadre")).unwrap();
+    let script = COMMANDS.replace("ESCAPE", &escape.display().to_string());
+    let mock = cadre_mock::MockServer::start(&script, None).await.unwrap();
+    let h = Harness::from_parts(tempfile::tempdir().unwrap(), home, mock, Wire::Anthropic);
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, _| {
+        let mut caps = ClientCapabilities::new();
+        caps.terminal = true;
+        let session = open_with(&cx, &dir, caps).await;
+        assert_eq!(prompt(&cx, &session, "run them").await, StopReason::EndTurn);
+    })
+    .await;
+    // Both commands ran in the editor's terminals, through cadre's launcher.
+    assert_eq!(seen.terminals.len(), 2, "{:#?}", seen.terminals);
+    for argv in &seen.terminals {
+        assert_eq!(
+            argv.get(1).map(String::as_str),
+            Some("__sandbox-exec"),
+            "{argv:?}"
+        );
+    }
+    let u = &seen.updates;
+    let results: Vec<&str> = u
+        .iter()
+        .filter(|x| kind(x) == "tool_call_update")
+        .filter_map(|x| x["update"]["content"][0]["content"]["text"].as_str())
+        .collect();
+    // The call showed its terminal, and its output came back as the result.
+    assert!(
+        u.iter()
+            .any(|x| kind(x) == "tool_call_update"
+                && x["update"]["content"][0]["type"] == "terminal")
+    );
+    assert!(
+        results
+            .iter()
+            .any(|t| t.contains("hello-from-the-terminal")),
+        "{results:#?}"
+    );
+    // The sandbox held in the editor's terminal: the data dir stayed closed.
+    assert!(
+        !escape.exists(),
+        "a sandboxed command wrote cadre's data dir"
+    );
+    assert!(
+        results
+            .iter()
+            .any(|t| t.contains("Permission denied") && !t.contains("wrote-it")),
+        "{results:#?}"
+    );
 }

@@ -288,6 +288,7 @@ impl Agent {
                                 let mut ctx = self.ctx.clone();
                                 ctx.cancel = cancel.child_token();
                                 ctx.decided_path = decided;
+                                ctx.call_id = Some(call.id.clone());
                                 // WebFetch's summary goes through this agent's client.
                                 ctx.caller = Some(Arc::new(self.caller()));
                                 let output = tool.execute(&ctx, &input).await;

@@ -275,6 +275,8 @@ pub struct SessionBuilder {
     pub shape: MainShape,
     /// The editor serving file reads and writes (`cadre acp`), for every agent.
     pub editor_files: Option<Arc<dyn crate::tools::EditorFiles>>,
+    /// The editor whose terminals run commands (`cadre acp`), for every agent.
+    pub editor_terminal: Option<Arc<dyn crate::tools::EditorTerminal>>,
 }
 
 /// The context policy of the session's model: the built-in tables under the
@@ -654,6 +656,7 @@ impl SessionBuilder {
             main_spec,
             shape,
             editor_files: None,
+            editor_terminal: None,
         })
     }
 
@@ -723,6 +726,7 @@ impl SessionBuilder {
         ctx.output_cap = self.output_cap;
         ctx.sandbox = self.sandbox.clone();
         ctx.editor_files = self.editor_files.clone();
+        ctx.editor_terminal = self.editor_terminal.clone();
         ctx.background = background.map(|w| w as Arc<dyn crate::tools::BackgroundTasks>);
         ctx.policy = Some(self.policy.clone());
         let mut command_env: Vec<(String, String)> = self

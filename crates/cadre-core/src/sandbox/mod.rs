@@ -144,7 +144,7 @@ const DEVICES: [&str; 7] = ["null", "zero", "full", "random", "urandom", "tty", 
 const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1 << 0;
 
 /// What a sandboxed command may touch.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SandboxPolicy {
     /// Readable and writable (unless inside `data_dir`).
     pub project_dir: PathBuf,
@@ -567,6 +567,36 @@ fn drop_ptrace_capability() {
             libc::syscall(libc::SYS_capset, &mut header, data.as_ptr());
         }
     }
+}
+
+/// Replaces this process with `bash -c command` (`sh` without bash) under
+/// `policy`, cadre's credentials out of its environment: how a command an
+/// editor's terminal runs stays in cadre's sandbox (`cadre __sandbox-exec`).
+/// Call it while the process has one thread. Returns only on failure.
+pub fn exec_sandboxed(policy: &SandboxPolicy, command: &str) -> io::Error {
+    use std::os::unix::process::CommandExt;
+    let prepared = match policy.prepare() {
+        Ok(p) => Arc::new(p),
+        Err(e) => return io::Error::other(format!("cannot set up the sandbox: {e}")),
+    };
+    let mut last = io::Error::other("no shell found");
+    for shell in ["bash", "sh"] {
+        let mut cmd = std::process::Command::new(shell);
+        cmd.arg("-c").arg(command);
+        for key in crate::secrets::secret_vars() {
+            cmd.env_remove(key);
+        }
+        // SAFETY: the hook makes only the sandbox's system calls on a ruleset
+        // built above; exec follows in this same process.
+        unsafe {
+            cmd.pre_exec(command_pre_exec(prepared.clone()));
+        }
+        last = cmd.exec();
+        if last.kind() != io::ErrorKind::NotFound {
+            break;
+        }
+    }
+    last
 }
 
 /// A `pre_exec` hook applying `prepared` (async-signal-safe):

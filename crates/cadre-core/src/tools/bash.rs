@@ -115,6 +115,23 @@ impl TypedTool for BashTool {
     fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let timeout_ms = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
+            // In the editor's terminal, where the user watches it run.
+            if args.run_in_background != Some(true)
+                && let Some(terminal) = &ctx.editor_terminal
+            {
+                let policy = match (&ctx.sandbox, args.sandbox) {
+                    (Some(policy), None | Some(true)) => Some(policy.as_ref()),
+                    _ => None,
+                };
+                return in_editor_terminal(
+                    ctx,
+                    terminal.as_ref(),
+                    &args.command,
+                    timeout_ms,
+                    policy,
+                )
+                .await;
+            }
             // The permission layer has already approved `sandbox: false`.
             let sandbox = match (&ctx.sandbox, args.sandbox) {
                 (Some(policy), None | Some(true)) => match policy.prepare() {
@@ -348,6 +365,82 @@ async fn run(
     } else {
         format!("{head}\n{text}")
     }))
+}
+
+/// Runs `command` in the editor's terminal: under `policy` through cadre's
+/// own launcher (`cadre __sandbox-exec`), else as `bash -c`. The result
+/// reads as a run here would.
+async fn in_editor_terminal(
+    ctx: &ToolContext,
+    terminal: &dyn super::EditorTerminal,
+    command: &str,
+    timeout_ms: u64,
+    policy: Option<&crate::sandbox::SandboxPolicy>,
+) -> ToolOutput {
+    let (program, args) = match policy {
+        Some(policy) => {
+            let Ok(me) = std::env::current_exe() else {
+                return ToolOutput::error("cannot find cadre's own program to sandbox the command");
+            };
+            let Ok(json) = serde_json::to_string(policy) else {
+                return ToolOutput::error("cannot pass the sandbox to the editor's terminal");
+            };
+            (
+                me.display().to_string(),
+                vec!["__sandbox-exec".to_string(), json, command.to_string()],
+            )
+        }
+        None => (
+            "bash".to_string(),
+            vec!["-c".to_string(), command.to_string()],
+        ),
+    };
+    let call = super::TerminalCall {
+        program,
+        args,
+        env: ctx.command_env.as_ref().clone(),
+        cwd: &ctx.cwd,
+        output_limit: ctx.output_cap,
+        timeout: Duration::from_millis(timeout_ms),
+        cancel: &ctx.cancel,
+        agent_id: &ctx.agent_id,
+        call_id: ctx.call_id.as_deref(),
+    };
+    let run = match terminal.run(call).await {
+        Ok(run) => run,
+        Err(e) => return ToolOutput::error(format!("cannot run command: {e}")),
+    };
+    let mut text = run.output;
+    while text.ends_with('\n') {
+        text.pop();
+    }
+    if run.truncated {
+        text = format!("[the start of the output was dropped]\n{text}");
+    }
+    let body = if text.is_empty() {
+        "(no output)"
+    } else {
+        &text
+    };
+    if run.timed_out || run.cancelled {
+        let head = if run.timed_out {
+            format!("command timed out after {timeout_ms} ms")
+        } else {
+            "interrupted".to_string()
+        };
+        return ToolOutput::error(if text.is_empty() {
+            head
+        } else {
+            format!("{head}\n{text}")
+        });
+    }
+    match (run.exit_code, run.signal) {
+        (Some(0), _) if text.is_empty() => ToolOutput::ok("(no output)\nexit code 0"),
+        (Some(0), _) => ToolOutput::ok(text),
+        (Some(code), _) => ToolOutput::error(format!("{body}\nexit code {code}")),
+        (None, Some(sig)) => ToolOutput::error(format!("{body}\nkilled by signal {sig}")),
+        (None, None) => ToolOutput::error(format!("{body}\nexit status unknown")),
+    }
 }
 
 /// Longest a background command runs without an explicit `timeout`: a day.

@@ -8,6 +8,7 @@ pub(crate) mod bash;
 mod delegation;
 mod edit;
 mod editor_files;
+mod editor_terminal;
 mod exact;
 mod file_state;
 mod glob;
@@ -43,6 +44,7 @@ pub use bash::BashTool;
 pub use delegation::{AgentPlace, Caller, Delegation, ROSTER_HEADER, SpawnCall};
 pub use edit::EditTool;
 pub use editor_files::EditorFiles;
+pub use editor_terminal::{EditorTerminal, TerminalCall, TerminalRun};
 pub use file_state::FileStateCache;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
@@ -138,6 +140,12 @@ pub struct ToolContext {
     /// The editor that serves the file tools' reads and writes, when the
     /// front end is one's agent (`cadre acp`); children share it.
     pub editor_files: Option<Arc<dyn EditorFiles>>,
+    /// The editor whose terminals run `Bash`'s foreground commands, when
+    /// the front end is one's agent; children share it.
+    pub editor_terminal: Option<Arc<dyn EditorTerminal>>,
+    /// The call being run (set per call by the agent), for what a tool
+    /// shows with it.
+    pub call_id: Option<String>,
 }
 
 impl ToolContext {
@@ -159,6 +167,8 @@ impl ToolContext {
             command_env: Arc::default(),
             grants: Arc::default(),
             editor_files: None,
+            editor_terminal: None,
+            call_id: None,
         }
     }
 

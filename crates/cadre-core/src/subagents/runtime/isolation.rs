@@ -129,6 +129,7 @@ impl ChildWorktree {
         ctx.cwd = wt.counterpart(&ctx.cwd);
         // The editor holds the main checkout's buffers, not the worktree's files.
         ctx.editor_files = None;
+        ctx.editor_terminal = None;
         // A path into the main checkout is outside the project for it.
         policy.project_dir = wt.path.clone();
         if let Some(s) = sandbox.as_mut() {
