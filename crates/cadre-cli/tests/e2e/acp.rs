@@ -1045,3 +1045,22 @@ async fn an_editor_with_terminals_runs_bash_there_still_in_cadres_sandbox() {
         "{results:#?}"
     );
 }
+
+#[tokio::test]
+async fn without_terminals_bash_runs_inside_cadre() {
+    let script = COMMANDS.replace("ESCAPE", "/dev/null");
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, _| {
+        let session = open(&cx, &dir, false).await;
+        assert_eq!(prompt(&cx, &session, "run them").await, StopReason::EndTurn);
+    })
+    .await;
+    assert!(seen.terminals.is_empty(), "{:#?}", seen.terminals);
+    assert!(seen.updates.iter().any(|x| {
+        kind(x) == "tool_call_update"
+            && x["update"]["content"][0]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("hello-from-the-terminal"))
+    }));
+}

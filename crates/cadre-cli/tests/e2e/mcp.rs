@@ -572,7 +572,12 @@ fn alive(pid: u32) -> bool {
 fn started(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which is in parentheses: state is field 3.
-    stat.rsplit(')').next()?.split_whitespace().nth(19)?.parse().ok()
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
 }
 
 /// A Bash command that waits until the test creates `file`.
