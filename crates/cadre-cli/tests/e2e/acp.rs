@@ -36,6 +36,8 @@ struct Seen {
     files: Vec<(String, String)>,
     /// `terminal/create` requests: the program and its arguments.
     terminals: Vec<Vec<String>>,
+    /// The session a script opened, when it says.
+    session: String,
 }
 
 /// A command the test editor runs for `terminal/create`: its output so
@@ -326,6 +328,26 @@ async fn open_with(
     session.session_id.to_string()
 }
 
+/// An editor that opens a session in the harness's project (with or
+/// without child sessions), runs one prompt to its end, and returns what it
+/// saw and the session's id.
+async fn one_prompt(
+    h: &Harness,
+    answer: Answer,
+    child_sessions: bool,
+    text: &'static str,
+) -> (Seen, String) {
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(h, answer, async move |cx, shared| {
+        let session = open(&cx, &dir, child_sessions).await;
+        assert_eq!(prompt(&cx, &session, text).await, StopReason::EndTurn);
+        shared.lock().unwrap().session = session;
+    })
+    .await;
+    let session = seen.session.clone();
+    (seen, session)
+}
+
 fn text(t: &str) -> Vec<ContentBlock> {
     vec![ContentBlock::Text(TextContent::new(t))]
 }
@@ -364,15 +386,7 @@ async fn a_prompt_streams_its_calls_in_order_and_a_rejected_write_does_not_run()
     let h = Harness::new(READ_THEN_WRITE, Wire::Anthropic).await;
     h.write("a.txt", "alpha\n");
     let cwd = h.project.path().canonicalize().unwrap();
-    let dir = cwd.clone();
-    let seen = editor(&h, Answer::Reject, async move |cx, _| {
-        let session = open(&cx, &dir, false).await;
-        assert_eq!(
-            prompt(&cx, &session, "read and write").await,
-            StopReason::EndTurn
-        );
-    })
-    .await;
+    let (seen, _) = one_prompt(&h, Answer::Reject, false, "read and write").await;
     assert!(
         !cwd.join("new.txt").exists(),
         "the rejected write never ran"
@@ -430,15 +444,7 @@ async fn a_prompt_streams_its_calls_in_order_and_a_rejected_write_does_not_run()
 async fn an_allowed_write_runs() {
     let h = Harness::new(READ_THEN_WRITE, Wire::OpenAi).await;
     h.write("a.txt", "alpha\n");
-    let dir = h.project.path().canonicalize().unwrap();
-    let seen = editor(&h, Answer::Allow, async move |cx, _| {
-        let session = open(&cx, &dir, false).await;
-        assert_eq!(
-            prompt(&cx, &session, "read and write").await,
-            StopReason::EndTurn
-        );
-    })
-    .await;
+    let (seen, _) = one_prompt(&h, Answer::Allow, false, "read and write").await;
     assert_eq!(h.read("new.txt"), "fresh\n");
     assert!(seen.updates.iter().any(|u| {
         kind(u) == "tool_call_update"
@@ -533,21 +539,7 @@ fn announced(updates: &[Value]) -> Vec<(String, String, String)> {
 async fn with_child_sessions_each_child_is_a_session_of_its_parent() {
     let h = Harness::new(FAMILY, Wire::Anthropic).await;
     common::scout_and_leaf_files(&h);
-    let dir = h.project.path().canonicalize().unwrap();
-    let seen = editor(&h, Answer::Allow, async move |cx, shared| {
-        let session = open(&cx, &dir, true).await;
-        assert_eq!(
-            prompt(&cx, &session, "look around").await,
-            StopReason::EndTurn
-        );
-        shared
-            .lock()
-            .unwrap()
-            .questions
-            .push(Value::String(session));
-    })
-    .await;
-    let main = seen.questions.last().unwrap().as_str().unwrap().to_string();
+    let (seen, main) = one_prompt(&h, Answer::Allow, true, "look around").await;
     let u = &seen.updates;
     let children = announced(u);
     assert_eq!(children.len(), 3, "{children:#?}");
@@ -603,15 +595,7 @@ async fn with_child_sessions_each_child_is_a_session_of_its_parent() {
 async fn without_child_sessions_the_agent_call_shows_its_childs_progress_and_report() {
     let h = Harness::new(FAMILY, Wire::Anthropic).await;
     common::scout_and_leaf_files(&h);
-    let dir = h.project.path().canonicalize().unwrap();
-    let seen = editor(&h, Answer::Allow, async move |cx, _| {
-        let session = open(&cx, &dir, false).await;
-        assert_eq!(
-            prompt(&cx, &session, "look around").await,
-            StopReason::EndTurn
-        );
-    })
-    .await;
+    let (seen, _) = one_prompt(&h, Answer::Allow, false, "look around").await;
     let u = &seen.updates;
     assert!(
         announced(u).is_empty(),
@@ -760,12 +744,7 @@ async fn a_childs_question_comes_on_its_own_session_and_its_answer_holds() {
         ".cadre/agents/writer.md",
         "---\nname: writer\ndescription: Writes one file.\ntools: Write\n---\nYou are WRITER.\n",
     );
-    let dir = h.project.path().canonicalize().unwrap();
-    let seen = editor(&h, Answer::Allow, async move |cx, _| {
-        let session = open(&cx, &dir, true).await;
-        assert_eq!(prompt(&cx, &session, "delegate").await, StopReason::EndTurn);
-    })
-    .await;
+    let (seen, _) = one_prompt(&h, Answer::Allow, true, "delegate").await;
     assert_eq!(h.read("out.txt"), "from the child\n");
     let children = announced(&seen.updates);
     assert_eq!(children.len(), 1, "{children:#?}");
@@ -851,12 +830,7 @@ async fn an_editor_with_file_access_serves_reads_and_takes_writes() {
 async fn without_file_access_cadre_reads_and_writes_the_disk() {
     let h = Harness::new(EDITS, Wire::Anthropic).await;
     h.write("a.txt", "unsaved text\n");
-    let dir = h.project.path().canonicalize().unwrap();
-    let seen = editor(&h, Answer::Allow, async move |cx, _| {
-        let session = open(&cx, &dir, false).await;
-        assert_eq!(prompt(&cx, &session, "edit it").await, StopReason::EndTurn);
-    })
-    .await;
+    let (seen, _) = one_prompt(&h, Answer::Allow, false, "edit it").await;
     assert!(seen.files.is_empty(), "{:?}", seen.files);
     assert_eq!(h.read("a.txt"), "edited text\n");
     assert_eq!(h.read("b.txt"), "new file\n");
@@ -1050,12 +1024,7 @@ async fn an_editor_with_terminals_runs_bash_there_still_in_cadres_sandbox() {
 async fn without_terminals_bash_runs_inside_cadre() {
     let script = COMMANDS.replace("ESCAPE", "/dev/null");
     let h = Harness::new(&script, Wire::Anthropic).await;
-    let dir = h.project.path().canonicalize().unwrap();
-    let seen = editor(&h, Answer::Allow, async move |cx, _| {
-        let session = open(&cx, &dir, false).await;
-        assert_eq!(prompt(&cx, &session, "run them").await, StopReason::EndTurn);
-    })
-    .await;
+    let (seen, _) = one_prompt(&h, Answer::Allow, false, "run them").await;
     assert!(seen.terminals.is_empty(), "{:#?}", seen.terminals);
     assert!(seen.updates.iter().any(|x| {
         kind(x) == "tool_call_update"
