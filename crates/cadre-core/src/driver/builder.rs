@@ -7,11 +7,16 @@
 //! [`SessionBuilder::from_settings`], then opens sessions with
 //! [`SessionBuilder::open_session`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::overrides::{BuildError, MainShape, SessionOverrides};
+use super::sources::{
+    catalog_sources, dirs_home, load_plugins, mcp_log_dir, mcp_paths, mcp_timeouts,
+    subagent_settings,
+};
 use super::{
     AgentParts, Lifetime, NoticeTiming, Session, SessionHandle, SessionSetup, web_tools::WebTools,
 };
@@ -20,25 +25,23 @@ use crate::agent::{
     read_project_instructions,
 };
 use crate::background::BackgroundWork;
-use crate::config::{ConfigError, Settings};
+use crate::config::Settings;
 use crate::context::ContextPolicy;
 use crate::hooks::{AgentHooks, HookSet, SessionHooks};
-use crate::mcp::{McpConfig, McpHub, McpPaths, McpTimeouts, McpToolFilter};
-use crate::model::{ClientConfig, Message, ModelClient, ModelError, Provider, SpendCap};
+use crate::mcp::{McpConfig, McpHub, McpToolFilter};
+use crate::model::{ClientConfig, Message, ModelClient, Provider, SpendCap};
 use crate::permissions::rules::{RuleKind, RuleSet, parse_rule};
 use crate::permissions::{ApprovalGate, ApprovalSource, PermissionMode, PermissionPolicy};
-use crate::plugins::{LoadOptions, PluginSet};
+use crate::plugins::PluginSet;
 use crate::protocol::MAIN_AGENT;
 use crate::sandbox::{SandboxPolicy, SandboxSupport, probe};
-use crate::secrets::KEY_VARS;
 use crate::session::{SessionLog, sessions_dir};
 use crate::skills::{SkillSet, SkillTool};
-use crate::structured::AnswerSchema;
-use crate::subagents::catalog::{CatalogSources, DEFAULT_MANAGED_DIR, DefinitionCatalog};
+use crate::subagents::catalog::{CatalogSources, DefinitionCatalog};
 use crate::subagents::definition::IssueLevel;
 use crate::subagents::runtime::{Spawner, SubagentRuntime, SubagentSettings};
 use crate::subagents::{ChildCall, ChildSpec, ParentView};
-use crate::tasks::{TaskError, TaskTable};
+use crate::tasks::TaskTable;
 use crate::tools::{AskUserQuestionTool, DEFAULT_OUTPUT_CAP, ToolContext};
 
 /// Tries per request for a transient failure (429/5xx, a broken or stalled
@@ -51,174 +54,6 @@ const DEFAULT_STREAM_IDLE_TIMEOUT_S: u64 = 300;
 const DEFAULT_REQUEST_DEADLINE_S: u64 = 600;
 /// Output tokens per request when config says nothing.
 const DEFAULT_MAX_TOKENS: u32 = 8192;
-
-/// Why a session could not be built or opened.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    /// A mistake in what the caller asked for or in the configuration (the
-    /// CLI's bad usage, exit code 2).
-    #[error("{0}")]
-    Usage(String),
-    /// The data directory or a configuration file could not be used.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The model client could not be built.
-    #[error(transparent)]
-    Model(#[from] ModelError),
-    /// The task table could not be opened.
-    #[error(transparent)]
-    Task(#[from] TaskError),
-}
-
-/// Model keys by the variable they were read from (`ANTHROPIC_API_KEY`,
-/// `OPENAI_API_KEY`). Its `Debug` shows the names only, never a key.
-#[derive(Clone, Default)]
-pub struct ApiKeys(Vec<(String, String)>);
-
-impl ApiKeys {
-    /// No keys.
-    pub fn new() -> ApiKeys {
-        ApiKeys::default()
-    }
-
-    /// These keys and `key` for the variable `name` (a blank key is no key);
-    /// the key is redacted from every tool result, log and error from now on.
-    pub fn with(mut self, name: impl Into<String>, key: impl Into<String>) -> ApiKeys {
-        let (name, key) = (name.into(), key.into());
-        if key.trim().is_empty() {
-            return self;
-        }
-        crate::secrets::register(&key);
-        self.0.retain(|(n, _)| *n != name);
-        self.0.push((name, key));
-        self
-    }
-
-    /// The key given for `name`.
-    pub fn get(&self, name: &str) -> Option<String> {
-        self.0
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-    }
-
-    /// `name`'s value: a model key's from these keys (the process
-    /// environment no longer holds them), any other from the environment.
-    pub(crate) fn var(&self, name: &str) -> Option<String> {
-        if KEY_VARS.contains(&name) {
-            return self.get(name);
-        }
-        std::env::var(name).ok()
-    }
-
-    /// The model keys, by variable, for an MCP server's configuration to refer to.
-    fn taken_vars(&self) -> std::collections::BTreeMap<String, String> {
-        KEY_VARS
-            .iter()
-            .filter_map(|name| self.get(name).map(|v| (name.to_string(), v)))
-            .collect()
-    }
-}
-
-impl std::fmt::Debug for ApiKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list()
-            .entries(self.0.iter().map(|(n, _)| n))
-            .finish()
-    }
-}
-
-/// What a front end decides about its sessions (the `cadre` binary: its
-/// flags and environment); whatever is left unset the settings decide.
-#[derive(Debug, Default)]
-pub struct SessionOverrides {
-    /// The project folder.
-    pub cwd: PathBuf,
-    /// cadre's data directory (`$CADRE_HOME`).
-    pub home: PathBuf,
-    /// Whether the folder's project settings are trusted (the settings
-    /// passed along must have been loaded the same way).
-    pub trusted: bool,
-    /// Warnings the front end gathered on the way, reported first.
-    pub warnings: Vec<String>,
-    /// The provider (`--provider`, `CADRE_PROVIDER`).
-    pub provider: Option<Provider>,
-    /// The endpoint (`--base-url`, `CADRE_BASE_URL`).
-    pub base_url: Option<String>,
-    /// The model id or alias (`--model`, `CADRE_MODEL`); managed settings still win.
-    pub model: Option<String>,
-    /// The model keys the front end read.
-    pub keys: ApiKeys,
-    /// The permission mode (`--permission-mode`, `--dangerously-skip-permissions`).
-    pub permission_mode: Option<PermissionMode>,
-    /// Rules whose calls run without asking.
-    pub allow: Vec<String>,
-    /// Rules whose calls always ask.
-    pub ask: Vec<String>,
-    /// Rules whose calls never run.
-    pub deny: Vec<String>,
-    /// Folders that count as part of the project (`--add-dir`, relative to `cwd`).
-    pub add_dirs: Vec<PathBuf>,
-    /// The agent definition the main session runs as (`--agent`).
-    pub agent: Option<String>,
-    /// Agent definitions as JSON (`--agents`).
-    pub agents_json: Option<String>,
-    /// Plugin folders loaded for this run only (`--plugin-dir`).
-    pub plugin_dirs: Vec<PathBuf>,
-    /// MCP configuration files (`--mcp-config`, relative to `cwd`).
-    pub mcp_config: Vec<PathBuf>,
-    /// Only the servers of `mcp_config`, none of the configured ones.
-    pub strict_mcp_config: bool,
-    /// What the run changes about the main agent's prompt, tools and answer.
-    pub shape: MainShape,
-    /// Most model requests of the main agent in a turn (`--max-turns`).
-    pub max_turns: Option<u32>,
-    /// The run's spend cap in US dollars, children included.
-    pub max_budget_usd: Option<f64>,
-    /// Models to fall back to, in order, when the main one is overloaded.
-    pub fallback_models: Vec<String>,
-}
-
-impl SessionOverrides {
-    /// No overrides, for the project folder `cwd` with data in `home`.
-    pub fn new(cwd: PathBuf, home: PathBuf) -> SessionOverrides {
-        SessionOverrides {
-            cwd,
-            home,
-            ..SessionOverrides::default()
-        }
-    }
-}
-
-/// What Claude Code's run flags change about the main agent.
-#[derive(Debug, Default)]
-pub struct MainShape {
-    /// `--system-prompt[-file]`: replaces the default system prompt.
-    pub system: Option<String>,
-    /// `--append-system-prompt[-file]`: added after it.
-    pub append: Option<String>,
-    /// `--json-schema`: the form of the final answer.
-    pub answer_schema: Option<Arc<AnswerSchema>>,
-    /// `--disallowedTools` bare names: tools taken away.
-    pub removed_tools: Vec<String>,
-    /// `--tools`: the only built-in tools kept (none when empty).
-    pub only_tools: Option<Vec<String>>,
-}
-
-impl MainShape {
-    /// Whether the main agent keeps the built-in tool `name`.
-    fn keeps(&self, name: &str) -> bool {
-        let removed = self
-            .removed_tools
-            .iter()
-            .any(|r| r == name || r == "*" || crate::tool_names::canonical_tool_name(r) == name);
-        let listed = self.only_tools.as_ref().is_none_or(|only| {
-            only.iter()
-                .any(|t| t == name || crate::tool_names::canonical_tool_name(t) == name)
-        });
-        !removed && listed
-    }
-}
 
 /// Everything a front end needs to start agents.
 pub struct SessionBuilder {
@@ -292,14 +127,6 @@ fn context_policy(settings: &Settings, client: &ModelClient) -> ContextPolicy {
     let mut policy = ContextPolicy::new(Arc::new(table), config.provider, &config.model);
     policy.auto_compact_percent = settings.auto_compact_percent();
     policy
-}
-
-fn env_nonempty(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-fn dirs_home() -> Option<PathBuf> {
-    std::env::var_os("HOME").map(PathBuf::from)
 }
 
 impl SessionBuilder {
@@ -824,126 +651,6 @@ impl SessionBuilder {
     }
 }
 
-/// The plugins of a session in `cwd` (see `crate::plugins::loader`), with
-/// `plugin_dirs` loaded for this run (`--plugin-dir`).
-pub fn load_plugins(
-    home: &Path,
-    cwd: &Path,
-    settings: &Settings,
-    trusted: bool,
-    plugin_dirs: &[PathBuf],
-) -> PluginSet {
-    let home_dir = dirs_home();
-    PluginSet::load(&LoadOptions {
-        cadre_home: home,
-        home_dir: home_dir.as_deref(),
-        project: cwd,
-        settings,
-        trusted,
-        plugin_dirs,
-    })
-}
-
-/// Where MCP servers are configured for a session in `cwd`: the configured
-/// ones, and `flag_files` (`--mcp-config`, relative to `cwd`); with `strict`
-/// only those. A server's configuration may name the model keys in `keys`.
-pub fn mcp_paths(
-    home: &Path,
-    cwd: &Path,
-    trusted: bool,
-    flag_files: &[PathBuf],
-    strict: bool,
-    keys: &ApiKeys,
-) -> McpPaths {
-    McpPaths {
-        data_dir: home.to_path_buf(),
-        project: cwd.to_path_buf(),
-        home: dirs_home(),
-        trusted,
-        flag_files: flag_files.iter().map(|f| cwd.join(f)).collect(),
-        strict,
-        taken_vars: keys.taken_vars(),
-    }
-}
-
-/// Where MCP servers' stderr goes, one log per server (0600, in a 0700 folder).
-pub fn mcp_log_dir(home: &Path) -> PathBuf {
-    home.join("mcp-logs")
-}
-
-/// Start-up and call timeouts: Claude Code's `MCP_TIMEOUT` and
-/// `MCP_TOOL_TIMEOUT` (milliseconds), else 30 s and 60 s.
-pub fn mcp_timeouts(warnings: &mut Vec<String>) -> McpTimeouts {
-    let mut timeouts = McpTimeouts::default();
-    for (var, slot) in [
-        ("MCP_TIMEOUT", &mut timeouts.startup),
-        ("MCP_TOOL_TIMEOUT", &mut timeouts.call),
-    ] {
-        let Some(text) = env_nonempty(var) else {
-            continue;
-        };
-        match text.trim().parse::<u64>() {
-            Ok(ms) if (1..=86_400_000).contains(&ms) => *slot = Duration::from_millis(ms),
-            _ => warnings.push(format!(
-                "{var}={text} ignored: give milliseconds from 1 to 86400000"
-            )),
-        }
-    }
-    timeouts
-}
-
-/// Where definitions are read from, with `flag_json` (`--agents`) on top.
-/// `CADRE_MANAGED_AGENTS_DIR` moves the managed directory (for packaging
-/// and tests); it is as trusted as the environment cadre runs in.
-pub fn catalog_sources(
-    flag_json: Option<String>,
-    subagents: &SubagentSettings,
-    cwd: &Path,
-    home: &Path,
-    plugins: &PluginSet,
-) -> CatalogSources {
-    CatalogSources {
-        cwd: cwd.to_path_buf(),
-        data_dir: home.to_path_buf(),
-        plugin_agents: plugins.agent_paths(),
-        home_dir: dirs_home(),
-        managed_dir: std::env::var_os("CADRE_MANAGED_AGENTS_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_MANAGED_DIR)),
-        flag_json,
-        enable_verification: subagents.enable_verification,
-    }
-}
-
-/// `[subagents]` from config, with defaults and clamps.
-pub fn subagent_settings(settings: &Settings) -> SubagentSettings {
-    let f = &settings.file.subagents;
-    let d = SubagentSettings::default();
-    SubagentSettings {
-        max_depth: f.max_depth.unwrap_or(d.max_depth).clamp(1, 3),
-        max_concurrent: f
-            .max_concurrent_subagents
-            .unwrap_or(d.max_concurrent)
-            .clamp(1, 32),
-        max_per_turn: f.max_subagents_per_turn.unwrap_or(d.max_per_turn),
-        max_running: f.max_running_subagents.unwrap_or(d.max_running),
-        default_type: f.default_type.clone().unwrap_or(d.default_type),
-        default_max_turns: f.default_max_turns.unwrap_or(d.default_max_turns),
-        max_tool_calls_per_child: f
-            .max_tool_calls_per_child
-            .unwrap_or(d.max_tool_calls_per_child),
-        enable_verification: f.enable_verification.unwrap_or(d.enable_verification),
-        custom_deny: f.extra_deny.clone(),
-        auto_background_after: f
-            .auto_background_after_s
-            // Range-checked on load; try_ keeps a bad value from ever panicking.
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .unwrap_or(d.auto_background_after),
-        project_trusted: false,
-        bypass_disabled: settings.bypass_disabled_by.is_some(),
-    }
-}
-
 /// The chosen mode, else the mode the settings files choose (see
 /// [`Settings::file_mode`]). Managed settings win over the choice unless it
 /// is at least as strict; a file that disables `bypassPermissions` refuses
@@ -1005,8 +712,10 @@ fn permission_rules(
 
 #[cfg(test)]
 mod tests {
+    use super::super::overrides::ApiKeys;
     use super::*;
     use crate::config::SettingsPaths;
+    use std::path::Path;
 
     #[test]
     fn keys_stay_out_of_debug_output() {

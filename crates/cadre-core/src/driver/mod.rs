@@ -27,7 +27,9 @@
 
 mod approvals;
 mod builder;
+mod overrides;
 mod resume;
+mod sources;
 #[cfg(test)]
 mod tests;
 mod web_tools;
@@ -41,11 +43,12 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use approvals::SessionApprovals;
-pub use builder::{
-    ApiKeys, BuildError, MAX_ATTEMPTS, MainShape, SessionBuilder, SessionOverrides,
+pub use builder::{MAX_ATTEMPTS, SessionBuilder};
+pub use overrides::{ApiKeys, BuildError, MainShape, SessionOverrides};
+pub use resume::{OpenError, OpenedLog, PendingResume, create_log, create_log_as};
+pub use sources::{
     catalog_sources, load_plugins, mcp_log_dir, mcp_paths, mcp_timeouts, subagent_settings,
 };
-pub use resume::{OpenError, OpenedLog, PendingResume, create_log, create_log_as};
 pub use web_tools::WebTools;
 
 use crate::agent::{Agent, TurnOutcome};

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::builder::ApiKeys;
+use super::overrides::ApiKeys;
 use crate::config::{Settings, WebSearchFile};
 use crate::model::{ClientConfig, Provider, ServerWebSearch, parse_base_url};
 use crate::permissions::{Decision, PermissionPolicy, PermissionTracker, ToolEffect};
