@@ -4,6 +4,7 @@
 mod acp;
 mod agents;
 mod approve;
+mod child_calls;
 mod commands;
 mod config_cmd;
 mod eval;

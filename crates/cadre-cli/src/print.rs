@@ -349,7 +349,7 @@ pub struct StreamRenderer {
     /// The main agent's model.
     model: String,
     /// The `Agent` calls of each agent's latest reply, in order.
-    agent_calls: BTreeMap<String, Vec<String>>,
+    agent_calls: crate::child_calls::AgentCalls,
     /// The call that started each child.
     parent_call: BTreeMap<String, String>,
 }
@@ -447,18 +447,8 @@ impl StreamRenderer {
                 path,
                 ..
             } => {
-                // Its parent is the agent above it in the tree; the reply's
-                // `Agent` calls are numbered from 1 as the batch's children are.
-                let parent = match path.len() {
-                    0 | 1 => MAIN_AGENT.to_string(),
-                    n => path[n - 2].agent_id.to_string(),
-                };
-                if let Some(call) = self
-                    .agent_calls
-                    .get(&parent)
-                    .and_then(|calls| calls.get(index.saturating_sub(1)))
-                {
-                    self.parent_call.insert(agent_id.to_string(), call.clone());
+                if let (_, Some(call)) = self.agent_calls.parent_of(*index, path) {
+                    self.parent_call.insert(agent_id.to_string(), call);
                 }
                 self.child_line(event, agent_id)
             }
@@ -498,18 +488,7 @@ impl StreamRenderer {
                 let mut body = cadre_core::model::message_json(message);
                 let kind = match message.role {
                     cadre_core::model::Role::Assistant => {
-                        let calls =
-                            message
-                                .content
-                                .iter()
-                                .filter_map(|b| match b {
-                                    cadre_core::model::ContentBlock::ToolUse {
-                                        id, name, ..
-                                    } if name == "Agent" || name == "Task" => Some(id.clone()),
-                                    _ => None,
-                                })
-                                .collect();
-                        self.agent_calls.insert(agent.to_string(), calls);
+                        self.agent_calls.record(agent, message);
                         body["id"] = json!(format!("msg_{}", uuid::Uuid::now_v7().simple()));
                         body["type"] = json!("message");
                         body["model"] = json!(model);

@@ -26,7 +26,7 @@ pub async fn history(
 ) -> anyhow::Result<Vec<SessionNotification>> {
     let main = read_log(&session_path(home, id)?)?;
     let translator = Translator::new(id, cwd, child_sessions);
-    let mut out = records(&translator, id, &main.records);
+    let mut out = records_on(&translator, id, &main.records);
     if !child_sessions {
         // Without child sessions a child's work is its report, already
         // shown as its call's result.
@@ -101,11 +101,6 @@ fn saved_agent_id(output_path: &Path) -> Option<String> {
         .get("agent_id")
         .and_then(|v| v.as_str())
         .map(str::to_string)
-}
-
-/// The main session's records.
-fn records(translator: &Translator, id: &str, records: &[LogRecord]) -> Vec<SessionNotification> {
-    records_on(translator, id, records)
 }
 
 /// One log's records as notifications of `session`.

@@ -43,7 +43,7 @@ pub struct Translator {
     parents: HashMap<String, String>,
     /// Each agent's `Agent` calls of its latest reply, in order (a batch's
     /// children are numbered as the calls are).
-    agent_calls: HashMap<String, Vec<String>>,
+    agent_calls: crate::child_calls::AgentCalls,
     /// Without child sessions: the main agent's `Agent` call each child
     /// (nested ones included) reports its progress under.
     top_call: HashMap<String, String>,
@@ -62,7 +62,7 @@ impl Translator {
             child_sessions,
             children: HashMap::new(),
             parents: HashMap::new(),
-            agent_calls: HashMap::new(),
+            agent_calls: Default::default(),
             top_call: HashMap::new(),
             progress: HashMap::new(),
             plan_calls: Vec::new(),
@@ -254,17 +254,7 @@ impl Translator {
         let mut out = Vec::new();
         match message.role {
             Role::Assistant => {
-                let calls: Vec<String> = message
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        Block::ToolUse { id, name, .. } if name == "Agent" || name == "Task" => {
-                            Some(id.clone())
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                self.agent_calls.insert(agent.to_string(), calls);
+                self.agent_calls.record(agent, message);
                 // The main agent's text and calls were streamed as they came.
                 if is_main || !self.child_sessions {
                     return out;
@@ -341,15 +331,7 @@ impl Translator {
         description: &str,
         path: &[cadre_core::protocol::ChildTag],
     ) -> Vec<SessionNotification> {
-        let parent = match path.len() {
-            0 | 1 => MAIN_AGENT.to_string(),
-            n => path[n - 2].agent_id.to_string(),
-        };
-        let call = self
-            .agent_calls
-            .get(&parent)
-            .and_then(|calls| calls.get(index.saturating_sub(1)))
-            .cloned();
+        let (parent, call) = self.agent_calls.parent_of(index, path);
         if !self.child_sessions {
             // Nested children report under their first-level ancestor's call.
             let top = if parent == MAIN_AGENT {
