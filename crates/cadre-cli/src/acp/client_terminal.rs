@@ -28,7 +28,7 @@ impl ClientTerminal {
     /// The session an agent's calls are shown in.
     fn session_of(&self, agent: &str) -> String {
         if self.child_sessions && agent != MAIN_AGENT {
-            format!("{}/{agent}", self.session_id)
+            super::updates::child_session_id(&self.session_id, agent)
         } else {
             self.session_id.clone()
         }

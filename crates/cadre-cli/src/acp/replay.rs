@@ -15,7 +15,7 @@ use cadre_core::model::ContentBlock;
 use cadre_core::session::{LogRecord, RecordBody, read_log, session_path, sessions_dir};
 use cadre_core::tasks::{TaskFilter, TaskKind, TaskTable};
 
-use super::updates::{Translator, text_chunk};
+use super::updates::{Translator, child_session_id, text_chunk};
 
 /// The notifications that show session `id` as its logs hold it.
 pub async fn history(
@@ -67,7 +67,7 @@ pub async fn history(
         .collect();
     children.sort_by_key(|c| c.0);
     for (_, agent_id, records) in children {
-        let child_session = format!("{id}/{agent_id}");
+        let child_session = child_session_id(id, &agent_id);
         let (title, parent) = known
             .get(&agent_id)
             .cloned()
@@ -75,7 +75,7 @@ pub async fn history(
         let parent_session = if parent == cadre_core::protocol::MAIN_AGENT {
             id.to_string()
         } else {
-            format!("{id}/{parent}")
+            child_session_id(id, &parent)
         };
         out.push(SessionNotification::new(
             parent_session,

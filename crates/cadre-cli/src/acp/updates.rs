@@ -345,7 +345,7 @@ impl Translator {
             return self.progress_line(agent_id, format!("{} started", child_place(path)));
         }
         let parent_session = self.session_of(&parent);
-        let child_session = format!("{}/{}", self.session_id, agent_id);
+        let child_session = child_session_id(&self.session_id, agent_id);
         self.children
             .insert(agent_id.to_string(), child_session.clone());
         self.parents
@@ -428,6 +428,11 @@ impl Translator {
             SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call, fields)),
         )]
     }
+}
+
+/// The id of child `agent_id`'s session under the editor session `session`.
+pub fn child_session_id(session: &str, agent_id: &str) -> String {
+    format!("{session}/{agent_id}")
 }
 
 /// The slash-command menu of a session: skills, custom commands and MCP
