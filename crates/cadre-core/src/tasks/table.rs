@@ -18,7 +18,7 @@ use super::status::{
 };
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The error recorded on active rows whose cadre process is gone at start-up.
 pub const TASK_LOST_ON_STARTUP: &str =
@@ -36,8 +36,8 @@ const COLUMNS: &str = "id, kind, session_id, parent_agent, description, agent_ty
 
 /// The connection and the directories, owned by the table's thread: every
 /// statement runs there, never on the async runtime's thread.
-struct TaskDb {
-    conn: Connection,
+pub(super) struct TaskDb {
+    pub(super) conn: Connection,
     db_path: PathBuf,
     tasks_dir: PathBuf,
     /// Most bytes of output a task's `output.log` keeps.
@@ -87,14 +87,14 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TaskError + '_ {
     }
 }
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
 
-fn to_sql(ms: u64) -> i64 {
+pub(super) fn to_sql(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
@@ -172,6 +172,54 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), TaskError> {
                     ALTER TABLE tasks ADD COLUMN pgid_start INTEGER;",
                 )?;
                 tx.pragma_update(None, "user_version", 2)?;
+            }
+            // 3: agent teams — the board, its dependencies, the mailbox and
+            // the members, all keyed by the session whose team they are.
+            2 => {
+                tx.execute_batch(
+                    "CREATE TABLE IF NOT EXISTS team_tasks (
+                        team TEXT NOT NULL,
+                        id INTEGER NOT NULL,
+                        subject TEXT NOT NULL,
+                        description TEXT NOT NULL,
+                        active_form TEXT,
+                        status TEXT NOT NULL,
+                        owner TEXT,
+                        metadata TEXT,
+                        created_ms INTEGER NOT NULL,
+                        updated_ms INTEGER NOT NULL,
+                        PRIMARY KEY (team, id)
+                    );
+                    CREATE TABLE IF NOT EXISTS team_task_deps (
+                        team TEXT NOT NULL,
+                        blocker INTEGER NOT NULL,
+                        blocked INTEGER NOT NULL,
+                        PRIMARY KEY (team, blocker, blocked)
+                    );
+                    CREATE TABLE IF NOT EXISTS team_messages (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        team TEXT NOT NULL,
+                        recipient TEXT NOT NULL,
+                        sender TEXT NOT NULL,
+                        summary TEXT,
+                        body TEXT NOT NULL,
+                        created_ms INTEGER NOT NULL,
+                        delivered_ms INTEGER
+                    );
+                    CREATE INDEX IF NOT EXISTS team_messages_waiting
+                        ON team_messages (team, recipient, delivered_ms);
+                    CREATE TABLE IF NOT EXISTS team_members (
+                        team TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        agent_id TEXT NOT NULL,
+                        agent_type TEXT NOT NULL,
+                        state TEXT NOT NULL,
+                        plan_required INTEGER NOT NULL DEFAULT 0,
+                        created_ms INTEGER NOT NULL,
+                        PRIMARY KEY (team, name)
+                    );",
+                )?;
+                tx.pragma_update(None, "user_version", 3)?;
             }
             v if v > SCHEMA_VERSION => {
                 return Err(TaskError::Schema(format!(
@@ -864,7 +912,7 @@ impl TaskTable {
     }
 
     /// Runs `f` on the table's thread and waits for its result.
-    fn call<R: Send + 'static>(
+    pub(super) fn call<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut TaskDb) -> Result<R, TaskError> + Send + 'static,
     ) -> impl Future<Output = Result<R, TaskError>> + Send + 'static {
