@@ -6,10 +6,12 @@
 //! changes, and a result that arrives after one goes to the log
 //! ([`TaskTable::record_late_result`]).
 
+mod board;
 pub(crate) mod proc_id;
 mod status;
 mod table;
 
+pub use board::{BoardChange, BoardStatus, BoardTask, BoardUpdate, BoardUpdateStatus};
 pub use proc_id::ProcessId;
 pub use status::{
     Finished, NewTask, TaskEnd, TaskError, TaskFilter, TaskKind, TaskRow, TaskSpec, TaskStatus,
@@ -20,5 +22,7 @@ pub use table::{
     process_alive,
 };
 
+#[cfg(test)]
+mod board_tests;
 #[cfg(test)]
 mod tests;

@@ -144,6 +144,9 @@ pub enum TaskError {
     /// The table's thread is gone (it could not open the database, or panicked).
     #[error("task table: its thread has stopped")]
     Stopped,
+    /// A team board change was refused; the text is meant for the model.
+    #[error("{0}")]
+    Board(String),
 }
 
 fn final_status_message(id: &str, from: TaskStatus, to: TaskStatus) -> String {
