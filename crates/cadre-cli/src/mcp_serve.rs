@@ -51,7 +51,17 @@ pub async fn run(model: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -
     // itself, and a cadre listed among its own servers would start itself
     // again and again. No log: the calls are the client's, not a
     // conversation `cadre sessions` could show or resume.
-    let agent = runtime.main_agent(events, Arc::new(ClientConfirms), None, None, None, false)?;
+    let agent = runtime.main_agent(
+        cadre_core::driver::AgentParts {
+            events,
+            approvals: Arc::new(ClientConfirms),
+            background: None,
+            team: None,
+        },
+        None,
+        None,
+        false,
+    )?;
     let server = CadreServer {
         agent: Arc::new(agent),
     };

@@ -48,6 +48,9 @@ pub struct RunFlags {
     /// Accepted for Claude Code's scripts: cadre's stream is always turn by turn
     #[arg(long, global = true)]
     pub verbose: bool,
+    /// Give the session an agent team: the lead's named Agent calls start teammates (as [teams] enabled or CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1)
+    #[arg(long, global = true)]
+    pub teams: bool,
 }
 
 impl RunFlags {

@@ -129,6 +129,7 @@ pub fn prepare_at(
         max_turns: agent.run.max_turns,
         max_budget_usd: agent.run.max_budget_usd,
         fallback_models: agent.run.fallback_models(),
+        teams: agent.run.teams,
     };
     SessionBuilder::from_settings(settings, overrides).map_err(build_error)
 }

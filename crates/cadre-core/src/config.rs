@@ -194,6 +194,16 @@ pub struct SubagentsFile {
     pub auto_background_after_s: Option<f64>,
 }
 
+/// `[teams]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamsFile {
+    /// Give sessions a team (as `CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1` does).
+    pub enabled: Option<bool>,
+    /// Teammates alive at once (1–16).
+    pub max_teammates: Option<usize>,
+}
+
 /// Longest `auto_background_after_s`: a week. A longer wait means "never" in
 /// practice, and far larger values overflow time arithmetic.
 pub const MAX_AUTO_BACKGROUND_S: f64 = 7.0 * 24.0 * 3600.0;
@@ -345,6 +355,9 @@ pub struct ConfigFile {
     /// Subagent settings.
     #[serde(default)]
     pub subagents: SubagentsFile,
+    /// Agent team settings.
+    #[serde(default)]
+    pub teams: TeamsFile,
     /// Where `WebSearch` searches.
     #[serde(default)]
     pub web_search: WebSearchFile,
@@ -465,6 +478,13 @@ impl ConfigFile {
             l.request_deadline_s,
             *REQUEST_DEADLINE_RANGE.start(),
             *REQUEST_DEADLINE_RANGE.end(),
+        )?;
+        int(
+            path,
+            "teams.max_teammates",
+            self.teams.max_teammates.map(|n| n as u64),
+            1,
+            16,
         )?;
         let s = &self.subagents;
         int(path, "subagents.max_depth", s.max_depth, 1, 3)?;
@@ -592,6 +612,7 @@ impl ConfigFile {
             auto_background_after_s
         );
         take!(self.context, over.context; auto_compact_percent);
+        take!(self.teams, over.teams; enabled, max_teammates);
         for (provider, entries) in over.models {
             let mine = self.models.entry(provider).or_default();
             for (key, entry) in entries {

@@ -117,6 +117,7 @@ pub mod small_file;
 pub mod structured;
 pub mod subagents;
 pub mod tasks;
+pub mod teams;
 pub mod tool_names;
 pub mod tools;
 pub mod worktrees;

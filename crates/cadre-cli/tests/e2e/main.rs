@@ -64,6 +64,7 @@ mod stream_json;
 mod streams;
 mod subagents;
 mod tasks;
+mod teams;
 mod tool_rules;
 mod tui;
 mod tui_agents;

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 pub use crate::protocol::{Event, EventSink, TurnStatus};
 pub use prompt::{
-    ProjectContext, SystemPromptParts, build_system_prompt, environment_facts,
+    ProjectContext, SystemPromptParts, build_system_prompt, environment_facts, main_prompt_from,
     project_instructions, read_project_instructions,
 };
 
@@ -407,14 +407,26 @@ impl Agent {
             .background
             .as_ref()
             .is_some_and(|w| w.has_finished(&self.id))
+            || self
+                .ctx
+                .team
+                .as_ref()
+                .is_some_and(|seat| seat.team.has_mail(&seat.name))
     }
 
     /// Background tasks this agent started that are still running.
     pub fn active_tasks(&self) -> usize {
-        self.ctx
+        let active = self
+            .ctx
             .background
             .as_ref()
-            .map_or(0, |w| w.active_for(&self.id))
+            .map_or(0, |w| w.active_for(&self.id));
+        // A resting teammate's task stays open, but nothing runs there
+        // until a message wakes it.
+        match &self.ctx.team {
+            Some(seat) if seat.is_lead() => active.saturating_sub(seat.team.resting()),
+            _ => active,
+        }
     }
 
     /// Replaces the conversation (used when resuming from a log).

@@ -34,10 +34,16 @@ pub struct SystemPromptParts {
 
 /// The full prompt for the main agent in `cwd`.
 pub fn build_system_prompt(cwd: &Path) -> String {
+    main_prompt_from(&ProjectContext::read_now(cwd))
+}
+
+/// The main agent's prompt from project facts already read (a teammate's
+/// starts the same way).
+pub fn main_prompt_from(context: &ProjectContext) -> String {
     let parts = SystemPromptParts {
         base: BASE_PROMPT.to_string(),
-        environment: environment_facts(cwd),
-        instructions: project_instructions(cwd),
+        environment: context.environment.clone(),
+        instructions: context.instructions.clone(),
     };
     let mut out = parts.base;
     out.push_str("\n\n");

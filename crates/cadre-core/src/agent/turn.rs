@@ -128,6 +128,7 @@ impl Agent {
             let text = format!("<message from=\"parent\">\n{m}\n</message>");
             self.log_user_text(text).await?;
         }
+        self.deliver_team_mail().await?;
         let Some(work) = self.ctx.background.clone() else {
             return Ok(());
         };
@@ -163,6 +164,39 @@ impl Agent {
         work.mark_announced(&ids).await;
         self.push_user_text(text);
         Ok(())
+    }
+
+    /// Joins the team messages waiting for this agent to the next request,
+    /// as one user turn. Marked delivered only once logged; a message the
+    /// log already holds (a crash came between the two) is not given again.
+    async fn deliver_team_mail(&mut self) -> Result<(), LogFailure> {
+        let Some(seat) = self.ctx.team.clone() else {
+            return Ok(());
+        };
+        if !seat.team.has_mail(&seat.name) {
+            return Ok(());
+        }
+        let mails = seat.team.waiting_for(&seat.name).await;
+        let new: Vec<crate::tasks::TeamMail> = mails
+            .iter()
+            .filter(|m| !self.holds_user_text_part(&crate::teams::render_mail(m)))
+            .cloned()
+            .collect();
+        if !new.is_empty() {
+            self.log_user_text(crate::teams::render_batch(&new)).await?;
+        }
+        seat.team.delivered(&seat.name, &mails).await;
+        Ok(())
+    }
+
+    /// Whether a user message of the conversation holds `part` in a text.
+    fn holds_user_text_part(&self, part: &str) -> bool {
+        self.conversation.iter().any(|m| {
+            m.role == Role::User
+                && m.content
+                    .iter()
+                    .any(|b| matches!(b, ContentBlock::Text { text } if text.contains(part)))
+        })
     }
 
     /// Logs user text, then adds it to the conversation.

@@ -24,14 +24,13 @@ use crate::agent::{
     Agent, AgentSetup, EventSink, ProjectContext, TurnLimits, build_system_prompt,
     read_project_instructions,
 };
-use crate::background::BackgroundWork;
 use crate::config::Settings;
 use crate::context::ContextPolicy;
 use crate::hooks::{AgentHooks, HookSet, SessionHooks};
 use crate::mcp::{McpConfig, McpHub, McpToolFilter};
 use crate::model::{ClientConfig, Message, ModelClient, Provider, SpendCap};
 use crate::permissions::rules::{RuleKind, RuleSet, parse_rule};
-use crate::permissions::{ApprovalGate, ApprovalSource, PermissionMode, PermissionPolicy};
+use crate::permissions::{ApprovalGate, PermissionMode, PermissionPolicy};
 use crate::plugins::PluginSet;
 use crate::protocol::MAIN_AGENT;
 use crate::sandbox::{SandboxPolicy, SandboxSupport, probe};
@@ -79,6 +78,8 @@ pub struct SessionBuilder {
     pub sources: CatalogSources,
     /// `[subagents]` settings.
     pub subagents: SubagentSettings,
+    /// `[teams]` settings (with the switch and `--teams` applied).
+    pub teams: crate::teams::TeamSettings,
     /// Merged config (for model aliases).
     pub settings: Settings,
     /// The main session as the definition it runs as (`--agent`).
@@ -161,6 +162,7 @@ impl SessionBuilder {
             max_turns,
             max_budget_usd,
             fallback_models,
+            teams: teams_forced,
         } = overrides;
         warnings.extend(settings.warnings.iter().cloned());
         warnings.extend(read_project_instructions(&cwd).1);
@@ -266,6 +268,7 @@ impl SessionBuilder {
         let mut mode = permission_mode(chosen_mode, &settings, &mut warnings)?;
         let mut subagents = subagent_settings(&settings);
         subagents.project_trusted = trusted;
+        let teams = super::sources::team_settings(&settings, teams_forced);
         let plugins = Arc::new(load_plugins(&home, &cwd, &settings, trusted, &plugin_dirs));
         warnings.extend(plugins.warnings.iter().cloned());
         let sources = catalog_sources(agents_json, &subagents, &cwd, &home, &plugins);
@@ -479,6 +482,7 @@ impl SessionBuilder {
             warnings,
             sources,
             subagents,
+            teams,
             settings,
             main_spec,
             shape,
@@ -522,33 +526,30 @@ impl SessionBuilder {
                 answers_questions,
                 lifetime,
                 notices: NoticeTiming::default(),
+                team: Some(self.teams.clone()),
             },
-            |parts: AgentParts| {
-                self.main_agent(
-                    parts.events,
-                    parts.approvals,
-                    Some(log),
-                    Some(session_id),
-                    parts.background,
-                    asks_user,
-                )
-            },
+            |parts: AgentParts| self.main_agent(parts, Some(log), Some(session_id), asks_user),
         )
         .await
     }
 
-    /// The top-level agent, sending its events to `events` and asking through
-    /// `approvals`; its children's logs go beside `session_id`'s log. With
-    /// `asks_user` it may ask the user questions (`AskUserQuestion`).
+    /// The top-level agent from the session's `parts` (its events, approval
+    /// source, background work and team); its children's logs go beside
+    /// `session_id`'s log. With `asks_user` it may ask the user questions
+    /// (`AskUserQuestion`).
     pub fn main_agent(
         &self,
-        events: EventSink,
-        approvals: Arc<dyn ApprovalSource>,
+        parts: AgentParts,
         log: Option<Arc<SessionLog>>,
         session_id: Option<&str>,
-        background: Option<Arc<BackgroundWork>>,
         asks_user: bool,
     ) -> Result<Agent, BuildError> {
+        let AgentParts {
+            events,
+            approvals,
+            background,
+            team,
+        } = parts;
         let mut ctx = ToolContext::new(self.cwd.clone());
         ctx.output_cap = self.output_cap;
         ctx.sandbox = self.sandbox.clone();
@@ -598,6 +599,12 @@ impl SessionBuilder {
                 session_id.unwrap_or_default(),
             )));
         }
+        // The lead of a team: the board, the roster, and how teams work.
+        if team.is_some() {
+            crate::tools::board::add_lead_tools(&mut tools);
+            system.push_str("\n\n");
+            system.push_str(crate::teams::LEAD_PROMPT);
+        }
         // Questions to the user: only where someone answers; elsewhere the
         // model is told to decide itself.
         if asks_user {
@@ -621,8 +628,12 @@ impl SessionBuilder {
             )
             .with_hooks(Some(self.hooks.clone()))
             .with_mcp(Some(self.mcp.clone()))
-            .with_skills(self.skills.clone()),
+            .with_skills(self.skills.clone())
+            .with_team(team.clone()),
         );
+        // The seat is the lead's alone: children start from the context
+        // the runtime holds, which has none.
+        ctx.team = team.map(|t| t.seat(crate::teams::LEAD));
         Ok(Agent::new(AgentSetup {
             id: MAIN_AGENT.into(),
             label: None,

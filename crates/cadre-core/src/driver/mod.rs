@@ -145,6 +145,8 @@ pub struct SessionSetup {
     pub lifetime: Lifetime,
     /// When notices go out.
     pub notices: NoticeTiming,
+    /// The session's team, when it has one (it needs the task table).
+    pub team: Option<crate::teams::TeamSettings>,
 }
 
 /// What the main agent is built with; see [`Session::open`].
@@ -155,6 +157,8 @@ pub struct AgentParts {
     pub approvals: Arc<dyn ApprovalSource>,
     /// The session's background work, when it has a task table.
     pub background: Option<Arc<BackgroundWork>>,
+    /// The session's team, when it has one: the main agent leads it.
+    pub team: Option<Arc<crate::teams::Team>>,
 }
 
 /// What a session is doing.
@@ -274,6 +278,9 @@ struct Control {
     approvals: Arc<SessionApprovals>,
     work: Option<Arc<BackgroundWork>>,
     subagents: Option<Arc<dyn crate::tools::Delegation>>,
+    /// The session's team, whose changes (mail, a teammate going idle) the
+    /// idle session wakes for.
+    team: Option<Arc<crate::teams::Team>>,
     events: EventSink,
     lifetime: Lifetime,
     timing: NoticeTiming,
@@ -309,6 +316,7 @@ impl Session {
             answers_questions,
             lifetime,
             notices,
+            team,
         } = setup;
         events.emit(Event::SessionStarted {
             session_id: session_id.clone(),
@@ -319,6 +327,7 @@ impl Session {
         for message in warnings {
             events.emit(Event::Warning { message });
         }
+        let team_table = tasks.clone();
         let work = match tasks {
             Some(table) => {
                 for id in table.mark_lost_on_startup().await? {
@@ -342,12 +351,20 @@ impl Session {
             }
             None => None,
         };
+        // The team (its board, mail and members as the table keeps them).
+        let team = match (team, team_table) {
+            (Some(settings), Some(table)) if settings.enabled => {
+                Some(crate::teams::Team::open(table, &session_id, events.clone(), settings).await?)
+            }
+            _ => None,
+        };
         let status = Arc::new(watch::channel(SessionStatus::default()).0);
         let approvals = Arc::new(SessionApprovals::new(answers_questions, status.clone()));
         let mut agent = build_agent(AgentParts {
             events: events.clone(),
             approvals: approvals.clone(),
             background: work.clone(),
+            team: team.clone(),
         })?;
         agent.restore(messages);
         let (ops_tx, ops) = mpsc::unbounded_channel();
@@ -372,6 +389,7 @@ impl Session {
             approvals,
             subagents: agent.delegation(),
             work,
+            team,
             events,
             lifetime,
             timing: notices,
@@ -400,6 +418,11 @@ impl Session {
             watch_external_stops(work);
         }
         agent.session_start(&start.0, start.1).await;
+        // A resumed session's teammates come back before anything else runs.
+        if let Some(delegation) = &ctl.subagents {
+            delegation.resume_team().await;
+        }
+        let mut team_changes = ctl.team.as_ref().map(|t| t.subscribe());
         loop {
             // Operations already waiting come first: a message submitted
             // before the session started runs before any notice turn (and
@@ -446,10 +469,23 @@ impl Session {
                         None => std::future::pending().await,
                     }
                 } => {}
+                // Mail for the lead, or a teammate went idle.
+                _ = async {
+                    match &mut team_changes {
+                        Some(changes) => {
+                            if changes.changed().await.is_err() {
+                                std::future::pending::<()>().await;
+                            }
+                        }
+                        None => std::future::pending().await,
+                    }
+                } => {}
             }
         }
         ctl.set_phase(Phase::Ending);
-        if agent.active_tasks() > 0
+        // Teammates end with the session, resting ones too.
+        let teammates = ctl.team.as_ref().is_some_and(|t| t.alive() > 0);
+        if (agent.active_tasks() > 0 || teammates)
             && let Some(work) = &ctl.work
         {
             work.stop_all().await;
@@ -638,7 +674,12 @@ impl Control {
             } => match &self.last_turn {
                 None => false,
                 Some(last) if !wait_for_background || last.status != TurnStatus::Completed => true,
-                Some(_) => agent.active_tasks() == 0 && !agent.has_notices(),
+                // A team is done when no teammate works and no mail waits.
+                Some(_) => {
+                    agent.active_tasks() == 0
+                        && !agent.has_notices()
+                        && self.team.as_ref().is_none_or(|t| !t.any_mail())
+                }
             },
         }
     }

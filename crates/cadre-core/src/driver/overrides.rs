@@ -137,6 +137,8 @@ pub struct SessionOverrides {
     pub max_budget_usd: Option<f64>,
     /// Models to fall back to, in order, when the main one is overloaded.
     pub fallback_models: Vec<String>,
+    /// `--teams`: the session has a team whatever the settings say.
+    pub teams: bool,
 }
 
 impl SessionOverrides {

@@ -141,3 +141,26 @@ pub fn subagent_settings(settings: &Settings) -> SubagentSettings {
         bypass_disabled: settings.bypass_disabled_by.is_some(),
     }
 }
+
+/// `[teams]` from config, with `CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS` (in
+/// the environment or a settings file's `env`) turning teams on (`1`) or
+/// off (`0`), and `forced` (`--teams`) on whatever they say.
+pub(super) fn team_settings(settings: &Settings, forced: bool) -> crate::teams::TeamSettings {
+    const SWITCH: &str = "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS";
+    let f = &settings.file.teams;
+    let d = crate::teams::TeamSettings::default();
+    let switch = settings
+        .env
+        .get(SWITCH)
+        .map(|(v, _)| v.clone())
+        .or_else(|| env_nonempty(SWITCH));
+    let by_switch = match switch.as_deref().map(str::trim) {
+        Some("0") | Some("false") => Some(false),
+        Some(_) => Some(true),
+        None => None,
+    };
+    crate::teams::TeamSettings {
+        enabled: forced || by_switch.or(f.enabled).unwrap_or(d.enabled),
+        max_teammates: f.max_teammates.unwrap_or(d.max_teammates).clamp(1, 16),
+    }
+}

@@ -102,6 +102,7 @@ async fn start_in(
             settle_max: Duration::from_millis(100),
             retry: vec![Duration::from_millis(10), Duration::from_millis(10)],
         },
+        team: None,
     };
     let cwd = project.path().to_path_buf();
     let (session, handle) = Session::open(setup, |parts: AgentParts| {

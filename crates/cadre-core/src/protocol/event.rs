@@ -6,9 +6,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
-    AgentId, ApprovalAnswer, ApprovalQuestion, ChildCallOutcome, ChildStatus, ChildTag,
-    CompactTrigger, HookDecision, HookEvent, McpStatus, PermissionMode, TaskKind, TaskStatus,
-    TurnStatus,
+    AgentId, ApprovalAnswer, ApprovalQuestion, BoardTaskState, ChildCallOutcome, ChildStatus,
+    ChildTag, CompactTrigger, HookDecision, HookEvent, McpStatus, PermissionMode, TaskKind,
+    TaskStatus, TeammateState, TurnStatus,
 };
 use crate::model::Usage;
 
@@ -442,6 +442,48 @@ pub enum Event {
         tools: Option<usize>,
         /// Why it failed, or what else the user should know.
         message: Option<String>,
+    },
+    /// A teammate joined the team or its state changed.
+    TeammateChanged {
+        /// The name others address it by.
+        name: String,
+        /// Its agent id.
+        agent_id: AgentId,
+        /// The definition it was started from.
+        agent_type: String,
+        /// Where it stands now.
+        state: TeammateState,
+        /// Why it failed, when it did.
+        error: Option<String>,
+    },
+    /// A team member sent a message (now persisted, waiting for its recipient).
+    TeamMessageSent {
+        /// The sender's name (`team-lead` for the lead, `system` for cadre).
+        from: String,
+        /// The recipient's name.
+        to: String,
+        /// Its preview.
+        summary: Option<String>,
+    },
+    /// Messages reached their recipient's conversation.
+    TeamMessagesDelivered {
+        /// The recipient's name.
+        to: String,
+        /// How many.
+        count: usize,
+    },
+    /// A task of the team's board was created, changed or deleted.
+    BoardTaskChanged {
+        /// Its id.
+        task_id: String,
+        /// Its subject.
+        subject: String,
+        /// Where it stands.
+        status: BoardTaskState,
+        /// Its owner, if any.
+        owner: Option<String>,
+        /// The open blockers it waits for.
+        blocked_by: Vec<String>,
     },
 }
 

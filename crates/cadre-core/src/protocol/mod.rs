@@ -24,6 +24,6 @@ pub use op::Op;
 /// The text of [`AgentId::MAIN`], the id of a session's top-level agent.
 pub const MAIN_AGENT: &str = "main";
 pub use status::{
-    ChildCallOutcome, ChildStatus, ChildTag, CompactTrigger, HookDecision, HookEvent, McpStatus,
-    TaskKind, TaskStatus, TurnStatus,
+    BoardTaskState, ChildCallOutcome, ChildStatus, ChildTag, CompactTrigger, HookDecision,
+    HookEvent, McpStatus, TaskKind, TaskStatus, TeammateState, TurnStatus,
 };

@@ -12,6 +12,16 @@ use super::{Event, Op};
 
 /// `variant.field` of every string field that holds free text.
 const FREE_TEXT: &[&str] = &[
+    "board_task_changed.blocked_by",
+    "board_task_changed.subject",
+    "board_task_changed.task_id",
+    "team_message_sent.from",
+    "team_message_sent.summary",
+    "team_message_sent.to",
+    "team_messages_delivered.to",
+    "teammate_changed.agent_type",
+    "teammate_changed.error",
+    "teammate_changed.name",
     "approval_requested.question.input",
     "approval_requested.question.label",
     "approval_requested.question.reason",

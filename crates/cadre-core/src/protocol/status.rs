@@ -148,6 +148,58 @@ impl fmt::Display for TaskStatus {
     }
 }
 
+/// Where a teammate stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TeammateState {
+    /// Running a turn.
+    Working,
+    /// Its turn ended; a message wakes it.
+    Idle,
+    /// Its last turn ended on an error; a message wakes it.
+    Failed,
+    /// Shut down or stopped; it takes no more messages.
+    Ended,
+}
+
+impl TeammateState {
+    /// The lowercase name stored in the table.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TeammateState::Working => "working",
+            TeammateState::Idle => "idle",
+            TeammateState::Failed => "failed",
+            TeammateState::Ended => "ended",
+        }
+    }
+
+    /// The state named `s` (as [`Self::as_str`] writes it).
+    pub fn parse(s: &str) -> Option<TeammateState> {
+        [
+            TeammateState::Working,
+            TeammateState::Idle,
+            TeammateState::Failed,
+            TeammateState::Ended,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
+    }
+}
+
+/// Where a task of a team's board stands, as its events say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BoardTaskState {
+    /// Not started.
+    Pending,
+    /// Claimed and being worked on.
+    InProgress,
+    /// Done.
+    Completed,
+    /// Removed from the board.
+    Deleted,
+}
+
 /// What a task runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]

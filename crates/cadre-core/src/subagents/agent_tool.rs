@@ -45,6 +45,14 @@ pub struct AgentArgs {
     /// Run in a fresh git worktree
     #[schemars(extend("enum" = ["worktree"]))]
     pub isolation: Option<String>,
+    /// Teammates only: it works read-only in plan mode until you approve its plan
+    pub plan_mode_required: Option<bool>,
+    /// Accepted and ignored, as Claude Code does (deprecated there)
+    #[schemars(skip)]
+    pub mode: Option<String>,
+    /// Accepted and ignored, as Claude Code does (a session has one team)
+    #[schemars(skip)]
+    pub team_name: Option<String>,
 }
 
 /// Arguments of one `SendMessage` call, parsed strictly. (Field docs are
@@ -52,11 +60,15 @@ pub struct AgentArgs {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendMessageArgs {
-    /// The subagent's id or name
+    /// The recipient: a subagent's id or name; in a team, a teammate's name or team-lead
     pub to: String,
-    /// What to tell it
-    pub message: String,
+    /// What to tell it: text, or a team protocol message ({"type": "shutdown_request", ...})
+    pub message: MessageBody,
+    /// A 5-10 word preview, shown to a team member (its first line if omitted)
+    pub summary: Option<String>,
 }
+
+pub use crate::teams::messages::MessageBody;
 
 /// The `Agent` tool.
 pub struct AgentTool {
@@ -220,7 +232,7 @@ impl Tool for SendMessageTool {
     }
 
     fn description(&self) -> &'static str {
-        "Send a message to a subagent you started, by its agent id or the `name` you gave it. A running subagent sees it with its next request (use this to steer it). A finished or stopped one is resumed in the background with its full history and answers by <task-notification>. Explore and Plan are one-shot and cannot be resumed."
+        "Send a message to a subagent you started, by its agent id or the `name` you gave it. A running subagent sees it with its next request (use this to steer it). A finished or stopped one is resumed in the background with its full history and answers by <task-notification>. Explore and Plan are one-shot and cannot be resumed. In an agent team, `to` may name any member (a teammate, or team-lead); the message is kept until it reaches the member's conversation."
     }
 
     fn input_schema(&self) -> serde_json::Value {
@@ -245,6 +257,23 @@ impl Tool for SendMessageTool {
         input: &'a ToolInput,
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
+            // A team member's message goes to the team when it names a member.
+            if let Some(seat) = &ctx.team {
+                let args: SendMessageArgs = match crate::tools::parse_args(input) {
+                    Ok(a) => a,
+                    Err(e) => return e,
+                };
+                let to_member = seat.team.recipient(&args.to);
+                if to_member.is_ok() || ctx.delegation.is_none() {
+                    use crate::teams::messages::{NotSent, send};
+                    return match send(seat, to_member, &args.message, args.summary.as_deref()).await
+                    {
+                        Ok(text) => ToolOutput::ok(text),
+                        Err(NotSent::Arguments(e)) => ToolOutput::invalid_arguments(e),
+                        Err(NotSent::Refused(e)) => ToolOutput::error(e),
+                    };
+                }
+            }
             match &ctx.delegation {
                 Some(d) => d.send_message(&ctx.agent_id, input).await,
                 None => ToolOutput::error("messages to subagents are not available to this agent"),

@@ -123,11 +123,15 @@ pub struct SubagentRuntime {
     pub skills: Arc<crate::skills::SkillSet>,
     /// The parent's context policy; a child's is the same for its own model.
     pub context: ContextPolicy,
+    /// The session's team: the lead's named spawns join it.
+    pub team: Option<Arc<crate::teams::Team>>,
     running: Arc<AtomicUsize>,
     background_now: latch::BackgroundRequests,
     children: std::sync::Mutex<Vec<ChildRecord>>,
     /// Whether the children of earlier runs of this session were loaded.
     earlier_loaded: std::sync::atomic::AtomicBool,
+    /// Whether the team's teammates of earlier runs were started again.
+    team_resumed: std::sync::atomic::AtomicBool,
     /// Definition warnings already given (each is given once a session).
     warned: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
@@ -147,6 +151,8 @@ struct ChildRecord {
     verdict: bool,
     /// The MCP servers of its own (closed after each of its runs).
     servers: Vec<Arc<crate::mcp::McpServer>>,
+    /// A teammate: the mode it works in once its plan is approved.
+    work_mode: Option<PermissionMode>,
 }
 
 /// How many children of the session are running (or admitted and queued).
@@ -173,6 +179,7 @@ mod mcp_servers;
 mod messages;
 mod pool;
 mod preparation;
+mod teammate;
 
 pub use admission::Spawner;
 
@@ -220,6 +227,9 @@ struct Prepared {
     mcp_servers: mcp_servers::DedicatedServers,
     /// Its git worktree (`isolation: worktree`), ended after its run.
     worktree: Option<isolation::ChildWorktree>,
+    /// A teammate: the mode it works in once its plan is approved, and
+    /// whether it needs that approval first.
+    teammate: Option<(PermissionMode, bool)>,
 }
 
 /// A foreground child the batch is waiting for.
@@ -290,10 +300,12 @@ impl SubagentRuntime {
             mcp: None,
             skills: Arc::default(),
             context,
+            team: None,
             running: Arc::new(AtomicUsize::new(0)),
             background_now: latch::BackgroundRequests::default(),
             children: std::sync::Mutex::new(Vec::new()),
             earlier_loaded: std::sync::atomic::AtomicBool::new(false),
+            team_resumed: std::sync::atomic::AtomicBool::new(false),
             warned: std::sync::Mutex::new(Default::default()),
         }
     }
@@ -308,6 +320,12 @@ impl SubagentRuntime {
     /// The skills definitions' `skills` name.
     pub fn with_skills(mut self, skills: Arc<crate::skills::SkillSet>) -> Self {
         self.skills = skills;
+        self
+    }
+
+    /// Gives the session's team to the lead's named spawns.
+    pub fn with_team(mut self, team: Option<Arc<crate::teams::Team>>) -> Self {
+        self.team = team;
         self
     }
 

@@ -7,11 +7,13 @@
 //! ([`TaskTable::record_late_result`]).
 
 mod board;
+mod mailbox;
 pub(crate) mod proc_id;
 mod status;
 mod table;
 
 pub use board::{BoardChange, BoardStatus, BoardTask, BoardUpdate, BoardUpdateStatus};
+pub use mailbox::{TeamMail, TeamMemberRow};
 pub use proc_id::ProcessId;
 pub use status::{
     Finished, NewTask, TaskEnd, TaskError, TaskFilter, TaskKind, TaskRow, TaskSpec, TaskStatus,

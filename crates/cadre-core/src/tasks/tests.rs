@@ -469,7 +469,7 @@ fn a_version_1_database_is_migrated_and_its_rows_kept() {
     let v: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(v, 2);
+    assert_eq!(v, SCHEMA_VERSION);
 }
 
 #[test]

@@ -89,4 +89,8 @@ pub trait Delegation: Send + Sync {
     fn turn_started(&self);
     /// Moves the foreground batch now running (if any) to the background.
     fn background_now(&self);
+    /// Starts again the teammates a resumed session had (nothing without a team).
+    fn resume_team(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }

@@ -5,6 +5,7 @@
 pub mod ask_user;
 mod background_tasks;
 pub(crate) mod bash;
+pub mod board;
 mod delegation;
 mod edit;
 mod editor_files;
@@ -51,7 +52,7 @@ pub use grep::GrepTool;
 pub use notebook::NotebookEditTool;
 pub use read::ReadTool;
 pub use schema::{input_schema, with_description};
-pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool};
+pub use task_tools::{TaskListTool, TaskOutputTool, TaskStopTool, background_lines};
 pub use todo::{TodoItem, TodoList, TodoWriteTool};
 pub use typed::TypedTool;
 pub use web_fetch::WebFetchTool;
@@ -146,6 +147,8 @@ pub struct ToolContext {
     /// The call being run (set per call by the agent), for what a tool
     /// shows with it.
     pub call_id: Option<String>,
+    /// This agent's seat in the session's team; `None` outside a team.
+    pub team: Option<crate::teams::TeamSeat>,
 }
 
 impl ToolContext {
@@ -169,6 +172,7 @@ impl ToolContext {
             editor_files: None,
             editor_terminal: None,
             call_id: None,
+            team: None,
         }
     }
 

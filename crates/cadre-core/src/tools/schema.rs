@@ -139,13 +139,22 @@ pub(crate) mod testing {
             match keyword.as_str() {
                 "description" | "default" => {}
                 "type" => {
-                    let ok = match rule.as_str() {
-                        Some("object") => value.is_object(),
-                        Some("string") => value.is_string(),
-                        Some("integer") => value.is_u64() || value.is_i64(),
-                        Some("boolean") => value.is_boolean(),
-                        Some("array") => value.is_array(),
-                        _ => return Err(format!("unsupported type {rule}")),
+                    let is = |t: &Value| match t.as_str() {
+                        Some("object") => Ok(value.is_object()),
+                        Some("string") => Ok(value.is_string()),
+                        Some("integer") => Ok(value.is_u64() || value.is_i64()),
+                        Some("boolean") => Ok(value.is_boolean()),
+                        Some("array") => Ok(value.is_array()),
+                        _ => Err(format!("unsupported type {rule}")),
+                    };
+                    // One type, or a list of types any of which will do.
+                    let ok = match rule.as_array() {
+                        Some(types) => types
+                            .iter()
+                            .map(is)
+                            .collect::<Result<Vec<_>, _>>()?
+                            .contains(&true),
+                        None => is(rule)?,
                     };
                     if !ok {
                         return Err(format!("{value} is not of type {rule}"));

@@ -55,6 +55,43 @@ async fn unknown_task(ctx: &ToolContext, w: &dyn BackgroundTasks, id: &str) -> T
     ))
 }
 
+/// One line per task this agent started (with `status` only those), as
+/// `TaskList` shows them.
+async fn task_lines(
+    ctx: &ToolContext,
+    w: &dyn BackgroundTasks,
+    status: Option<TaskStatus>,
+) -> Vec<String> {
+    let rows = own_tasks(ctx, w, status).await;
+    let now = crate::session::now_ms();
+    rows.iter()
+        .map(|r| {
+            let idle = r
+                .last_activity_ms
+                .map(|t| format!("{}s ago", now.saturating_sub(t) / 1000))
+                .unwrap_or_else(|| "-".into());
+            format!(
+                "{} · {} · {} · {} · {} tool calls · {} tokens · last activity {idle}",
+                r.id,
+                r.status.as_str(),
+                r.agent_type.as_deref().unwrap_or("bash"),
+                r.description,
+                r.tool_calls,
+                r.tokens
+            )
+        })
+        .collect()
+}
+
+/// The lines `TaskList` shows for the tasks this agent started; none where
+/// it has no background work.
+pub async fn background_lines(ctx: &ToolContext) -> Vec<String> {
+    match work(ctx) {
+        Ok(w) => task_lines(ctx, w.as_ref(), None).await,
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Lists this agent's tasks with their progress.
 pub struct TaskListTool;
 
@@ -97,29 +134,10 @@ impl TypedTool for TaskListTool {
                     None => return ToolOutput::invalid_arguments(format!("unknown status '{s}'")),
                 },
             };
-            let rows = own_tasks(ctx, w.as_ref(), status).await;
-            if rows.is_empty() {
+            let lines = task_lines(ctx, w.as_ref(), status).await;
+            if lines.is_empty() {
                 return ToolOutput::ok("No tasks.");
             }
-            let now = crate::session::now_ms();
-            let lines: Vec<String> = rows
-                .iter()
-                .map(|r| {
-                    let idle = r
-                        .last_activity_ms
-                        .map(|t| format!("{}s ago", now.saturating_sub(t) / 1000))
-                        .unwrap_or_else(|| "-".into());
-                    format!(
-                        "{} · {} · {} · {} · {} tool calls · {} tokens · last activity {idle}",
-                        r.id,
-                        r.status.as_str(),
-                        r.agent_type.as_deref().unwrap_or("bash"),
-                        r.description,
-                        r.tool_calls,
-                        r.tokens
-                    )
-                })
-                .collect();
             ToolOutput::ok(lines.join("\n"))
         })
     }

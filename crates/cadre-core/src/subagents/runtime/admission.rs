@@ -128,4 +128,8 @@ impl Delegation for Spawner {
     fn background_now(&self) {
         self.runtime.background_now();
     }
+
+    fn resume_team(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(self.runtime.clone().resume_team())
+    }
 }

@@ -121,6 +121,7 @@ impl SubagentRuntime {
             color: None,
             mcp_servers: Default::default(),
             worktree,
+            teammate: None,
         })
     }
 }

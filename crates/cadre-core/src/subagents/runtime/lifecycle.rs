@@ -51,6 +51,7 @@ impl SubagentRuntime {
                 resumable: p.resumable,
                 verdict: p.verification,
                 servers: p.mcp_servers.handles(),
+                work_mode: p.teammate.map(|(mode, _)| mode),
             };
             if let Some(path) = &output_path {
                 self.save_child(path, &record);

@@ -88,7 +88,7 @@ impl SubagentRuntime {
         };
         // Running: deliver to its inbox.
         if let Some(task) = &task_id
-            && work.send_to_running(task, args.message.clone())
+            && work.send_to_running(task, args.message.text())
         {
             return ToolOutput::ok(format!(
                 "delivered to running agent {agent_id} ({agent_type}); it sees the message with its next request"
@@ -112,7 +112,7 @@ impl SubagentRuntime {
                 verdict,
                 servers,
             },
-            args.message,
+            args.message.text(),
         )
         .await
     }
@@ -232,6 +232,7 @@ impl SubagentRuntime {
             color: None,
             mcp_servers: super::mcp_servers::DedicatedServers::adopt(servers),
             worktree,
+            teammate: None,
         };
         self.emit_started(&prepared);
         let launched = self.launch_background(prepared, Some(slot));
@@ -284,6 +285,9 @@ struct SavedChild {
     /// Its definition's reasoning effort.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     effort: Option<String>,
+    /// A teammate: the mode it works in once its plan is approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    work_mode: Option<crate::permissions::PermissionMode>,
 }
 
 /// The file a child's `SavedChild` is kept in, in its task's folder.
@@ -299,7 +303,12 @@ const SAVED_CHILD_MAX: u64 = 4 * 1024 * 1024;
 /// parent here to filter from).
 fn registry_of(names: &[String]) -> ToolRegistry {
     let kept: Vec<&str> = names.iter().map(String::as_str).collect();
-    let tools = crate::subagents::spec::session_tools()
+    let mut all = crate::subagents::spec::session_tools();
+    // A teammate's tools: the board's `TaskList`, not the task listing.
+    if kept.contains(&"TaskCreate") {
+        crate::tools::board::add_lead_tools(&mut all);
+    }
+    let tools = all
         .tools()
         .iter()
         .filter(|t| kept.contains(&t.name()))
@@ -342,6 +351,7 @@ impl SubagentRuntime {
                 .map(|layer| layer.iter().map(|r| r.text.clone()).collect())
                 .collect(),
             effort: setup.effort.clone(),
+            work_mode: record.work_mode,
         };
         let Ok(text) = serde_json::to_vec(&saved) else {
             return;
@@ -361,7 +371,10 @@ impl SubagentRuntime {
 
     /// After a resume, the children of earlier runs of this session become
     /// known again (once per process), older than any started since.
-    async fn load_earlier_children(self: &Arc<Self>, work: &dyn crate::tools::BackgroundTasks) {
+    pub(super) async fn load_earlier_children(
+        self: &Arc<Self>,
+        work: &dyn crate::tools::BackgroundTasks,
+    ) {
         if self.earlier_loaded.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -488,6 +501,14 @@ impl SubagentRuntime {
             verdict: saved.verdict,
             // A child of an earlier process starts its own servers afresh.
             servers: Vec::new(),
+            // Never wider than this session's mode now, as its own mode.
+            work_mode: saved.work_mode.map(|m| {
+                if m.strictness() > self.policy.mode.strictness() {
+                    m
+                } else {
+                    self.policy.mode
+                }
+            }),
         }
     }
 }

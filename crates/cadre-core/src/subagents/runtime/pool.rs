@@ -49,13 +49,18 @@ impl SubagentRuntime {
             }
         }
 
-        // The session's running cap: past it a spawn fails and says not to retry.
+        // The session's running cap: past it a spawn fails and says not to
+        // retry. Teammates have a cap of their own (`max_teammates`).
+        let (mut prepared, teammates): (Vec<_>, Vec<_>) = prepared
+            .into_iter()
+            .partition(|(_, p)| p.teammate.is_none());
         let mut slots = self.reserve_slots(prepared.len());
         if prepared.len() > slots.len() {
             for (slot, _) in prepared.drain(slots.len()..) {
                 outputs[slot] = Some(ToolOutput::error(self.running_cap_reached()));
             }
         }
+        prepared.extend(teammates);
 
         // Every child's log (and task row) exists before any child runs, and
         // before it is announced, so a front end can open it on the event.
@@ -76,7 +81,14 @@ impl SubagentRuntime {
             .started_this_turn
             .fetch_add(prepared.len(), Ordering::SeqCst);
 
-        // Background children go their own way now; the parent gets their ids.
+        // Teammates and background children go their own way now; the
+        // parent gets their names and ids.
+        let (teammates, prepared): (Vec<_>, Vec<_>) = prepared
+            .into_iter()
+            .partition(|(_, p)| p.teammate.is_some());
+        for (slot, p) in teammates {
+            outputs[slot] = Some(self.launch_teammate(p).await);
+        }
         let (background, foreground): (Vec<_>, Vec<_>) =
             prepared.into_iter().partition(|(_, p)| p.background);
         for (slot, p) in background {
@@ -369,7 +381,7 @@ impl SubagentRuntime {
 /// The one way from a child's outcome to its report, for a first run and a
 /// resumed one alike: an API error keeps the partial text with a note, a
 /// verification child's verdict is parsed, the files it changed are listed.
-fn child_report(
+pub(super) fn child_report(
     p: &Prepared,
     outcome: &TurnOutcome,
     usage: Usage,

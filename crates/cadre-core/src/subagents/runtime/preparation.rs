@@ -38,6 +38,12 @@ impl SubagentRuntime {
         }
         let background_requested = args.run_in_background == Some(true);
         check_isolation(args.isolation.as_deref())?;
+        // The lead's named spawn, in a session with a team, is a teammate.
+        let team = self.team_for(parent.agent_id, args.name.as_deref());
+        if let (Some(team), Some(name)) = (&team, args.name.as_deref()) {
+            team.can_join(name).map_err(ToolOutput::error)?;
+        }
+        let plan_required = team.is_some() && args.plan_mode_required == Some(true);
         let Some(def) = catalog.get(&wanted).cloned() else {
             return Err(ToolOutput::error(format!(
                 "unknown subagent_type '{wanted}'; nothing was started. Known types: {}",
@@ -81,7 +87,9 @@ impl SubagentRuntime {
             &ChildCall {
                 background: background_requested,
                 model: args.model.as_deref(),
-                as_main: false,
+                // A teammate is a session of its own: the main agent's tools
+                // and depth (it may start subagents, background ones too).
+                as_main: team.is_some(),
             },
             &ParentView {
                 tools: &parent_tools,
@@ -109,12 +117,19 @@ impl SubagentRuntime {
         }
         let mut policy = (*self.policy).clone();
         policy.mode = spec.mode.mode;
+        if plan_required {
+            policy.mode = crate::permissions::PermissionMode::Plan;
+        }
         // The parent's tool rules hold for its children too.
         policy.only = caller.tool_rules.clone();
         spec.restrict(&mut policy)
             .map_err(|e| ToolOutput::error(format!("{} was not started: {e}", def.name)))?;
-        let tools = spec.tools;
+        let mut tools = spec.tools;
         let mut system = spec.system;
+        if let (Some(team), Some(name)) = (&team, args.name.as_deref()) {
+            system = super::teammate::teammate_system(&def, project, team, name, plan_required);
+            super::teammate::add_team_tools(&mut tools, &caller.tools);
+        }
         // `skills`: each one's full text, in the order listed.
         for name in &def.skills {
             match self.skills.get(name) {
@@ -157,7 +172,8 @@ impl SubagentRuntime {
         };
         // A nested child's questions say whose child it is.
         let events = caller.events.for_child(tag.clone());
-        let background = spec.background;
+        // A teammate runs as a task of its own, as a background child does.
+        let background = spec.background || team.is_some();
         if background && self.base_ctx.background.is_none() {
             return Err(ToolOutput::error(
                 "background subagents are not available in this session; call Agent without run_in_background",
@@ -171,6 +187,11 @@ impl SubagentRuntime {
         }
         ctx.todos = Arc::new(Default::default());
         ctx.sandbox = sandbox;
+        // Only the lead and its teammates sit in the team.
+        ctx.team = match (&team, args.name.as_deref()) {
+            (Some(team), Some(name)) => Some(team.seat(name)),
+            _ => None,
+        };
         // Its tools check paths again with its own policy (its memory folder).
         if ctx.policy.is_some() {
             ctx.policy = Some(policy.clone());
@@ -228,6 +249,7 @@ impl SubagentRuntime {
             color: def.color.clone(),
             mcp_servers,
             worktree,
+            teammate: team.map(|_| (spec.mode.mode, plan_required)),
         })
     }
 
