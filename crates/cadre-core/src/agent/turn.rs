@@ -179,11 +179,28 @@ impl Agent {
         let mails = seat.team.waiting_for(&seat.name).await;
         let new: Vec<crate::tasks::TeamMail> = mails
             .iter()
-            .filter(|m| !self.holds_user_text_part(&crate::teams::render_mail(m)))
+            .filter(|m| {
+                let text = crate::teams::render_mail(m);
+                // The user's words are plain text: only a whole block of
+                // them counts, not the same words inside another message.
+                if m.sender == crate::teams::USER_SENDER {
+                    !self.holds_user_text(&text)
+                } else {
+                    !self.holds_user_text_part(&text)
+                }
+            })
             .cloned()
             .collect();
-        if !new.is_empty() {
-            self.log_user_text(crate::teams::render_batch(&new)).await?;
+        let (from_user, from_agents): (Vec<_>, Vec<_>) = new
+            .into_iter()
+            .partition(|m| m.sender == crate::teams::USER_SENDER);
+        if !from_agents.is_empty() {
+            self.log_user_text(crate::teams::render_batch(&from_agents))
+                .await?;
+        }
+        // The user's words, each a text of its own.
+        for m in from_user {
+            self.log_user_text(m.body).await?;
         }
         seat.team.delivered(&seat.name, &mails).await;
         Ok(())

@@ -217,6 +217,7 @@ pub struct SessionHandle {
     ops: mpsc::UnboundedSender<Op>,
     status: watch::Receiver<SessionStatus>,
     work: Option<Weak<BackgroundWork>>,
+    team: Option<Weak<crate::teams::Team>>,
 }
 
 impl SessionHandle {
@@ -243,6 +244,28 @@ impl SessionHandle {
     /// True while a turn of the main agent runs (an interrupt has something to stop).
     pub fn turn_running(&self) -> bool {
         self.status.borrow().phase == Phase::Turn
+    }
+
+    /// The session's teammates as they stand now (none without a team).
+    pub fn teammates(&self) -> Vec<crate::teams::Teammate> {
+        self.team
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .map(|t| t.teammates())
+            .unwrap_or_default()
+    }
+
+    /// Whether the session has a team.
+    pub fn has_team(&self) -> bool {
+        self.team.is_some()
+    }
+
+    /// The team's task board, by id (empty without a team).
+    pub async fn board(&self) -> Result<Vec<crate::tasks::BoardTask>, TaskError> {
+        let Some(team) = self.team.as_ref().and_then(Weak::upgrade) else {
+            return Ok(Vec::new());
+        };
+        team.table().board_list(team.key()).await
     }
 
     /// Every task of this session, newest first (empty without background work).
@@ -381,6 +404,7 @@ impl Session {
             ops: ops_tx,
             status: status.subscribe(),
             work: work.as_ref().map(Arc::downgrade),
+            team: team.as_ref().map(Arc::downgrade),
         };
         let ctl = Control {
             ops,
@@ -750,7 +774,41 @@ impl Control {
                 self.queue.push_back(Queued::SetModel(model));
                 self.publish_queue();
             }
+            Op::MessageTeammate { name, text } => self.message_teammate(&name, &text).await,
+            Op::InterruptTeammate { name } => {
+                if let Some(team) = &self.team {
+                    team.interrupt(&name);
+                }
+            }
+            Op::StopTeammate { name } => {
+                if let Some(team) = &self.team {
+                    team.stop(&name);
+                }
+            }
             Op::Shutdown => self.shutdown.cancel(),
+        }
+    }
+
+    /// The user's words to a teammate, through its mailbox (kept until they
+    /// reach its conversation); a warning says why they could not go.
+    async fn message_teammate(&self, name: &str, text: &str) {
+        let sent = match &self.team {
+            None => Err("this session has no team".to_string()),
+            Some(team) => match team.recipient(name) {
+                Ok(to) if to == crate::teams::LEAD => {
+                    Err("the lead is the main agent: write to it directly".to_string())
+                }
+                Ok(to) => team
+                    .send(crate::teams::USER_SENDER, &to, None, text)
+                    .await
+                    .map(|_| ()),
+                Err(e) => Err(e),
+            },
+        };
+        if let Err(e) = sent {
+            self.events.emit(Event::Warning {
+                message: format!("message to {name} not sent: {e}"),
+            });
         }
     }
 

@@ -65,6 +65,25 @@ pub enum Op {
         /// The model id.
         model: String,
     },
+    /// The user's message to a teammate (typed in its view, or `@name
+    /// text`): it reaches the teammate's conversation as the user's words,
+    /// waking it if idle.
+    MessageTeammate {
+        /// The teammate's name.
+        name: String,
+        /// The text.
+        text: String,
+    },
+    /// Stop the turn a teammate runs now (it stays on the team).
+    InterruptTeammate {
+        /// The teammate's name.
+        name: String,
+    },
+    /// End a teammate.
+    StopTeammate {
+        /// The teammate's name.
+        name: String,
+    },
     /// Stop everything and end the session.
     Shutdown,
 }

@@ -20,6 +20,8 @@ use crate::tasks::{TaskError, TaskTable, TeamMail, TeamMemberRow};
 pub const LEAD: &str = "team-lead";
 /// The sender of cadre's own messages (a teammate that ended).
 pub const SYSTEM_SENDER: &str = "system";
+/// The sender of what the user types to a teammate.
+pub const USER_SENDER: &str = "user";
 /// Names no teammate may take.
 const RESERVED_NAMES: [&str; 6] = [LEAD, SYSTEM_SENDER, "lead", "user", "main", "parent"];
 /// Longest teammate name, in characters.
@@ -535,6 +537,9 @@ fn neutralise(text: &str) -> String {
 /// `<teammate-message>` wrapper). The same row always renders the same, so
 /// a resumed session can tell whether a log already holds it.
 pub fn render_mail(mail: &TeamMail) -> String {
+    if mail.sender == USER_SENDER {
+        return mail.body.clone();
+    }
     let summary = mail
         .summary
         .as_deref()
@@ -547,8 +552,8 @@ pub fn render_mail(mail: &TeamMail) -> String {
     )
 }
 
-/// A batch of messages as one user turn, with the reminder of where they
-/// come from (another agent, never the user).
+/// Agents' messages as one user turn, with the reminder that they come
+/// from other agents, never the user.
 pub fn render_batch(mails: &[TeamMail]) -> String {
     let mut out: Vec<String> = mails.iter().map(render_mail).collect();
     out.push(
