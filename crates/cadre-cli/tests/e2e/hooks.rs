@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 
 /// Writes an executable script under the harness's HOME; returns its path.
-fn script(h: &Harness, name: &str, body: &str) -> PathBuf {
+pub(crate) fn script(h: &Harness, name: &str, body: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let dir = h.home.path().join("hooks");
     std::fs::create_dir_all(&dir).unwrap();
@@ -19,11 +19,11 @@ fn script(h: &Harness, name: &str, body: &str) -> PathBuf {
 }
 
 /// Where a hook script saves what it reads on stdin (one JSON per line).
-fn stdin_log(h: &Harness, name: &str) -> PathBuf {
+pub(crate) fn stdin_log(h: &Harness, name: &str) -> PathBuf {
     h.home.path().join("hooks").join(format!("{name}.stdin"))
 }
 
-fn read_inputs(path: &PathBuf) -> Vec<Value> {
+pub(crate) fn read_inputs(path: &PathBuf) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -33,7 +33,7 @@ fn read_inputs(path: &PathBuf) -> Vec<Value> {
 }
 
 /// `{"hooks": {event: [{matcher, hooks: [{type, command}]}], …}}`.
-fn hooks_json(entries: &[(&str, &str, &PathBuf)]) -> String {
+pub(crate) fn hooks_json(entries: &[(&str, &str, &PathBuf)]) -> String {
     let mut hooks = serde_json::Map::new();
     for (event, matcher, command) in entries {
         let list = hooks
@@ -50,7 +50,7 @@ fn hooks_json(entries: &[(&str, &str, &PathBuf)]) -> String {
 }
 
 /// Writes the user's `~/.claude/settings.json` (trusted: no trust needed).
-fn user_settings(h: &Harness, text: &str) {
+pub(crate) fn user_settings(h: &Harness, text: &str) {
     let p = h.home.path().join(".claude").join("settings.json");
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, text).unwrap();

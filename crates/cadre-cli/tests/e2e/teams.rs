@@ -219,3 +219,145 @@ async fn a_lead_and_two_teammates_divide_a_board_with_a_dependency() {
         assert_eq!(last["state"], "ended", "{last}");
     }
 }
+
+/// A lead whose second task a TaskCreated hook refuses, and alice, whose
+/// first completion a TaskCompleted hook refuses and whose first idle a
+/// TeammateIdle hook refuses.
+const TEAM_HOOKS: &str = r#"
+rules:
+  - name: alice
+    when: { system: "You are 'alice'" }
+    replies:
+      - tool_calls: [ { name: TaskUpdate, input: { taskId: "1", status: in_progress } } ]
+      - tool_calls: [ { name: TaskUpdate, input: { taskId: "1", status: completed } } ]
+      - text: "alice pauses"
+      - tool_calls: [ { name: TaskUpdate, input: { taskId: "1", status: completed } } ]
+      - text: "alice done"
+  - name: lead
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls:
+          - { name: TaskCreate, input: { subject: "Fix the bug", description: "the off-by-one" } }
+          - { name: TaskCreate, input: { subject: "Forbidden thing", description: "not allowed" } }
+      - tool_calls:
+          - { name: Agent, input: { description: "fixer", prompt: "alice: fix task 1", name: alice } }
+      - text: "Team started."
+      - text: "noted"
+      - text: "noted"
+"#;
+
+/// A hook that saves its input and, the first time only, refuses with `why`
+/// (or, with `always_if`, refuses whenever its input holds that text).
+fn counting_hook(
+    h: &Harness,
+    name: &str,
+    why: &str,
+    always_if: Option<&str>,
+) -> std::path::PathBuf {
+    let log = crate::hooks::stdin_log(h, name);
+    let count = log.with_extension("count");
+    let refuse = match always_if {
+        Some(text) => format!("echo \"$input\" | grep -q '{text}'"),
+        None => "[ \"$n\" -eq 0 ]".to_string(),
+    };
+    crate::hooks::script(
+        h,
+        name,
+        &format!(
+            "input=$(cat)\necho \"$input\" >> '{log}'\nn=$(cat '{count}' 2>/dev/null || echo 0)\necho $((n+1)) > '{count}'\nif {refuse}; then echo '{why}' >&2; exit 2; fi\nexit 0",
+            log = log.display(),
+            count = count.display(),
+        ),
+    )
+}
+
+#[tokio::test]
+async fn task_created_task_completed_and_teammate_idle_hooks_hold_as_in_claude_code() {
+    let h = Harness::new(TEAM_HOOKS, Wire::Anthropic).await;
+    let created = counting_hook(&h, "created", "no forbidden tasks", Some("Forbidden"));
+    let completed = counting_hook(&h, "completed", "tests are not green", None);
+    let idle = counting_hook(&h, "idle", "check the board once more", None);
+    crate::hooks::user_settings(
+        &h,
+        &crate::hooks::hooks_json(&[
+            ("TaskCreated", "", &created),
+            ("TaskCompleted", "", &completed),
+            ("TeammateIdle", "", &idle),
+        ]),
+    );
+    let out = h
+        .cadre(&["exec", "--json", "--teams", "fix it with a team"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    let records = h.records();
+
+    // TaskCreated exit 2: the task is deleted and the stderr is the tool error.
+    let lead = rule_records(&records, "lead");
+    let creations = tool_results(&lead[1].body);
+    assert!(!creations[0].1, "{creations:?}");
+    assert!(creations[1].1, "{creations:?}");
+    assert!(
+        creations[1].0.contains("no forbidden tasks"),
+        "{creations:?}"
+    );
+    assert_eq!(
+        board_states(&evs, "2"),
+        vec![st("pending", None, &[]), st("deleted", None, &[])]
+    );
+
+    // TaskCompleted exit 2: the task stays in progress, the model hears why.
+    let alice = rule_records(&records, "alice");
+    let refused = tool_results(&alice[2].body).into_iter().last().unwrap();
+    assert!(refused.1, "{refused:?}");
+    assert!(refused.0.contains("tests are not green"), "{refused:?}");
+    assert_eq!(
+        board_states(&evs, "1"),
+        vec![
+            st("pending", None, &[]),
+            st("in_progress", Some("alice"), &[]),
+            st("completed", Some("alice"), &[]),
+        ]
+    );
+    // TeammateIdle exit 2: alice keeps working on the hook's words.
+    let held = plain_user_text(&alice[3].body);
+    assert!(held.contains("check the board once more"), "{held}");
+    // ...and goes idle once, at the end.
+    let seen = lead
+        .last()
+        .map(|r| plain_user_text(&r.body))
+        .unwrap_or_default();
+    let notice = "{\"type\":\"idle_notification\",\"from\":\"alice\"";
+    assert_eq!(seen.matches(notice).count(), 1, "{seen}");
+
+    // Claude Code's inputs.
+    let inputs = crate::hooks::read_inputs(&crate::hooks::stdin_log(&h, "created"));
+    assert_eq!(inputs.len(), 2);
+    assert_eq!(inputs[1]["hook_event_name"], "TaskCreated");
+    assert_eq!(inputs[1]["task_id"], "2");
+    assert_eq!(inputs[1]["task_subject"], "Forbidden thing");
+    assert_eq!(inputs[1]["task_description"], "not allowed");
+    assert!(
+        inputs[1]["team_name"]
+            .as_str()
+            .unwrap()
+            .starts_with("session-")
+    );
+    assert!(
+        inputs[1].get("teammate_name").is_none(),
+        "the lead created it"
+    );
+    let inputs = crate::hooks::read_inputs(&crate::hooks::stdin_log(&h, "completed"));
+    // The refused completion, the check as alice's turn ended with the task
+    // in progress, then the completion that held.
+    assert_eq!(inputs.len(), 3, "{inputs:?}");
+    assert!(
+        inputs
+            .iter()
+            .all(|i| i["teammate_name"] == "alice" && i["task_id"] == "1")
+    );
+    let inputs = crate::hooks::read_inputs(&crate::hooks::stdin_log(&h, "idle"));
+    assert_eq!(inputs.len(), 2, "{inputs:?}");
+    assert_eq!(inputs[0]["hook_event_name"], "TeammateIdle");
+    assert_eq!(inputs[0]["teammate_name"], "alice");
+}

@@ -289,6 +289,7 @@ impl Agent {
                                 ctx.cancel = cancel.child_token();
                                 ctx.decided_path = decided;
                                 ctx.call_id = Some(call.id.clone());
+                                ctx.board_hooks = self.board_hooks(&ctx.cancel);
                                 // WebFetch's summary goes through this agent's client.
                                 ctx.caller = Some(Arc::new(self.caller()));
                                 let output = tool.execute(&ctx, &input).await;

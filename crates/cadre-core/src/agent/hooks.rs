@@ -3,9 +3,16 @@
 //! the moment the agent would stop.
 
 use super::{Agent, QuerySource};
+use crate::hooks::AgentHooks;
 use crate::hooks::{FireAt, HookEvent, HookOutcome, PermissionVerdict};
 use crate::model::ToolCall;
+use crate::permissions::PermissionMode;
+use crate::protocol::EventSink;
+use crate::tasks::BoardTask;
+use crate::teams::TeamSeat;
+use crate::tools::board::{BoardHooks, BoardVerdict, task_hook_input};
 use crate::tools::{ToolInput, ToolOutput};
+use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -299,6 +306,39 @@ impl Agent {
         });
     }
 
+    /// The board's hooks as this agent fires them, when it sits in a team
+    /// and `TaskCreated` or `TaskCompleted` hooks are configured.
+    pub(super) fn board_hooks(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Option<std::sync::Arc<dyn BoardHooks>> {
+        self.ctx.team.as_ref()?;
+        let hooks = self
+            .hooks
+            .clone()
+            .filter(|h| h.has(HookEvent::TaskCreated) || h.has(HookEvent::TaskCompleted))?;
+        Some(std::sync::Arc::new(AgentBoardHooks {
+            hooks,
+            agent: self.id.to_string(),
+            cwd: self.ctx.cwd.clone(),
+            mode: self.policy.mode,
+            events: self.events.clone(),
+            cancel: cancel.clone(),
+        }))
+    }
+
+    /// Fires a team event (`TeammateIdle`, or `TaskCompleted` for a task
+    /// still in progress as a teammate's turn ends) with `extra` inputs;
+    /// `None` when no hook is configured for it.
+    pub async fn fire_team_event(
+        &self,
+        event: HookEvent,
+        extra: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Option<HookOutcome> {
+        self.fire(event, None, extra, cancel).await
+    }
+
     /// Context hooks gave for the next message (SessionStart's), taken.
     pub(super) fn take_pending_context(&mut self) -> Vec<String> {
         std::mem::take(&mut self.pending_context)
@@ -311,4 +351,54 @@ fn reminder(what: &str, text: &str) -> String {
         "<system-reminder>\n{what}:\n{}\n</system-reminder>",
         text.trim()
     )
+}
+
+/// `TaskCreated` and `TaskCompleted` as fired from a board tool's call.
+struct AgentBoardHooks {
+    hooks: AgentHooks,
+    agent: String,
+    cwd: std::path::PathBuf,
+    mode: PermissionMode,
+    events: EventSink,
+    cancel: CancellationToken,
+}
+
+impl BoardHooks for AgentBoardHooks {
+    fn fire<'a>(
+        &'a self,
+        event: HookEvent,
+        seat: &'a TeamSeat,
+        task: &'a BoardTask,
+    ) -> BoxFuture<'a, BoardVerdict> {
+        Box::pin(async move {
+            if !self.hooks.has(event) {
+                return BoardVerdict::Proceed;
+            }
+            let at = FireAt {
+                agent: &self.agent,
+                cwd: &self.cwd,
+                mode: self.mode,
+                events: &self.events,
+                cancel: &self.cancel,
+            };
+            let outcome = self
+                .hooks
+                .fire(event, None, task_hook_input(seat, task), at)
+                .await;
+            board_verdict(event, outcome)
+        })
+    }
+}
+
+/// The verdict of `event`'s hooks on a board task (`continue: false`
+/// counts for `TaskCompleted` and `TeammateIdle`, not `TaskCreated`, as in
+/// Claude Code).
+pub fn board_verdict(event: HookEvent, outcome: HookOutcome) -> BoardVerdict {
+    if let Some(reason) = outcome.block {
+        return BoardVerdict::Block(reason);
+    }
+    match outcome.stop {
+        Some(reason) if event != HookEvent::TaskCreated => BoardVerdict::Stop(reason),
+        _ => BoardVerdict::Proceed,
+    }
 }

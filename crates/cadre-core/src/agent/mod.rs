@@ -18,6 +18,7 @@ mod rewind;
 mod summary;
 mod turn;
 
+pub use hooks::board_verdict;
 pub use rewind::RewindError;
 
 use std::sync::Arc;

@@ -375,11 +375,18 @@ pub enum HookEvent {
     SessionEnd,
     /// A notification is shown to the user (subject: its type).
     Notification,
+    /// A task was created on the team's board (no matcher).
+    TaskCreated,
+    /// A board task is being completed, or a teammate's turn ends with
+    /// tasks in progress (no matcher).
+    TaskCompleted,
+    /// A teammate is about to go idle (no matcher).
+    TeammateIdle,
 }
 
 impl HookEvent {
     /// Every event, in the order Claude Code documents them.
-    pub const ALL: [HookEvent; 10] = [
+    pub const ALL: [HookEvent; 13] = [
         HookEvent::SessionStart,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -390,6 +397,9 @@ impl HookEvent {
         HookEvent::PreCompact,
         HookEvent::SessionEnd,
         HookEvent::Notification,
+        HookEvent::TaskCreated,
+        HookEvent::TaskCompleted,
+        HookEvent::TeammateIdle,
     ];
 
     /// The event's name as written in configuration and `hook_event_name`.
@@ -405,6 +415,9 @@ impl HookEvent {
             HookEvent::PreCompact => "PreCompact",
             HookEvent::SessionEnd => "SessionEnd",
             HookEvent::Notification => "Notification",
+            HookEvent::TaskCreated => "TaskCreated",
+            HookEvent::TaskCompleted => "TaskCompleted",
+            HookEvent::TeammateIdle => "TeammateIdle",
         }
     }
 
@@ -425,6 +438,9 @@ impl HookEvent {
                 | HookEvent::Stop
                 | HookEvent::SubagentStop
                 | HookEvent::PreCompact
+                | HookEvent::TaskCreated
+                | HookEvent::TaskCompleted
+                | HookEvent::TeammateIdle
         )
     }
 

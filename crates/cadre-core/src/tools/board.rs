@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::permissions::ToolEffect;
-use crate::protocol::{BoardTaskState, Event, TeammateState};
+use crate::protocol::{BoardTaskState, Event, HookEvent, TeammateState};
 use crate::tasks::{BoardChange, BoardStatus, BoardTask, BoardUpdate, BoardUpdateStatus};
 use crate::teams::{LEAD, Team, TeamSeat};
 use crate::tools::{ToolContext, ToolOutput, TypedTool};
@@ -18,6 +18,57 @@ fn seat(ctx: &ToolContext) -> Result<&TeamSeat, ToolOutput> {
     ctx.team.as_ref().ok_or_else(|| {
         ToolOutput::error("the task board belongs to agent teams, which this session does not have")
     })
+}
+
+/// What the board's hooks made of a task's creation or completion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BoardVerdict {
+    /// Go ahead.
+    Proceed,
+    /// Exit 2 or `decision: "block"`: the reason, for the model.
+    Block(String),
+    /// `continue: false` (`TaskCompleted` only): the change is made and the
+    /// teammate stops, with the reason.
+    Stop(String),
+}
+
+/// The board's hooks (`TaskCreated`, `TaskCompleted`) as the calling agent
+/// fires them.
+pub trait BoardHooks: Send + Sync {
+    /// Runs `event`'s hooks for `task`, changed by the member at `seat`.
+    fn fire<'a>(
+        &'a self,
+        event: HookEvent,
+        seat: &'a TeamSeat,
+        task: &'a BoardTask,
+    ) -> BoxFuture<'a, BoardVerdict>;
+}
+
+/// A hook's input fields for a board task (Claude Code's names).
+pub fn task_hook_input(seat: &TeamSeat, task: &BoardTask) -> serde_json::Map<String, Value> {
+    let mut extra = serde_json::Map::new();
+    extra.insert("task_id".into(), json!(task.id));
+    extra.insert("task_subject".into(), json!(task.subject));
+    if !task.description.is_empty() {
+        extra.insert("task_description".into(), json!(task.description));
+    }
+    if !seat.is_lead() {
+        extra.insert("teammate_name".into(), json!(seat.name));
+    }
+    extra.insert("team_name".into(), json!(seat.team.name()));
+    extra
+}
+
+async fn hook_verdict(
+    ctx: &ToolContext,
+    event: HookEvent,
+    seat: &TeamSeat,
+    task: &BoardTask,
+) -> BoardVerdict {
+    match &ctx.board_hooks {
+        Some(h) => h.fire(event, seat, task).await,
+        None => BoardVerdict::Proceed,
+    }
 }
 
 /// A board answer as the JSON text the model reads.
@@ -98,6 +149,23 @@ impl TypedTool for TaskCreateTool {
             {
                 Ok(task) => {
                     board_changed(team, &task);
+                    if let BoardVerdict::Block(reason) =
+                        hook_verdict(ctx, HookEvent::TaskCreated, seat, &task).await
+                    {
+                        // As in Claude Code: the hook's veto deletes the task.
+                        let deleted = BoardUpdate {
+                            status: Some(BoardUpdateStatus::Deleted),
+                            ..BoardUpdate::default()
+                        };
+                        let _ = team
+                            .table()
+                            .board_update(team.key(), &task.id, LEAD, true, deleted)
+                            .await;
+                        board_deleted(team, &task.id, &task.subject);
+                        return ToolOutput::error(format!(
+                            "the task was not created: a TaskCreated hook refused it: {reason}"
+                        ));
+                    }
                     answer(json!({"task": {"id": task.id, "subject": task.subject}}))
                 }
                 Err(e) => ToolOutput::error(format!("the task was not created: {e}")),
@@ -280,6 +348,24 @@ impl TypedTool for TaskUpdateTool {
                 .await
                 .ok()
                 .flatten();
+            // A TaskCompleted hook may keep the task open, or stop its teammate.
+            let mut stop_after = None;
+            if status == Some(BoardUpdateStatus::Completed)
+                && let Some(task) = before
+                    .as_ref()
+                    .filter(|t| t.status != BoardStatus::Completed)
+            {
+                match hook_verdict(ctx, HookEvent::TaskCompleted, seat, task).await {
+                    BoardVerdict::Proceed => {}
+                    BoardVerdict::Block(reason) => {
+                        return failed(
+                            &task_id,
+                            format!("a TaskCompleted hook kept the task open: {reason}"),
+                        );
+                    }
+                    BoardVerdict::Stop(reason) => stop_after = Some(reason),
+                }
+            }
             let update = BoardUpdate {
                 status,
                 subject: args.subject,
@@ -299,6 +385,17 @@ impl TypedTool for TaskUpdateTool {
                 Err(e) => return failed(&task_id, e.to_string()),
             };
             report_change(seat, &change, before.as_ref()).await;
+            if let Some(reason) = stop_after
+                && !seat.is_lead()
+            {
+                team.emit(Event::Warning {
+                    message: format!(
+                        "a TaskCompleted hook stopped teammate {}: {reason}",
+                        seat.name
+                    ),
+                });
+                team.stop(&seat.name);
+            }
             let mut out = json!({
                 "success": true,
                 "taskId": change.task_id,

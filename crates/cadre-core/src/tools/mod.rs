@@ -149,6 +149,9 @@ pub struct ToolContext {
     pub call_id: Option<String>,
     /// This agent's seat in the session's team; `None` outside a team.
     pub team: Option<crate::teams::TeamSeat>,
+    /// The board's hooks as this agent fires them (set per call by the
+    /// agent when `TaskCreated` or `TaskCompleted` hooks are configured).
+    pub board_hooks: Option<Arc<dyn board::BoardHooks>>,
 }
 
 impl ToolContext {
@@ -173,6 +176,7 @@ impl ToolContext {
             editor_terminal: None,
             call_id: None,
             team: None,
+            board_hooks: None,
         }
     }
 

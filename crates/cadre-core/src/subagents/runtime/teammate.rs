@@ -142,6 +142,7 @@ impl SubagentRuntime {
         let started = Instant::now();
         let mut last: Option<TurnOutcome> = None;
         let mut broken: Option<String> = None;
+        let mut held = 0;
         loop {
             if prompt.is_none() && !team.wait_for_mail(&name, &cancel).await {
                 break;
@@ -182,12 +183,35 @@ impl SubagentRuntime {
                 ),
                 _ => None,
             };
+            // Hooks may hold it at work (their feedback is its next
+            // prompt) or stop it, before it goes idle.
+            if error.is_none() && held < MAX_HELD {
+                match idle_hooks(&p, &seat, &turn).await {
+                    IdleVerdict::Idle => {}
+                    IdleVerdict::KeepWorking(feedback) => {
+                        held += 1;
+                        prompt = Some(feedback);
+                        last = Some(outcome);
+                        continue;
+                    }
+                    IdleVerdict::Stop(reason) => {
+                        self.events.emit(crate::protocol::Event::Warning {
+                            message: format!("a hook stopped teammate {name}: {reason}"),
+                        });
+                        cancel.cancel();
+                        last = Some(outcome);
+                        break;
+                    }
+                }
+            }
+            held = 0;
             let state = if error.is_some() {
                 TeammateState::Failed
             } else {
                 TeammateState::Idle
             };
-            team.set_state(&name, state, error.clone()).await;
+            // The notice first: a session that sees every teammate at rest
+            // and no mail for the lead ends, so the notice must be waiting.
             let _ = team
                 .send(
                     &name,
@@ -196,6 +220,7 @@ impl SubagentRuntime {
                     &idle_notification(&name, error.as_deref()),
                 )
                 .await;
+            team.set_state(&name, state, error.clone()).await;
             last = Some(outcome);
         }
         team.detach(&name);
@@ -220,6 +245,89 @@ impl SubagentRuntime {
             let text = report.final_text.clone();
             self.close_task(&task_id, &report, &text, false).await;
         }
+    }
+}
+
+/// Turns in a row hooks may hold a teammate at work before it may go idle.
+const MAX_HELD: u32 = 8;
+
+/// What the hooks at a teammate's turn end decided.
+enum IdleVerdict {
+    /// It goes idle.
+    Idle,
+    /// It keeps working on this feedback.
+    KeepWorking(String),
+    /// It stops, for this reason.
+    Stop(String),
+}
+
+/// `TaskCompleted` for each task it still has in progress, then
+/// `TeammateIdle`: a block keeps it working with the hooks' words,
+/// `continue: false` stops it.
+async fn idle_hooks(
+    p: &Prepared,
+    seat: &crate::teams::TeamSeat,
+    cancel: &CancellationToken,
+) -> IdleVerdict {
+    use crate::hooks::HookEvent;
+    use crate::tools::board::{BoardVerdict, task_hook_input};
+    let team = &seat.team;
+    let mut feedback = Vec::new();
+    let open = team
+        .table()
+        .board_list(team.key())
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| {
+            t.status == crate::tasks::BoardStatus::InProgress
+                && t.owner.as_deref() == Some(seat.name.as_str())
+        });
+    for task in open {
+        let Some(outcome) = p
+            .agent
+            .fire_team_event(
+                HookEvent::TaskCompleted,
+                task_hook_input(seat, &task),
+                cancel,
+            )
+            .await
+        else {
+            break;
+        };
+        match crate::agent::board_verdict(HookEvent::TaskCompleted, outcome) {
+            BoardVerdict::Proceed => {}
+            BoardVerdict::Block(reason) => feedback.push(format!(
+                "TaskCompleted hook feedback on task #{} ({}):\n{reason}",
+                task.id, task.subject
+            )),
+            BoardVerdict::Stop(reason) => return IdleVerdict::Stop(reason),
+        }
+    }
+    let extra = serde_json::Map::from_iter([
+        ("teammate_name".to_string(), serde_json::json!(seat.name)),
+        ("team_name".to_string(), serde_json::json!(team.name())),
+    ]);
+    if let Some(outcome) = p
+        .agent
+        .fire_team_event(HookEvent::TeammateIdle, extra, cancel)
+        .await
+    {
+        match crate::agent::board_verdict(HookEvent::TeammateIdle, outcome) {
+            BoardVerdict::Proceed => {}
+            BoardVerdict::Block(reason) => {
+                feedback.push(format!("TeammateIdle hook feedback:\n{reason}"))
+            }
+            BoardVerdict::Stop(reason) => return IdleVerdict::Stop(reason),
+        }
+    }
+    if feedback.is_empty() {
+        IdleVerdict::Idle
+    } else {
+        IdleVerdict::KeepWorking(format!(
+            "<system-reminder>You are not done yet: a hook kept you at work.\n\n{}\n</system-reminder>",
+            feedback.join("\n\n")
+        ))
     }
 }
 
