@@ -361,3 +361,191 @@ async fn task_created_task_completed_and_teammate_idle_hooks_hold_as_in_claude_c
     assert_eq!(inputs[0]["hook_event_name"], "TeammateIdle");
     assert_eq!(inputs[0]["teammate_name"], "alice");
 }
+
+/// The lead files `n` tasks and starts alice and bob, who each try to claim
+/// every one of them, one per reply, in the same order, at the same time.
+fn race_script(n: usize) -> String {
+    let creates: String = (1..=n)
+        .map(|i| {
+            format!("          - {{ name: TaskCreate, input: {{ subject: \"Task {i}\", description: \"d\" }} }}\n")
+        })
+        .collect();
+    let claims: String = (1..=n)
+        .map(|i| {
+            format!("      - tool_calls: [ {{ name: TaskUpdate, input: {{ taskId: \"{i}\", status: in_progress }} }} ]\n")
+        })
+        .collect();
+    format!(
+        r#"
+rules:
+  - name: alice
+    when: {{ system: "You are 'alice'" }}
+    replies:
+{claims}      - text: "alice claimed"
+  - name: bob
+    when: {{ system: "You are 'bob'" }}
+    replies:
+{claims}      - text: "bob claimed"
+  - name: lead
+    when: {{ system: "You are cadre" }}
+    replies:
+      - tool_calls:
+{creates}      - tool_calls:
+          - {{ name: Agent, input: {{ description: "a", prompt: "alice: claim everything", name: alice }} }}
+          - {{ name: Agent, input: {{ description: "b", prompt: "bob: claim everything", name: bob }} }}
+      - text: "started"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+"#
+    )
+}
+
+#[tokio::test]
+async fn two_teammates_racing_for_fifty_tasks_never_both_own_one() {
+    const N: usize = 50;
+    let h = Harness::new(&race_script(N), Wire::Anthropic).await;
+    let out = h.cadre(&["exec", "--json", "--teams", "claim race"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    let records = h.records();
+    // Claim i's result is the last of the teammate's request i.
+    let results = |rule: &str| -> Vec<(String, bool)> {
+        rule_records(&records, rule)
+            .iter()
+            .skip(1)
+            .map(|r| tool_results(&r.body).pop().unwrap())
+            .collect()
+    };
+    let (alice, bob) = (results("alice"), results("bob"));
+    assert_eq!((alice.len(), bob.len()), (N, N), "{alice:?} {bob:?}");
+    for i in 1..=N {
+        let id = i.to_string();
+        // Exactly one claim of each task held, and the board says whose.
+        let won: Vec<&str> = [("alice", &alice[i - 1]), ("bob", &bob[i - 1])]
+            .into_iter()
+            .filter(|(_, (_, is_error))| !is_error)
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(won.len(), 1, "task {id}: {alice:?} {bob:?}");
+        let claims: Vec<_> = board_states(&evs, &id)
+            .into_iter()
+            .filter(|s| s.0 == "in_progress")
+            .collect();
+        assert_eq!(
+            claims,
+            vec![st("in_progress", Some(won[0]), &[])],
+            "task {id}"
+        );
+        let lost = if won[0] == "alice" {
+            &bob[i - 1]
+        } else {
+            &alice[i - 1]
+        };
+        assert!(lost.0.contains("owned by"), "task {id}: {}", lost.0);
+    }
+}
+
+/// alice claims the task and starts a long command; the lead's message to
+/// her arrives while it runs; the session is killed there. After the resume
+/// alice completes the task and reports.
+const TEAM_CRASH: &str = r#"
+rules:
+  - name: alice
+    when: { system: "You are 'alice'" }
+    replies:
+      - tool_calls: [ { name: TaskUpdate, input: { taskId: "1", status: in_progress } } ]
+      - tool_calls: [ { name: Bash, input: { command: "echo $$ >> runs.txt; sleep 30", description: "long job" } } ]
+      - tool_calls: [ { name: TaskUpdate, input: { taskId: "1", status: completed } } ]
+      - tool_calls: [ { name: SendMessage, input: { to: team-lead, message: "alice finished after the crash", summary: "alice finished" } } ]
+      - text: "alice done"
+  - name: lead
+    when: { system: "You are cadre" }
+    replies:
+      - tool_calls: [ { name: TaskCreate, input: { subject: "Long job", description: "runs a while" } } ]
+      - tool_calls: [ { name: Agent, input: { description: "worker", prompt: "alice: do task 1", name: alice } } ]
+      - latency_ms: 1500
+        tool_calls: [ { name: SendMessage, input: { to: alice, message: "use the fast path", summary: "a hint" } } ]
+      - text: "waiting for alice"
+      - text: "carrying on"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+"#;
+
+#[tokio::test]
+async fn a_team_killed_mid_call_with_mail_queued_resumes_with_each_message_once() {
+    let h = Harness::new(TEAM_CRASH, Wire::Anthropic).await;
+    let mut run = h.spawn_json(&[
+        "exec",
+        "--json",
+        "--teams",
+        "--permission-mode",
+        "acceptEdits",
+        "start the team",
+    ]);
+    let started = run.wait_for("session_started", 1).await;
+    let id = started["session_id"].as_str().unwrap().to_string();
+    // The lead's message is filed while alice's command runs.
+    let sent = run.wait_for("team_message_sent", 1).await;
+    assert_eq!(sent["to"], "alice");
+    assert!(
+        std::fs::read_to_string(h.path("runs.txt")).is_ok_and(|t| t.ends_with('\n')),
+        "alice's command runs"
+    );
+    run.kill().await;
+    let pid: i32 = h.read("runs.txt").trim().parse().unwrap();
+    // SAFETY: signalling a process group this test started.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+
+    let out = h
+        .cadre(&[
+            "exec",
+            "--json",
+            "--teams",
+            "--permission-mode",
+            "acceptEdits",
+            "--resume",
+            &id,
+            "--accept-unknown",
+            "carry on",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    let records = h.records();
+    let alice = rule_records(&records, "alice");
+    assert_eq!(alice.len(), 5, "no reply of alice's was asked for twice");
+    // Her command's result is unknown; nothing ran it again.
+    let after = &alice[2].body;
+    let results = tool_results(after);
+    let last = results.last().unwrap();
+    assert!(last.1 && last.0.starts_with("unknown"), "{results:?}");
+    assert_eq!(h.read("runs.txt").lines().count(), 1, "nothing was re-run");
+    // She was told she was resumed, and the lead's message reached her once.
+    let seen = plain_user_text(&alice[4].body);
+    assert!(seen.contains("The session was resumed"), "{seen}");
+    assert_eq!(seen.matches("use the fast path").count(), 1, "{seen}");
+    assert!(seen.contains("<teammate-message teammate_id=\"team-lead\" summary=\"a hint\">"));
+    // Queued when the session died, delivered after the resume.
+    assert!(
+        evs.iter()
+            .any(|e| e["type"] == "team_messages_delivered" && e["to"] == "alice"),
+        "{evs:?}"
+    );
+    // The task she claimed before the crash she completed after it.
+    assert_eq!(
+        board_states(&evs, "1"),
+        vec![st("completed", Some("alice"), &[])]
+    );
+    // The lead heard from her once, and her idle notice once.
+    let lead = rule_records(&records, "lead");
+    let heard = plain_user_text(&lead.last().unwrap().body);
+    assert_eq!(
+        heard.matches("alice finished after the crash").count(),
+        1,
+        "{heard}"
+    );
+    let notice = "{\"type\":\"idle_notification\",\"from\":\"alice\"";
+    assert_eq!(heard.matches(notice).count(), 1, "{heard}");
+}

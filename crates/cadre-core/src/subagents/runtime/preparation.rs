@@ -196,9 +196,16 @@ impl SubagentRuntime {
         if ctx.policy.is_some() {
             ctx.policy = Some(policy.clone());
         }
-        let limits = TurnLimits {
-            max_requests: def.max_turns.unwrap_or(self.settings.default_max_turns),
-            max_tool_calls: self.settings.max_tool_calls_per_child,
+        // A teammate is a session of its own: a session's turn limits.
+        let limits = match &team {
+            Some(_) => TurnLimits {
+                max_requests: def.max_turns.unwrap_or(TurnLimits::default().max_requests),
+                ..TurnLimits::default()
+            },
+            None => TurnLimits {
+                max_requests: def.max_turns.unwrap_or(self.settings.default_max_turns),
+                max_tool_calls: self.settings.max_tool_calls_per_child,
+            },
         };
         let spawner_info = crate::subagents::spec::delegates(&tools)
             .then(|| (spec.depth, spec.agent_types.clone()));
