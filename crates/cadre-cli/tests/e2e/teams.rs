@@ -549,3 +549,137 @@ async fn a_team_killed_mid_call_with_mail_queued_resumes_with_each_message_once(
     let notice = "{\"type\":\"idle_notification\",\"from\":\"alice\"";
     assert_eq!(heard.matches(notice).count(), 1, "{heard}");
 }
+
+/// alice must have her plan approved: the lead rejects the first, approves
+/// the second; she implements; she refuses the first shutdown request and
+/// accepts the second.
+const PLAN_AND_SHUTDOWN: &str = r#"
+rules:
+  - name: alice
+    when: { system: "You are 'alice'" }
+    replies:
+      - tool_calls: [ { name: Write, input: { file_path: "early.txt", content: "too soon" } } ]
+      - tool_calls: [ { name: SendMessage, input: { to: team-lead, message: { type: plan_approval_request, plan: "PLAN-ONE: just do it" } } } ]
+      - text: "waiting for approval"
+      - tool_calls: [ { name: SendMessage, input: { to: team-lead, message: { type: plan_approval_request, plan: "PLAN-TWO: tests, then code" } } } ]
+      - text: "waiting again"
+      - tool_calls: [ { name: Write, input: { file_path: "impl.txt", content: "done" } } ]
+      - tool_calls: [ { name: SendMessage, input: { to: team-lead, message: "alice: implemented", summary: "implemented" } } ]
+      - text: "implemented"
+      - tool_calls: [ { name: SendMessage, input: { to: team-lead, message: { type: shutdown_response, approve: false, reason: "still verifying" } } } ]
+      - text: "refused"
+      - tool_calls: [ { name: SendMessage, input: { to: team-lead, message: { type: shutdown_response, approve: true } } } ]
+      - text: "bye"
+  - name: lead-reject
+    when: { system: "You are cadre", last_user: "PLAN-ONE" }
+    step_by: requests
+    replies:
+      - tool_calls: [ { name: SendMessage, input: { to: alice, message: { type: plan_approval_response, approve: false, feedback: "add tests first" } } } ]
+  - name: lead-approve
+    when: { system: "You are cadre", last_user: "PLAN-TWO" }
+    step_by: requests
+    replies:
+      - tool_calls: [ { name: SendMessage, input: { to: alice, message: { type: plan_approval_response, approve: true } } } ]
+  - name: lead-shutdown
+    when: { system: "You are cadre", last_user: "alice: implemented" }
+    step_by: requests
+    replies:
+      - tool_calls: [ { name: SendMessage, input: { to: alice, message: { type: shutdown_request, reason: "wrap up" } } } ]
+  - name: lead-shutdown-again
+    when: { system: "You are cadre", last_user: "shutdown_rejected" }
+    step_by: requests
+    replies:
+      - tool_calls: [ { name: SendMessage, input: { to: alice, message: { type: shutdown_request, reason: "really, wrap up" } } } ]
+  - name: lead
+    when: { system: "You are cadre" }
+    step_by: requests
+    replies:
+      - tool_calls: [ { name: Agent, input: { description: "planner", prompt: "alice: plan, then build", name: alice, plan_mode_required: true } } ]
+      - text: "started"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+"#;
+
+#[tokio::test]
+async fn plan_approval_rejected_then_approved_and_shutdown_refused_then_accepted() {
+    let h = Harness::new(PLAN_AND_SHUTDOWN, Wire::Anthropic).await;
+    let out = h
+        .cadre(&[
+            "exec",
+            "--json",
+            "--teams",
+            "--permission-mode",
+            "acceptEdits",
+            "plan and build with a team",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    let records = h.records();
+    let alice = rule_records(&records, "alice");
+
+    // In plan mode until approved: her early write was refused.
+    let early = tool_results(&alice[1].body).pop().unwrap();
+    assert!(early.1, "{early:?}");
+    assert!(!h.path("early.txt").exists());
+    // The rejection's feedback reached her, and she stayed in plan mode.
+    let rejected = plain_user_text(&alice[3].body);
+    assert!(rejected.contains("add tests first"), "{rejected}");
+    assert!(rejected.contains("\"approve\":false"), "{rejected}");
+    // Approved: she wrote the file.
+    let wrote = tool_results(&alice[6].body).pop().unwrap();
+    assert!(!wrote.1, "{wrote:?}");
+    assert_eq!(h.read("impl.txt"), "done");
+
+    // Shutdown: refused with a reason the lead read, then accepted.
+    let lead_saw: String = rule_records(&records, "lead-shutdown-again")
+        .iter()
+        .map(|r| plain_user_text(&r.body))
+        .collect();
+    assert!(lead_saw.contains("still verifying"), "{lead_saw}");
+    let after_first: Vec<_> = alice.iter().skip(8).collect();
+    assert!(
+        plain_user_text(&after_first[0].body).contains("\"type\":\"shutdown_request\""),
+        "the request woke her"
+    );
+    assert_eq!(alice.len(), 11, "she ended right after agreeing");
+    let last = evs
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "teammate_changed" && e["name"] == "alice")
+        .unwrap();
+    assert_eq!(last["state"], "ended");
+    // Each lead rule answered exactly once.
+    for rule in [
+        "lead-reject",
+        "lead-approve",
+        "lead-shutdown",
+        "lead-shutdown-again",
+    ] {
+        assert_eq!(rule_records(&records, rule).len(), 1, "{rule}");
+    }
+    // She ended before the session did (the accepted shutdown stopped her).
+    let ended = evs
+        .iter()
+        .position(|e| {
+            e["type"] == "teammate_changed" && e["name"] == "alice" && e["state"] == "ended"
+        })
+        .unwrap();
+    let approved = evs
+        .iter()
+        .position(|e| {
+            e["type"] == "team_message_sent"
+                && e["from"] == "alice"
+                && e["summary"] == "shutdown_response"
+        })
+        .unwrap();
+    assert!(approved < ended);
+}

@@ -591,10 +591,15 @@ async fn deliver_notices(agent: &mut Agent, ctl: &mut Control) {
     ctl.set_phase(Phase::Notices);
     let mut throttle = std::mem::take(&mut ctl.throttle);
     let (settle, settle_max) = (ctl.timing.settle, ctl.timing.settle_max);
+    // Team mail alone is a conversation, not a burst of finished work: the
+    // throttle on notice turns is for the latter.
+    let team_mail_only = !work.has_finished(MAIN);
     let ready = {
         let wait = async {
             work.settle(MAIN, settle, settle_max).await;
-            throttle.wait().await;
+            if !team_mail_only {
+                throttle.wait().await;
+            }
         };
         tokio::pin!(wait);
         loop {
