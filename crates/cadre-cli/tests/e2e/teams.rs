@@ -683,3 +683,56 @@ async fn plan_approval_rejected_then_approved_and_shutdown_refused_then_accepted
         .unwrap();
     assert!(approved < ended);
 }
+
+/// A user-level definition asking for bypassPermissions.
+const YOLO: &str = "---\nname: yolo\ndescription: does anything\npermissionMode: bypassPermissions\n---\nYou are YOLO.\n";
+
+#[tokio::test]
+async fn a_teammate_runs_at_the_leads_mode_and_its_question_reaches_the_lead_under_its_name() {
+    let script = r#"
+rules:
+  - name: carol
+    when: { system: "You are 'carol'" }
+    replies:
+      - tool_calls: [ { name: Bash, input: { command: "echo carol > c.txt", description: "write c" } } ]
+      - text: "carol done"
+  - name: lead
+    when: { system: "You are cadre" }
+    step_by: requests
+    replies:
+      - tool_calls: [ { name: Agent, input: { description: "writer", prompt: "carol: write c.txt", name: carol, subagent_type: yolo } } ]
+      - text: "started"
+      - text: "noted"
+      - text: "noted"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let agents = h.home.path().join(".claude").join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(agents.join("yolo.md"), YOLO).unwrap();
+    let out = h
+        .cadre_tty(
+            &["exec", "--json", "--teams", "write it with a team"],
+            &["y"],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    // Not bypassPermissions: the command was asked about, under carol's name.
+    let asked: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["type"] == "approval_requested")
+        .collect();
+    assert_eq!(asked.len(), 1, "{evs:?}");
+    let label = asked[0]["question"]["label"].as_str().unwrap();
+    assert_eq!(label, "Teammate carol (yolo)");
+    assert_eq!(h.read("c.txt").trim(), "carol");
+    // The reason it runs at the lead's mode was said.
+    assert!(
+        evs.iter().any(|e| e["type"] == "warning"
+            && e["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("at the lead's default at most")),
+        "{evs:?}"
+    );
+}

@@ -100,6 +100,28 @@ pub fn child_mode(
     }
 }
 
+/// A teammate's mode: decided as a child's, but never wider than the
+/// lead's, whatever the definition's source (a teammate starts with the
+/// lead's permissions).
+pub fn teammate_mode(
+    lead: PermissionMode,
+    requested: Option<PermissionMode>,
+    source: DefinitionSource,
+    limits: ModeLimits,
+) -> ChildMode {
+    let child = child_mode(lead, requested, source, limits);
+    if child.mode.strictness() < lead.strictness() {
+        return ChildMode {
+            mode: lead,
+            note: Some(format!(
+                "definition asks for {}; a teammate runs at the lead's {lead} at most",
+                child.mode
+            )),
+        };
+    }
+    child
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +280,28 @@ mod tests {
         for (parent, requested, source, limits, note) in cases {
             let got = child_mode(parent, Some(requested), source, limits);
             assert_eq!(got.note.as_deref(), Some(note));
+        }
+    }
+
+    #[test]
+    fn a_teammate_is_never_wider_than_its_lead_even_from_a_trusted_source() {
+        let limits = ModeLimits {
+            project_trusted: true,
+            bypass_disabled: false,
+        };
+        for source in SOURCES {
+            let m = teammate_mode(Default, Some(BypassPermissions), source, limits);
+            assert_eq!(m.mode, Default, "{source:?}");
+            assert!(m.note.is_some(), "{source:?}");
+            // Stricter stays stricter.
+            assert_eq!(
+                teammate_mode(Default, Some(Plan), source, limits).mode,
+                Plan
+            );
+            assert_eq!(
+                teammate_mode(AcceptEdits, None, source, limits).mode,
+                AcceptEdits
+            );
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::filter::{FilterError, FilterInput, resolve_tools};
-use super::ratchet::{ChildMode, child_mode};
+use super::ratchet::{ChildMode, child_mode, teammate_mode};
 use super::{AgentDefinition, DefinitionSource, SubagentSettings};
 use crate::agent::ProjectContext;
 use crate::config::{ModelName, Settings};
@@ -155,12 +155,21 @@ impl ChildSpec {
             tools: ToolRegistry::from_tools(tools),
             agent_types: filtered.agent_types,
             depth,
-            mode: child_mode(
-                parent.mode,
-                def.permission_mode,
-                def.source,
-                parent.settings.mode_limits(),
-            ),
+            mode: if call.as_main {
+                teammate_mode(
+                    parent.mode,
+                    def.permission_mode,
+                    def.source,
+                    parent.settings.mode_limits(),
+                )
+            } else {
+                child_mode(
+                    parent.mode,
+                    def.permission_mode,
+                    def.source,
+                    parent.settings.mode_limits(),
+                )
+            },
             model,
             unmapped_model,
             system: child_system_prompt(def, parent.project),

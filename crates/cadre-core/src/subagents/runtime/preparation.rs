@@ -216,11 +216,15 @@ impl SubagentRuntime {
             .map(|session| self.child_hooks(session, &def, &agent_id));
         let setup = AgentSetup {
             id: agent_id,
-            label: Some(format!(
-                "Subagent: {}: \"{}\"",
-                crate::protocol::child_place(events.lineage()),
-                first_chars(&args.prompt, 60)
-            )),
+            // A teammate's questions reach the lead's screen under its name.
+            label: Some(match (&team, args.name.as_deref()) {
+                (Some(_), Some(name)) => format!("Teammate {name} ({})", def.name),
+                _ => format!(
+                    "Subagent: {}: \"{}\"",
+                    crate::protocol::child_place(events.lineage()),
+                    first_chars(&args.prompt, 60)
+                ),
+            }),
             client: client.clone(),
             tools,
             ctx: ctx.clone(),
