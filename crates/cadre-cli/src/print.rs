@@ -352,6 +352,8 @@ pub struct StreamRenderer {
     agent_calls: crate::child_calls::AgentCalls,
     /// The call that started each child.
     parent_call: BTreeMap<String, String>,
+    /// Each teammate's name, by its agent id: its messages carry it.
+    teammates: BTreeMap<String, String>,
 }
 
 impl StreamRenderer {
@@ -506,15 +508,27 @@ impl StreamRenderer {
                     }
                     cadre_core::model::Role::User => "user",
                 };
-                lines.push(json!({
+                let mut line = json!({
                     "type": kind,
                     "message": body,
                     "parent_tool_use_id": parent,
                     "session_id": self.session_id,
                     "uuid": uuid::Uuid::now_v7().to_string(),
-                }));
+                });
+                // cadre's mark: whose conversation a teammate's message is in.
+                if let Some(name) = self.teammates.get(agent.as_str()) {
+                    line["teammate"] = json!(name);
+                }
+                lines.push(line);
                 lines
             }
+            Event::TeammateChanged { name, agent_id, .. } => {
+                self.teammates.insert(agent_id.to_string(), name.clone());
+                self.own_event(event)
+            }
+            Event::TeamMessageSent { .. }
+            | Event::TeamMessagesDelivered { .. }
+            | Event::BoardTaskChanged { .. } => self.own_event(event),
             Event::RequestStarted { agent, .. } if self.partial && agent == MAIN_AGENT => {
                 self.block_open = false;
                 vec![self.stream_event(json!({

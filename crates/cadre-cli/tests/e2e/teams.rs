@@ -736,3 +736,51 @@ rules:
         "{evs:?}"
     );
 }
+
+#[tokio::test]
+async fn print_mode_runs_a_team_and_the_stream_marks_each_teammates_messages() {
+    let h = Harness::new(TEAM_OF_TWO, Wire::OpenAi).await;
+    let out = h
+        .cadre(&[
+            "-p",
+            "--teams",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "acceptEdits",
+            "build the feature with a team",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = common::stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Each teammate's messages carry its name; the lead's none.
+    for name in ["alice", "bob"] {
+        let theirs: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["type"] == "assistant" && l["teammate"] == name)
+            .collect();
+        assert_eq!(theirs.len(), 6, "{name}: {lines:?}");
+        let text = theirs.last().unwrap()["message"]["content"][0]["text"].as_str();
+        assert_eq!(text, Some(format!("{name} idle").as_str()));
+    }
+    let lead_final = lines
+        .iter()
+        .filter(|l| l["type"] == "assistant" && l.get("teammate").is_none())
+        .count();
+    assert!(lead_final >= 5, "{lead_final}");
+    // Team events are system lines; the run ends with its result after the
+    // teammates ended.
+    let ended = lines
+        .iter()
+        .filter(|l| l["subtype"] == "teammate_changed" && l["state"] == "ended")
+        .count();
+    assert_eq!(ended, 2);
+    assert!(lines.iter().any(|l| l["subtype"] == "board_task_changed"));
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "result", "{last}");
+    assert_eq!(last["subtype"], "success", "{last}");
+}
