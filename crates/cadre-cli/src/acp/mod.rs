@@ -116,7 +116,10 @@ pub async fn run(model: &ModelArgs, perms: &PermissionArgs, agent: &AgentArgs) -
         )
         .on_receive_notification(
             async move |note: CancelNotification, _cx| {
-                if let Some(session) = s6.session(&note.session_id.to_string()) {
+                let id = note.session_id.to_string();
+                if let Some((session, name)) = s6.teammate_session(&id) {
+                    session.interrupt_teammate(&name);
+                } else if let Some(session) = s6.session(&id) {
                     session.cancel();
                 }
                 Ok(())
@@ -240,6 +243,14 @@ impl AcpServer {
         self.sessions.lock().ok()?.get(id).cloned()
     }
 
+    /// The open session and teammate name of a teammate's child session id.
+    fn teammate_session(&self, id: &str) -> Option<(Arc<LiveSession>, String)> {
+        let (parent, _) = id.rsplit_once('/')?;
+        let session = self.session(parent)?;
+        let name = session.teammate_at(id)?;
+        Some((session, name))
+    }
+
     /// The session's flags in the editor's folder, its MCP servers added.
     fn runtime_for(
         &self,
@@ -355,16 +366,26 @@ impl AcpServer {
 
     async fn prompt(&self, req: PromptRequest) -> Result<PromptResponse, Error> {
         let id = req.session_id.to_string();
+        let text = prompt_text(&req.prompt);
+        if text.trim().is_empty() {
+            return Err(Error::invalid_params().data("the prompt holds no text"));
+        }
+        // A teammate's child session: the words go to its mailbox, and the
+        // prompt ends once they are filed (its work shows on its session).
+        if let Some((session, name)) = self.teammate_session(&id) {
+            if !session.message_teammate(&name, text) {
+                return Err(Error::internal_error().data("the session has ended"));
+            }
+            return Ok(PromptResponse::new(
+                agent_client_protocol::v1::schema::StopReason::EndTurn,
+            ));
+        }
         let Some(session) = self.session(&id) else {
             return Err(not_found(
                 &req.session_id.to_string(),
                 "no such open session",
             ));
         };
-        let text = prompt_text(&req.prompt);
-        if text.trim().is_empty() {
-            return Err(Error::invalid_params().data("the prompt holds no text"));
-        }
         let stop = session.prompt(text).await?;
         Ok(PromptResponse::new(stop))
     }

@@ -101,6 +101,31 @@ impl LiveSession {
             .unwrap_or_else(|_| Err(Error::internal_error().data("the session has ended")))
     }
 
+    /// The teammate whose child session is `child` (`<session>/<agent id>`).
+    pub fn teammate_at(&self, child: &str) -> Option<String> {
+        let agent_id = child.strip_prefix(&format!("{}/", self.id))?;
+        self.handle
+            .teammates()
+            .into_iter()
+            .find(|m| m.agent_id == agent_id)
+            .map(|m| m.name)
+    }
+
+    /// The editor's words to a teammate: its next input (it wakes if idle).
+    pub fn message_teammate(&self, name: &str, text: String) -> bool {
+        self.handle.submit(Op::MessageTeammate {
+            name: name.to_string(),
+            text,
+        })
+    }
+
+    /// Stops a teammate's running turn (it stays in the team).
+    pub fn interrupt_teammate(&self, name: &str) {
+        self.handle.submit(Op::InterruptTeammate {
+            name: name.to_string(),
+        });
+    }
+
     /// Stops the running turn and its foreground children.
     pub fn cancel(&self) {
         self.handle.submit(Op::Interrupt);

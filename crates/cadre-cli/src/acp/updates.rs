@@ -171,6 +171,13 @@ impl Translator {
                 error,
                 ..
             } => self.child_ended(agent_id, *status, error.as_deref()),
+            Event::TeammateChanged {
+                name,
+                agent_id,
+                state,
+                error,
+                ..
+            } => self.teammate_changed(name, agent_id, *state, error.as_deref()),
             Event::ContextUsage {
                 agent,
                 tokens,
@@ -395,6 +402,46 @@ impl Translator {
         ));
         vec![SessionNotification::new(
             parent_session,
+            SessionUpdate::SubagentUpdate(update),
+        )]
+    }
+
+    /// A teammate's child session runs while it works and rests (idle,
+    /// or failed with its error) between turns; its end is its child's end.
+    /// Its name is in `_meta.teammate`, and prompts to its session reach it.
+    fn teammate_changed(
+        &mut self,
+        name: &str,
+        agent_id: &str,
+        state: cadre_core::protocol::TeammateState,
+        error: Option<&str>,
+    ) -> Vec<SessionNotification> {
+        use cadre_core::protocol::TeammateState;
+        if !self.child_sessions {
+            return Vec::new();
+        }
+        let Some(child_session) = self.children.get(agent_id).cloned() else {
+            return Vec::new();
+        };
+        let state = match state {
+            TeammateState::Working => StateUpdate::Running(RunningStateUpdate::new()),
+            TeammateState::Idle => {
+                StateUpdate::Idle(IdleStateUpdate::new().stop_reason(IdleStopReason::EndTurn))
+            }
+            TeammateState::Failed => StateUpdate::Idle(
+                IdleStateUpdate::new().stop_reason(error_stop(error.unwrap_or("failed"))),
+            ),
+            // Its child's end says how it ended.
+            TeammateState::Ended => return Vec::new(),
+        };
+        let mut meta = serde_json::Map::new();
+        meta.insert("teammate".into(), Value::String(name.to_string()));
+        let update = SubagentUpdate::new(child_session)
+            .title(format!("teammate {name}"))
+            .state(state)
+            .meta(meta);
+        vec![SessionNotification::new(
+            self.parent_session_of(agent_id),
             SessionUpdate::SubagentUpdate(update),
         )]
     }

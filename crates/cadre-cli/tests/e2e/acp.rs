@@ -1033,3 +1033,92 @@ async fn without_terminals_bash_runs_inside_cadre() {
                 .is_some_and(|t| t.contains("hello-from-the-terminal"))
     }));
 }
+
+const TEAM: &str = r#"
+rules:
+  - name: alice
+    when: { system: "You are 'alice'" }
+    replies:
+      - text: "alice ready"
+      - text: "alice got it"
+  - name: lead
+    when: { system: "You are cadre" }
+    step_by: requests
+    replies:
+      - tool_calls: [ { name: Agent, input: { description: "helper", prompt: "alice: wait for work", name: alice } } ]
+      - text: "Started alice."
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+"#;
+
+#[tokio::test]
+async fn a_teammate_is_a_child_session_that_rests_between_turns_and_takes_prompts() {
+    let h = Harness::new(TEAM, Wire::Anthropic).await;
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[teams]\nenabled = true\n",
+    )
+    .unwrap();
+    let dir = h.project.path().canonicalize().unwrap();
+    let seen = editor(&h, Answer::Allow, async move |cx, shared| {
+        let session = open(&cx, &dir, true).await;
+        assert_eq!(
+            prompt(&cx, &session, "start a team").await,
+            StopReason::EndTurn
+        );
+        // Wait for alice's child session to rest after her first turn.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let child = loop {
+            let rested = shared.lock().unwrap().updates.iter().find_map(|u| {
+                (kind(u) == "subagent_update"
+                    && u["update"]["_meta"]["teammate"] == "alice"
+                    && u["update"]["state"]["state"] == "idle")
+                    .then(|| u["update"]["sessionId"].as_str().unwrap().to_string())
+            });
+            if let Some(child) = rested {
+                break child;
+            }
+            assert!(std::time::Instant::now() < deadline, "alice never rested");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        // A prompt on her session is her next input.
+        assert_eq!(
+            prompt(&cx, &child, "PLEASE-ADD-A-LINE").await,
+            StopReason::EndTurn
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !shared.lock().unwrap().updates.iter().any(|u| {
+            u["sessionId"] == child.as_str()
+                && kind(u) == "agent_message_chunk"
+                && u["update"]["content"]["text"] == "alice got it"
+        }) {
+            assert!(std::time::Instant::now() < deadline, "alice never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        shared.lock().unwrap().session = child;
+    })
+    .await;
+    let child = seen.session.clone();
+    let u = &seen.updates;
+    // Announced as a child session, running then idle, twice over.
+    let states: Vec<&str> = u
+        .iter()
+        .filter(|x| kind(x) == "subagent_update" && x["update"]["sessionId"] == child.as_str())
+        .filter_map(|x| x["update"]["state"]["state"].as_str())
+        .collect();
+    assert!(
+        states
+            .windows(2)
+            .filter(|w| w == &["running", "idle"])
+            .count()
+            >= 2,
+        "{states:?}"
+    );
+    // Her request held the editor's words.
+    let records = h.records();
+    let alice = common::rule_records(&records, "alice");
+    assert_eq!(alice.len(), 2);
+    assert!(alice[1].body.to_string().contains("PLEASE-ADD-A-LINE"));
+}
