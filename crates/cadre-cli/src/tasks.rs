@@ -47,6 +47,15 @@ enum TasksCommand {
         #[arg(long, requires = "transcript")]
         follow: bool,
     },
+    /// A session's team: its members and its task board, as they stand
+    /// (a past session's too: the board is kept with the session).
+    Board {
+        /// The session's id (see `cadre sessions`).
+        session: String,
+        /// Print the team as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Stop a task: its cadre process stops the work and records it as cancelled;
     /// if that process has ended, the task is cancelled at once.
     Stop {
@@ -107,6 +116,9 @@ pub async fn run(args: TasksArgs) -> Result<ExitCode> {
         Some(TasksCommand::Show { id, .. }) => {
             sweep(&table).await?;
             show(&table, &id).await?;
+        }
+        Some(TasksCommand::Board { session, json }) => {
+            board(&table, &session, json).await?;
         }
         Some(TasksCommand::Stop { id }) => {
             // The target first: a row of a dead process is cancelled (the
@@ -196,6 +208,73 @@ async fn list(table: &TaskTable, args: &ListArgs) -> Result<()> {
         return Ok(());
     }
     write_rows(&mut out, &rows, now_ms())?;
+    Ok(())
+}
+
+/// `cadre tasks board`: the team's members, then its board by id.
+async fn board(table: &TaskTable, session: &str, json: bool) -> Result<()> {
+    let members = table.members(session).await?;
+    let tasks = table.board_list(session).await?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let members: Vec<serde_json::Value> = members
+            .iter()
+            .map(|m| {
+                serde_json::json!({
+                    "name": m.name,
+                    "agentId": m.agent_id,
+                    "agentType": m.agent_type,
+                    "state": m.state,
+                })
+            })
+            .collect();
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"members": members, "tasks": tasks}))?
+        )?;
+        return Ok(());
+    }
+    if members.is_empty() && tasks.is_empty() {
+        anyhow::bail!("session {session} has no team (no members, no board)");
+    }
+    writeln!(out, "{:<16}  {:<20}  STATE", "TEAMMATE", "AGENT TYPE")?;
+    for m in &members {
+        writeln!(
+            out,
+            "{:<16}  {:<20}  {}",
+            one_line(&m.name, 16),
+            one_line(&m.agent_type, 20),
+            m.state
+        )?;
+    }
+    writeln!(out)?;
+    write_board(&mut out, &tasks)?;
+    Ok(())
+}
+
+/// Writes board tasks as a table: id, status, owner, blockers, subject.
+pub fn write_board(
+    out: &mut impl Write,
+    tasks: &[cadre_core::tasks::BoardTask],
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<5}  {:<11}  {:<16}  {:<12}  SUBJECT",
+        "TASK", "STATUS", "OWNER", "BLOCKED BY"
+    )?;
+    for t in tasks {
+        let blocked: Vec<String> = t.blocked_by.iter().map(|b| format!("#{b}")).collect();
+        writeln!(
+            out,
+            "{:<5}  {:<11}  {:<16}  {:<12}  {}",
+            format!("#{}", t.id),
+            t.status.as_str(),
+            one_line(t.owner.as_deref().unwrap_or("-"), 16),
+            one_line(&blocked.join(","), 12),
+            one_line(&t.subject, 60)
+        )?;
+    }
     Ok(())
 }
 

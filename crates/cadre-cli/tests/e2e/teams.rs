@@ -218,6 +218,54 @@ async fn a_lead_and_two_teammates_divide_a_board_with_a_dependency() {
             .unwrap();
         assert_eq!(last["state"], "ended", "{last}");
     }
+
+    // The board outlives the session: `cadre tasks board` shows it.
+    let id = evs
+        .iter()
+        .find(|e| e["type"] == "session_started")
+        .and_then(|e| e["session_id"].as_str())
+        .unwrap()
+        .to_string();
+    let out = h.cadre(&["tasks", "board", &id, "--json"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let team: Value = serde_json::from_str(&common::stdout(&out)).unwrap();
+    let owners: Vec<(&str, &str, &str)> = team["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap(),
+                t["status"].as_str().unwrap(),
+                t["owner"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            ("1", "completed", "alice"),
+            ("2", "completed", "bob"),
+            ("3", "completed", "bob"),
+            ("4", "completed", "alice")
+        ]
+    );
+    let names: Vec<&str> = team["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alice", "bob"]);
+    let out = h.cadre(&["tasks", "board", &id]).await;
+    let table = common::stdout(&out);
+    assert!(
+        table.contains("#4") && table.contains("Write the migration"),
+        "{table}"
+    );
+    let out = h.cadre(&["tasks", "board", "no-such-session"]).await;
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("has no team"), "{}", stderr(&out));
 }
 
 /// A lead whose second task a TaskCreated hook refuses, and alice, whose
