@@ -832,3 +832,54 @@ async fn print_mode_runs_a_team_and_the_stream_marks_each_teammates_messages() {
     assert_eq!(last["type"], "result", "{last}");
     assert_eq!(last["subtype"], "success", "{last}");
 }
+
+#[tokio::test]
+async fn the_budget_cap_counts_and_stops_the_whole_team() {
+    let script = r#"
+rules:
+  - name: alice
+    when: { system: "You are 'alice'" }
+    replies:
+      - tool_calls: [{ name: Glob, input: { pattern: "*" } }]
+        usage: { input_tokens: 400, output_tokens: 10 }
+      - tool_calls: [{ name: Glob, input: { pattern: "*" } }]
+        usage: { input_tokens: 400, output_tokens: 10 }
+      - text: "alice done"
+  - name: lead
+    when: { system: "You are cadre" }
+    step_by: requests
+    replies:
+      - tool_calls: [ { name: Agent, input: { description: "spender", prompt: "alice: spend", name: alice } } ]
+        usage: { input_tokens: 100, output_tokens: 10 }
+      - text: "started"
+      - text: "never"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    // One dollar per thousand input tokens.
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[models.anthropic.mock-model]\ninput_price = 1000\noutput_price = 0\n",
+    )
+    .unwrap();
+    let out = h
+        .cadre(&[
+            "-p",
+            "--teams",
+            "spend as a team",
+            "--max-budget-usd",
+            "0.45",
+            "--output-format",
+            "json",
+        ])
+        .await;
+    let r: Value = serde_json::from_str(common::stdout(&out).trim()).unwrap();
+    assert_eq!(r["subtype"], "error_max_budget_usd", "{r}");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // The lead's first request (0.10) and alice's first (0.40) spent it:
+    // neither sent another to the model.
+    let records = h.records();
+    assert_eq!(rule_records(&records, "alice").len(), 1);
+    assert!(rule_records(&records, "lead").len() <= 2);
+    assert!(r["total_cost_usd"].as_f64().unwrap() >= 0.45, "{r}");
+}
