@@ -493,3 +493,89 @@ async fn the_tui_in_a_worktree_shows_its_branch_and_removes_it_unchanged() {
     );
     assert_eq!(branches.trim(), "");
 }
+
+#[tokio::test]
+async fn a_teammate_works_on_its_own_branch_and_another_starts_a_background_subagent() {
+    let script = r#"
+rules:
+  - name: scout
+    when: { first_user: "scout-task" }
+    replies:
+      - latency_ms: 300
+        text: "SCOUT-FOUND: the config is in etc/"
+  - name: alice
+    when: { system: "You are 'alice'" }
+    replies:
+      - tool_calls:
+          - { name: Bash, input: { command: "printf 'alice\\n' > alice.txt && git add alice.txt && git commit -q -m alice" } }
+      - tool_calls: [ { name: SendMessage, input: { to: team-lead, message: "alice committed", summary: "alice committed" } } ]
+      - text: "alice idle"
+  - name: bob
+    when: { system: "You are 'bob'" }
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "scout", prompt: "scout-task: find the config", name: scout, run_in_background: true } }
+      - text: "bob waits for his scout"
+      - tool_calls: [ { name: SendMessage, input: { to: team-lead, message: "bob: the scout says SCOUT-FOUND", summary: "bob's scout" } } ]
+      - text: "bob idle"
+  - name: lead
+    when: { system: "You are cadre" }
+    step_by: requests
+    replies:
+      - tool_calls:
+          - { name: Agent, input: { description: "brancher", prompt: "alice: commit on your branch", name: alice, isolation: "worktree" } }
+          - { name: Agent, input: { description: "delegator", prompt: "bob: send a scout", name: bob } }
+      - text: "started"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+"#;
+    let h = repository(script).await;
+    let top = h.project.path().canonicalize().unwrap();
+    let mut args = vec!["--teams"];
+    args.extend(accepting(&[]));
+    let out = h.cadre(&args).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+
+    // Only the lead's named spawns are teammates: bob's scout is a subagent.
+    let mates: std::collections::BTreeSet<&str> = evs
+        .iter()
+        .filter(|e| e["type"] == "teammate_changed")
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(mates.into_iter().collect::<Vec<_>>(), ["alice", "bob"]);
+    // Bob rested while his scout ran, woke for its notice, and reported.
+    let records = h.records();
+    let bob = rule_records(&records, "bob");
+    assert_eq!(bob.len(), 4, "bob's turns");
+    assert!(bob[2].body.to_string().contains("SCOUT-FOUND"));
+    let lead = rule_records(&records, "lead");
+    let heard: String = lead.iter().map(|r| r.body.to_string()).collect();
+    assert!(heard.contains("bob: the scout says SCOUT-FOUND"));
+    assert!(heard.contains("alice committed"));
+
+    // Alice's worktree is kept with her commit; the lead merges her branch.
+    let alice_end = evs
+        .iter()
+        .find(|e| {
+            e["type"] == "subagent_ended"
+                && e["worktree"].as_str().is_some_and(|w| w.contains("kept"))
+        })
+        .unwrap_or_else(|| panic!("{evs:?}"));
+    let kept = alice_end["worktree"].as_str().unwrap();
+    assert!(kept.contains("1 commit"), "{kept}");
+    assert!(!h.path("alice.txt").exists(), "not in the main checkout");
+    let branches = git(
+        &top,
+        &["branch", "--list", "--format=%(refname:short)", "cadre/*"],
+    );
+    let branch = branches.lines().next().unwrap().trim().to_string();
+    let name = branch.trim_start_matches("cadre/");
+    let out = h.cadre(&["worktrees", "merge", name]).await;
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(h.read("alice.txt"), "alice\n");
+}

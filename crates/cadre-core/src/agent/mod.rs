@@ -23,6 +23,7 @@ pub use rewind::RewindError;
 
 use std::sync::Arc;
 
+use crate::protocol::TeammateState;
 pub use crate::protocol::{Event, EventSink, TurnStatus};
 pub use prompt::{
     ProjectContext, SystemPromptParts, build_system_prompt, environment_facts, main_prompt_from,
@@ -417,15 +418,26 @@ impl Agent {
 
     /// Background tasks this agent started that are still running.
     pub fn active_tasks(&self) -> usize {
-        let active = self
-            .ctx
-            .background
-            .as_ref()
-            .map_or(0, |w| w.active_for(&self.id));
+        let Some(work) = self.ctx.background.as_ref() else {
+            return 0;
+        };
+        let active = work.active_for(&self.id);
         // A resting teammate's task stays open, but nothing runs there
-        // until a message wakes it.
+        // until a message wakes it, or its own background work ends.
         match &self.ctx.team {
-            Some(seat) if seat.is_lead() => active.saturating_sub(seat.team.resting()),
+            Some(seat) if seat.is_lead() => {
+                let resting = seat
+                    .team
+                    .teammates()
+                    .iter()
+                    .filter(|m| {
+                        matches!(m.state, TeammateState::Idle | TeammateState::Failed)
+                            && work.active_for(&m.agent_id) == 0
+                            && !work.has_finished(&m.agent_id)
+                    })
+                    .count();
+                active.saturating_sub(resting)
+            }
             _ => active,
         }
     }

@@ -507,24 +507,6 @@ impl Team {
         });
         self.bump();
     }
-
-    /// Waits until mail waits for `name`; false when `cancel` fired first.
-    pub async fn wait_for_mail(&self, name: &str, cancel: &CancellationToken) -> bool {
-        let mut changes = self.subscribe();
-        loop {
-            if self.has_mail(name) {
-                return true;
-            }
-            tokio::select! {
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        return false;
-                    }
-                }
-                _ = cancel.cancelled() => return false,
-            }
-        }
-    }
 }
 
 /// Keeps a message from closing its own wrapper or faking another's.

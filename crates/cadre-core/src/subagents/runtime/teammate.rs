@@ -144,7 +144,7 @@ impl SubagentRuntime {
         let mut broken: Option<String> = None;
         let mut held = 0;
         loop {
-            if prompt.is_none() && !team.wait_for_mail(&name, &cancel).await {
+            if prompt.is_none() && !self.wait_for_input(&p, &team, &cancel).await {
                 break;
             }
             team.set_state(&name, TeammateState::Working, None).await;
@@ -244,6 +244,36 @@ impl SubagentRuntime {
         if let Some(task_id) = p.task_id.clone() {
             let text = report.final_text.clone();
             self.close_task(&task_id, &report, &text, false).await;
+        }
+    }
+}
+
+impl SubagentRuntime {
+    /// Waits until a resting teammate has something to work on: mail, or
+    /// the notice of its own background work that ended. `false`: stopped.
+    async fn wait_for_input(&self, p: &Prepared, team: &Team, cancel: &CancellationToken) -> bool {
+        let mut changes = team.subscribe();
+        loop {
+            if cancel.is_cancelled() {
+                return false;
+            }
+            if p.agent.has_notices() {
+                return true;
+            }
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return false;
+                    }
+                }
+                _ = async {
+                    match &self.base_ctx.background {
+                        Some(work) => work.changed().await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
+                _ = cancel.cancelled() => return false,
+            }
         }
     }
 }
