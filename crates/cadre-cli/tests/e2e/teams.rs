@@ -883,3 +883,117 @@ rules:
     assert!(rule_records(&records, "lead").len() <= 2);
     assert!(r["total_cost_usd"].as_f64().unwrap() >= 0.45, "{r}");
 }
+
+#[tokio::test]
+async fn after_a_normal_exit_resume_brings_the_team_back_with_its_conversations() {
+    let script = r#"
+rules:
+  - name: alice
+    when: { system: "You are 'alice'" }
+    replies:
+      - text: "alice ready"
+      - tool_calls: [ { name: SendMessage, input: { to: team-lead, message: "alice remembers her first prompt", summary: "alice back" } } ]
+      - text: "alice idle again"
+  - name: lead
+    when: { system: "You are cadre" }
+    step_by: requests
+    replies:
+      - tool_calls: [ { name: Agent, input: { description: "helper", prompt: "alice: FIRST-PROMPT wait for work", name: alice } } ]
+      - text: "started"
+      - text: "noted"
+      - tool_calls: [ { name: SendMessage, input: { to: alice, message: "SECOND-ROUND: are you there?" } } ]
+      - text: "asked alice"
+      - text: "noted"
+      - text: "noted"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let out = h.cadre(&["exec", "--json", "--teams", "start"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = events(&out)
+        .iter()
+        .find(|e| e["type"] == "session_started")
+        .and_then(|e| e["session_id"].as_str())
+        .unwrap()
+        .to_string();
+    let out = h
+        .cadre(&[
+            "exec",
+            "--json",
+            "--teams",
+            "--resume",
+            &id,
+            "ask alice again",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let alice = rule_records(&records, "alice");
+    assert_eq!(alice.len(), 3, "alice came back for the second round");
+    // Her own conversation from the first run, then the new message.
+    let body = plain_user_text(&alice[1].body);
+    assert!(body.contains("FIRST-PROMPT"), "{body}");
+    assert!(body.contains("SECOND-ROUND"), "{body}");
+    let lead = rule_records(&records, "lead");
+    let heard = plain_user_text(&lead.last().unwrap().body);
+    assert!(
+        heard.contains("alice remembers her first prompt"),
+        "{heard}"
+    );
+}
+
+#[tokio::test]
+async fn a_shutdown_request_cancels_the_teammates_running_call() {
+    let script = r#"
+rules:
+  - name: alice
+    when: { system: "You are 'alice'" }
+    replies:
+      - tool_calls: [ { name: Bash, input: { command: "sleep 120", description: "a long job" } } ]
+      - tool_calls: [ { name: SendMessage, input: { to: team-lead, message: { type: shutdown_response, approve: true } } } ]
+      - text: "bye"
+  - name: lead
+    when: { system: "You are cadre" }
+    step_by: requests
+    replies:
+      - tool_calls: [ { name: Agent, input: { description: "worker", prompt: "alice: run the long job", name: alice } } ]
+      - latency_ms: 500
+        tool_calls: [ { name: SendMessage, input: { to: alice, message: { type: shutdown_request, reason: "stop now" } } } ]
+      - text: "asked"
+      - text: "noted"
+      - text: "noted"
+      - text: "noted"
+"#;
+    let h = Harness::new(script, Wire::Anthropic).await;
+    let out = h
+        .cadre(&[
+            "exec",
+            "--json",
+            "--teams",
+            "--permission-mode",
+            "acceptEdits",
+            "--allow",
+            "Bash",
+            "start",
+        ])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = h.records();
+    let alice = rule_records(&records, "alice");
+    assert!(alice.len() >= 2, "{}", alice.len());
+    // Her long call was cut short, and the request reached her with it.
+    let next = &alice[1].body;
+    let result = tool_results(next).pop().unwrap();
+    assert!(result.1, "{result:?}");
+    assert!(
+        result.0.contains("interrupt") || result.0.contains("cancel"),
+        "{result:?}"
+    );
+    assert!(plain_user_text(next).contains("\"type\":\"shutdown_request\""));
+    let evs = events(&out);
+    let last = evs
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "teammate_changed" && e["name"] == "alice")
+        .unwrap();
+    assert_eq!(last["state"], "ended");
+}

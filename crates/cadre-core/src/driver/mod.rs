@@ -507,7 +507,11 @@ impl Session {
             }
         }
         ctl.set_phase(Phase::Ending);
-        // Teammates end with the session, resting ones too.
+        // Teammates end with the session, resting ones too (their records
+        // keep how they stood, for a resume).
+        if let Some(team) = &ctl.team {
+            team.close();
+        }
         let teammates = ctl.team.as_ref().is_some_and(|t| t.alive() > 0);
         if (agent.active_tasks() > 0 || teammates)
             && let Some(work) = &ctl.work

@@ -88,6 +88,9 @@ pub struct Team {
     changed: watch::Sender<u64>,
     /// The live teammates' controls, by name.
     controls: Mutex<HashMap<String, Arc<TeammateControl>>>,
+    /// The session is ending: teammates end with it, but their records keep
+    /// the state they had, so `--resume` brings them back.
+    closing: std::sync::atomic::AtomicBool,
 }
 
 /// An agent's place in its team: the team and its own name there.
@@ -171,6 +174,7 @@ impl Team {
             waiting: Mutex::new(waiting),
             changed: watch::channel(0).0,
             controls: Mutex::new(HashMap::new()),
+            closing: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -319,12 +323,26 @@ impl Team {
             Some(m.clone())
         });
         let Some(mate) = changed else { return };
-        let _ = self
-            .table
-            .member_set(&self.key, name, state.as_str(), None)
-            .await;
+        let kept = state == TeammateState::Ended && self.is_closing();
+        if !kept {
+            let _ = self
+                .table
+                .member_set(&self.key, name, state.as_str(), None)
+                .await;
+        }
         self.announce(&mate, error);
         self.bump();
+    }
+
+    /// Marks the session as ending (before its teammates are stopped).
+    pub fn close(&self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the session is ending.
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Records whether a teammate still needs its plan approved.
