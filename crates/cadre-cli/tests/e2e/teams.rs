@@ -852,6 +852,7 @@ rules:
       - tool_calls: [ { name: Agent, input: { description: "spender", prompt: "alice: spend", name: alice } } ]
         usage: { input_tokens: 100, output_tokens: 10 }
       - text: "started"
+        usage: { input_tokens: 0, output_tokens: 0 }
       - text: "never"
 "#;
     let h = Harness::new(script, Wire::Anthropic).await;
