@@ -16,6 +16,7 @@ use cadre_core::protocol::{CompactTrigger, Event, EventSink, Op};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use cadre_tui::sanitize::visible_controls;
+use cadre_tui::team::{self, TeamInput};
 
 use crate::approve::{StdinLines, TerminalAnswers, stdin_is_terminal};
 use crate::commands::{self, Action, CommandContext, Input, SessionView};
@@ -343,6 +344,11 @@ impl Front<'_> {
                             eprintln!();
                             break 'session;
                         }
+                        Idle::Line(Some(line))
+                            if team_line(&handle, &line, &self.runtime.cwd).await =>
+                        {
+                            prompt();
+                        }
                         Idle::Line(Some(line)) => match commands::parse(&line) {
                             Input::Empty => prompt(),
                             Input::Unknown(name) => {
@@ -490,6 +496,66 @@ impl Front<'_> {
         }
         Ok(leave)
     }
+}
+
+/// `/team` and `@name message` in a session with a team; true when the
+/// line was one of them (answered here).
+async fn team_line(handle: &SessionHandle, line: &str, cwd: &std::path::Path) -> bool {
+    if !handle.has_team() {
+        if line.trim() == "/team" {
+            eprintln!("{}", team::NO_TEAM);
+            return true;
+        }
+        return false;
+    }
+    let teammates = handle.teammates();
+    let names: Vec<String> = teammates.iter().map(|t| t.name.clone()).collect();
+    let is_path = |word: &str| cwd.join(word).exists();
+    let Some(input) = team::parse_team_input(line, &names, is_path) else {
+        return false;
+    };
+    match input {
+        TeamInput::Show => {
+            let board = match handle.board().await {
+                Ok(tasks) => {
+                    let shown = team::TeamBoard::default();
+                    shown.seed(&tasks);
+                    shown.entries()
+                }
+                Err(e) => {
+                    eprintln!("cannot read the board: {e}");
+                    Vec::new()
+                }
+            };
+            let members: Vec<team::Member> = teammates
+                .into_iter()
+                .map(|t| team::Member {
+                    name: t.name,
+                    agent_id: t.agent_id,
+                    agent_type: t.agent_type,
+                    state: t.state,
+                    error: None,
+                    tokens: None,
+                })
+                .collect();
+            // Names and subjects are the agents' words: shown, never obeyed.
+            eprintln!("{}", visible_controls(&team::describe(&members, &board)));
+        }
+        TeamInput::Message { name, text } => {
+            handle.submit(Op::MessageTeammate {
+                name: name.clone(),
+                text,
+            });
+            eprintln!("(sent to {})", visible_controls(&name));
+        }
+        TeamInput::UnknownName(name) => {
+            eprintln!(
+                "{}",
+                visible_controls(&team::unknown_name_error(&name, &names))
+            );
+        }
+    }
+    true
 }
 
 #[cfg(test)]

@@ -43,6 +43,53 @@ struct ContextShown {
 /// The agent id of the top-level agent.
 use cadre_core::protocol::MAIN_AGENT as MAIN;
 
+/// A team event in one line: `[team] alice (general-purpose): working`,
+/// `[team] alice → team-lead: done`, `[team] task #1 in progress (alice): Write the schema`.
+pub fn team_line(event: &Event) -> Option<String> {
+    match event {
+        Event::TeammateChanged {
+            name,
+            agent_type,
+            state,
+            error,
+            ..
+        } => Some(format!(
+            "[team] {name} ({agent_type}): {}{}",
+            state.as_str(),
+            error
+                .as_ref()
+                .map(|e| format!(" · {e}"))
+                .unwrap_or_default()
+        )),
+        Event::TeamMessageSent { from, to, summary } => Some(format!(
+            "[team] {from} → {to}: {}",
+            summary.as_deref().unwrap_or("(message)")
+        )),
+        Event::BoardTaskChanged {
+            task_id,
+            subject,
+            status,
+            owner,
+            blocked_by,
+        } => {
+            let mut line = format!(
+                "[team] task #{task_id} {}",
+                cadre_tui::team::status_words(*status)
+            );
+            if let Some(owner) = owner {
+                line.push_str(&format!(" ({owner})"));
+            }
+            line.push_str(&format!(": {subject}"));
+            if !blocked_by.is_empty() {
+                let ids: Vec<String> = blocked_by.iter().map(|b| format!("#{b}")).collect();
+                line.push_str(&format!(" · blocked by {}", ids.join(", ")));
+            }
+            Some(line)
+        }
+        _ => None,
+    }
+}
+
 impl HumanRenderer {
     /// For `exec`: the final answer is printed separately, so only progress here.
     pub fn for_exec() -> Self {
@@ -213,6 +260,13 @@ impl HumanRenderer {
             }
             Event::Warning { message } => {
                 let _ = writeln!(err, "warning: {message}");
+            }
+            Event::TeammateChanged { .. }
+            | Event::TeamMessageSent { .. }
+            | Event::BoardTaskChanged { .. } => {
+                if let Some(line) = team_line(event) {
+                    let _ = writeln!(err, "{line}");
+                }
             }
             Event::McpServerStatus {
                 server,

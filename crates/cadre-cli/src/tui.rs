@@ -234,8 +234,10 @@ impl TuiHost<'_> {
     /// Answers the TUI's requests until it goes.
     async fn serve(&mut self, mut end: HostEnd) {
         while let Some(request) = end.requests.recv().await {
-            let HostRequest::Command(command) = request;
-            let mut replies = self.command(command).await;
+            let mut replies = match request {
+                HostRequest::Command(command) => self.command(command).await,
+                HostRequest::Teammate(name) => vec![self.teammate_pane(&name).await],
+            };
             // Messages typed meanwhile wait for this.
             replies.push(HostReply::Done);
             for reply in replies {
@@ -299,6 +301,39 @@ impl TuiHost<'_> {
             Action::NewSession => self.switch(None, text).await,
             Action::Resume(id) => self.switch(Some(id), text).await,
         }
+    }
+
+    /// Teammate `name`'s live transcript, from its task's log (the pane
+    /// sends what is typed to it).
+    async fn teammate_pane(&self, name: &str) -> HostReply {
+        let Some(handle) = self.current_handle() else {
+            return HostReply::Warning("no session is running".into());
+        };
+        let rows = match handle.tasks().await {
+            Ok(rows) => rows,
+            Err(e) => return HostReply::Warning(format!("cannot read the tasks: {e}")),
+        };
+        // Newest first: a name used again is the latest teammate's.
+        let Some(row) = rows.into_iter().find(|r| {
+            r.kind == cadre_core::protocol::TaskKind::Subagent && r.name.as_deref() == Some(name)
+        }) else {
+            return HostReply::Warning(format!("teammate {name} has no task yet"));
+        };
+        let Some(log) = cadre_core::subagents::transcript::child_log_path(&self.runtime.home, &row)
+        else {
+            return HostReply::Warning(format!(
+                "teammate {name} has no transcript yet (its log is not filed)"
+            ));
+        };
+        let listing = cadre_tui::panes::tasks::poll_tasks(handle);
+        HostReply::Open(Box::new(
+            cadre_tui::panes::transcript::TranscriptPane::teammate(
+                row,
+                log,
+                Some(listing),
+                name.to_string(),
+            ),
+        ))
     }
 
     /// `/resume` with no id: a picker of the other sessions (this project's

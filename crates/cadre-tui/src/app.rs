@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use cadre_core::protocol::{
     ApprovalAnswer, ApprovalQuestion, CompactTrigger, Event, HookDecision, McpStatus, Op,
-    PermissionMode, TurnStatus,
+    PermissionMode, TeammateState, TurnStatus,
 };
 use cadre_core::tools::ask_user::AskedQuestion;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -18,8 +18,10 @@ use crate::commands::{COMMANDS_HELP, Command, Input, TasksCommand, parse};
 use crate::completion::Completer;
 use crate::host::{HostReply, HostRequest};
 use crate::pane::{PaneOut, Panes};
+use crate::panes::board::BoardPane;
 use crate::panes::todos::{TodoBoard, TodosPane};
 use crate::prompt::Prompt;
+use crate::team::{Team, TeamInput};
 use crate::transcript::{CallOutcome, Level, Transcript};
 
 /// The agent id of the top-level agent.
@@ -141,6 +143,12 @@ pub struct App {
     pub completion: Completer,
     /// The main agent's latest todo list (Ctrl+T shows it).
     pub todos: TodoBoard,
+    /// The session's team, if it has one (the panel lists it, Ctrl+T shows its board).
+    pub team: Team,
+    /// The teammate selected in the panel while the panel has the keys (↓
+    /// from the prompt's last line gives them to it, ↑ from its first row
+    /// gives them back).
+    pub team_focus: Option<usize>,
     /// Host requests not answered in full yet ([`HostReply::Done`] not seen).
     pub host_pending: usize,
     /// Messages typed while the host was busy (a session switch waits for
@@ -201,6 +209,8 @@ impl App {
             panes: Panes::default(),
             completion: Completer::default(),
             todos: TodoBoard::default(),
+            team: Team::default(),
+            team_focus: None,
             host_pending: 0,
             held: Vec::new(),
             exit: false,
@@ -572,6 +582,66 @@ impl App {
             Event::Warning { message } => self
                 .transcript
                 .notice(Level::Warning, format!("warning: {message}")),
+            Event::TeammateChanged {
+                name,
+                agent_id,
+                agent_type,
+                state,
+                error,
+            } => {
+                let joined = self.team.member(name).is_none();
+                self.team
+                    .changed(name, agent_id, agent_type, *state, error.as_deref());
+                // Working and idle alternate every turn: the panel shows
+                // those; the transcript tells of a start, a failure, an end.
+                let said = match (state, error) {
+                    (TeammateState::Failed, Some(e)) => {
+                        Some((Level::Warning, format!("teammate {name} failed: {e}")))
+                    }
+                    (TeammateState::Failed, None) => {
+                        Some((Level::Warning, format!("teammate {name} failed")))
+                    }
+                    (TeammateState::Ended, _) => {
+                        Some((Level::Info, format!("teammate {name} ended")))
+                    }
+                    _ if joined => Some((
+                        Level::Info,
+                        format!("teammate {name} ({agent_type}) joined the team"),
+                    )),
+                    _ => None,
+                };
+                if let Some((level, text)) = said {
+                    self.transcript.notice(level, text);
+                }
+                self.clamp_team_focus();
+            }
+            Event::TeamMessageSent { from, to, summary } => {
+                self.team.enabled = true;
+                let about = summary.as_deref().unwrap_or("(message)");
+                self.transcript
+                    .notice(Level::Info, format!("✉ {from} → {to}: {about}"));
+            }
+            Event::BoardTaskChanged {
+                task_id,
+                subject,
+                status,
+                owner,
+                blocked_by,
+            } => {
+                self.team.enabled = true;
+                self.team.board.change(crate::team::BoardEntry {
+                    id: task_id.clone(),
+                    subject: subject.clone(),
+                    status: *status,
+                    owner: owner.clone(),
+                    blocked_by: blocked_by.clone(),
+                });
+            }
+            Event::Usage { agent, usage, .. } => {
+                if let Some(member) = self.team.by_agent(agent) {
+                    *member.tokens.get_or_insert(0) += usage.total();
+                }
+            }
             Event::McpServerStatus {
                 server,
                 status,
@@ -679,8 +749,15 @@ impl App {
                 return;
             }
         }
-        // A pane takes every key but Ctrl+C (which still clears and leaves).
+        // A pane takes every key but Ctrl+C (which still clears and leaves);
+        // a teammate's transcript leaves typing to the prompt.
         let ctrl_c = ctrl && key.code == KeyCode::Char('c');
+        if let Some(name) = self.panes.top().and_then(|p| p.teammate())
+            && !ctrl_c
+            && self.teammate_key(&name, key)
+        {
+            return;
+        }
         if !self.panes.is_empty() && !ctrl_c {
             let mut out = PaneOut::default();
             self.panes.key(key, &mut out);
@@ -690,6 +767,9 @@ impl App {
         }
         // No pane is open (so neither is `/tasks`).
         self.tasks_open = false;
+        if self.team_focus.is_some() && self.panel_key(key) {
+            return;
+        }
         if self.completion_key(key, now) {
             return;
         }
@@ -703,6 +783,9 @@ impl App {
                 self.outbox.push(Op::BackgroundBatch)
             }
             (KeyCode::Char('o'), true) => self.verbose = !self.verbose,
+            (KeyCode::Char('t'), true) if self.team.enabled => self
+                .panes
+                .open(Box::new(BoardPane::new(self.team.board.clone()))),
             (KeyCode::Char('t'), true) => self
                 .panes
                 .open(Box::new(TodosPane::new(self.todos.clone()))),
@@ -749,7 +832,9 @@ impl App {
     /// Pasted text goes into the prompt as one piece (newlines kept; a
     /// large paste as one block, see [`Prompt::paste`]).
     pub fn paste(&mut self, text: &str) {
-        if self.open_question().is_none() && self.panes.is_empty() {
+        let to_prompt =
+            self.panes.is_empty() || self.panes.top().and_then(|p| p.teammate()).is_some();
+        if self.open_question().is_none() && to_prompt {
             self.prompt.paste(text);
             self.refresh_completion(Instant::now());
         }
@@ -891,9 +976,15 @@ impl App {
     }
 
     fn arrow_down(&mut self) {
-        if !self.prompt.down() {
-            self.history_forward();
+        if self.prompt.down() {
+            return;
         }
+        // Past the newest entry: down into the team's rows, when there are some.
+        if self.history_at.is_none() && !self.team.members.is_empty() {
+            self.team_focus = Some(0);
+            return;
+        }
+        self.history_forward();
     }
 
     /// ↑ past the first line: the previous entry of the history (the
@@ -928,6 +1019,15 @@ impl App {
     /// Enter: a command runs here, a message goes to the session.
     fn submit(&mut self) {
         let text = self.prompt.expanded();
+        if self.team.enabled && self.team_line(&text) {
+            return;
+        }
+        if text.trim() == "/team" {
+            self.remember(&text);
+            self.transcript.notice(Level::Info, crate::team::NO_TEAM);
+            self.prompt.take();
+            return;
+        }
         if !text.trim().is_empty() && self.history.last() != Some(&text) {
             self.history.push(text.clone());
             self.history_added.push(text.clone());
@@ -1076,6 +1176,8 @@ impl App {
         self.hint = None;
         self.panes.clear();
         self.todos.clear();
+        self.team.clear();
+        self.team_focus = None;
         // Messages typed during the switch are the new session's.
         for text in &self.held {
             self.transcript
@@ -1090,4 +1192,235 @@ Keys: Enter sends · Shift+Enter or Ctrl+J new line · Esc interrupts the turn �
 running subagents to the background · Ctrl+O verbose tool output · Shift+Tab permission mode ·
 PgUp/PgDn scroll (the mouse wheel too with CADRE_TUI_MOUSE=1) · Ctrl+T the todo list ·
 @ completes a project path and / a command (↑/↓ choose, Tab or Enter takes, Esc closes) ·
-a large paste stays one block · Ctrl+C clears the prompt, twice leaves";
+a large paste stays one block · Ctrl+C clears the prompt, twice leaves
+Teams: ↓ past the prompt selects a teammate in the panel (↑/↓ move, ↑ on the first goes back) ·
+Enter opens its transcript, where what you type goes to it · Esc interrupts its turn · x stops it ·
+Ctrl+T shows the team's task board instead of the todo list";
+
+impl App {
+    /// `/team` and `@name message` (a session with a team); true when the
+    /// line was one of them (the prompt is then cleared).
+    fn team_line(&mut self, text: &str) -> bool {
+        let names: Vec<String> = self.team.members.iter().map(|m| m.name.clone()).collect();
+        let root = self.info.root.clone();
+        let is_path = |word: &str| !root.as_os_str().is_empty() && root.join(word).exists();
+        let Some(input) = crate::team::parse_team_input(text, &names, is_path) else {
+            return false;
+        };
+        self.remember(text);
+        match input {
+            TeamInput::Show => {
+                self.transcript.notice(Level::Info, "/team");
+                let text = crate::team::describe(&self.team.members, &self.team.board.entries());
+                self.transcript.notice(Level::Info, text);
+            }
+            TeamInput::Message { name, text } => self.message_teammate(&name, text),
+            TeamInput::UnknownName(name) => self.transcript.notice(
+                Level::Warning,
+                crate::team::unknown_name_error(&name, &names),
+            ),
+        }
+        self.prompt.take();
+        self.scroll = 0;
+        true
+    }
+
+    /// Keeps a submitted line in ↑'s history.
+    fn remember(&mut self, text: &str) {
+        if !text.trim().is_empty() && self.history.last().map(String::as_str) != Some(text) {
+            self.history.push(text.to_string());
+            self.history_added.push(text.to_string());
+        }
+        self.history_at = None;
+        self.draft.clear();
+    }
+
+    /// Sends the user's words to teammate `name` (its next input; it wakes if resting).
+    pub fn message_teammate(&mut self, name: &str, text: String) {
+        self.transcript
+            .notice(Level::Info, format!("✉ you → {name}: {text}"));
+        self.outbox.push(Op::MessageTeammate {
+            name: name.to_string(),
+            text,
+        });
+    }
+
+    /// Keeps the panel's selection on a row that exists.
+    fn clamp_team_focus(&mut self) {
+        let len = self.team.members.len();
+        self.team_focus = match self.team_focus {
+            _ if len == 0 => None,
+            Some(i) => Some(i.min(len - 1)),
+            None => None,
+        };
+    }
+
+    /// The teammate selected in the panel.
+    pub fn focused_teammate(&self) -> Option<&crate::team::Member> {
+        self.team_focus.and_then(|i| self.team.members.get(i))
+    }
+
+    /// A key while the panel has them; true when it took the key. ↑/↓
+    /// select (↑ from the first row back to the prompt), Enter opens the
+    /// teammate's transcript, Esc interrupts its turn, `x` stops it; any
+    /// other key goes back to the prompt.
+    fn panel_key(&mut self, key: KeyEvent) -> bool {
+        let Some(member) = self.focused_teammate().cloned() else {
+            self.team_focus = None;
+            return false;
+        };
+        let at = self.team_focus.unwrap_or(0);
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Up if at == 0 => self.team_focus = None,
+            KeyCode::Up => self.team_focus = Some(at - 1),
+            KeyCode::Down => {
+                self.team_focus = Some((at + 1).min(self.team.members.len().saturating_sub(1)))
+            }
+            KeyCode::Enter => {
+                self.host_pending += 1;
+                self.requests.push(HostRequest::Teammate(member.name));
+            }
+            KeyCode::Esc => self.interrupt_teammate(&member),
+            KeyCode::Char('x') if !ctrl => self.stop_teammate(&member.name),
+            _ => {
+                self.team_focus = None;
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Esc on a teammate: its turn stops (it rests until its next message).
+    fn interrupt_teammate(&mut self, member: &crate::team::Member) {
+        if member.state == TeammateState::Working {
+            self.outbox.push(Op::InterruptTeammate {
+                name: member.name.clone(),
+            });
+            self.hint = Some(format!("interrupting {}…", member.name));
+        } else {
+            self.hint = Some(format!(
+                "{} is {}: nothing to interrupt",
+                member.name,
+                member.state.as_str()
+            ));
+        }
+    }
+
+    /// `x` on a teammate: it ends (and takes no more messages).
+    fn stop_teammate(&mut self, name: &str) {
+        if self
+            .team
+            .member(name)
+            .is_some_and(|m| m.state == TeammateState::Ended)
+        {
+            self.hint = Some(format!("{name} has ended already"));
+            return;
+        }
+        self.outbox.push(Op::StopTeammate {
+            name: name.to_string(),
+        });
+        self.transcript
+            .notice(Level::Info, format!("stopping teammate {name}…"));
+        self.hint = Some(format!("stopping {name}…"));
+    }
+
+    /// A key while teammate `name`'s transcript is on top; true when taken
+    /// here (typing goes to the prompt, Enter sends it to the teammate, Esc
+    /// interrupts it, `x` on an empty prompt stops it), false for the pane
+    /// (scrolling; Esc back once it rests).
+    fn teammate_key(&mut self, name: &str, key: KeyEvent) -> bool {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let member = self.team.member(name).cloned();
+        match key.code {
+            KeyCode::Esc => match member {
+                Some(m) if m.state == TeammateState::Working => {
+                    self.interrupt_teammate(&m);
+                    true
+                }
+                _ => false,
+            },
+            KeyCode::Enter
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
+            {
+                self.prompt.insert("\n");
+                true
+            }
+            KeyCode::Enter => {
+                self.submit_to_teammate(name);
+                true
+            }
+            KeyCode::Char('x') if !ctrl && self.prompt.is_empty() => {
+                self.stop_teammate(name);
+                true
+            }
+            KeyCode::Char('j') if ctrl => {
+                self.prompt.insert("\n");
+                true
+            }
+            KeyCode::Char('a') if ctrl => {
+                self.prompt.home();
+                true
+            }
+            KeyCode::Char('e') if ctrl => {
+                self.prompt.end();
+                true
+            }
+            KeyCode::Char('u') if ctrl => {
+                self.prompt.kill_to_line_start();
+                true
+            }
+            KeyCode::Char('w') if ctrl => {
+                self.prompt.delete_word();
+                true
+            }
+            KeyCode::Char(c) if !ctrl => {
+                self.prompt.insert(c.encode_utf8(&mut [0; 4]));
+                true
+            }
+            KeyCode::Backspace => {
+                self.prompt.backspace();
+                true
+            }
+            KeyCode::Delete => {
+                self.prompt.delete();
+                true
+            }
+            KeyCode::Left => {
+                self.prompt.left();
+                true
+            }
+            KeyCode::Right => {
+                self.prompt.right();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Enter while a teammate's transcript is on top: built-in commands
+    /// still run in the lead's session; anything else (skills too) goes to
+    /// the teammate.
+    fn submit_to_teammate(&mut self, name: &str) {
+        let text = self.prompt.expanded();
+        if self.team_line(&text) {
+            return;
+        }
+        match parse(&text) {
+            Input::Empty => {}
+            Input::Command(_) | Input::Usage(_) => {
+                // Run where it runs without a pane (the pane stays open).
+                self.submit();
+                return;
+            }
+            Input::Message(_) | Input::Unknown(_) => {
+                self.remember(&text);
+                self.message_teammate(name, text.trim().to_string());
+                self.hint = Some(format!("sent to {name}"));
+            }
+        }
+        self.prompt.take();
+    }
+}

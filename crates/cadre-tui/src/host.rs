@@ -17,6 +17,8 @@ use crate::pane::Pane;
 pub enum HostRequest {
     /// Run this command (one the TUI does not answer itself).
     Command(Command),
+    /// Open teammate NAME's live transcript (typed text then goes to it).
+    Teammate(String),
 }
 
 /// A session the TUI is to show from now on (after `/clear` or `/resume`).

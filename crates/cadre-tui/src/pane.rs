@@ -56,6 +56,11 @@ pub trait Pane: Send {
     fn live(&self) -> bool {
         false
     }
+    /// The teammate it shows, if it shows one: while it is on top, what the
+    /// user types goes to that teammate (the app handles those keys).
+    fn teammate(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The stack of open panes, the top last.

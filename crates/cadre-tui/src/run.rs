@@ -81,6 +81,7 @@ pub async fn run(
                 .unwrap_or_default(),
         )
         .with_commands(commands);
+    watch_team(&handle, &mut app);
     if let Some(message) = first_message {
         // A built-in command runs as if typed (`cadre --resume` opens its
         // picker); anything else goes to the session.
@@ -161,6 +162,7 @@ pub async fn run(
                     switching = false;
                     events_done = false;
                     app.switch_session(next.info);
+                    watch_team(&handle, &mut app);
                     dirty = true;
                 }
                 Some(reply) => {
@@ -336,4 +338,24 @@ impl StopSignals {
             None => std::future::pending().await,
         }
     }
+}
+
+/// Tells the app whether the session has a team, and fills its board from
+/// the table (a resumed session's tasks are there before any event).
+fn watch_team(handle: &SessionHandle, app: &mut App) {
+    if !handle.has_team() {
+        return;
+    }
+    app.team.enabled = true;
+    for t in handle.teammates() {
+        app.team
+            .changed(&t.name, &t.agent_id, &t.agent_type, t.state, None);
+    }
+    let board = app.team.board.clone();
+    let handle = handle.clone();
+    tokio::spawn(async move {
+        if let Ok(tasks) = handle.board().await {
+            board.seed(&tasks);
+        }
+    });
 }

@@ -16,7 +16,7 @@ use crate::pane::Pane;
 use crate::sanitize::{clean_line, clean_lines};
 use crate::theme::Theme;
 use crate::wrap::wrap_line;
-use cadre_core::protocol::ApprovalQuestion;
+use cadre_core::protocol::{ApprovalQuestion, TeammateState};
 use cadre_core::tools::ask_user::AskedQuestion;
 
 /// The smallest terminal the screen is drawn in; below it one line says so.
@@ -143,11 +143,61 @@ pub fn render_transcript(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &T
 /// The panel's lines: per batch either its children (nested batches under
 /// their parent) or, once it is done, its summary.
 pub fn panel_lines(app: &App, now: Instant, theme: &Theme, width: u16) -> Vec<Line<'static>> {
-    if !app.children.any_running() {
-        return Vec::new();
-    }
-    let batches = &app.children.batches;
     let mut lines = Vec::new();
+    if app.children.any_running() {
+        children_lines(app, now, theme, width, &mut lines);
+    }
+    team_lines(app, theme, width, &mut lines);
+    lines
+}
+
+/// One row per teammate: name, type, state, the board task it works on,
+/// its tokens; the selected one marked while the panel has the keys.
+fn team_lines(app: &App, theme: &Theme, width: u16, lines: &mut Vec<Line<'static>>) {
+    for (i, m) in app.team.members.iter().enumerate() {
+        let selected = app.team_focus == Some(i);
+        let (mark, style) = match m.state {
+            TeammateState::Working => ("◐", theme.warning()),
+            TeammateState::Idle => ("○", theme.dim()),
+            TeammateState::Failed => ("✗", theme.error()),
+            TeammateState::Ended => ("●", theme.dim()),
+        };
+        let task = crate::team::task_label(app.team.board.current_task(&m.name).as_ref());
+        let tokens = m
+            .tokens
+            .map_or_else(String::new, |t| format!(" · {} tok", format_tokens(t)));
+        let spans = vec![
+            Span::raw(if selected { "› " } else { "  " }),
+            Span::styled(format!("{mark} "), style),
+            Span::styled(clean_line(&m.name), theme.bold()),
+            Span::raw(" "),
+            Span::styled(
+                clean_line(&m.agent_type),
+                theme.agent_type_in(&m.agent_type, None),
+            ),
+            Span::styled(format!(" · {}", m.state.as_str()), style),
+            Span::raw(format!(" · {}", clean_line(&task))),
+            Span::styled(tokens, theme.dim()),
+        ];
+        let mut line = truncate(Line::from(spans), width);
+        if selected {
+            line = line.style(
+                ratatui::style::Style::new().add_modifier(ratatui::style::Modifier::REVERSED),
+            );
+        }
+        lines.push(line);
+    }
+}
+
+/// The children's rows (nested batches under their parent).
+fn children_lines(
+    app: &App,
+    now: Instant,
+    theme: &Theme,
+    width: u16,
+    lines: &mut Vec<Line<'static>>,
+) {
+    let batches = &app.children.batches;
     for (i, batch) in batches.iter().enumerate() {
         let top_level = batch.parent.as_ref().is_none_or(|p| {
             !batches
@@ -155,10 +205,9 @@ pub fn panel_lines(app: &App, now: Instant, theme: &Theme, width: u16) -> Vec<Li
                 .any(|b| b.children.iter().any(|c| &c.agent_id == p))
         });
         if top_level {
-            batch_lines(batches, i, 0, now, theme, width, &mut lines);
+            batch_lines(batches, i, 0, now, theme, width, lines);
         }
     }
-    lines
 }
 
 fn batch_lines(
@@ -261,7 +310,21 @@ fn render_panel(frame: &mut Frame<'_>, app: &App, area: Rect, now: Instant, them
         .flat_map(|b| &b.children)
         .filter(|c| c.is_running())
         .count();
-    let title = format!(" Subagents · {running} running · Esc stop · Ctrl+B background ");
+    let mut parts = Vec::new();
+    if app.children.any_running() {
+        parts.push(format!(
+            "Subagents · {running} running · Esc stop · Ctrl+B background"
+        ));
+    }
+    if !app.team.members.is_empty() {
+        let keys = if app.team_focus.is_some() {
+            "Enter open · Esc interrupt · x stop · ↑ back"
+        } else {
+            "↓ select"
+        };
+        parts.push(format!("Team · {} · {keys}", app.team.counts()));
+    }
+    let title = format!(" {} ", parts.join(" │ "));
     let block = Block::new()
         .borders(Borders::TOP)
         .border_style(theme.border())
@@ -269,8 +332,14 @@ fn render_panel(frame: &mut Frame<'_>, app: &App, area: Rect, now: Instant, them
     let lines = panel_lines(app, now, theme, area.width);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    // The newest rows matter most when they do not all fit.
-    let skip = lines.len().saturating_sub(usize::from(inner.height));
+    // The newest rows matter most when they do not all fit, but the
+    // selected teammate stays in view.
+    let height = usize::from(inner.height);
+    let mut skip = lines.len().saturating_sub(height);
+    if let Some(i) = app.team_focus {
+        let row = lines.len() - app.team.members.len() + i;
+        skip = skip.min(row);
+    }
     frame.render_widget(
         Paragraph::new(lines.into_iter().skip(skip).collect::<Vec<_>>()),
         inner,
@@ -318,6 +387,8 @@ fn render_prompt(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
     let mut rule = String::from("─");
     if let Some(hint) = &app.hint {
         rule.push_str(&format!(" {hint} "));
+    } else if let Some(name) = app.panes.top().and_then(|p| p.teammate()) {
+        rule.push_str(&format!(" message to {} · Enter sends ", clean_line(&name)));
     } else if app.scroll > 0 {
         rule.push_str(&format!(" ↑ {} rows up · Ctrl+End returns ", app.scroll));
     } else if app.busy() {

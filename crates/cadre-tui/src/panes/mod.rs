@@ -1,6 +1,7 @@
 //! The panes commands open over the transcript (see [`crate::pane`]).
 
 pub mod agents;
+pub mod board;
 pub mod rewind;
 pub mod sessions;
 pub mod tasks;

@@ -174,6 +174,8 @@ pub struct TranscriptPane {
     drawn: Cell<(usize, usize)>,
     /// The lines laid out at a width, so a draw wraps only what is new.
     laid_out: RefCell<LaidOut>,
+    /// The teammate whose transcript this is, when it is one's.
+    teammate: Option<String>,
 }
 
 /// [`TranscriptPane::lines`] wrapped at `width`: the rows of the first `lines`.
@@ -219,7 +221,25 @@ impl TranscriptPane {
             said: None,
             drawn: Cell::new((0, 0)),
             laid_out: RefCell::default(),
+            teammate: None,
         }
+    }
+
+    /// Follows teammate `name`'s log at `log`: typed text goes to it (see
+    /// [`Pane::teammate`]).
+    pub fn teammate(
+        row: TaskRow,
+        log: PathBuf,
+        rows: Option<watch::Receiver<Listing>>,
+        name: String,
+    ) -> Self {
+        TranscriptPane::subagent(row, log, rows).for_teammate(name)
+    }
+
+    /// The same pane, as teammate `name`'s.
+    pub fn for_teammate(mut self, name: String) -> Self {
+        self.teammate = Some(name);
+        self
     }
 
     /// True while the view follows new lines (not scrolled up).
@@ -295,6 +315,9 @@ impl TranscriptPane {
 
 impl Pane for TranscriptPane {
     fn title(&self) -> String {
+        if let Some(name) = &self.teammate {
+            return format!("teammate {name} · {} · {}", self.row.id, self.what());
+        }
         let status = self.current_row().status;
         let who = match (&self.row.kind, &self.row.agent_type) {
             (TaskKind::Subagent, Some(t)) => format!("{t}: "),
@@ -314,6 +337,11 @@ impl Pane for TranscriptPane {
         } else {
             "End follows"
         };
+        if let Some(name) = &self.teammate {
+            return format!(
+                "type to message {name}, Enter sends · Esc interrupts it (back when it rests) · x on an empty prompt stops it · ↑/↓ PgUp/PgDn scroll · {follow}"
+            );
+        }
         format!("↑/↓ PgUp/PgDn scroll · {follow} · x stop · Esc back")
     }
 
@@ -400,6 +428,10 @@ impl Pane for TranscriptPane {
 
     fn live(&self) -> bool {
         true
+    }
+
+    fn teammate(&self) -> Option<String> {
+        self.teammate.clone()
     }
 }
 
