@@ -57,6 +57,18 @@ pub struct CaseFile {
     /// ...and this many milliseconds more (default 0).
     #[serde(default)]
     pub interrupt_delay_ms: Option<u64>,
+    /// Send SIGKILL to cadre's process group after this event type has been seen...
+    #[serde(default)]
+    pub kill_after_event: Option<String>,
+    /// ...this many times (default 1)...
+    #[serde(default)]
+    pub kill_after_count: Option<usize>,
+    /// ...and this many milliseconds more (default 0).
+    #[serde(default)]
+    pub kill_delay_ms: Option<u64>,
+    /// After the kill, resume the session with this prompt (`--resume ID --accept-unknown`).
+    #[serde(default)]
+    pub resume_prompt: Option<String>,
     /// The checks; every one must pass.
     #[serde(default)]
     pub graders: Vec<Grader>,
@@ -127,6 +139,24 @@ pub fn parse_case(text: &str) -> Result<CaseFile, String> {
             "interrupt_after_count and interrupt_delay_ms need interrupt_after_event".into(),
         );
     }
+    if file.kill_after_event.is_none() {
+        if file.kill_after_count.is_some() || file.kill_delay_ms.is_some() {
+            return Err("kill_after_count and kill_delay_ms need kill_after_event".into());
+        }
+        if file.resume_prompt.is_some() {
+            return Err("resume_prompt needs kill_after_event".into());
+        }
+    } else if file.interrupt_after_event.is_some() {
+        // Both would race for the same run; a case checks one ending at a time.
+        return Err("kill_after_event and interrupt_after_event exclude each other".into());
+    }
+    if file
+        .resume_prompt
+        .as_ref()
+        .is_some_and(|p| p.trim().is_empty())
+    {
+        return Err("resume_prompt is empty".into());
+    }
     Ok(file)
 }
 
@@ -145,8 +175,32 @@ impl CaseFile {
         }
     }
 
-    /// Arguments for `cadre`, after which the prompt follows.
+    /// Arguments for `cadre`, ending with the prompt.
     pub fn cadre_args(&self) -> Vec<String> {
+        let mut args = self.flag_args();
+        args.push("--".into());
+        args.push(self.prompt.clone());
+        args
+    }
+
+    /// Arguments for the second run of a crash-and-resume case: the same
+    /// flags, resuming `session_id`, ending with `resume_prompt`.
+    pub fn resume_args(&self, session_id: &str) -> Option<Vec<String>> {
+        let prompt = self.resume_prompt.as_ref()?;
+        let mut args = self.flag_args();
+        args.extend([
+            "--resume".into(),
+            session_id.to_string(),
+            // The killed run left calls without results; the resume must accept them.
+            "--accept-unknown".into(),
+            "--".into(),
+            prompt.clone(),
+        ]);
+        Some(args)
+    }
+
+    /// `exec --json` and the case's flags, without the prompt.
+    fn flag_args(&self) -> Vec<String> {
         let mut args: Vec<String> = vec!["exec".into(), "--json".into()];
         if let Some(m) = &self.permission_mode {
             args.push("--permission-mode".into());
@@ -170,8 +224,6 @@ impl CaseFile {
             args.push("--agent".into());
             args.push(a.clone());
         }
-        args.push("--".into());
-        args.push(self.prompt.clone());
         args
     }
 }
@@ -223,6 +275,60 @@ mod tests {
                 .err()
                 .unwrap_or_default();
         assert!(e.starts_with("grader 2: bad regex"), "{e}");
+    }
+
+    #[test]
+    fn kill_and_resume_keys_parse_and_are_validated() {
+        let f = parse_case(
+            "prompt: go\nallow: [Bash]\nkill_after_event: tool_call_started\nkill_after_count: 2\nkill_delay_ms: 50\nresume_prompt: carry on\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(f.kill_after_event.as_deref(), Some("tool_call_started"));
+        assert_eq!(f.kill_after_count, Some(2));
+        assert_eq!(f.kill_delay_ms, Some(50));
+        assert_eq!(
+            f.resume_args("s-1"),
+            Some(
+                [
+                    "exec",
+                    "--json",
+                    "--allow",
+                    "Bash",
+                    "--resume",
+                    "s-1",
+                    "--accept-unknown",
+                    "--",
+                    "carry on"
+                ]
+                .map(String::from)
+                .to_vec()
+            )
+        );
+        // A kill without a resume is a case too: it grades the killed run.
+        let f = parse_case("prompt: go\nkill_after_event: session_started\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(f.resume_args("s-1"), None);
+        for (bad, why) in [
+            ("kill_after_count: 2\n", "need kill_after_event"),
+            ("kill_delay_ms: 10\n", "need kill_after_event"),
+            (
+                "resume_prompt: again\n",
+                "resume_prompt needs kill_after_event",
+            ),
+            (
+                "kill_after_event: a\ninterrupt_after_event: b\n",
+                "exclude each other",
+            ),
+            (
+                "kill_after_event: a\nresume_prompt: ' '\n",
+                "resume_prompt is empty",
+            ),
+        ] {
+            let e = parse_case(&format!("prompt: go\n{bad}"))
+                .err()
+                .unwrap_or_default();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]

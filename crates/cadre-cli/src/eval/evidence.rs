@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use cadre_core::protocol::MAIN_AGENT;
 use cadre_core::protocol::{ChildCallOutcome, ChildStatus, Event, TurnStatus};
-use cadre_core::tasks::{TaskFilter, TaskRow, TaskTable};
+use cadre_core::tasks::{BoardTask, TaskFilter, TaskRow, TaskTable};
 use cadre_mock::Record;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -188,6 +188,10 @@ pub struct Evidence {
     pub tasks: Vec<TaskRow>,
     /// Why the task table could not be read (none when it was, or does not exist).
     pub tasks_error: Option<String>,
+    /// The session's team board (the team is named by the session id).
+    pub board: Vec<BoardTask>,
+    /// Why the board could not be read (none when it was, or does not exist).
+    pub board_error: Option<String>,
 }
 
 /// A stdout line of `cadre exec --json` that is not an [`Event`].
@@ -290,18 +294,30 @@ impl Evidence {
         }
     }
 
-    /// Reads the task table, if the run made one.
+    /// Reads the task table and the session's board, if the run made them.
+    /// Call after [`Self::read_logs`], which finds the session id.
     pub async fn read_tasks(&mut self) {
         if !self.data_dir.join("tasks.db").exists() {
             return;
         }
-        let rows = match TaskTable::open(&self.data_dir).await {
-            Ok(t) => t.list(&TaskFilter::default()).await,
-            Err(e) => Err(e),
+        let table = match TaskTable::open(&self.data_dir).await {
+            Ok(t) => t,
+            Err(e) => {
+                self.tasks_error = Some(e.to_string());
+                self.board_error = Some(e.to_string());
+                return;
+            }
         };
-        match rows {
+        match table.list(&TaskFilter::default()).await {
             Ok(rows) => self.tasks = rows,
             Err(e) => self.tasks_error = Some(e.to_string()),
+        }
+        // A resumed run keeps its session id, so this is the board of both runs.
+        if let Some(team) = &self.session_id {
+            match table.board_list(team).await {
+                Ok(rows) => self.board = rows,
+                Err(e) => self.board_error = Some(e.to_string()),
+            }
         }
     }
 

@@ -1,7 +1,8 @@
 //! Runs one case: a fresh temp project and `$CADRE_HOME`, its own mock
 //! server (offline) or the configured provider (live), the real `cadre exec
 //! --json` binary in its own process group, a time limit, and an optional
-//! SIGINT after a given number of events. Then reads back the evidence.
+//! SIGINT, or SIGKILL and a resume, after a given number of events. Then
+//! reads back the evidence.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::case::{Case, CaseFile};
 use super::evidence::{Evidence, StdoutLine};
+use cadre_core::protocol::Event;
 
 /// Bytes of stderr kept for failure reports.
 const STDERR_TAIL: usize = 4096;
@@ -209,120 +211,44 @@ async fn run_in(
         )
     };
 
-    let mut cmd = tokio::process::Command::new(&cfg.exe);
-    cmd.args(file.cadre_args())
-        .current_dir(&dirs.project)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &dirs.home)
-        .env("CADRE_HOME", &dirs.data)
-        // No managed definitions from /etc: the case's project is the only source.
-        .env("CADRE_MANAGED_AGENTS_DIR", dirs.root.join("managed-agents"))
-        // Nor managed settings: a machine's policy would change the cases' outcomes.
-        .env(
-            "CADRE_MANAGED_SETTINGS_DIR",
-            dirs.root.join("managed-settings"),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    match &mock {
-        Some(m) => {
-            cmd.env("CADRE_PROVIDER", "anthropic")
-                .env("CADRE_BASE_URL", m.url())
-                .env("CADRE_MODEL", "mock-model");
-        }
-        None => {
-            for (k, v) in &cfg.live_env {
-                cmd.env(k, v);
+    let deadline = tokio::time::Instant::now() + file.timeout();
+    let mock_url = mock.as_ref().map(|m| m.url());
+    let first = match &file.kill_after_event {
+        Some(event) => Some(Trigger {
+            event: event.clone(),
+            count: file.kill_after_count.unwrap_or(1).max(1),
+            delay: Duration::from_millis(file.kill_delay_ms.unwrap_or(0)),
+            kill: true,
+        }),
+        None => file.interrupt_after_event.as_ref().map(|event| Trigger {
+            event: event.clone(),
+            count: file.interrupt_after_count.unwrap_or(1).max(1),
+            delay: Duration::from_millis(file.interrupt_delay_ms.unwrap_or(0)),
+            kill: false,
+        }),
+    };
+    let mut line_no = 0u64;
+    let run = Run {
+        cfg,
+        dirs: &dirs,
+        mock_url: mock_url.as_deref(),
+        deadline,
+        limit: file.timeout(),
+    };
+    let went_on = run
+        .once(file.cadre_args(), first.as_ref(), &mut line_no, out)
+        .await?;
+    if went_on && file.resume_prompt.is_some() {
+        // The resume continues the session the killed run started.
+        let session = out.evidence.events.iter().find_map(|e| match e {
+            Event::SessionStarted { session_id, .. } => Some(session_id.clone()),
+            _ => None,
+        });
+        match session.and_then(|id| file.resume_args(&id)) {
+            Some(args) => {
+                run.once(args, None, &mut line_no, out).await?;
             }
-        }
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", cfg.exe.display()))?;
-    let pid = child.id().and_then(|p| i32::try_from(p).ok());
-
-    let stderr_task = child.stderr.take().map(|mut err| {
-        tokio::spawn(async move {
-            let mut buf = Vec::new();
-            let _ = err.read_to_end(&mut buf).await;
-            let start = buf.len().saturating_sub(STDERR_TAIL);
-            String::from_utf8_lossy(&buf[start..]).into_owned()
-        })
-    });
-    let stdout = child.stdout.take();
-
-    let evidence = &mut out.evidence;
-    let limit = file.timeout();
-    let interrupt = file.interrupt_after_event.clone();
-    let target = file.interrupt_after_count.unwrap_or(1).max(1);
-    let delay = Duration::from_millis(file.interrupt_delay_ms.unwrap_or(0));
-    let read_and_wait = async {
-        if let Some(stdout) = stdout {
-            let mut lines = BufReader::new(stdout).lines();
-            let mut seen = 0usize;
-            let mut line_no = 0u64;
-            while let Ok(Some(line)) = lines.next_line().await {
-                line_no += 1;
-                let parsed = StdoutLine::parse(&line);
-                // A line of the right type counts even if this build cannot read the rest.
-                if let Some(kind) = &interrupt
-                    && parsed.kind() == Some(kind.as_str())
-                {
-                    seen += 1;
-                    if seen == target
-                        && let Some(pid) = pid
-                    {
-                        tokio::spawn(async move {
-                            tokio::time::sleep(delay).await;
-                            let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
-                        });
-                    }
-                }
-                evidence.push_line(line_no, parsed, &line);
-            }
-        }
-        child.wait().await
-    };
-    enum End {
-        Exited(std::io::Result<std::process::ExitStatus>),
-        TimedOut,
-        Cancelled,
-    }
-    let end = tokio::select! {
-        r = tokio::time::timeout(limit, read_and_wait) => match r {
-            Ok(s) => End::Exited(s),
-            Err(_) => End::TimedOut,
-        },
-        _ = cfg.cancel.cancelled() => End::Cancelled,
-    };
-    // Whatever happened, nothing of this run outlives it.
-    if let Some(pid) = pid {
-        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-    }
-    let status = match end {
-        End::Exited(s) => s.ok(),
-        End::TimedOut => {
-            out.evidence.timed_out = true;
-            out.error = Some(format!("timed out after {} s", limit.as_secs()));
-            child.wait().await.ok()
-        }
-        End::Cancelled => {
-            out.error = Some("interrupted: cadre eval was stopped".into());
-            child.wait().await.ok()
-        }
-    };
-    if let Some(s) = status {
-        out.evidence.exit_code = s.code();
-        out.evidence.signal = s.signal();
-    }
-    if let Some(task) = stderr_task {
-        // The pipe closes once the process group is gone.
-        if let Ok(Ok(text)) = tokio::time::timeout(Duration::from_secs(2), task).await {
-            out.evidence.stderr_tail = text;
+            None => out.error = Some("cannot resume: the first run started no session".into()),
         }
     }
     if let Some(m) = &mock {
@@ -331,4 +257,159 @@ async fn run_in(
         out.evidence.records = Some(records);
     }
     Ok(())
+}
+
+/// When to signal cadre: after `count` events of type `event`, `delay` later.
+struct Trigger {
+    event: String,
+    count: usize,
+    delay: Duration,
+    /// SIGKILL to the process group (a crash) rather than SIGINT to cadre.
+    kill: bool,
+}
+
+/// What every cadre process of one case shares.
+struct Run<'a> {
+    cfg: &'a RunConfig,
+    dirs: &'a Dirs,
+    mock_url: Option<&'a str>,
+    /// The case's time limit, shared by a killed run and its resume.
+    deadline: tokio::time::Instant,
+    limit: Duration,
+}
+
+impl Run<'_> {
+    /// Runs `cadre ARGS` once, adding its stdout to the evidence (line
+    /// numbers go on from `line_no`) and its end to `out`. Returns whether
+    /// a further run may follow (not timed out, not cancelled).
+    async fn once(
+        &self,
+        args: Vec<String>,
+        trigger: Option<&Trigger>,
+        line_no: &mut u64,
+        out: &mut RunOutcome,
+    ) -> Result<bool, String> {
+        let (cfg, dirs) = (self.cfg, self.dirs);
+        let mut cmd = tokio::process::Command::new(&cfg.exe);
+        cmd.args(args)
+            .current_dir(&dirs.project)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &dirs.home)
+            .env("CADRE_HOME", &dirs.data)
+            // No managed definitions from /etc: the case's project is the only source.
+            .env("CADRE_MANAGED_AGENTS_DIR", dirs.root.join("managed-agents"))
+            // Nor managed settings: a machine's policy would change the cases' outcomes.
+            .env(
+                "CADRE_MANAGED_SETTINGS_DIR",
+                dirs.root.join("managed-settings"),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        match self.mock_url {
+            Some(url) => {
+                cmd.env("CADRE_PROVIDER", "anthropic")
+                    .env("CADRE_BASE_URL", url)
+                    .env("CADRE_MODEL", "mock-model");
+            }
+            None => {
+                for (k, v) in &cfg.live_env {
+                    cmd.env(k, v);
+                }
+            }
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", cfg.exe.display()))?;
+        let pid = child.id().and_then(|p| i32::try_from(p).ok());
+
+        let stderr_task = child.stderr.take().map(|mut err| {
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let _ = err.read_to_end(&mut buf).await;
+                let start = buf.len().saturating_sub(STDERR_TAIL);
+                String::from_utf8_lossy(&buf[start..]).into_owned()
+            })
+        });
+        let stdout = child.stdout.take();
+
+        let evidence = &mut out.evidence;
+        let read_and_wait = async {
+            if let Some(stdout) = stdout {
+                let mut lines = BufReader::new(stdout).lines();
+                let mut seen = 0usize;
+                while let Ok(Some(line)) = lines.next_line().await {
+                    *line_no += 1;
+                    let parsed = StdoutLine::parse(&line);
+                    // A line of the right type counts even if this build cannot read the rest.
+                    if let Some(t) = trigger
+                        && parsed.kind() == Some(t.event.as_str())
+                    {
+                        seen += 1;
+                        if seen == t.count
+                            && let Some(pid) = pid
+                        {
+                            let (delay, kill_group) = (t.delay, t.kill);
+                            tokio::spawn(async move {
+                                tokio::time::sleep(delay).await;
+                                let pid = Pid::from_raw(pid);
+                                if kill_group {
+                                    let _ = killpg(pid, Signal::SIGKILL);
+                                } else {
+                                    let _ = kill(pid, Signal::SIGINT);
+                                }
+                            });
+                        }
+                    }
+                    evidence.push_line(*line_no, parsed, &line);
+                }
+            }
+            child.wait().await
+        };
+        enum End {
+            Exited(std::io::Result<std::process::ExitStatus>),
+            TimedOut,
+            Cancelled,
+        }
+        let end = tokio::select! {
+            r = tokio::time::timeout_at(self.deadline, read_and_wait) => match r {
+                Ok(s) => End::Exited(s),
+                Err(_) => End::TimedOut,
+            },
+            _ = cfg.cancel.cancelled() => End::Cancelled,
+        };
+        // Whatever happened, nothing of this run outlives it.
+        if let Some(pid) = pid {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        let mut went_on = true;
+        let status = match end {
+            End::Exited(s) => s.ok(),
+            End::TimedOut => {
+                out.evidence.timed_out = true;
+                out.error = Some(format!("timed out after {} s", self.limit.as_secs()));
+                went_on = false;
+                child.wait().await.ok()
+            }
+            End::Cancelled => {
+                out.error = Some("interrupted: cadre eval was stopped".into());
+                went_on = false;
+                child.wait().await.ok()
+            }
+        };
+        if let Some(s) = status {
+            out.evidence.exit_code = s.code();
+            out.evidence.signal = s.signal();
+        }
+        if let Some(task) = stderr_task {
+            // The pipe closes once the process group is gone.
+            if let Ok(Ok(text)) = tokio::time::timeout(Duration::from_secs(2), task).await {
+                out.evidence.stderr_tail = text;
+            }
+        }
+        Ok(went_on)
+    }
 }

@@ -6,8 +6,8 @@ use grep_regex::RegexMatcher;
 use serde::Serialize;
 
 use super::spec::{
-    By, CallCheck, DenyCheck, FileText, Grader, MockRequestCheck, RequestCheck, RequestScope,
-    StatusCheck, TaskCheck, regex,
+    BoardCheck, By, CallCheck, DenyCheck, FileText, Grader, MockRequestCheck, RequestCheck,
+    RequestScope, StatusCheck, TaskCheck, regex,
 };
 use crate::eval::evidence::{Evidence, Who};
 
@@ -189,6 +189,7 @@ impl Grader {
             }
             Grader::ToolDenied(c) => grade_denied(ev, c),
             Grader::TaskStatus(c) => grade_tasks(ev, c),
+            Grader::Board(c) => grade_board(ev, c),
             Grader::ParentLogContains(text) => {
                 let found = ev.parent_log_text.contains(text.as_str());
                 GradeResult::new(
@@ -521,6 +522,64 @@ fn grade_tasks(ev: &Evidence, c: &TaskCheck) -> GradeResult {
                 t.status
             )
         }))
+    };
+    GradeResult::new(name, passed, saw)
+}
+
+fn grade_board(ev: &Evidence, c: &BoardCheck) -> GradeResult {
+    let min = default_min(c.min, c.max);
+    let filters = [
+        c.owner.as_ref().map(|o| format!("owner {o}")),
+        c.subject.as_ref().map(|s| format!("{s:?}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ");
+    let name = format!(
+        "board {}{}{} {}",
+        if c.all { "all " } else { "" },
+        c.status,
+        if filters.is_empty() {
+            String::new()
+        } else {
+            format!(" ({filters})")
+        },
+        bound_text(Some(min), c.max)
+    );
+    if let Some(e) = &ev.board_error {
+        return GradeResult::new(name, false, format!("cannot read the board: {e}"));
+    }
+    let rows: Vec<_> = ev
+        .board
+        .iter()
+        .filter(|t| c.owner.as_ref().is_none_or(|o| t.owner.as_ref() == Some(o)))
+        .filter(|t| {
+            c.subject
+                .as_ref()
+                .is_none_or(|s| t.subject.contains(s.as_str()))
+        })
+        .collect();
+    let with = rows.iter().filter(|t| t.status == c.status).count() as u64;
+    let passed = within(with, Some(min), c.max) && (!c.all || with == rows.len() as u64);
+    let saw = if ev.board.is_empty() {
+        match &ev.session_id {
+            None => "no session (no session_started event)".to_string(),
+            Some(_) => "no tasks on the session's board".to_string(),
+        }
+    } else {
+        ev.board
+            .iter()
+            .map(|t| {
+                format!(
+                    "#{} {} {}",
+                    t.id,
+                    t.status,
+                    t.owner.as_deref().unwrap_or("-")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     GradeResult::new(name, passed, saw)
 }

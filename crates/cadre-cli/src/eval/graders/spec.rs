@@ -2,6 +2,7 @@
 //! (`docs/evals.md`). Parsing only; `checks` runs them over a run's evidence.
 
 use cadre_core::protocol::{ChildStatus, TaskKind, TaskStatus};
+use cadre_core::tasks::BoardStatus;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use serde::Deserialize;
 
@@ -185,6 +186,29 @@ pub struct TaskCheck {
     pub min: Option<u64>,
 }
 
+/// `board`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoardCheck {
+    /// `pending`, `in_progress` or `completed`.
+    pub status: BoardStatus,
+    /// Only tasks this agent owns (`team-lead` or a teammate's name).
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Only tasks whose subject contains this.
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// Every such task must have the status (not just `min` of them).
+    #[serde(default)]
+    pub all: bool,
+    /// At least this many tasks with the status (default 1, or 0 with `max`).
+    #[serde(default)]
+    pub min: Option<u64>,
+    /// At most this many.
+    #[serde(default)]
+    pub max: Option<u64>,
+}
+
 /// `mock_request` (offline only).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -242,6 +266,8 @@ pub enum Grader {
     ToolDenied(DenyCheck),
     /// The task table (`$CADRE_HOME/tasks.db`) holds rows with a status.
     TaskStatus(TaskCheck),
+    /// The session's team board holds tasks with a status.
+    Board(BoardCheck),
     /// The parent's session log contains a text.
     ParentLogContains(String),
     /// The parent's session log does not contain a text.
@@ -289,6 +315,7 @@ impl Grader {
             Grader::Requests(c) => check_bound(c.min, c.max),
             Grader::ApprovalAsked(c) => check_bound(c.min, c.max),
             Grader::ToolDenied(c) => check_bound(c.min, c.max),
+            Grader::Board(c) => check_bound(c.min, c.max),
             Grader::ReportBytes(b) | Grader::Tokens(b) => check_bound(b.min, b.max),
             _ => Ok(()),
         }
@@ -350,10 +377,39 @@ mod tests {
             "- tool_called: { tool: Edit, outcome: done }\n",
             "- subagent_status: { status: complete }\n",
             "- task_status: { status: succeeded, kind: shell }\n",
+            "- board: { status: done }\n",
+            "- board: { status: completed, owners: alice }\n",
         ] {
             let parsed: Result<Vec<Grader>, _> = serde_saphyr::from_str(bad);
             assert!(parsed.is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn board_checks_parse_with_their_filters() {
+        let g = graders(
+            "- board: { status: completed, all: true, min: 6 }\n- board: { status: in_progress, owner: alice, subject: schema, max: 0 }\n",
+        );
+        assert!(matches!(
+            &g[0],
+            Grader::Board(BoardCheck {
+                status: BoardStatus::Completed,
+                all: true,
+                min: Some(6),
+                ..
+            })
+        ));
+        match &g[1] {
+            Grader::Board(c) => {
+                assert_eq!(c.status, BoardStatus::InProgress);
+                assert_eq!(c.owner.as_deref(), Some("alice"));
+                assert_eq!(c.subject.as_deref(), Some("schema"));
+                assert_eq!(c.max, Some(0));
+            }
+            other => panic!("{other:?}"),
+        }
+        let bad = graders("- board: { status: pending, min: 2, max: 1 }\n");
+        assert_eq!(bad[0].validate(), Err("min 2 is above max 1".into()));
     }
 
     #[test]
