@@ -34,18 +34,6 @@ rules:
       - text: "noted"
 "#;
 
-/// The plain text of a request's user messages, joined.
-fn user_text(r: &cadre_mock::Record) -> String {
-    r.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[tokio::test]
 async fn team_shows_the_members_and_board_and_at_name_reaches_the_teammate() {
     let h = Harness::new(LEAD_AND_ALICE, Wire::Anthropic).await;
@@ -75,7 +63,7 @@ async fn team_shows_the_members_and_board_and_at_name_reaches_the_teammate() {
     wait_until("alice's request with the user's words", || {
         rule_records(&h.records(), "alice")
             .iter()
-            .any(|r| user_text(r).contains("please check the tests"))
+            .any(|r| common::user_texts(&r.body).contains("please check the tests"))
     })
     .await;
     pty.type_line("/exit");
@@ -95,7 +83,7 @@ async fn team_shows_the_members_and_board_and_at_name_reaches_the_teammate() {
     shows("#1   in progress  alice");
     // The unknown name's message reached no one.
     for r in rule_records(&h.records(), "lead") {
-        let text = user_text(r);
+        let text = common::user_texts(&r.body);
         assert!(!text.contains("@carol"), "{text}");
     }
 }

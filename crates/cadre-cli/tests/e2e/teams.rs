@@ -4,27 +4,24 @@
 
 use crate::common;
 
-use common::{Harness, Wire, events, rule_records, stderr, tool_results};
+use common::{Harness, Wire, events, rule_records, stderr, tool_results, user_plain_text};
 use serde_json::Value;
 
-/// The plain text of every user message of a request, joined.
-fn plain_user_text(body: &Value) -> String {
-    let mut out = Vec::new();
-    for m in body["messages"].as_array().into_iter().flatten() {
-        if m["role"] != "user" {
-            continue;
-        }
-        match &m["content"] {
-            Value::String(s) => out.push(s.clone()),
-            Value::Array(blocks) => out.extend(
-                blocks
-                    .iter()
-                    .filter_map(|b| b["text"].as_str().map(str::to_string)),
-            ),
-            _ => {}
-        }
-    }
-    out.join("\n")
+/// `cadre exec --json --teams --permission-mode acceptEdits [extra…] PROMPT`,
+/// which must succeed; its events.
+async fn team_exec(h: &Harness, extra: &[&str], prompt: &str) -> Vec<Value> {
+    let mut args = vec![
+        "exec",
+        "--json",
+        "--teams",
+        "--permission-mode",
+        "acceptEdits",
+    ];
+    args.extend_from_slice(extra);
+    args.push(prompt);
+    let out = h.cadre(&args).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    events(&out)
 }
 
 /// The board events of task `id`, as (status, owner, blocked_by) in order.
@@ -108,18 +105,7 @@ rules:
 #[tokio::test]
 async fn a_lead_and_two_teammates_divide_a_board_with_a_dependency() {
     let h = Harness::new(TEAM_OF_TWO, Wire::Anthropic).await;
-    let out = h
-        .cadre(&[
-            "exec",
-            "--json",
-            "--teams",
-            "--permission-mode",
-            "acceptEdits",
-            "build the feature with a team",
-        ])
-        .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    let evs = events(&out);
+    let evs = team_exec(&h, &[], "build the feature with a team").await;
 
     // Each task's states, in order.
     assert_eq!(
@@ -183,7 +169,7 @@ async fn a_lead_and_two_teammates_divide_a_board_with_a_dependency() {
     // Each teammate's message and its idle notification reached the lead.
     let seen = lead
         .last()
-        .map(|r| plain_user_text(&r.body))
+        .map(|r| user_plain_text(&r.body))
         .unwrap_or_default();
     for (name, summary) in [("alice", "alice done"), ("bob", "bob done")] {
         assert!(
@@ -368,12 +354,12 @@ async fn task_created_task_completed_and_teammate_idle_hooks_hold_as_in_claude_c
         ]
     );
     // TeammateIdle exit 2: alice keeps working on the hook's words.
-    let held = plain_user_text(&alice[3].body);
+    let held = user_plain_text(&alice[3].body);
     assert!(held.contains("check the board once more"), "{held}");
     // ...and goes idle once, at the end.
     let seen = lead
         .last()
-        .map(|r| plain_user_text(&r.body))
+        .map(|r| user_plain_text(&r.body))
         .unwrap_or_default();
     let notice = "{\"type\":\"idle_notification\",\"from\":\"alice\"";
     assert_eq!(seen.matches(notice).count(), 1, "{seen}");
@@ -546,21 +532,7 @@ async fn a_team_killed_mid_call_with_mail_queued_resumes_with_each_message_once(
     // SAFETY: signalling a process group this test started.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
 
-    let out = h
-        .cadre(&[
-            "exec",
-            "--json",
-            "--teams",
-            "--permission-mode",
-            "acceptEdits",
-            "--resume",
-            &id,
-            "--accept-unknown",
-            "carry on",
-        ])
-        .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    let evs = events(&out);
+    let evs = team_exec(&h, &["--resume", &id, "--accept-unknown"], "carry on").await;
     let records = h.records();
     let alice = rule_records(&records, "alice");
     assert_eq!(alice.len(), 5, "no reply of alice's was asked for twice");
@@ -571,7 +543,7 @@ async fn a_team_killed_mid_call_with_mail_queued_resumes_with_each_message_once(
     assert!(last.1 && last.0.starts_with("unknown"), "{results:?}");
     assert_eq!(h.read("runs.txt").lines().count(), 1, "nothing was re-run");
     // She was told she was resumed, and the lead's message reached her once.
-    let seen = plain_user_text(&alice[4].body);
+    let seen = user_plain_text(&alice[4].body);
     assert!(seen.contains("The session was resumed"), "{seen}");
     assert_eq!(seen.matches("use the fast path").count(), 1, "{seen}");
     assert!(seen.contains("<teammate-message teammate_id=\"team-lead\" summary=\"a hint\">"));
@@ -588,7 +560,7 @@ async fn a_team_killed_mid_call_with_mail_queued_resumes_with_each_message_once(
     );
     // The lead heard from her once, and her idle notice once.
     let lead = rule_records(&records, "lead");
-    let heard = plain_user_text(&lead.last().unwrap().body);
+    let heard = user_plain_text(&lead.last().unwrap().body);
     assert_eq!(
         heard.matches("alice finished after the crash").count(),
         1,
@@ -659,18 +631,7 @@ rules:
 #[tokio::test]
 async fn plan_approval_rejected_then_approved_and_shutdown_refused_then_accepted() {
     let h = Harness::new(PLAN_AND_SHUTDOWN, Wire::Anthropic).await;
-    let out = h
-        .cadre(&[
-            "exec",
-            "--json",
-            "--teams",
-            "--permission-mode",
-            "acceptEdits",
-            "plan and build with a team",
-        ])
-        .await;
-    assert!(out.status.success(), "{}", stderr(&out));
-    let evs = events(&out);
+    let evs = team_exec(&h, &[], "plan and build with a team").await;
     let records = h.records();
     let alice = rule_records(&records, "alice");
 
@@ -679,7 +640,7 @@ async fn plan_approval_rejected_then_approved_and_shutdown_refused_then_accepted
     assert!(early.1, "{early:?}");
     assert!(!h.path("early.txt").exists());
     // The rejection's feedback reached her, and she stayed in plan mode.
-    let rejected = plain_user_text(&alice[3].body);
+    let rejected = user_plain_text(&alice[3].body);
     assert!(rejected.contains("add tests first"), "{rejected}");
     assert!(rejected.contains("\"approve\":false"), "{rejected}");
     // Approved: she wrote the file.
@@ -690,12 +651,12 @@ async fn plan_approval_rejected_then_approved_and_shutdown_refused_then_accepted
     // Shutdown: refused with a reason the lead read, then accepted.
     let lead_saw: String = rule_records(&records, "lead-shutdown-again")
         .iter()
-        .map(|r| plain_user_text(&r.body))
+        .map(|r| user_plain_text(&r.body))
         .collect();
     assert!(lead_saw.contains("still verifying"), "{lead_saw}");
     let after_first: Vec<_> = alice.iter().skip(8).collect();
     assert!(
-        plain_user_text(&after_first[0].body).contains("\"type\":\"shutdown_request\""),
+        user_plain_text(&after_first[0].body).contains("\"type\":\"shutdown_request\""),
         "the request woke her"
     );
     assert_eq!(alice.len(), 11, "she ended right after agreeing");
@@ -931,11 +892,11 @@ rules:
     let alice = rule_records(&records, "alice");
     assert_eq!(alice.len(), 3, "alice came back for the second round");
     // Her own conversation from the first run, then the new message.
-    let body = plain_user_text(&alice[1].body);
+    let body = user_plain_text(&alice[1].body);
     assert!(body.contains("FIRST-PROMPT"), "{body}");
     assert!(body.contains("SECOND-ROUND"), "{body}");
     let lead = rule_records(&records, "lead");
-    let heard = plain_user_text(&lead.last().unwrap().body);
+    let heard = user_plain_text(&lead.last().unwrap().body);
     assert!(
         heard.contains("alice remembers her first prompt"),
         "{heard}"
@@ -965,19 +926,7 @@ rules:
       - text: "noted"
 "#;
     let h = Harness::new(script, Wire::Anthropic).await;
-    let out = h
-        .cadre(&[
-            "exec",
-            "--json",
-            "--teams",
-            "--permission-mode",
-            "acceptEdits",
-            "--allow",
-            "Bash",
-            "start",
-        ])
-        .await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = team_exec(&h, &["--allow", "Bash"], "start").await;
     let records = h.records();
     let alice = rule_records(&records, "alice");
     assert!(alice.len() >= 2, "{}", alice.len());
@@ -989,8 +938,7 @@ rules:
         result.0.contains("interrupt") || result.0.contains("cancel"),
         "{result:?}"
     );
-    assert!(plain_user_text(next).contains("\"type\":\"shutdown_request\""));
-    let evs = events(&out);
+    assert!(user_plain_text(next).contains("\"type\":\"shutdown_request\""));
     let last = evs
         .iter()
         .rev()

@@ -8,7 +8,6 @@ use crate::common;
 
 use common::tmux::{Pane, tmux_available};
 use common::{Harness, Wire};
-use serde_json::Value;
 
 const CHAT: &str = r#"
 rules:
@@ -17,26 +16,6 @@ rules:
     replies:
       - text: "Noted, thanks."
 "#;
-
-/// The text of every user message of a request, in order.
-fn user_text(body: &Value) -> String {
-    let mut out = Vec::new();
-    for m in body["messages"].as_array().unwrap() {
-        if m["role"] != "user" {
-            continue;
-        }
-        match &m["content"] {
-            Value::String(s) => out.push(s.clone()),
-            Value::Array(blocks) => out.extend(
-                blocks
-                    .iter()
-                    .filter_map(|b| b["text"].as_str().map(str::to_string)),
-            ),
-            _ => {}
-        }
-    }
-    out.join("\n")
-}
 
 /// The prompt's row: the last line that starts with the prompt mark.
 fn prompt_row(screen: &str) -> &str {
@@ -75,7 +54,7 @@ async fn at_path_tab_completes_a_project_file_and_the_message_carries_it() {
     pane.wait_text("Noted, thanks.").await;
     let records = h.records();
     assert_eq!(records.len(), 1);
-    let sent = user_text(&records[0].body);
+    let sent = common::user_plain_text(&records[0].body);
     assert!(sent.contains("look at @src/main.rs please"), "{sent}");
     pane.keys(&["C-c", "C-c"]);
     assert_eq!(pane.exit_status().await, 0);
@@ -140,7 +119,7 @@ async fn a_bracketed_paste_of_200_lines_is_one_placeholder_and_all_of_it_is_sent
     pane.wait_text("Noted, thanks.").await;
     let records = h.records();
     assert_eq!(records.len(), 1);
-    let sent = user_text(&records[0].body);
+    let sent = common::user_plain_text(&records[0].body);
     assert!(
         sent.contains("summarise pasted row 001\npasted row 002\n"),
         "{sent}"

@@ -10,18 +10,6 @@ use crate::common;
 use common::tmux::{Pane, tmux_available};
 use common::{Harness, Wire, rule_records, wait_until};
 
-/// The plain text of a request's user messages, joined.
-fn user_text(r: &cadre_mock::Record) -> String {
-    r.body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[tokio::test]
 async fn the_panel_lists_a_teammate_enter_opens_it_and_typing_reaches_it() {
     if !tmux_available() {
@@ -60,7 +48,7 @@ async fn the_panel_lists_a_teammate_enter_opens_it_and_typing_reaches_it() {
     wait_until("alice's request with the user's words", || {
         rule_records(&h.records(), "alice")
             .iter()
-            .any(|r| user_text(r).contains("please check the tests"))
+            .any(|r| common::user_texts(&r.body).contains("please check the tests"))
     })
     .await;
     // Her answer shows in the open transcript.
@@ -69,7 +57,7 @@ async fn the_panel_lists_a_teammate_enter_opens_it_and_typing_reaches_it() {
         rule_records(&h.records(), "lead")
             .iter()
             .skip(lead_before)
-            .all(|r| !user_text(r).contains("please check the tests")),
+            .all(|r| !common::user_texts(&r.body).contains("please check the tests")),
         "the lead never got the user's words as its own input"
     );
     // She rests: Esc goes back.

@@ -469,27 +469,36 @@ fn grade_denied(ev: &Evidence, c: &DenyCheck) -> GradeResult {
     GradeResult::new(name, within(n, Some(min), c.max), saw)
 }
 
+/// A status grader's name: `kind [all ]status[ (filters)] bounds`.
+fn status_check_name<const N: usize>(
+    kind: &str,
+    all: bool,
+    status: &str,
+    filters: [Option<String>; N],
+    bounds: String,
+) -> String {
+    let filters: Vec<String> = filters.into_iter().flatten().collect();
+    let filters = if filters.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", filters.join(" "))
+    };
+    let all = if all { "all " } else { "" };
+    format!("{kind} {all}{status}{filters} {bounds}")
+}
+
 fn grade_tasks(ev: &Evidence, c: &TaskCheck) -> GradeResult {
     let min = c.min.unwrap_or(1);
-    let filters = [
-        c.kind.map(|k| k.to_string()),
-        c.agent_type.clone(),
-        c.description.as_ref().map(|d| format!("{d:?}")),
-    ]
-    .into_iter()
-    .flatten()
-    .collect::<Vec<_>>()
-    .join(" ");
-    let name = format!(
-        "task_status {}{}{} {}",
-        if c.all { "all " } else { "" },
-        c.status,
-        if filters.is_empty() {
-            String::new()
-        } else {
-            format!(" ({filters})")
-        },
-        bound_text(Some(min), None)
+    let name = status_check_name(
+        "task_status",
+        c.all,
+        &c.status.to_string(),
+        [
+            c.kind.map(|k| k.to_string()),
+            c.agent_type.clone(),
+            c.description.as_ref().map(|d| format!("{d:?}")),
+        ],
+        bound_text(Some(min), None),
     );
     if let Some(e) = &ev.tasks_error {
         return GradeResult::new(name, false, format!("cannot read the task table: {e}"));
@@ -528,24 +537,15 @@ fn grade_tasks(ev: &Evidence, c: &TaskCheck) -> GradeResult {
 
 fn grade_board(ev: &Evidence, c: &BoardCheck) -> GradeResult {
     let min = default_min(c.min, c.max);
-    let filters = [
-        c.owner.as_ref().map(|o| format!("owner {o}")),
-        c.subject.as_ref().map(|s| format!("{s:?}")),
-    ]
-    .into_iter()
-    .flatten()
-    .collect::<Vec<_>>()
-    .join(" ");
-    let name = format!(
-        "board {}{}{} {}",
-        if c.all { "all " } else { "" },
-        c.status,
-        if filters.is_empty() {
-            String::new()
-        } else {
-            format!(" ({filters})")
-        },
-        bound_text(Some(min), c.max)
+    let name = status_check_name(
+        "board",
+        c.all,
+        &c.status.to_string(),
+        [
+            c.owner.as_ref().map(|o| format!("owner {o}")),
+            c.subject.as_ref().map(|s| format!("{s:?}")),
+        ],
+        bound_text(Some(min), c.max),
     );
     if let Some(e) = &ev.board_error {
         return GradeResult::new(name, false, format!("cannot read the board: {e}"));

@@ -552,6 +552,27 @@ pub fn user_texts(body: &Value) -> String {
         .join("\n")
 }
 
+/// The text of every user message of a request, in order: string contents
+/// and text blocks as they are (tool results left out).
+pub fn user_plain_text(body: &Value) -> String {
+    let mut out = Vec::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        if m["role"] != "user" {
+            continue;
+        }
+        match &m["content"] {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(blocks) => out.extend(
+                blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str().map(str::to_string)),
+            ),
+            _ => {}
+        }
+    }
+    out.join("\n")
+}
+
 /// Every row of the harness's task table.
 pub fn tasks(h: &Harness) -> Vec<cadre_core::tasks::TaskRow> {
     cadre_core::tasks::BlockingTaskTable::open(&h.data_dir())

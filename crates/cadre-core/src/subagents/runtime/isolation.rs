@@ -104,6 +104,19 @@ impl ChildWorktree {
         })
     }
 
+    /// [`ChildWorktree::for_resumed`], named in the resumed child's task
+    /// folder (beside `output_path`) as a new child's is.
+    pub(super) async fn resumed_for(
+        project: &Path,
+        output_path: &Path,
+    ) -> Result<Option<Self>, String> {
+        let worktree = Self::for_resumed(project).await.transpose()?;
+        if let Some(w) = &worktree {
+            w.record(output_path);
+        }
+        Ok(worktree)
+    }
+
     /// The worktree.
     pub(super) fn worktree(&self) -> Option<&Worktree> {
         self.worktree.as_ref()

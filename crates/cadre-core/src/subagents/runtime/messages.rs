@@ -203,16 +203,14 @@ impl SubagentRuntime {
         agent.set_inbox(rx);
         agent.record_progress_in(row.id.clone());
         // Its worktree again: still there, or made anew if it was removed.
-        let worktree = match ChildWorktree::for_resumed(&setup.policy.project_dir).await {
-            None => None,
-            Some(Ok(w)) => Some(w),
-            Some(Err(e)) => {
+        let worktree = match ChildWorktree::resumed_for(&setup.policy.project_dir, &row.output_path)
+            .await
+        {
+            Ok(w) => w,
+            Err(e) => {
                 return ToolOutput::error(format!("cannot resume {agent_id}: its worktree: {e}"));
             }
         };
-        if let Some(w) = &worktree {
-            w.record(&row.output_path);
-        }
         let prepared = Prepared {
             index: 1,
             tag,

@@ -478,15 +478,12 @@ impl SubagentRuntime {
         agent.set_log(log);
         agent.set_inbox(rx);
         agent.record_progress_in(row.id.clone());
-        let worktree =
-            match super::isolation::ChildWorktree::for_resumed(&setup.policy.project_dir).await {
-                None => None,
-                Some(Ok(w)) => Some(w),
-                Some(Err(e)) => return Err(format!("its worktree: {e}")),
-            };
-        if let Some(w) = &worktree {
-            w.record(&row.output_path);
-        }
+        let worktree = super::isolation::ChildWorktree::resumed_for(
+            &setup.policy.project_dir,
+            &row.output_path,
+        )
+        .await
+        .map_err(|e| format!("its worktree: {e}"))?;
         let prepared = Prepared {
             index: 1,
             tag,
