@@ -536,6 +536,7 @@ async fn team_line(handle: &SessionHandle, line: &str, cwd: &std::path::Path) ->
                     state: t.state,
                     error: None,
                     tokens: None,
+                    idle_since: None,
                 })
                 .collect();
             // Names and subjects are the agents' words: shown, never obeyed.

@@ -593,7 +593,7 @@ impl App {
             } => {
                 let joined = self.team.member(name).is_none();
                 self.team
-                    .changed(name, agent_id, agent_type, *state, error.as_deref());
+                    .changed(name, agent_id, agent_type, *state, error.as_deref(), now);
                 // Working and idle alternate every turn: the panel shows
                 // those; the transcript tells of a start, a failure, an end.
                 let said = match (state, error) {

@@ -348,8 +348,14 @@ fn watch_team(handle: &SessionHandle, app: &mut App) {
     }
     app.team.enabled = true;
     for t in handle.teammates() {
-        app.team
-            .changed(&t.name, &t.agent_id, &t.agent_type, t.state, None);
+        app.team.changed(
+            &t.name,
+            &t.agent_id,
+            &t.agent_type,
+            t.state,
+            None,
+            Instant::now(),
+        );
     }
     let board = app.team.board.clone();
     let handle = handle.clone();

@@ -5,6 +5,7 @@
 //! shows the board.
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use cadre_core::protocol::{BoardTaskState, TeammateState};
 use cadre_core::tasks::{BoardStatus, BoardTask};
@@ -24,6 +25,23 @@ pub struct Member {
     pub error: Option<String>,
     /// Tokens its requests used so far (none until its first usage report).
     pub tokens: Option<u64>,
+    /// When it last went idle (`None` while it is not idle).
+    pub idle_since: Option<Instant>,
+}
+
+/// How long an idle teammate stays in the panel before it is hidden.
+pub const IDLE_SHOWN_FOR: Duration = Duration::from_secs(30);
+
+/// More idle teammates than this fold into one "N idle agents" row.
+pub const IDLE_ROWS_MAX: usize = 3;
+
+/// What the panel shows of the team while it does not have the keys.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PanelRows {
+    /// Indexes into `members` of the teammates shown, in order.
+    pub shown: Vec<usize>,
+    /// Idle teammates not shown: hidden after a while or folded.
+    pub idle_folded: usize,
 }
 
 /// One task of the board.
@@ -131,14 +149,20 @@ impl Team {
         agent_type: &str,
         state: TeammateState,
         error: Option<&str>,
+        now: Instant,
     ) {
         self.enabled = true;
+        let idle_since = |was: Option<Instant>| match state {
+            TeammateState::Idle => Some(was.unwrap_or(now)),
+            _ => None,
+        };
         match self.members.iter_mut().find(|m| m.name == name) {
             Some(m) => {
                 m.agent_id = agent_id.to_string();
                 m.agent_type = agent_type.to_string();
                 m.state = state;
                 m.error = error.map(str::to_string);
+                m.idle_since = idle_since(m.idle_since);
             }
             None => self.members.push(Member {
                 name: name.to_string(),
@@ -147,8 +171,37 @@ impl Team {
                 state,
                 error: error.map(str::to_string),
                 tokens: None,
+                idle_since: idle_since(None),
             }),
         }
+    }
+
+    /// The rows of an unfocused panel: every teammate that is not idle;
+    /// idle ones for [`IDLE_SHOWN_FOR`] after they went idle, and only when
+    /// at most [`IDLE_ROWS_MAX`] of them would show (else they fold into a
+    /// count), so a large team's resting members do not crowd out the
+    /// working ones.
+    pub fn panel_rows(&self, now: Instant) -> PanelRows {
+        let recent_idle = |m: &Member| {
+            m.idle_since
+                .is_some_and(|t| now.saturating_duration_since(t) < IDLE_SHOWN_FOR)
+        };
+        let idle_shown = self
+            .members
+            .iter()
+            .filter(|m| m.state == TeammateState::Idle && recent_idle(m))
+            .count();
+        let mut rows = PanelRows::default();
+        for (i, m) in self.members.iter().enumerate() {
+            let show =
+                m.state != TeammateState::Idle || (recent_idle(m) && idle_shown <= IDLE_ROWS_MAX);
+            if show {
+                rows.shown.push(i);
+            } else {
+                rows.idle_folded += 1;
+            }
+        }
+        rows
     }
 
     /// The teammate with this agent id.
@@ -374,6 +427,38 @@ mod tests {
         assert_eq!(parse_team_input("@alice", &names(), none), None);
         assert_eq!(parse_team_input("hello @alice there", &names(), none), None);
         assert!(unknown_name_error("carol", &names()).contains("alice, bob"));
+    }
+
+    #[test]
+    fn idle_teammates_hide_after_a_while_and_many_fold_into_a_count() {
+        let t0 = Instant::now();
+        let mut team = Team::default();
+        team.changed("alice", "a1", "general", TeammateState::Working, None, t0);
+        team.changed("bob", "b1", "general", TeammateState::Idle, None, t0);
+        assert_eq!(team.panel_rows(t0).shown, [0, 1]);
+        // Idle for 30 s: hidden, counted.
+        let later = t0 + IDLE_SHOWN_FOR;
+        assert_eq!(
+            team.panel_rows(later),
+            PanelRows {
+                shown: vec![0],
+                idle_folded: 1
+            }
+        );
+        // Another idle report keeps the first idle time.
+        team.changed("bob", "b1", "general", TeammateState::Idle, None, later);
+        assert_eq!(team.panel_rows(later).shown, [0]);
+        // Working again: shown; idle again: a fresh 30 s.
+        team.changed("bob", "b1", "general", TeammateState::Working, None, later);
+        team.changed("bob", "b1", "general", TeammateState::Idle, None, later);
+        assert_eq!(team.panel_rows(later).shown, [0, 1]);
+        // Four idle at once fold into one count.
+        for name in ["carol", "dave", "erin"] {
+            team.changed(name, name, "general", TeammateState::Idle, None, later);
+        }
+        let rows = team.panel_rows(later);
+        assert_eq!(rows.shown, [0]);
+        assert_eq!(rows.idle_folded, 4);
     }
 
     #[test]

@@ -147,14 +147,28 @@ pub fn panel_lines(app: &App, now: Instant, theme: &Theme, width: u16) -> Vec<Li
     if app.children.any_running() {
         children_lines(app, now, theme, width, &mut lines);
     }
-    team_lines(app, theme, width, &mut lines);
+    team_lines(app, now, theme, width, &mut lines);
     lines
 }
 
 /// One row per teammate: name, type, state, the board task it works on,
-/// its tokens; the selected one marked while the panel has the keys.
-fn team_lines(app: &App, theme: &Theme, width: u16, lines: &mut Vec<Line<'static>>) {
-    for (i, m) in app.team.members.iter().enumerate() {
+/// its tokens; the selected one marked while the panel has the keys. With
+/// the keys elsewhere, long-idle teammates are hidden and many idle ones
+/// fold into one row ([`crate::team::Team::panel_rows`]); selecting shows
+/// them all again.
+fn team_lines(app: &App, now: Instant, theme: &Theme, width: u16, lines: &mut Vec<Line<'static>>) {
+    let rows = if app.team_focus.is_some() {
+        crate::team::PanelRows {
+            shown: (0..app.team.members.len()).collect(),
+            idle_folded: 0,
+        }
+    } else {
+        app.team.panel_rows(now)
+    };
+    for &i in &rows.shown {
+        let Some(m) = app.team.members.get(i) else {
+            continue;
+        };
         let selected = app.team_focus == Some(i);
         let (mark, style) = match m.state {
             TeammateState::Working => ("◐", theme.warning()),
@@ -186,6 +200,14 @@ fn team_lines(app: &App, theme: &Theme, width: u16, lines: &mut Vec<Line<'static
             );
         }
         lines.push(line);
+    }
+    if rows.idle_folded > 0 {
+        let n = rows.idle_folded;
+        let noun = if n == 1 { "agent" } else { "agents" };
+        lines.push(Line::from(vec![
+            Span::raw("  "),
+            Span::styled(format!("○ {n} idle {noun} · ↓ to show"), theme.dim()),
+        ]));
     }
 }
 

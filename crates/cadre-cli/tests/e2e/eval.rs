@@ -236,3 +236,87 @@ fn four_jobs_run_cases_at_once_each_in_its_own_directories() {
         "overlapping runs: starts {starts:?}, ends {ends:?}"
     );
 }
+
+#[test]
+fn the_board_grader_passes_on_the_sessions_board_and_says_what_it_saw_when_it_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = dir.path().join("lead-board");
+    // The lead alone plans two tasks, takes the first and completes it.
+    write(
+        &case,
+        "case.yaml",
+        concat!(
+            "prompt: plan and do the first task\n",
+            "config: |\n  [teams]\n  enabled = true\n",
+            "graders:\n",
+            "  - board: { status: completed, min: 1, max: 1 }\n",
+            "  - board: { status: completed, subject: schema, owner: team-lead }\n",
+            "  - board: { status: pending, subject: API, min: 1, max: 1 }\n",
+            // Fails: one task is still pending.
+            "  - board: { status: completed, all: true }\n",
+            // Fails: nobody named alice owns a task.
+            "  - board: { status: completed, owner: alice }\n",
+        ),
+    );
+    write(
+        &case,
+        "model.yaml",
+        concat!(
+            "rules:\n  - replies:\n",
+            "      - tool_calls:\n",
+            "          - { name: TaskCreate, input: { subject: \"Write the schema\", description: \"tables\" } }\n",
+            "          - { name: TaskCreate, input: { subject: \"Write the API\", description: \"handlers\" } }\n",
+            "      - tool_calls: [ { name: TaskUpdate, input: { taskId: \"1\", status: in_progress, owner: team-lead } } ]\n",
+            "      - tool_calls: [ { name: TaskUpdate, input: { taskId: \"1\", status: completed } } ]\n",
+            "      - text: \"schema done\"\n",
+        ),
+    );
+    let out = eval(&["--json", case.to_str().unwrap()]);
+    let doc = json(&out);
+    let graders: Vec<Value> = doc["cases"][0]["graders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["grader"].as_str().unwrap().starts_with("board"))
+        .cloned()
+        .collect();
+    let verdicts: Vec<(String, bool)> = graders
+        .iter()
+        .map(|g| {
+            (
+                g["grader"].as_str().unwrap().to_string(),
+                g["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts.iter().map(|(_, p)| *p).collect::<Vec<_>>(),
+        [true, true, true, false, false],
+        "{verdicts:?}"
+    );
+    let saw = graders[3]["saw"].as_str().unwrap_or_default();
+    assert!(
+        saw.contains("#1 completed team-lead") && saw.contains("#2 pending -"),
+        "{saw}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+
+    // Without a team there is no board to grade.
+    let plain = dir.path().join("no-team");
+    write(
+        &plain,
+        "case.yaml",
+        "prompt: hi\ngraders:\n  - board: { status: completed }\n",
+    );
+    write(&plain, "model.yaml", HELLO_SCRIPT);
+    let out = eval(&["--json", plain.to_str().unwrap()]);
+    let doc = json(&out);
+    let g = doc["cases"][0]["graders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["grader"].as_str().unwrap().starts_with("board"))
+        .unwrap();
+    assert_eq!(g["passed"], false);
+    assert_eq!(g["saw"], "no tasks on the session's board", "{g}");
+}
