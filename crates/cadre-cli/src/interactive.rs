@@ -47,12 +47,14 @@ struct Owed {
     messages: usize,
     /// `/compact`s submitted that have not ended yet.
     compactions: usize,
+    /// `!command`s submitted that have not run yet.
+    shells: usize,
 }
 
 impl Owed {
     /// True while the prompt should wait.
     fn busy(&self) -> bool {
-        self.running || self.messages > 0 || self.compactions > 0
+        self.running || self.messages > 0 || self.compactions > 0 || self.shells > 0
     }
 
     /// Keeps count: a submitted message's turn starts (it was owed), a turn
@@ -69,6 +71,7 @@ impl Owed {
                 trigger: CompactTrigger::Manual,
                 ..
             } if agent == MAIN => self.compactions = self.compactions.saturating_sub(1),
+            Event::ShellRan { .. } => self.shells = self.shells.saturating_sub(1),
             _ => {}
         }
     }
@@ -373,6 +376,11 @@ impl Front<'_> {
                             Input::Message(text) => {
                                 handle.submit(Op::UserMessage { text });
                                 owed.messages += 1;
+                                break;
+                            }
+                            Input::Shell(command) => {
+                                handle.submit(Op::Shell { command });
+                                owed.shells += 1;
                                 break;
                             }
                             Input::Command(command) => {

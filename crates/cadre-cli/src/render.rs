@@ -261,6 +261,19 @@ impl HumanRenderer {
             Event::Warning { message } => {
                 let _ = writeln!(err, "warning: {message}");
             }
+            // What the user's own `!command` printed is the answer they
+            // asked for: stdout, like a reply.
+            Event::ShellRan {
+                output, is_error, ..
+            } => {
+                if *is_error {
+                    let _ = writeln!(err, "{}", output.trim_end());
+                } else {
+                    let mut out = std::io::stdout().lock();
+                    let _ = writeln!(out, "{}", visible_controls(output.trim_end()));
+                    let _ = out.flush();
+                }
+            }
             Event::TeammateChanged { .. }
             | Event::TeamMessageSent { .. }
             | Event::BoardTaskChanged { .. } => {

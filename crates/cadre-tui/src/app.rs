@@ -162,6 +162,27 @@ pub struct App {
     pub commands: Vec<cadre_core::protocol::CommandEntry>,
 }
 
+/// Lines of a `!command`'s output the transcript shows (the model gets it all).
+const SHELL_LINES_SHOWN: usize = 40;
+
+/// A `!command`'s output as the transcript shows it: the first lines, then
+/// how many more there were.
+fn shell_output_shown(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    if lines.len() <= SHELL_LINES_SHOWN {
+        return if output.is_empty() {
+            "(no output)".to_string()
+        } else {
+            output.to_string()
+        };
+    }
+    format!(
+        "{}\n… {} more lines",
+        lines[..SHELL_LINES_SHOWN].join("\n"),
+        lines.len() - SHELL_LINES_SHOWN
+    )
+}
+
 impl App {
     /// An empty screen for a session.
     /// The skills and commands the session runs for `/name`.
@@ -580,6 +601,17 @@ impl App {
                     Level::Info,
                     format!("background task {task_id} ({description}) {status}"),
                 );
+            }
+            Event::ShellRan {
+                output, is_error, ..
+            } => {
+                let level = if *is_error {
+                    Level::Warning
+                } else {
+                    Level::Info
+                };
+                self.transcript
+                    .notice(level, shell_output_shown(output.trim_end()));
             }
             Event::Warning { message } => self
                 .transcript
@@ -1044,6 +1076,10 @@ impl App {
                 self.command(command);
             }
             Input::Usage(usage) => self.transcript.notice(Level::Warning, usage),
+            Input::Shell(command) => {
+                self.transcript.notice(Level::Info, format!("! {command}"));
+                self.outbox.push(Op::Shell { command });
+            }
             Input::Unknown(name) => {
                 if crate::commands::session_runs(&name, &self.commands) {
                     self.send(text.trim().to_string());

@@ -17,6 +17,8 @@ pub enum Input {
     Unknown(String),
     /// A command given arguments it does not take: how to call it.
     Usage(String),
+    /// `!command`: shell mode (the command, without the `!`).
+    Shell(String),
 }
 
 /// A slash command.
@@ -87,6 +89,7 @@ pub const COMMANDS_HELP: &str = "\
 /team                 the team's teammates (type, state, current task) and its task board (a session with --teams)
 @NAME MESSAGE         send MESSAGE to teammate NAME (wakes it if it rests)
 /exit, /quit          leave
+!COMMAND              shell mode: run COMMAND yourself (deny rules and the sandbox apply); its output joins the conversation for the next turn
 A line starting with // is sent as a message starting with /.";
 
 /// Every command name with what it does in a few words, for `/` completion.
@@ -121,6 +124,9 @@ pub fn parse(line: &str) -> Input {
     }
     if let Some(escaped) = line.strip_prefix("//") {
         return Input::Message(format!("/{escaped}"));
+    }
+    if let Some(command) = line.strip_prefix('!') {
+        return Input::Shell(command.trim().to_string());
     }
     let Some(command) = line.strip_prefix('/') else {
         return Input::Message(line.to_string());
@@ -254,6 +260,14 @@ mod tests {
 
     fn command(c: Command) -> Input {
         Input::Command(c)
+    }
+
+    #[test]
+    fn a_bang_line_is_shell_mode() {
+        assert_eq!(parse("!ls -la "), Input::Shell("ls -la".into()));
+        assert_eq!(parse("  ! git status"), Input::Shell("git status".into()));
+        assert_eq!(parse("!"), Input::Shell(String::new()));
+        assert_eq!(parse("hi!"), Input::Message("hi!".into()));
     }
 
     #[test]

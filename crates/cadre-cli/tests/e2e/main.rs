@@ -59,6 +59,7 @@ mod session_archive;
 mod session_core;
 mod sessions;
 mod settings;
+mod shell_mode;
 mod shell_rules;
 mod skills;
 mod stream_json;

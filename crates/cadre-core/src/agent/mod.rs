@@ -15,6 +15,7 @@ mod permission;
 mod prompt;
 mod repeats;
 mod rewind;
+mod shell;
 mod summary;
 mod turn;
 

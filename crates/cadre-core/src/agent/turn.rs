@@ -217,7 +217,7 @@ impl Agent {
     }
 
     /// Logs user text, then adds it to the conversation.
-    async fn log_user_text(&mut self, text: String) -> Result<(), LogFailure> {
+    pub(super) async fn log_user_text(&mut self, text: String) -> Result<(), LogFailure> {
         self.write_log(RecordBody::User { text: text.clone() })
             .await?;
         self.push_user_text(text);

@@ -472,6 +472,7 @@ impl Session {
                         }
                     }
                     Queued::SetModel(model) => agent.set_model(&model),
+                    Queued::Shell(command) => shell(&mut agent, &mut ctl, command).await,
                 }
                 continue;
             }
@@ -549,6 +550,8 @@ enum Queued {
     },
     /// `/model NAME`.
     SetModel(String),
+    /// `!command`.
+    Shell(String),
 }
 
 /// Compacts the main agent's conversation, applying operations meanwhile
@@ -558,6 +561,23 @@ async fn compact(agent: &mut Agent, ctl: &mut Control, focus: Option<String>) {
     ctl.current = Some(cancel.clone());
     ctl.set_phase(Phase::Turn);
     let run = agent.compact(focus, &cancel);
+    tokio::pin!(run);
+    loop {
+        tokio::select! {
+            _ = &mut run => break,
+            op = ctl.next_op() => ctl.apply(op).await,
+        }
+    }
+    ctl.current = None;
+}
+
+/// Runs a shell-mode command as the user, applying operations meanwhile
+/// (an interrupt stops it).
+async fn shell(agent: &mut Agent, ctl: &mut Control, command: String) {
+    let cancel = ctl.shutdown.child_token();
+    ctl.current = Some(cancel.clone());
+    ctl.set_phase(Phase::Turn);
+    let run = agent.run_user_shell(&command, cancel);
     tokio::pin!(run);
     loop {
         tokio::select! {
@@ -781,6 +801,10 @@ impl Control {
             }
             Op::SetModel { model } => {
                 self.queue.push_back(Queued::SetModel(model));
+                self.publish_queue();
+            }
+            Op::Shell { command } => {
+                self.queue.push_back(Queued::Shell(command));
                 self.publish_queue();
             }
             Op::MessageTeammate { name, text } => self.message_teammate(&name, &text).await,

@@ -386,6 +386,16 @@ pub enum Event {
         /// Messages the conversation holds now.
         messages: usize,
     },
+    /// A command the user typed in shell mode (`!command`, `Op::Shell`)
+    /// ran, or was refused; its output is in the conversation for the next turn.
+    ShellRan {
+        /// The command as typed, without the `!`.
+        command: String,
+        /// What it printed (as `Bash` returns it), or why it did not run.
+        output: String,
+        /// Whether it failed or was refused.
+        is_error: bool,
+    },
     /// An agent talks to another model from its next request (`Op::SetModel`).
     ModelChanged {
         /// Agent id.

@@ -59,6 +59,14 @@ pub enum Op {
         #[serde(default)]
         later_same: usize,
     },
+    /// Shell mode (`!command`): run the command as the user, through
+    /// `Bash`'s deny rules and sandbox, show its output and add it to the
+    /// conversation for the next turn, without asking the model anything
+    /// (queued like a message while a turn runs).
+    Shell {
+        /// The command.
+        command: String,
+    },
     /// Talk to another model (an id) from the main agent's next turn on;
     /// children that inherit the model follow.
     SetModel {

@@ -219,7 +219,7 @@ impl App {
         }
         match parse(&text) {
             Input::Empty => {}
-            Input::Command(_) | Input::Usage(_) => {
+            Input::Command(_) | Input::Usage(_) | Input::Shell(_) => {
                 // Run where it runs without a pane (the pane stays open).
                 self.submit();
                 return;
