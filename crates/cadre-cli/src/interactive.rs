@@ -393,6 +393,7 @@ impl Front<'_> {
                                         session: &handle,
                                         view: &shown.view,
                                         next_model: self.next_model.as_deref(),
+                                        full_screen: false,
                                     },
                                 )
                                 .await;

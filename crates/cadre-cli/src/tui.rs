@@ -286,6 +286,7 @@ impl TuiHost<'_> {
                 session: &handle,
                 view: &view,
                 next_model: self.next_model.as_deref(),
+                full_screen: true,
             },
         )
         .await;

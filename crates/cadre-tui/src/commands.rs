@@ -48,6 +48,10 @@ pub enum Command {
     Plugin(PluginCommand),
     /// `/compact [FOCUS]`.
     Compact(Option<String>),
+    /// `/context`: what fills the context window, by category.
+    Context,
+    /// `/usage` (`/cost`): the session's tokens and cost by model and by child.
+    Usage,
     /// `/exit`, `/quit`.
     Exit,
 }
@@ -86,6 +90,8 @@ pub const COMMANDS_HELP: &str = "\
 /mcp                  the MCP servers with their state and tools
 /plugin [ARGS]        the plugins found and whether they load; /plugin enable|disable NAME switches one for the next sessions
 /compact [focus]      summarise the conversation now to free context; the focus says what to keep above all
+/context              what fills the context window: system prompt, instruction files, tools, MCP tools, skills, agents, messages, free space
+/usage, /cost         this session's tokens and cost, by model and by subagent
 /team                 the team's teammates (type, state, current task) and its task board (a session with --teams)
 @NAME MESSAGE         send MESSAGE to teammate NAME (wakes it if it rests)
 /exit, /quit          leave
@@ -97,6 +103,8 @@ pub const COMMAND_NAMES: &[(&str, &str)] = &[
     ("/agents", "agent definitions"),
     ("/clear", "start a new session"),
     ("/compact", "summarise the conversation"),
+    ("/context", "what fills the context window"),
+    ("/cost", "tokens and cost (as /usage)"),
     ("/exit", "leave"),
     ("/help", "commands and keys"),
     ("/mcp", "MCP servers and their tools"),
@@ -108,6 +116,7 @@ pub const COMMAND_NAMES: &[(&str, &str)] = &[
     ("/resume", "continue a past session"),
     ("/sessions", "every session"),
     ("/tasks", "subagents and background shells"),
+    ("/usage", "tokens and cost by model and subagent"),
     ("/team", "teammates and the task board"),
 ];
 
@@ -167,6 +176,8 @@ pub fn parse(line: &str) -> Input {
         "permissions" => none(Command::Permissions, "/permissions"),
         "memory" => none(Command::Memory, "/memory"),
         "mcp" => none(Command::Mcp, "/mcp"),
+        "context" => none(Command::Context, "/context"),
+        "usage" | "cost" => none(Command::Usage, "/usage"),
         "plugin" | "plugins" => match words.as_slice() {
             [] | ["list"] => Input::Command(Command::Plugin(PluginCommand::List)),
             ["enable", name] => {

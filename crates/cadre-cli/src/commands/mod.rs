@@ -4,8 +4,10 @@
 //! task), an [`Action`]. Nothing here prints or reads the terminal, and no
 //! command ever reaches the model.
 
+mod context;
 mod memory;
 mod permissions;
+mod usage;
 
 use std::collections::HashMap;
 
@@ -76,6 +78,8 @@ pub struct SessionView {
     granted: Vec<(String, String)>,
     /// The main agent's mode, once the user changed it in the session (Shift+Tab).
     mode: Option<PermissionMode>,
+    /// What its context held at the last report, for `/context`.
+    context: Option<context::Breakdown>,
 }
 
 impl SessionView {
@@ -101,6 +105,20 @@ impl SessionView {
                 }
             }
             Event::ModeChanged { agent, mode } if agent == "main" => self.mode = Some(*mode),
+            Event::ContextBreakdown {
+                categories,
+                tokens,
+                window,
+                estimated,
+                ..
+            } => {
+                self.context = Some(context::Breakdown {
+                    categories: categories.clone(),
+                    tokens: *tokens,
+                    window: *window,
+                    estimated: *estimated,
+                });
+            }
             _ => {}
         }
     }
@@ -131,6 +149,8 @@ pub struct CommandContext<'a> {
     pub view: &'a SessionView,
     /// The model `/model NAME` chose (for this session and the next ones), if any.
     pub next_model: Option<&'a str>,
+    /// Whether the full screen shows the answer (`/context` draws a grid there).
+    pub full_screen: bool,
 }
 
 /// How many sessions `/resume` lists.
@@ -201,6 +221,11 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
         Command::Permissions => Outcome::text(permissions::describe(ctx)),
         Command::Memory => Outcome::text(memory::describe(ctx)),
         Command::Mcp => Outcome::text(crate::mcp_cmd::describe_servers(&ctx.runtime.mcp)),
+        Command::Context if ctx.full_screen => {
+            Outcome::text(context::grid(ctx.view.context.as_ref()))
+        }
+        Command::Context => Outcome::text(context::table(ctx.view.context.as_ref())),
+        Command::Usage => Outcome::text(usage::describe(ctx).await),
         Command::Plugin(PluginCommand::List) => Outcome::text(
             crate::plugin_cmd::list_text(&ctx.runtime.plugins)
                 .trim_end()

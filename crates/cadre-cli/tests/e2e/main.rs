@@ -19,6 +19,7 @@ mod commands;
 mod commands_mcp;
 mod compact_ui;
 mod compaction;
+mod context_usage;
 mod costs;
 mod definitions;
 mod definitions_compat;

@@ -80,7 +80,7 @@ impl Agent {
         self.report_context(usage.total(), false);
     }
 
-    pub(super) fn report_context(&self, tokens: u64, estimated: bool) {
+    pub(super) fn report_context(&mut self, tokens: u64, estimated: bool) {
         self.events.emit(Event::ContextUsage {
             agent: self.id.clone(),
             tokens,
@@ -88,6 +88,33 @@ impl Agent {
             percent: self.context.percent(tokens),
             estimated,
         });
+        // What `/context` shows: the session's own agent only.
+        if self.id == crate::protocol::AgentId::MAIN && self.source == super::QuerySource::Main {
+            let categories = self.context_categories(tokens);
+            self.events.emit(Event::ContextBreakdown {
+                agent: self.id.clone(),
+                categories,
+                tokens,
+                window: self.context.profile.context_window,
+                estimated,
+            });
+        }
+    }
+
+    /// What `tokens` in use are made of, by category (they add up to it).
+    fn context_categories(&mut self, tokens: u64) -> Vec<crate::context::ContextCategory> {
+        let fixed = self.fixed_tokens();
+        let parts = match &self.fixed_parts {
+            Some(parts) => parts.clone(),
+            None => {
+                let parts =
+                    crate::context::fixed_categories(&self.system, &self.tools.specs(), fixed);
+                self.fixed_parts = Some(parts.clone());
+                parts
+            }
+        };
+        let rest = crate::context::message_categories(&self.conversation, &parts, tokens);
+        parts.into_iter().chain(rest).collect()
     }
 
     /// True when the context in use has reached the automatic threshold.

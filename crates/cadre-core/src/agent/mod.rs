@@ -173,6 +173,8 @@ pub struct Agent {
     counted: Option<(u64, usize)>,
     /// Estimated tokens of the system prompt and the tool list.
     fixed_tokens: Option<u64>,
+    /// The fixed part of a request by category, for `/context` (made with `fixed_tokens`).
+    fixed_parts: Option<Vec<crate::context::ContextCategory>>,
     compactions: u32,
     cost: Cost,
     mode_switch: Arc<ModeSwitch>,
@@ -248,6 +250,7 @@ impl Agent {
             context: setup.context,
             counted: None,
             fixed_tokens: None,
+            fixed_parts: None,
             compactions: 0,
             cost: Cost::default(),
             mode_switch: Arc::default(),

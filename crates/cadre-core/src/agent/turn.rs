@@ -52,6 +52,7 @@ impl Agent {
         }
         // The tool list is part of the fixed cost of every request.
         self.fixed_tokens = None;
+        self.fixed_parts = None;
         Ok(())
     }
 

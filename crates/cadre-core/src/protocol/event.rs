@@ -386,6 +386,20 @@ pub enum Event {
         /// Messages the conversation holds now.
         messages: usize,
     },
+    /// What the session's own agent's context holds, by category (after
+    /// each `context_usage` of the main agent): what `/context` shows.
+    ContextBreakdown {
+        /// Agent id (the main agent).
+        agent: AgentId,
+        /// The categories, which add up to `tokens`.
+        categories: Vec<crate::context::ContextCategory>,
+        /// Tokens in use, as `context_usage` reported them.
+        tokens: u64,
+        /// The model's context window.
+        window: u64,
+        /// Whether `tokens` is cadre's estimate rather than the provider's count.
+        estimated: bool,
+    },
     /// A command the user typed in shell mode (`!command`, `Op::Shell`)
     /// ran, or was refused; its output is in the conversation for the next turn.
     ShellRan {

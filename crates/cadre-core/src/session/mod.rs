@@ -13,8 +13,8 @@ pub use log::{
     recover_torn_tail, recovery_path,
 };
 pub use store::{
-    SessionSummary, SessionTotals, civil_from_days, is_valid_session_id, list_sessions,
-    remove_session, session_path, session_totals, sessions_dir, utc_datetime,
+    LogUsage, SessionSummary, SessionTotals, civil_from_days, is_valid_session_id, list_sessions,
+    log_usage, remove_session, session_path, session_totals, sessions_dir, utc_datetime,
 };
 
 /// A new session id: a UUIDv7, so ids sort by creation time.

@@ -113,6 +113,8 @@ struct RecordHead {
     usage: Option<Usage>,
     #[serde(default)]
     cost_nanodollars: Option<u64>,
+    #[serde(default)]
+    model: Option<String>,
 }
 
 impl RecordHead {
@@ -174,15 +176,33 @@ fn scan_log(
 
 /// Tokens and cost of the requests in one log.
 fn log_totals(path: &Path) -> SessionTotals {
-    let mut totals = SessionTotals::default();
     // An unreadable child log only leaves its figures out.
+    log_usage(path).totals
+}
+
+/// What one agent's log says it used: the model it started with and the
+/// tokens and cost of its requests.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogUsage {
+    /// The model of its `session_start` record.
+    pub model: Option<String>,
+    /// Its requests' tokens and cost.
+    pub totals: SessionTotals,
+}
+
+/// Reads [`LogUsage`] from the log at `path` (an unreadable log is empty).
+pub fn log_usage(path: &Path) -> LogUsage {
+    let mut usage = LogUsage::default();
     let _ = scan_log(path, |r| {
+        if r.kind == "session_start" && usage.model.is_none() {
+            usage.model = r.model.clone();
+        }
         if r.is_request() {
-            totals.add(r.usage.as_ref(), r.cost_nanodollars);
+            usage.totals.add(r.usage.as_ref(), r.cost_nanodollars);
         }
         std::ops::ControlFlow::Continue(())
     });
-    totals
+    usage
 }
 
 /// Tokens and cost of the subagents of session `id` (their logs in `<id>.agents/`).

@@ -17,8 +17,8 @@ mod tool;
 use std::path::PathBuf;
 
 pub use invoke::{Invocation, parse_invocation};
-pub use tool::SkillTool;
 pub(crate) use tool::grant_note;
+pub use tool::{SKILLS_HEADER, SkillTool};
 
 /// Where a skill or command was written: which kind of file it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -46,7 +46,7 @@ task. When a task matches a skill's description, load it first and follow it. Th
 there are, with what each is for, are listed in a system reminder.";
 
 /// The first line of the skills reminder.
-pub(super) const SKILLS_HEADER: &str = "Skills available to the Skill tool (skill):";
+pub const SKILLS_HEADER: &str = "Skills available to the Skill tool (skill):";
 
 impl TypedTool for SkillTool {
     type Input = Args;
