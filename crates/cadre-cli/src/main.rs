@@ -7,6 +7,7 @@ mod approve;
 mod child_calls;
 mod commands;
 mod config_cmd;
+mod doctor;
 mod eval;
 mod exec;
 mod interactive;
@@ -253,6 +254,8 @@ enum Command {
     Plugin(plugin_cmd::PluginArgs),
     /// List, diff, merge and remove the git worktrees agents worked in.
     Worktrees(worktrees_cmd::WorktreesArgs),
+    /// Check settings, agents, skills, MCP servers, hooks and the sandbox (read-only).
+    Doctor(doctor::DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -316,6 +319,7 @@ fn main() -> ExitCode {
             Some(Command::Skills(args)) => skills_cmd::run(args),
             Some(Command::Plugin(args)) => plugin_cmd::run(&cli.permissions, args),
             Some(Command::Worktrees(args)) => worktrees_cmd::run(args),
+            Some(Command::Doctor(args)) => doctor::run(&cli.permissions, &cli.agent, args).await,
             None if cli.print => {
                 cli.stream.validate(cli.output_format)?;
                 let prompt = if cli.stream.input_format == Some(print::InputFormat::StreamJson) {

@@ -52,6 +52,8 @@ pub enum Command {
     Context,
     /// `/usage` (`/cost`): the session's tokens and cost by model and by child.
     Usage,
+    /// `/doctor`: read-only diagnostics of settings, definitions, servers and hooks.
+    Doctor,
     /// `/exit`, `/quit`.
     Exit,
 }
@@ -92,6 +94,7 @@ pub const COMMANDS_HELP: &str = "\
 /compact [focus]      summarise the conversation now to free context; the focus says what to keep above all
 /context              what fills the context window: system prompt, instruction files, tools, MCP tools, skills, agents, messages, free space
 /usage, /cost         this session's tokens and cost, by model and by subagent
+/doctor               check settings, agents, skills, MCP servers, hooks and the sandbox (read-only)
 /team                 the team's teammates (type, state, current task) and its task board (a session with --teams)
 @NAME MESSAGE         send MESSAGE to teammate NAME (wakes it if it rests)
 /exit, /quit          leave
@@ -105,6 +108,7 @@ pub const COMMAND_NAMES: &[(&str, &str)] = &[
     ("/compact", "summarise the conversation"),
     ("/context", "what fills the context window"),
     ("/cost", "tokens and cost (as /usage)"),
+    ("/doctor", "check the setup"),
     ("/exit", "leave"),
     ("/help", "commands and keys"),
     ("/mcp", "MCP servers and their tools"),
@@ -178,6 +182,7 @@ pub fn parse(line: &str) -> Input {
         "mcp" => none(Command::Mcp, "/mcp"),
         "context" => none(Command::Context, "/context"),
         "usage" | "cost" => none(Command::Usage, "/usage"),
+        "doctor" => none(Command::Doctor, "/doctor"),
         "plugin" | "plugins" => match words.as_slice() {
             [] | ["list"] => Input::Command(Command::Plugin(PluginCommand::List)),
             ["enable", name] => {

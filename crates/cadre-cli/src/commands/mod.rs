@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use cadre_core::driver::SessionHandle;
 use cadre_core::permissions::PermissionMode;
-use cadre_core::protocol::{ApprovalAnswer, Event, Op};
+use cadre_core::protocol::{ApprovalAnswer, Event, HookDecision, Op};
 use cadre_core::session::list_sessions;
 
 use crate::{AgentArgs, PermissionArgs};
@@ -80,6 +80,8 @@ pub struct SessionView {
     mode: Option<PermissionMode>,
     /// What its context held at the last report, for `/context`.
     context: Option<context::Breakdown>,
+    /// Hook runs that failed or timed out, for `/doctor`.
+    hook_failures: Vec<String>,
 }
 
 impl SessionView {
@@ -105,6 +107,22 @@ impl SessionView {
                 }
             }
             Event::ModeChanged { agent, mode } if agent == "main" => self.mode = Some(*mode),
+            Event::HookEnded {
+                event,
+                command,
+                decision: decision @ (HookDecision::Error | HookDecision::Timeout),
+                duration_ms,
+                ..
+            } => {
+                let what = if *decision == HookDecision::Timeout {
+                    "timed out"
+                } else {
+                    "failed"
+                };
+                self.hook_failures.push(format!(
+                    "{event} hook `{command}` {what} after {duration_ms} ms"
+                ));
+            }
             Event::ContextBreakdown {
                 categories,
                 tokens,
@@ -226,6 +244,19 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
         }
         Command::Context => Outcome::text(context::table(ctx.view.context.as_ref())),
         Command::Usage => Outcome::text(usage::describe(ctx).await),
+        Command::Doctor => {
+            let (Ok(home), Ok(cwd)) = (cadre_core::config::data_dir(), std::env::current_dir())
+            else {
+                return Outcome::text("/doctor: cannot find the data directory or this folder");
+            };
+            let live = crate::doctor::LiveSession {
+                mcp: &ctx.runtime.mcp,
+                hook_failures: &ctx.view.hook_failures,
+            };
+            let checks =
+                crate::doctor::checks(&home, &cwd, ctx.perms, ctx.agents, Some(live)).await;
+            Outcome::text(crate::doctor::text(&checks).trim_end())
+        }
         Command::Plugin(PluginCommand::List) => Outcome::text(
             crate::plugin_cmd::list_text(&ctx.runtime.plugins)
                 .trim_end()

@@ -17,16 +17,19 @@ rules:
     when: { system: "You are cadre" }
     replies:
       - text: "First answer."
-        usage: { input_tokens: 5000, output_tokens: 40 }
+        usage: { input_tokens: 8000, output_tokens: 40 }
       - text: "Second answer."
-        usage: { input_tokens: 5100, output_tokens: 60 }
+        usage: { input_tokens: 8100, output_tokens: 60 }
 "#;
 
 /// Instructions of a known size, so their category can be checked.
 const INSTRUCTIONS: usize = 4000;
 
 fn project(h: &Harness) {
-    h.write("CLAUDE.md", &format!("# Rules\n\n{}\n", "x".repeat(INSTRUCTIONS)));
+    h.write(
+        "CLAUDE.md",
+        &format!("# Rules\n\n{}\n", "x".repeat(INSTRUCTIONS)),
+    );
 }
 
 fn category(ev: &Value, kind: &str) -> u64 {
@@ -59,7 +62,11 @@ async fn the_categories_add_up_to_the_tokens_in_use_and_to_the_requests_estimate
         .iter()
         .filter(|e| e["type"] == "context_usage" && e["agent"] == "main")
         .collect();
-    assert_eq!(breakdowns.len(), usage.len(), "one breakdown per main report");
+    assert_eq!(
+        breakdowns.len(),
+        usage.len(),
+        "one breakdown per main report"
+    );
     for (b, u) in breakdowns.iter().zip(&usage) {
         let sum: u64 = b["categories"]
             .as_array()
@@ -74,9 +81,10 @@ async fn the_categories_add_up_to_the_tokens_in_use_and_to_the_requests_estimate
     // whole; the messages take the rest.
     let last = breakdowns.last().unwrap();
     let instructions = category(last, "instruction_files");
+    // The file's text, and the line naming it.
     let expected = (INSTRUCTIONS as u64) / 4;
     assert!(
-        instructions >= expected && instructions <= expected + 20,
+        instructions >= expected && instructions <= expected + 100,
         "instruction files {instructions}, expected about {expected}"
     );
     assert!(category(last, "tools") > 1000, "{last}");
@@ -108,7 +116,7 @@ async fn context_and_usage_in_the_line_front_end() {
     pty.type_line("/context");
     cadre.wait_for_stderr("Free space", 1).await;
     let text = cadre.stderr();
-    assert!(text.contains("Context: 5k of"), "{text}");
+    assert!(text.contains("Context: 8k of"), "{text}");
     assert!(text.contains("Instruction files"), "{text}");
     assert!(text.contains("Messages"), "{text}");
     pty.type_line("again");
@@ -116,9 +124,9 @@ async fn context_and_usage_in_the_line_front_end() {
     pty.type_line("/cost");
     cadre.wait_for_stderr("By agent:", 1).await;
     let text = cadre.stderr();
-    // Both requests: 10.1k in, 100 out.
+    // Both requests: 16.1k in, 100 out.
     assert!(
-        text.contains("Session: 10.2k tokens (in 10.1k, out 100"),
+        text.contains("Session: 16.2k tokens (in 16.1k, out 100"),
         "{text}"
     );
     assert!(text.contains("mock-model"), "{text}");

@@ -23,6 +23,7 @@ mod context_usage;
 mod costs;
 mod definitions;
 mod definitions_compat;
+mod doctor;
 mod eval;
 mod eval_events;
 mod exec;

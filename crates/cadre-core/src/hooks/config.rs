@@ -234,6 +234,18 @@ impl HookSet {
         Ok((set, warnings))
     }
 
+    /// Every command with its event, in event order.
+    pub fn commands(&self) -> Vec<(HookEvent, &HookCommand)> {
+        self.groups
+            .iter()
+            .flat_map(|(event, groups)| {
+                groups
+                    .iter()
+                    .flat_map(move |g| g.commands.iter().map(move |c| (*event, c)))
+            })
+            .collect()
+    }
+
     /// Adds `other`'s hooks after this set's.
     pub fn extend(&mut self, other: HookSet) {
         for (event, groups) in other.groups {

@@ -629,6 +629,61 @@ impl fmt::Display for SandboxSupport {
     }
 }
 
+/// One kernel feature the sandbox relies on, and whether this machine has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelFeature {
+    /// What it is, in a few words.
+    pub name: &'static str,
+    /// Whether it works here.
+    pub present: bool,
+    /// What is not restricted without it.
+    pub without: &'static str,
+}
+
+/// The kernel features the sandbox uses, each with whether this machine has
+/// it (for `cadre doctor`).
+pub fn kernel_support() -> Vec<KernelFeature> {
+    let abi = kernel_abi();
+    let feature = |name, present, without| KernelFeature {
+        name,
+        present,
+        without,
+    };
+    vec![
+        feature("Landlock", abi >= 1, "commands run unsandboxed"),
+        feature(
+            "Landlock truncation rules (ABI 3, Linux 6.2)",
+            abi >= 3,
+            "file truncation is not restricted",
+        ),
+        feature(
+            "Landlock network rules (ABI 4, Linux 6.7)",
+            abi >= 4,
+            "TCP connect and bind are not restricted",
+        ),
+        feature(
+            "Landlock device ioctl rules (ABI 5, Linux 6.10)",
+            abi >= 5,
+            "device ioctls are not restricted",
+        ),
+        feature(
+            "Landlock scopes (ABI 6, Linux 6.12)",
+            abi >= SCOPE_ABI,
+            "signals to other processes and abstract sockets are not restricted",
+        ),
+        feature(
+            "seccomp filter for this architecture",
+            seccomp::build(false).is_some(),
+            "UDP and unix sockets are not restricted with the network off",
+        ),
+        feature(
+            "mount namespaces",
+            git::supported(),
+            "a project's whole .git is read-only to commands (not only its hooks and config)",
+        ),
+    ]
+}
+
 /// Whether Landlock works on this kernel, for a policy without network
 /// access (the strictest case). Cached after the first call.
 pub fn probe() -> SandboxSupport {

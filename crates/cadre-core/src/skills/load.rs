@@ -107,9 +107,7 @@ impl SkillSet {
                                 unsupported.join(", ")
                             ));
                         }
-                        if set.get(&skill.name).is_none() {
-                            set.skills.push(skill);
-                        }
+                        set.add(skill);
                     }
                     Err(why) => set.warnings.push(format!(
                         "{} {}: {why}",
@@ -122,7 +120,23 @@ impl SkillSet {
                 }
             }
         }
+        // cadre's own commands come last: any file of the same name wins.
+        for skill in super::builtin::skills(cwd) {
+            set.add(skill);
+        }
         set
+    }
+
+    /// Adds `skill` unless one of its name is already in (then it is
+    /// recorded as shadowed).
+    fn add(&mut self, skill: Skill) {
+        match self.get(&skill.name) {
+            None => self.skills.push(skill),
+            Some(winner) => {
+                let winner = winner.file.clone();
+                self.shadowed.push((skill.name, skill.file, winner));
+            }
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 //! name; [`render`] builds the text a use sends; [`invoke`] reads a
 //! message's leading `/name` tokens.
 
+mod builtin;
 pub mod invoke;
 mod load;
 pub mod render;
@@ -114,6 +115,9 @@ pub struct SkillSet {
     pub skills: Vec<Skill>,
     /// One line per file that was skipped, naming it.
     pub warnings: Vec<String>,
+    /// Definitions a higher-precedence one of the same name hides:
+    /// (name, the hidden one's file, the file that wins).
+    pub shadowed: Vec<(String, PathBuf, PathBuf)>,
 }
 
 impl SkillSet {
