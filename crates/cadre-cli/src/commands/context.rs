@@ -2,7 +2,7 @@
 //! from the session's last `context_breakdown` event: a table in the line
 //! front end, a grid of the window (one cell a percent) in the full screen.
 
-use cadre_core::context::{ContextCategory, ContextKind};
+use cadre_core::protocol::{ContextCategory, ContextKind};
 use cadre_tui::children::format_tokens;
 
 /// The last breakdown the session reported.

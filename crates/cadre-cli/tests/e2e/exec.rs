@@ -254,7 +254,7 @@ rules:
         .filter(|t| *t != "text_delta")
         .collect();
     assert_eq!(
-        types[..6],
+        types[..7],
         [
             "session_started",
             "turn_started",
@@ -262,12 +262,13 @@ rules:
             "usage",
             "assistant_message",
             "context_usage",
+            "context_breakdown",
         ]
     );
     // Read and Glob are read-only and run side by side: their starts and
     // ends may interleave either way, but each ends after it starts and
     // both end before the next request.
-    let mut calls = types[6..10].to_vec();
+    let mut calls = types[7..11].to_vec();
     calls.sort_unstable();
     assert_eq!(
         calls,
@@ -293,12 +294,13 @@ rules:
         }
     }
     assert_eq!(
-        types[10..],
+        types[11..],
         [
             "request_started",
             "usage",
             "assistant_message",
             "context_usage",
+            "context_breakdown",
             "turn_ended"
         ]
     );

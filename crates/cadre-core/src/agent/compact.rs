@@ -102,18 +102,18 @@ impl Agent {
     }
 
     /// What `tokens` in use are made of, by category (they add up to it).
-    fn context_categories(&mut self, tokens: u64) -> Vec<crate::context::ContextCategory> {
+    fn context_categories(&mut self, tokens: u64) -> Vec<crate::protocol::ContextCategory> {
         let fixed = self.fixed_tokens();
         let parts = match &self.fixed_parts {
             Some(parts) => parts.clone(),
             None => {
                 let parts =
-                    crate::context::fixed_categories(&self.system, &self.tools.specs(), fixed);
+                    super::breakdown::fixed_categories(&self.system, &self.tools.specs(), fixed);
                 self.fixed_parts = Some(parts.clone());
                 parts
             }
         };
-        let rest = crate::context::message_categories(&self.conversation, &parts, tokens);
+        let rest = super::breakdown::message_categories(&self.conversation, &parts, tokens);
         parts.into_iter().chain(rest).collect()
     }
 

@@ -7,6 +7,7 @@
 //! policy's decision and the question it may ask; `compact`: the context in
 //! use and its compaction.
 
+mod breakdown;
 mod compact;
 mod dispatch;
 mod hooks;
@@ -174,7 +175,7 @@ pub struct Agent {
     /// Estimated tokens of the system prompt and the tool list.
     fixed_tokens: Option<u64>,
     /// The fixed part of a request by category, for `/context` (made with `fixed_tokens`).
-    fixed_parts: Option<Vec<crate::context::ContextCategory>>,
+    fixed_parts: Option<Vec<crate::protocol::ContextCategory>>,
     compactions: u32,
     cost: Cost,
     mode_switch: Arc<ModeSwitch>,

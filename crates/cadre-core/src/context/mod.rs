@@ -6,7 +6,6 @@
 //! given any; `compaction`: the summary prompt, the compacted conversation
 //! (one function, used live and on resume) and inputs too long to send.
 
-mod breakdown;
 mod compaction;
 mod estimate;
 mod pricing;
@@ -16,7 +15,6 @@ mod window;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use breakdown::{ContextCategory, ContextKind, fixed_categories, message_categories};
 pub use compaction::{
     COMPACTION_INSTRUCTIONS, CONTINUE_AFTER_CUT, SUMMARY_TAG, compacted_conversation,
     cut_to_tokens, is_context_length_error, kept_tail, message_cut_to, push_alternating,

@@ -392,7 +392,7 @@ pub enum Event {
         /// Agent id (the main agent).
         agent: AgentId,
         /// The categories, which add up to `tokens`.
-        categories: Vec<crate::context::ContextCategory>,
+        categories: Vec<super::ContextCategory>,
         /// Tokens in use, as `context_usage` reported them.
         tokens: u64,
         /// The model's context window.

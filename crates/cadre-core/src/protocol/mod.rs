@@ -7,6 +7,7 @@
 mod agent_id;
 mod approval;
 mod command;
+mod context_kinds;
 mod event;
 mod mode;
 mod op;
@@ -17,6 +18,7 @@ mod status;
 pub use agent_id::AgentId;
 pub use approval::{ApprovalAnswer, ApprovalQuestion, PendingApproval};
 pub use command::CommandEntry;
+pub use context_kinds::{ContextCategory, ContextKind};
 pub use event::{Event, EventSink, child_place};
 pub use mode::{PermissionMode, RuleKind};
 pub use op::Op;

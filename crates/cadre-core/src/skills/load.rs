@@ -120,9 +120,18 @@ impl SkillSet {
                 }
             }
         }
-        // cadre's own commands come last: any file of the same name wins.
+        // cadre's own commands come last: any file of the same name wins,
+        // a plugin's by its bare name too (`/review` of `tools:review`).
         for skill in super::builtin::skills(cwd) {
-            set.add(skill);
+            let by_plugin = set
+                .skills
+                .iter()
+                .find(|s| s.bare_name() == Some(skill.name.as_str()))
+                .map(|s| s.file.clone());
+            match by_plugin {
+                Some(winner) => set.shadowed.push((skill.name, skill.file, winner)),
+                None => set.add(skill),
+            }
         }
         set
     }

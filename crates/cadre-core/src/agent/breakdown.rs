@@ -5,54 +5,9 @@
 //! categories always add up to the total the agent reports as in use, so
 //! where the provider counted the request, the messages take the rest.
 
-use serde::{Deserialize, Serialize};
-
-use super::estimate::estimate_text_tokens;
+use crate::context::estimate_text_tokens;
 use crate::model::{ContentBlock, Message, Role, ToolSpec};
-
-/// One category of what the context holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ContextCategory {
-    /// What it is.
-    pub kind: ContextKind,
-    /// Tokens it takes.
-    pub tokens: u64,
-}
-
-/// The kinds of what a context holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ContextKind {
-    /// cadre's own prompt (and an output style's).
-    SystemPrompt,
-    /// The project's CLAUDE.md/AGENTS.md and their imports.
-    InstructionFiles,
-    /// cadre's tools.
-    Tools,
-    /// MCP servers' tools and instructions.
-    McpTools,
-    /// The skills listing.
-    Skills,
-    /// The agent types listing.
-    Agents,
-    /// The conversation.
-    Messages,
-}
-
-impl ContextKind {
-    /// How it is named on screen.
-    pub fn label(self) -> &'static str {
-        match self {
-            ContextKind::SystemPrompt => "System prompt",
-            ContextKind::InstructionFiles => "Instruction files",
-            ContextKind::Tools => "Tools",
-            ContextKind::McpTools => "MCP tools",
-            ContextKind::Skills => "Skills",
-            ContextKind::Agents => "Agents",
-            ContextKind::Messages => "Messages",
-        }
-    }
-}
+use crate::protocol::{ContextCategory, ContextKind};
 
 /// Where the project's instructions start in a system prompt.
 const INSTRUCTIONS_HEADING: &str = "\n\n# Project instructions\n\n";
@@ -65,7 +20,11 @@ const MCP_TOOL_PREFIX: &str = "mcp__";
 /// system prompt's sections and the tools. `fixed` is what the agent
 /// counts for them (the system prompt absorbs the rounding, so the parts
 /// add up to it).
-pub fn fixed_categories(system: &str, tools: &[ToolSpec], fixed: u64) -> Vec<ContextCategory> {
+pub(super) fn fixed_categories(
+    system: &str,
+    tools: &[ToolSpec],
+    fixed: u64,
+) -> Vec<ContextCategory> {
     // A section runs to the MCP servers' section or the end: instruction
     // files have headings of their own, so the next `# ` is no boundary.
     let section = |heading: &str| -> &str {
@@ -100,7 +59,7 @@ pub fn fixed_categories(system: &str, tools: &[ToolSpec], fixed: u64) -> Vec<Con
 /// The conversation's categories: the skills and agents listings (the
 /// reminders the first message carries) and every other message; the
 /// messages take what is left of `total` after `fixed`.
-pub fn message_categories(
+pub(super) fn message_categories(
     conversation: &[Message],
     fixed: &[ContextCategory],
     total: u64,
