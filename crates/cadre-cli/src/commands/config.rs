@@ -149,7 +149,7 @@ pub fn table(rows: &[SettingRow], user_file: &std::path::Path) -> String {
         ));
     }
     out.push_str(&format!(
-        "/config set KEY VALUE writes model, permissions.defaultMode, outputStyle or statusLine to {} (new sessions use it; statusLine off removes it)",
+        "/config set KEY VALUE writes model, permissions.defaultMode, outputStyle or statusLine to {} (used from cadre's next start; statusLine off removes it)",
         user_file.display()
     ));
     out
@@ -206,7 +206,8 @@ pub fn set(ctx: &CommandContext<'_>, key: &str, value: &str) -> String {
             file.display()
         ),
     };
-    let mut text = format!("{shown}; new sessions use it (/clear starts one now)");
+    let mut text =
+        format!("{shown}; cadre uses it from its next start (this process keeps its settings)");
     // A later file of the project's (or the managed one) still wins.
     if let Some(over) = runtime
         .settings

@@ -165,7 +165,7 @@ rules:
 }
 
 #[tokio::test]
-async fn config_set_output_style_writes_the_user_settings_and_the_next_session_uses_it() {
+async fn output_style_set_with_config_is_written_to_the_user_settings_and_used_next_start() {
     let script = r#"
 rules:
   - name: chat
@@ -189,14 +189,13 @@ rules:
     cadre
         .wait_for_stderr("outputStyle = Explanatory written to", 1)
         .await;
-    // This session keeps its prompt; /clear starts one that reads the file.
+    // This process keeps its prompt; the next start reads the file.
     pty.type_line("first");
     cadre.wait_for_stdout("Answer one.").await;
-    pty.type_line("/clear");
-    pty.type_line("second");
-    cadre.wait_for_stdout("Answer two.").await;
     pty.type_line("/exit");
     assert!(cadre.exit_status().await, "{}", cadre.stderr());
+    let out = h.cadre(&["exec", "second"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
 
     let err = cadre.stderr();
     let table = err

@@ -63,16 +63,28 @@ async fn status_line_shows_the_scripts_output_and_updates_after_a_reply() {
     pane.type_text("hello");
     pane.keys(&["Enter"]);
     pane.wait_text("Reply arrived.").await;
-    // 50 000 input tokens of the mock model's 200 000-token window.
-    pane.wait_text("SL model=mock-model used=25.0").await;
+    // Run again after the reply: 50 000 input tokens of the model's window.
+    let screen = pane
+        .wait_for("the status line after the reply", |s| {
+            s.contains("SL model=mock-model used=") && !s.contains("used=null")
+        })
+        .await;
     let input: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(h.home.path().join("status-input.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(input["hook_event_name"], "Status");
     assert_eq!(input["context_window"]["total_input_tokens"], 50000);
-    assert_eq!(input["context_window"]["context_window_size"], 200000);
-    assert_eq!(input["context_window"]["remaining_percentage"], 75.0);
+    let window = input["context_window"]["context_window_size"]
+        .as_u64()
+        .unwrap();
+    let used = (50000.0 * 1000.0 / window as f64).round() / 10.0;
+    assert_eq!(input["context_window"]["used_percentage"], used);
+    assert!(screen.contains(&format!("used={used}")), "{screen}");
+    assert_eq!(
+        input["context_window"]["remaining_percentage"],
+        ((100.0 - used) * 10.0_f64).round() / 10.0
+    );
     assert_eq!(input["output_style"]["name"], "default");
     assert!(
         input["session_id"].as_str().is_some_and(|s| !s.is_empty()),

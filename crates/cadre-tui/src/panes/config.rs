@@ -133,7 +133,7 @@ impl Pane for ConfigPane {
         lines.push(Line::raw(""));
         lines.push(Line::styled(
             format!(
-                "changes are written to {} and apply to new sessions (/clear starts one)",
+                "changes are written to {} and apply from cadre's next start",
                 clean_line(&self.user_file)
             ),
             theme.dim(),
