@@ -224,3 +224,33 @@ rules:
         system_text(&records[1].body)
     );
 }
+
+#[tokio::test]
+async fn output_style_picked_in_the_config_pane_is_written() {
+    use common::tmux::{Pane, tmux_available};
+    if !tmux_available() {
+        return;
+    }
+    let h = Harness::new(QUIET, Wire::Anthropic).await;
+    let pane = Pane::start(&h, &[]);
+    pane.wait_text("mock-model · default").await;
+    pane.type_text("/config");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait_text("Settings").await;
+    assert!(screen.contains("outputStyle"), "{screen}");
+    assert!(screen.contains("permissions.defaultMode"), "{screen}");
+    // model, permissions.defaultMode, then outputStyle.
+    pane.keys(&["Down"]);
+    pane.keys(&["Down"]);
+    pane.keys(&["Enter"]);
+    pane.wait_text("Explanatory").await;
+    pane.keys(&["Down"]);
+    pane.keys(&["Enter"]);
+    pane.wait_text("outputStyle = Explanatory written to").await;
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(h.data_dir().join("settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(written["outputStyle"], "Explanatory");
+    pane.keys(&["C-c", "C-c"]);
+    assert_eq!(pane.exit_status().await, 0);
+}
