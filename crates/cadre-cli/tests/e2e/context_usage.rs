@@ -26,10 +26,7 @@ rules:
 const INSTRUCTIONS: usize = 4000;
 
 fn project(h: &Harness) {
-    h.write(
-        "CLAUDE.md",
-        &format!("# Rules\n\n{}\n", "x".repeat(INSTRUCTIONS)),
-    );
+    h.write("CLAUDE.md", &format!("# Rules\n\n{}\n", "x".repeat(INSTRUCTIONS)));
 }
 
 fn category(ev: &Value, kind: &str) -> u64 {
@@ -62,11 +59,7 @@ async fn the_categories_add_up_to_the_tokens_in_use_and_to_the_requests_estimate
         .iter()
         .filter(|e| e["type"] == "context_usage" && e["agent"] == "main")
         .collect();
-    assert_eq!(
-        breakdowns.len(),
-        usage.len(),
-        "one breakdown per main report"
-    );
+    assert_eq!(breakdowns.len(), usage.len(), "one breakdown per main report");
     for (b, u) in breakdowns.iter().zip(&usage) {
         let sum: u64 = b["categories"]
             .as_array()

@@ -474,8 +474,7 @@ async fn text_commands_show_in_the_transcript_and_never_reach_the_model() {
     assert!(screen.contains("/model NAME"), "{screen}");
     send(&pane, "/help");
     // The help is taller than 24 rows: its end is what stays on screen.
-    pane.wait_text("A line starting with // is sent as a message")
-        .await;
+    pane.wait_text("A line starting with // is sent as a message").await;
     send(&pane, "/foo bar");
     pane.wait_text("unknown command /foo (try /help)").await;
     assert_eq!(h.records().len(), before, "no request for a command");
