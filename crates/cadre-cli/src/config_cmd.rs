@@ -135,6 +135,12 @@ fn report(settings: &Settings) -> Result<Value, ConfigError> {
     if let (Some(model), Some(path)) = (&settings.file.model, &settings.model_source) {
         in_force.push(entry("model", json!(model), path));
     }
+    if let Some((style, path)) = &settings.output_style {
+        in_force.push(entry("outputStyle", json!(style), path));
+    }
+    if let (Some(line), Some((_, path, _))) = (settings.status_line(), &settings.status_line) {
+        in_force.push(entry("statusLine.command", json!(line.command), path));
+    }
     let mut warnings = Vec::new();
     if let Ok(Some(choice)) = settings.file_mode(&mut warnings) {
         in_force.push(json!({

@@ -212,6 +212,7 @@ impl TuiHost<'_> {
             cwd: shown_path(&self.runtime.cwd),
             git_branch: git_branch(&self.runtime.cwd),
             root: self.runtime.cwd.clone(),
+            status_line: status_line_setup(&self.runtime, &open.id, open.log.path()),
         };
         let task = tokio::spawn(async move {
             let _ = session.run().await;
@@ -277,6 +278,23 @@ impl TuiHost<'_> {
             ))];
         }
         let view = self.view.lock().map(|v| v.clone()).unwrap_or_default();
+        let ctx = CommandContext {
+            runtime: &self.runtime,
+            perms: self.perms,
+            agents: self.agents,
+            session: &handle,
+            view: &view,
+            next_model: self.next_model.as_deref(),
+            full_screen: true,
+        };
+        // `/config` is a pane of the settings here.
+        if command == Command::Config(commands::ConfigCommand::Show) {
+            let pane = cadre_tui::panes::config::ConfigPane::new(
+                commands::config::rows(&ctx),
+                commands::config::user_file(&ctx).display().to_string(),
+            );
+            return vec![HostReply::Open(Box::new(pane))];
+        }
         let outcome = commands::execute(
             command,
             &CommandContext {
@@ -488,6 +506,37 @@ async fn ask_in_pane(replies: UnboundedSender<HostReply>, id: String, calls: Vec
         return false;
     }
     rx.await.unwrap_or(false)
+}
+
+/// The user's status line for session `id` (log at `transcript`), when
+/// the settings that apply set one (a project's only in a trusted folder).
+fn status_line_setup(
+    runtime: &cadre_core::driver::SessionBuilder,
+    id: &str,
+    transcript: &Path,
+) -> Option<cadre_tui::status_line::StatusLineSetup> {
+    let line = runtime.settings.status_line()?;
+    Some(cadre_tui::status_line::StatusLineSetup {
+        command: line.command.clone(),
+        padding: line.padding,
+        refresh: line.refresh_interval_s.map(std::time::Duration::from_secs),
+        project_dir: runtime.cwd.clone(),
+        env: runtime
+            .settings
+            .env
+            .iter()
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect(),
+        session_id: id.to_string(),
+        transcript_path: transcript.to_path_buf(),
+        output_style: runtime
+            .applied_style()
+            .map_or_else(|| "default".to_string(), |s| s.name.clone()),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        context_window: runtime.context.profile.context_window,
+        agent_name: runtime.main_type.clone(),
+        worktree: None,
+    })
 }
 
 /// `path` with the home directory shown as `~`.

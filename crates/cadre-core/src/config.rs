@@ -675,6 +675,11 @@ pub struct Settings {
     /// local server, a proxy): built-in aliases that name a hosted model of
     /// that provider do not apply there (see [`Settings::model_alias`]).
     pub custom_endpoint: bool,
+    /// `statusLine` of the last file that sets it (a project's only in a
+    /// trusted folder), with that file and its scope.
+    pub status_line: Option<(json::StatusLineSetting, PathBuf, SettingsScope)>,
+    /// `outputStyle` of the last file that sets it, with that file.
+    pub output_style: Option<(String, PathBuf)>,
 }
 
 /// What a model name stands for (see [`Settings::model_alias`]).
@@ -827,6 +832,8 @@ impl Settings {
             needs_trust,
             // Known once the endpoint is (see `model_alias`).
             custom_endpoint: false,
+            status_line: None,
+            output_style: None,
         })
     }
 
@@ -974,6 +981,10 @@ impl Settings {
             if js.hooks.take().is_some() && !js.hook_events.is_empty() {
                 held.push(format!("hooks ({})", js.hook_events.join(", ")));
             }
+            // A status line runs a command, like a hook.
+            if js.status_line.take().is_some() {
+                held.push("statusLine".into());
+            }
             // Turning off the user's hooks (a guard, say) widens too.
             if std::mem::take(&mut js.disable_all_hooks) {
                 held.push("disableAllHooks".into());
@@ -995,6 +1006,12 @@ impl Settings {
             self.env
                 .insert(name.clone(), (value.clone(), path.to_path_buf()));
         }
+        if let Some(line) = &js.status_line {
+            self.status_line = Some((line.clone(), path.to_path_buf(), scope));
+        }
+        if let Some(style) = &js.output_style {
+            self.output_style = Some((style.clone(), path.to_path_buf()));
+        }
         if let Some(m) = &js.model {
             if scope == SettingsScope::Managed {
                 self.managed_model = Some((m.clone(), path.to_path_buf()));
@@ -1006,6 +1023,14 @@ impl Settings {
         {
             self.bypass_disabled_by = Some(path.to_path_buf());
         }
+    }
+
+    /// The status line to run, if any: none when a settings file turns off
+    /// every hook (`disableAllHooks`), unless the managed file set it.
+    pub fn status_line(&self) -> Option<&json::StatusLineSetting> {
+        let (line, _, scope) = self.status_line.as_ref()?;
+        let hooks_off = self.json.iter().any(|j| j.settings.disable_all_hooks);
+        (*scope == SettingsScope::Managed || !hooks_off).then_some(line)
     }
 
     /// `permissions.additionalDirectories` of the files that apply, resolved

@@ -104,6 +104,7 @@ pub mod hooks;
 pub mod instructions;
 pub mod mcp;
 pub mod model;
+pub mod output_styles;
 pub mod path_segment;
 pub mod permissions;
 pub mod plugins;

@@ -56,6 +56,8 @@ pub struct SessionInfo {
     pub git_branch: Option<String>,
     /// The working directory itself, whose files `@` completes (none: no file completion).
     pub root: std::path::PathBuf,
+    /// The user's status line command (`statusLine`), if one applies.
+    pub status_line: Option<crate::status_line::StatusLineSetup>,
 }
 
 /// The main agent's context use, from its last `context_usage`.
@@ -160,6 +162,8 @@ pub struct App {
     pub exit: bool,
     /// The skills and commands the session runs for `/name`.
     pub commands: Vec<cadre_core::protocol::CommandEntry>,
+    /// The user's status line's last output, shown instead of cadre's own.
+    pub status_rows: Option<Vec<crate::status_line::StatusRow>>,
 }
 
 /// Lines of a `!command`'s output the transcript shows (the model gets it all).
@@ -238,7 +242,13 @@ impl App {
             held: Vec::new(),
             exit: false,
             commands: Vec::new(),
+            status_rows: None,
         }
+    }
+
+    /// Columns of blank space before the user's status line's rows.
+    pub fn status_padding(&self) -> u16 {
+        self.info.status_line.as_ref().map_or(0, |s| s.padding)
     }
 
     /// The question the dialog shows, and how many more wait behind it.
@@ -1216,6 +1226,7 @@ impl App {
         self.todos.clear();
         self.team.clear();
         self.team_focus = None;
+        self.status_rows = None;
         // Messages typed during the switch are the new session's.
         for text in &self.held {
             self.transcript

@@ -54,8 +54,19 @@ pub enum Command {
     Usage,
     /// `/doctor`: read-only diagnostics of settings, definitions, servers and hooks.
     Doctor,
+    /// `/config`, `/config set KEY VALUE`.
+    Config(ConfigCommand),
     /// `/exit`, `/quit`.
     Exit,
+}
+
+/// What `/config` does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigCommand {
+    /// Show the settings cadre honours, their values and where each comes from.
+    Show,
+    /// Write KEY = VALUE to the user's settings file.
+    Set(String, String),
 }
 
 /// What `/tasks` does.
@@ -95,6 +106,7 @@ pub const COMMANDS_HELP: &str = "\
 /context              what fills the context window: system prompt, instruction files, tools, MCP tools, skills, agents, messages, free space
 /usage, /cost         this session's tokens and cost, by model and by subagent
 /doctor               check settings, agents, skills, MCP servers, hooks and the sandbox (read-only)
+/config [set KEY VAL] the settings cadre honours (model, permission mode, output style, status line, theme) with where each comes from; set writes one to your user settings
 /team                 the team's teammates (type, state, current task) and its task board (a session with --teams)
 @NAME MESSAGE         send MESSAGE to teammate NAME (wakes it if it rests)
 /exit, /quit          leave
@@ -106,6 +118,7 @@ pub const COMMAND_NAMES: &[(&str, &str)] = &[
     ("/agents", "agent definitions"),
     ("/clear", "start a new session"),
     ("/compact", "summarise the conversation"),
+    ("/config", "settings, and change one"),
     ("/context", "what fills the context window"),
     ("/cost", "tokens and cost (as /usage)"),
     ("/doctor", "check the setup"),
@@ -183,6 +196,23 @@ pub fn parse(line: &str) -> Input {
         "context" => none(Command::Context, "/context"),
         "usage" | "cost" => none(Command::Usage, "/usage"),
         "doctor" => none(Command::Doctor, "/doctor"),
+        "config" | "settings" => match words.as_slice() {
+            [] | ["show"] => Input::Command(Command::Config(ConfigCommand::Show)),
+            ["set", key, _, ..] => {
+                // The value is the rest of the line, spaces kept (a status line command).
+                let value = rest
+                    .trim_start_matches("set")
+                    .trim_start()
+                    .strip_prefix(key)
+                    .unwrap_or_default()
+                    .trim();
+                Input::Command(Command::Config(ConfigCommand::Set(
+                    (*key).to_string(),
+                    value.to_string(),
+                )))
+            }
+            _ => Input::Usage("usage: /config, or /config set KEY VALUE".into()),
+        },
         "plugin" | "plugins" => match words.as_slice() {
             [] | ["list"] => Input::Command(Command::Plugin(PluginCommand::List)),
             ["enable", name] => {
@@ -276,6 +306,29 @@ mod tests {
 
     fn command(c: Command) -> Input {
         Input::Command(c)
+    }
+
+    #[test]
+    fn config_shows_or_sets_with_the_rest_of_the_line_as_value() {
+        assert_eq!(
+            parse("/config"),
+            command(Command::Config(ConfigCommand::Show))
+        );
+        assert_eq!(
+            parse("/config set outputStyle Explanatory"),
+            command(Command::Config(ConfigCommand::Set(
+                "outputStyle".into(),
+                "Explanatory".into()
+            )))
+        );
+        assert_eq!(
+            parse("/config set statusLine  ~/bin/status.sh --short "),
+            command(Command::Config(ConfigCommand::Set(
+                "statusLine".into(),
+                "~/bin/status.sh --short".into()
+            )))
+        );
+        assert!(matches!(parse("/config set model"), Input::Usage(_)));
     }
 
     #[test]

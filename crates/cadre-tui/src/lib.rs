@@ -20,6 +20,7 @@ pub mod panes;
 pub mod prompt;
 mod run;
 pub mod sanitize;
+pub mod status_line;
 pub mod team;
 pub mod terminal;
 pub mod theme;

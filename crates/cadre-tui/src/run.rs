@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::app::{App, SessionInfo};
 use crate::host::{Host, HostReply};
+use crate::status_line::StatusLine;
 use crate::terminal::TerminalGuard;
 use crate::theme::Theme;
 use crate::view;
@@ -82,6 +83,8 @@ pub async fn run(
         )
         .with_commands(commands);
     watch_team(&handle, &mut app);
+    let mut status_line = app.info.status_line.clone().map(StatusLine::new);
+    let mut refresh = refresh_timer(status_line.as_ref());
     if let Some(message) = first_message {
         // A built-in command runs as if typed (`cadre --resume` opens its
         // picker); anything else goes to the session.
@@ -120,12 +123,20 @@ pub async fn run(
                 }
             }
             terminal.draw(|f| view::render(f, &app, now, &theme))?;
+            let links = view::status_links(
+                &app,
+                ratatui::layout::Rect::new(0, 0, size.width, size.height),
+            );
+            if !links.is_empty() {
+                write_links(&links)?;
+            }
             last_draw = Some(now);
             dirty = false;
         }
         let next_frame = last_draw.map_or(now, |t| t + frame);
         let pane_live = app.panes.top().is_some_and(|p| p.live());
         let ticking = app.busy() || app.children.any_running() || pane_live;
+        let status_due = status_line.as_ref().and_then(StatusLine::due);
         tokio::select! {
             key = keys.recv() => match key {
                 Some(TermEvent::Key(k)) => {
@@ -163,6 +174,13 @@ pub async fn run(
                     events_done = false;
                     app.switch_session(next.info);
                     watch_team(&handle, &mut app);
+                    match (&mut status_line, app.info.status_line.clone()) {
+                        (Some(runner), Some(setup)) => runner.switch(setup),
+                        (_, setup) => {
+                            status_line = setup.map(StatusLine::new);
+                            refresh = refresh_timer(status_line.as_ref());
+                        }
+                    }
                     dirty = true;
                 }
                 Some(reply) => {
@@ -194,9 +212,15 @@ pub async fn run(
                     let width = terminal.size()?.width;
                     let before = (app.scroll > 0).then(|| app.transcript_rows(width, &theme));
                     app.apply(&e, now);
+                    if let Some(runner) = &mut status_line && runner.observe(&e) {
+                        runner.trigger(now);
+                    }
                     // A burst (16 children reporting) is one redraw.
                     while let Ok(e) = events.try_recv() {
                         app.apply(&e, now);
+                        if let Some(runner) = &mut status_line && runner.observe(&e) {
+                            runner.trigger(now);
+                        }
                     }
                     if let Some(before) = before {
                         let after = app.transcript_rows(width, &theme);
@@ -232,6 +256,26 @@ pub async fn run(
                     pane.refresh();
                 }
                 dirty = true;
+            }
+            () = wait_until(status_due) => {
+                if let Some(runner) = &mut status_line {
+                    runner.run_due(&app);
+                }
+            }
+            Some((generation, rows)) = status_output(&mut status_line) => {
+                // A failed or timed-out run leaves the last good output up.
+                if let Some(runner) = &status_line
+                    && runner.is_current(generation)
+                    && rows.is_some()
+                {
+                    app.status_rows = rows;
+                    dirty = true;
+                }
+            }
+            _ = tick_of(&mut refresh) => {
+                if let Some(runner) = &mut status_line {
+                    runner.trigger(Instant::now());
+                }
             }
             Some(files) = walked.recv() => {
                 app.files_walked(files, Instant::now());
@@ -287,6 +331,62 @@ pub async fn run(
         }
     }
     Ok(exit)
+}
+
+/// The status line's timer (`refreshInterval`), if it has one.
+fn refresh_timer(runner: Option<&StatusLine>) -> Option<tokio::time::Interval> {
+    let every = runner.and_then(StatusLine::refresh)?;
+    let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    Some(timer)
+}
+
+/// Sleeps until `due`; never returns without one.
+async fn wait_until(due: Option<Instant>) {
+    match due {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The status line's next result; never returns without a status line.
+async fn status_output(
+    runner: &mut Option<StatusLine>,
+) -> Option<(u64, Option<Vec<crate::status_line::StatusRow>>)> {
+    match runner {
+        Some(runner) => runner.output.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The timer's next tick; never returns without a timer.
+async fn tick_of(timer: &mut Option<tokio::time::Interval>) {
+    match timer {
+        Some(timer) => {
+            timer.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// Writes the user's status line's links over the text just drawn there, as
+/// OSC 8 hyperlinks in the same colours (ratatui's cells cannot hold a
+/// link). The cursor is saved and put back, so the screen's own is kept.
+fn write_links(links: &[(u16, u16, String, String, ratatui::style::Style)]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = String::from("\u{1b}7");
+    for (x, y, text, link, style) in links {
+        out.push_str(&format!(
+            "\u{1b}[{};{}H\u{1b}[0{}m\u{1b}]8;;{link}\u{1b}\\{text}\u{1b}]8;;\u{1b}\\\u{1b}[0m",
+            y + 1,
+            x + 1,
+            crate::status_line::sgr_params(*style)
+        ));
+    }
+    out.push_str("\u{1b}8");
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes())?;
+    stdout.flush()
 }
 
 /// Terminal events, read on a thread of their own (reading blocks).

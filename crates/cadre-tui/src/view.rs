@@ -47,7 +47,11 @@ pub fn areas(area: Rect, app: &App, now: Instant, theme: &Theme) -> Option<Areas
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         return None;
     }
-    let status = Rect::new(area.x, area.bottom() - 1, area.width, 1);
+    let status_h = app
+        .status_rows
+        .as_ref()
+        .map_or(1, |rows| rows.len().clamp(1, 3)) as u16;
+    let status = Rect::new(area.x, area.bottom() - status_h, area.width, status_h);
     let prompt_rows = prompt_rows(app, area.width).len().clamp(1, PROMPT_ROWS) as u16;
     let prompt_h = (prompt_rows + 1).min(area.height / 2);
     let prompt = Rect::new(area.x, status.y - prompt_h, area.width, prompt_h);
@@ -500,6 +504,10 @@ fn status_line(app: &App, with_place: bool, with_hint: bool) -> String {
 }
 
 fn render_status(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
+    if let Some(rows) = &app.status_rows {
+        render_custom_status(frame, app, rows, area);
+        return;
+    }
     let width = usize::from(area.width);
     let mut text = format!(" {}", status_text(app, true));
     if text.width() > width {
@@ -515,6 +523,58 @@ fn render_status(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
     }
     let line = truncate(Line::styled(text, theme.status()), area.width);
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The user's status line: its rows (already made safe, colours kept),
+/// after its padding, each cut at the screen's edge.
+fn render_custom_status(
+    frame: &mut Frame<'_>,
+    app: &App,
+    rows: &[crate::status_line::StatusRow],
+    area: Rect,
+) {
+    let padding = " ".repeat(usize::from(app.status_padding()));
+    for (i, row) in rows.iter().take(usize::from(area.height)).enumerate() {
+        let mut spans = vec![Span::raw(padding.clone())];
+        spans.extend(row.iter().map(|s| Span::styled(s.text.clone(), s.style)));
+        let line = truncate(Line::from(spans), area.width);
+        let at = Rect::new(area.x, area.y + i as u16, area.width, 1);
+        frame.render_widget(Paragraph::new(line), at);
+    }
+}
+
+/// Where the user's status line's links are on the screen: (column, row,
+/// text, link) for each linked span that is shown whole, for a front end
+/// that writes them as OSC 8 links over the drawn text.
+pub fn status_links(
+    app: &App,
+    area: Rect,
+) -> Vec<(u16, u16, String, String, ratatui::style::Style)> {
+    let Some(rows) = &app.status_rows else {
+        return Vec::new();
+    };
+    let height = rows.len().clamp(1, 3) as u16;
+    let top = area.bottom().saturating_sub(height);
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().take(usize::from(height)).enumerate() {
+        let mut x = area.x + app.status_padding();
+        for span in row {
+            let w = span.text.width() as u16;
+            if let Some(link) = &span.link
+                && x + w <= area.right()
+            {
+                out.push((
+                    x,
+                    top + i as u16,
+                    span.text.clone(),
+                    link.clone(),
+                    span.style,
+                ));
+            }
+            x = x.saturating_add(w);
+        }
+    }
+    out
 }
 
 /// A pane over the transcript and the panel: its border, title and keys.

@@ -20,6 +20,7 @@ fn app() -> App {
         cwd: "~/src/cadre".into(),
         git_branch: Some("main".into()),
         root: "/project".into(),
+        ..SessionInfo::default()
     })
 }
 

@@ -4,6 +4,7 @@
 //! task), an [`Action`]. Nothing here prints or reads the terminal, and no
 //! command ever reaches the model.
 
+pub mod config;
 mod context;
 mod memory;
 mod permissions;
@@ -20,8 +21,8 @@ use crate::{AgentArgs, PermissionArgs};
 use cadre_core::driver::SessionBuilder;
 
 pub use cadre_tui::commands::{
-    COMMANDS_HELP, Command, Input, PluginCommand, TasksCommand, hook_line, mcp_status_line,
-    menu_help, parse, session_runs,
+    COMMANDS_HELP, Command, ConfigCommand, Input, PluginCommand, TasksCommand, hook_line,
+    mcp_status_line, menu_help, parse, session_runs,
 };
 
 /// The line front end's keys, after the commands in `/help`.
@@ -256,6 +257,12 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
             let checks =
                 crate::doctor::checks(&home, &cwd, ctx.perms, ctx.agents, Some(live)).await;
             Outcome::text(crate::doctor::text(&checks).trim_end())
+        }
+        Command::Config(ConfigCommand::Show) => {
+            Outcome::text(config::table(&config::rows(ctx), &config::user_file(ctx)))
+        }
+        Command::Config(ConfigCommand::Set(key, value)) => {
+            Outcome::text(config::set(ctx, &key, &value))
         }
         Command::Plugin(PluginCommand::List) => Outcome::text(
             crate::plugin_cmd::list_text(&ctx.runtime.plugins)

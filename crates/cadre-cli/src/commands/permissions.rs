@@ -6,14 +6,14 @@ use cadre_core::permissions::rules::RuleKind;
 
 use super::CommandContext;
 
-/// The mode, its source, and every rule with its source.
-pub fn describe(ctx: &CommandContext<'_>) -> String {
+/// The mode the session started in and where it comes from.
+pub(super) fn started_mode(ctx: &CommandContext<'_>) -> (PermissionMode, String) {
     let runtime = ctx.runtime;
     let settings = &runtime.settings;
     let mode = runtime.policy.mode;
     // The settings files' choice (every file, managed included) stands in for the user's.
     let file_mode = settings.file_mode(&mut Vec::new()).ok().flatten();
-    let mode_source = mode_source(
+    let source = mode_source(
         mode,
         // A managed mode wins over a wider flag.
         ctx.perms.permission_mode.is_some()
@@ -27,6 +27,14 @@ pub fn describe(ctx: &CommandContext<'_>) -> String {
         ),
         (None, ""),
     );
+    (mode, source)
+}
+
+/// The mode, its source, and every rule with its source.
+pub fn describe(ctx: &CommandContext<'_>) -> String {
+    let runtime = ctx.runtime;
+    let settings = &runtime.settings;
+    let (mode, mode_source) = started_mode(ctx);
     let mut lines = vec![match ctx.view.mode() {
         // Changed in the session: that is the mode in force now.
         Some(now) if now != mode => {

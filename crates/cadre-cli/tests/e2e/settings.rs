@@ -297,7 +297,7 @@ async fn config_show_lists_settings_with_sources_and_unknown_keys() {
     write_home(
         &h,
         ".claude/settings.json",
-        r#"{"model": "opus", "env": {"TOKEN": "s3cret"}, "permissions": {"allow": ["Read"]}, "statusLine": {"type": "command"}}"#,
+        r#"{"model": "opus", "env": {"TOKEN": "s3cret"}, "permissions": {"allow": ["Read"]}, "spinnerTipsEnabled": false, "outputStyle": "Concise"}"#,
     );
     h.write(
         ".claude/settings.local.json",
@@ -354,6 +354,8 @@ async fn config_show_lists_settings_with_sources_and_unknown_keys() {
             .starts_with(&format!("local project settings ({}", src(&local_json))),
         "{deny:?}"
     );
+    assert_eq!(find("outputStyle")[0]["value"], "Concise");
+    assert_eq!(find("outputStyle")[0]["source"], src(&user_json));
     let env = find("env.TOKEN");
     assert_eq!(env[0]["source"], src(&user_json));
     assert!(!stdout(&out).contains("s3cret"), "env values are not shown");
@@ -369,7 +371,7 @@ async fn config_show_lists_settings_with_sources_and_unknown_keys() {
         })
         .collect();
     assert!(
-        unknown.contains(&("statusLine".into(), src(&user_json))),
+        unknown.contains(&("spinnerTipsEnabled".into(), src(&user_json))),
         "{unknown:?}"
     );
     assert!(
@@ -387,7 +389,7 @@ async fn config_show_lists_settings_with_sources_and_unknown_keys() {
     let out = h.cadre(&["config", "show"]).await;
     let text = stdout(&out);
     assert!(
-        text.contains("statusLine") && text.contains("model = opus"),
+        text.contains("spinnerTipsEnabled") && text.contains("model = opus"),
         "{text}"
     );
 }

@@ -28,8 +28,9 @@ use std::sync::Arc;
 use crate::protocol::TeammateState;
 pub use crate::protocol::{Event, EventSink, TurnStatus};
 pub use prompt::{
-    ProjectContext, SystemPromptParts, build_system_prompt, environment_facts, main_prompt_from,
-    project_instructions, read_project_instructions,
+    CODING_INSTRUCTIONS, ProjectContext, SystemPromptParts, build_styled_system_prompt,
+    build_system_prompt, environment_facts, main_prompt_from, project_instructions,
+    read_project_instructions,
 };
 
 pub use compact::CompactError;
@@ -189,6 +190,9 @@ pub struct Agent {
     mcp: Option<Arc<crate::mcp::McpHub>>,
     /// The hub's generation this agent's MCP tools were taken at.
     mcp_seen: Option<u64>,
+    /// Bytes at the end of `system` that are the output style's text: later
+    /// sections go before it, so the style stays last.
+    style_tail: usize,
     /// Which of the servers' tools this agent takes (`--agent`'s `tools`).
     mcp_keep: Option<crate::mcp::McpToolFilter>,
     /// The task row this agent's progress goes to as it runs (a child's), so
@@ -261,6 +265,7 @@ impl Agent {
             effort: setup.effort,
             mcp: None,
             mcp_seen: None,
+            style_tail: 0,
             mcp_keep: None,
             progress_task: None,
             commands: None,
@@ -280,6 +285,18 @@ impl Agent {
             self.system.push_str(&s.instruction());
         }
         self.answer_schema = schema;
+        self
+    }
+
+    /// Appends an output style's text to the end of this agent's system
+    /// prompt (the main session's only; see [`crate::output_styles`]).
+    pub fn with_output_style(mut self, text: Option<&str>) -> Self {
+        if let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) {
+            let before = self.system.len();
+            self.system.push_str("\n\n");
+            self.system.push_str(text);
+            self.style_tail = self.system.len() - before;
+        }
         self
     }
 

@@ -12,14 +12,27 @@ use crate::small_file::read_small_text;
 /// Largest `.git` pointer or `HEAD` file read (both are one short line).
 const MAX_GIT_FILE_BYTES: u64 = 4096;
 
-/// What the base prompt tells every top-level agent about working here.
-const BASE_PROMPT: &str = "You are cadre, a coding agent working in the user's terminal, inside their project.
+/// Who the main agent is: kept whatever the output style.
+const ROLE_PROMPT: &str =
+    "You are cadre, a coding agent working in the user's terminal, inside their project.";
 
-Work the task through to the end with your tools: read and search before you change anything, make the smallest correct change, and run the project's own commands (tests, builds, linters) to check it when that is cheap. Prefer Grep and Glob over Bash for searching, Read over `cat`, and Edit over rewriting whole files. Paths may be relative to the working directory.
+/// How the main agent works on code: dropped by an output style that does
+/// not keep the coding instructions (`keep-coding-instructions: false`).
+pub const CODING_INSTRUCTIONS: &str = "Work the task through to the end with your tools: read and search before you change anything, make the smallest correct change, and run the project's own commands (tests, builds, linters) to check it when that is cheap. Prefer Grep and Glob over Bash for searching, Read over `cat`, and Edit over rewriting whole files. Paths may be relative to the working directory.
 
 Several independent read-only calls (Read, Grep, Glob) may go in one reply; they run at once.
 
 When you are done, answer in plain text: what you found or changed, and anything the user must still do. Be brief and exact; quote file paths and line numbers where they help.";
+
+/// The role and working rules, as every top-level agent gets them without
+/// an output style.
+fn base_prompt(coding: bool) -> String {
+    if coding {
+        format!("{ROLE_PROMPT}\n\n{CODING_INSTRUCTIONS}")
+    } else {
+        ROLE_PROMPT.to_string()
+    }
+}
 
 /// The pieces a system prompt is built from.
 #[derive(Debug, Clone, Default)]
@@ -37,11 +50,22 @@ pub fn build_system_prompt(cwd: &Path) -> String {
     main_prompt_from(&ProjectContext::read_now(cwd))
 }
 
+/// The main agent's prompt in `cwd` under an output style: without its
+/// coding instructions unless `keep_coding` (the style's text itself is
+/// appended last, by the builder).
+pub fn build_styled_system_prompt(cwd: &Path, keep_coding: bool) -> String {
+    prompt_with(&ProjectContext::read_now(cwd), keep_coding)
+}
+
 /// The main agent's prompt from project facts already read (a teammate's
 /// starts the same way).
 pub fn main_prompt_from(context: &ProjectContext) -> String {
+    prompt_with(context, true)
+}
+
+fn prompt_with(context: &ProjectContext, coding: bool) -> String {
     let parts = SystemPromptParts {
-        base: BASE_PROMPT.to_string(),
+        base: base_prompt(coding),
         environment: context.environment.clone(),
         instructions: context.instructions.clone(),
     };
@@ -190,6 +214,15 @@ mod tests {
             section.ends_with("\n\n## github\n\nUse search first.\n\n## docs\n\nCite pages."),
             "{section}"
         );
+    }
+
+    #[test]
+    fn the_base_prompt_splits_into_role_and_coding_instructions() {
+        let context = ProjectContext::default();
+        let full = prompt_with(&context, true);
+        let styled = prompt_with(&context, false);
+        assert!(full.starts_with(ROLE_PROMPT) && full.contains(CODING_INSTRUCTIONS));
+        assert!(styled.starts_with(ROLE_PROMPT) && !styled.contains("smallest correct change"));
     }
 
     #[test]

@@ -36,8 +36,9 @@ impl Agent {
         if self.mcp_seen.is_none()
             && let Some(section) = super::prompt::mcp_instructions_section(&hub.instructions())
         {
-            self.system.push_str("\n\n");
-            self.system.push_str(&section);
+            // Before the output style's text, which stays last.
+            let at = self.system.len() - self.style_tail;
+            self.system.insert_str(at, &format!("\n\n{section}"));
         }
         let now = hub.generation();
         if self.mcp_seen == Some(now) {

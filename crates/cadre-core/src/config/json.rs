@@ -68,8 +68,62 @@ pub struct JsonSettings {
     pub extra_marketplaces: BTreeMap<String, Value>,
     /// `pluginConfigs`: plugin id → `{"options": {…}}` as written.
     pub plugin_configs: BTreeMap<String, Value>,
+    /// `statusLine`: the command whose output replaces cadre's status line.
+    pub status_line: Option<StatusLineSetting>,
+    /// `outputStyle`: the name of the output style the main session uses.
+    pub output_style: Option<String>,
     /// Dotted keys cadre does not read.
     pub unknown: Vec<String>,
+}
+
+/// `statusLine` as a settings file writes it:
+/// `{"type": "command", "command": "…", "padding": N, "refreshInterval": S}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusLineSetting {
+    /// The shell command (run with `sh -c`).
+    pub command: String,
+    /// Columns of blank space before the output.
+    pub padding: u16,
+    /// Seconds between runs on a timer (at least 1), if any.
+    pub refresh_interval_s: Option<u64>,
+}
+
+impl StatusLineSetting {
+    /// Reads the `statusLine` object; `type` must be `"command"`.
+    fn parse(path: &Path, value: &Value) -> Result<StatusLineSetting, ConfigError> {
+        let Value::Object(map) = value else {
+            return Err(parse_error(path, "statusLine must be an object"));
+        };
+        match map.get("type").and_then(Value::as_str) {
+            Some("command") | None => {}
+            Some(other) => {
+                return Err(parse_error(
+                    path,
+                    format!("statusLine.type must be \"command\", not \"{other}\""),
+                ));
+            }
+        }
+        let command = map
+            .get("command")
+            .and_then(Value::as_str)
+            .filter(|c| !c.trim().is_empty())
+            .ok_or_else(|| parse_error(path, "statusLine.command must be a command"))?;
+        let padding = map
+            .get("padding")
+            .and_then(Value::as_u64)
+            .map_or(0, |p| p.min(u64::from(u16::MAX)) as u16);
+        // Claude Code's minimum is one second.
+        let refresh_interval_s = map
+            .get("refreshInterval")
+            .and_then(Value::as_f64)
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(|s| (s.ceil() as u64).max(1));
+        Ok(StatusLineSetting {
+            command: command.to_string(),
+            padding,
+            refresh_interval_s,
+        })
+    }
 }
 
 fn parse_error(path: &Path, message: impl Into<String>) -> ConfigError {
@@ -173,6 +227,13 @@ impl JsonSettings {
                     for (id, entry) in map {
                         out.plugin_configs.insert(id.clone(), entry.clone());
                     }
+                }
+                "statusLine" => out.status_line = Some(StatusLineSetting::parse(path, value)?),
+                "outputStyle" => {
+                    let name = value
+                        .as_str()
+                        .ok_or_else(|| parse_error(path, "outputStyle must be a string"))?;
+                    out.output_style = Some(name.to_string());
                 }
                 // The schema reference editors use; not a setting.
                 "$schema" => {}
@@ -283,7 +344,9 @@ mod tests {
                 "permissions": {"allow": ["Read"], "deny": ["Bash"], "defaultMode": "plan",
                   "disableBypassPermissionsMode": "disable", "additionalDirectories": ["../x"],
                   "colour": 1},
-                "hooks": {"PreToolUse": [], "Stop": []}, "statusLine": {}}"#,
+                "hooks": {"PreToolUse": [], "Stop": []}, "spinnerTips": {},
+                "statusLine": {"type": "command", "command": "s.sh", "padding": 2, "refreshInterval": 0.5},
+                "outputStyle": "Explanatory"}"#,
         )
         .unwrap();
         assert_eq!(s.model.as_deref(), Some("opus"));
@@ -294,7 +357,16 @@ mod tests {
         assert!(s.disable_bypass);
         assert_eq!(s.additional_directories, ["../x"]);
         assert_eq!(s.hook_events, ["PreToolUse", "Stop"]);
-        assert_eq!(s.unknown, ["permissions.colour", "statusLine"]);
+        assert_eq!(s.unknown, ["permissions.colour", "spinnerTips"]);
+        assert_eq!(
+            s.status_line,
+            Some(StatusLineSetting {
+                command: "s.sh".into(),
+                padding: 2,
+                refresh_interval_s: Some(1),
+            })
+        );
+        assert_eq!(s.output_style.as_deref(), Some("Explanatory"));
     }
 
     #[test]

@@ -21,14 +21,15 @@ use super::{
     AgentParts, Lifetime, NoticeTiming, Session, SessionHandle, SessionSetup, web_tools::WebTools,
 };
 use crate::agent::{
-    Agent, AgentSetup, EventSink, ProjectContext, TurnLimits, build_system_prompt,
-    read_project_instructions,
+    Agent, AgentSetup, EventSink, ProjectContext, TurnLimits, build_styled_system_prompt,
+    build_system_prompt, read_project_instructions,
 };
 use crate::config::Settings;
 use crate::context::ContextPolicy;
 use crate::hooks::{AgentHooks, HookSet, SessionHooks};
 use crate::mcp::{McpConfig, McpHub, McpToolFilter};
 use crate::model::{ClientConfig, Message, ModelClient, Provider, SpendCap};
+use crate::output_styles::{OutputStyle, OutputStyles, StyleDirs};
 use crate::permissions::rules::{RuleKind, RuleSet, parse_rule};
 use crate::permissions::{ApprovalGate, PermissionMode, PermissionPolicy};
 use crate::plugins::PluginSet;
@@ -113,6 +114,10 @@ pub struct SessionBuilder {
     pub editor_files: Option<Arc<dyn crate::tools::EditorFiles>>,
     /// The editor whose terminals run commands (`cadre acp`), for every agent.
     pub editor_terminal: Option<Arc<dyn crate::tools::EditorTerminal>>,
+    /// Every output style found (for `/config`'s picker).
+    pub output_styles: Arc<OutputStyles>,
+    /// The output style the main session uses (none: `Default`).
+    pub output_style: Option<OutputStyle>,
 }
 
 /// The context policy of the session's model: the built-in tables under the
@@ -455,6 +460,24 @@ impl SessionBuilder {
         if let Some(bytes) = file.limits.mcp_log_max_bytes {
             mcp.set_log_cap(bytes);
         }
+        let output_styles = OutputStyles::load(
+            &StyleDirs {
+                home_dir: dirs_home(),
+                data_dir: home.clone(),
+                cwd: cwd.clone(),
+            },
+            &plugins,
+        );
+        warnings.extend(output_styles.warnings.iter().cloned());
+        let output_style = output_styles
+            .choose(
+                settings
+                    .output_style
+                    .as_ref()
+                    .map(|(name, _)| name.as_str()),
+                &mut warnings,
+            )
+            .cloned();
         let task_output_limit = file
             .limits
             .task_output_max_bytes
@@ -488,7 +511,17 @@ impl SessionBuilder {
             shape,
             editor_files: None,
             editor_terminal: None,
+            output_styles: Arc::new(output_styles),
+            output_style,
         })
+    }
+
+    /// The output style the main agent's prompt gets: none under `--agent`
+    /// or `--system-prompt`, which replace cadre's own prompt.
+    pub fn applied_style(&self) -> Option<&OutputStyle> {
+        self.output_style
+            .as_ref()
+            .filter(|_| self.main_spec.is_none() && self.shape.system.is_none())
     }
 
     /// Opens the session `session_id` over its log: the task table, the
@@ -578,7 +611,11 @@ impl SessionBuilder {
         let gate = Arc::new(ApprovalGate::new(approvals, events.clone()));
         let mut tools = self.web.session_tools();
         let mut allowed_types = None;
-        let mut system = build_system_prompt(&self.cwd);
+        let style = self.applied_style();
+        let mut system = match style {
+            Some(style) => build_styled_system_prompt(&self.cwd, style.keep_coding_instructions),
+            None => build_system_prompt(&self.cwd),
+        };
         if let Some(spec) = &self.main_spec {
             tools = spec.tools.clone();
             allowed_types = spec.agent_types.clone();
@@ -658,7 +695,8 @@ impl SessionBuilder {
         .with_delegation(Some(Arc::new(Spawner::main(runtime, allowed_types))))
         .with_mcp(Some(self.mcp.clone()), self.mcp_keep.clone())
         .with_commands(self.skills.clone(), session_id.unwrap_or_default())
-        .with_answer_schema(self.shape.answer_schema.clone()))
+        .with_answer_schema(self.shape.answer_schema.clone())
+        .with_output_style(style.map(|s| s.prompt.as_str())))
     }
 }
 

@@ -613,9 +613,6 @@ impl Plugin {
         if let Some(keys) = settings_keys(root) {
             unsupported.push(format!("settings.json ({keys})"));
         }
-        if !output_styles.is_empty() {
-            unsupported.push("output styles (recorded, not applied yet)".into());
-        }
         let plugin = Plugin {
             name,
             id: id.to_string(),

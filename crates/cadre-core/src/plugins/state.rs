@@ -277,6 +277,36 @@ pub fn set_enabled(path: &Path, id: &str, on: Option<bool>) -> Result<(), Plugin
     })
 }
 
+/// Sets (or with `None` removes) the value at `keys` (`["permissions",
+/// "defaultMode"]`) in the settings file at `path`, keeping the rest of the
+/// file as it is; the file is written 0600 (used by `/config set` too).
+pub fn set_setting(path: &Path, keys: &[&str], value: Option<Value>) -> Result<(), PluginError> {
+    let Some((last, parents)) = keys.split_last() else {
+        return Err(state_error(path, "no key to set"));
+    };
+    edit_settings(path, |root| {
+        let mut map = root;
+        for (depth, key) in parents.iter().enumerate() {
+            let entry = map
+                .entry(key.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            let Value::Object(inner) = entry else {
+                return Err(format!("`{}` is not an object", keys[..=depth].join(".")));
+            };
+            map = inner;
+        }
+        match value {
+            Some(v) => {
+                map.insert(last.to_string(), v);
+            }
+            None => {
+                map.remove(*last);
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Sets `pluginConfigs[id].options[key]` in the settings file at `path`.
 pub fn set_plugin_options(
     path: &Path,

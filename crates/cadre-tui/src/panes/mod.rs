@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod board;
+pub mod config;
 pub mod rewind;
 pub mod sessions;
 pub mod tasks;
