@@ -419,8 +419,10 @@ mod tests {
                     Operation::new("ET", vec![]),
                 ],
             };
-            let content_id =
-                doc.add_object(Stream::new(dictionary! {}, content.encode().expect("encode")));
+            let content_id = doc.add_object(Stream::new(
+                dictionary! {},
+                content.encode().expect("encode"),
+            ));
             let page_id = doc.add_object(dictionary! {
                 "Type" => "Page", "Parent" => pages_id, "Contents" => content_id,
             });
@@ -448,7 +450,10 @@ mod tests {
         let text = pdf_text(&bytes, Some("2-3")).expect("text");
         assert_eq!((text.total_pages, text.shown), (4, (2, 3)));
         let rendered = text.render();
-        assert!(rendered.contains("--- page 2 of 4 ---\nThis is page 2."), "{rendered}");
+        assert!(
+            rendered.contains("--- page 2 of 4 ---\nThis is page 2."),
+            "{rendered}"
+        );
         assert!(rendered.contains("This is page 3."), "{rendered}");
         assert!(!rendered.contains("page 1."), "{rendered}");
         let long = pdf(21);

@@ -875,8 +875,7 @@ impl App {
         let to_prompt =
             self.panes.is_empty() || self.panes.top().and_then(|p| p.teammate()).is_some();
         if self.open_question().is_none() && to_prompt {
-            let cwd = std::path::Path::new(&self.info.cwd);
-            match crate::clipboard::pasted_image_path(text, cwd) {
+            match crate::clipboard::pasted_image_path(text, &self.info.root) {
                 Some(path) if self.panes.is_empty() => {
                     self.prompt.attach_image(path.display().to_string());
                 }

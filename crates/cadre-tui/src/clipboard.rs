@@ -26,10 +26,7 @@ pub fn pasted_image_path(pasted: &str, cwd: &Path) -> Option<PathBuf> {
         return None;
     }
     for quote in ['\'', '"'] {
-        if let Some(inner) = text
-            .strip_prefix(quote)
-            .and_then(|t| t.strip_suffix(quote))
-        {
+        if let Some(inner) = text.strip_prefix(quote).and_then(|t| t.strip_suffix(quote)) {
             text = inner;
         }
     }
@@ -193,7 +190,10 @@ mod tests {
         std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
         let cwd = dir.path();
         assert_eq!(pasted_image_path("'my shot.png'", cwd), Some(shot.clone()));
-        assert_eq!(pasted_image_path("my\\ shot.png\n", cwd), Some(shot.clone()));
+        assert_eq!(
+            pasted_image_path("my\\ shot.png\n", cwd),
+            Some(shot.clone())
+        );
         let url = format!("file://{}", shot.display()).replace(' ', "%20");
         assert_eq!(pasted_image_path(&url, cwd), Some(shot.clone()));
         assert_eq!(pasted_image_path("notes.txt", cwd), None);

@@ -89,7 +89,8 @@ fn read_script(input: &str) -> String {
     )
 }
 
-const CHAT: &str = "rules:\n  - name: chat\n    replies:\n      - text: \"Noted.\"\n      - text: \"Again.\"\n";
+const CHAT: &str =
+    "rules:\n  - name: chat\n    replies:\n      - text: \"Noted.\"\n      - text: \"Again.\"\n";
 
 /// The Anthropic image blocks of a tool result's content in `body`.
 fn result_parts(body: &Value) -> Vec<Value> {

@@ -178,7 +178,9 @@ async fn the_openai_wire_carries_mcp_tools_and_results_too() {
     let messages = records[1].body["messages"].as_array().unwrap();
     let last = messages.last().unwrap();
     assert_eq!(last["role"], "user", "{last}");
-    let url = last["content"][0]["image_url"]["url"].as_str().unwrap_or("");
+    let url = last["content"][0]["image_url"]["url"]
+        .as_str()
+        .unwrap_or("");
     assert!(url.starts_with("data:image/png;base64,iVBOR"), "{last}");
 }
 

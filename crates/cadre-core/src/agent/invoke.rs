@@ -263,7 +263,11 @@ impl Agent {
                 }
                 // An image goes as itself after the text; a PDF's document
                 // block stays behind (its text is here).
-                let images = out.images.into_iter().filter(|i| !i.is_document()).collect();
+                let images = out
+                    .images
+                    .into_iter()
+                    .filter(|i| !i.is_document())
+                    .collect();
                 Some((
                     format!(
                         "<system-reminder>\nThe user mentioned @{path}; the Read tool gave:\n{}\n</system-reminder>",

@@ -170,7 +170,13 @@ fn read_file(path: &Path, offset: u64, limit: u64, cap: usize, pages: Option<&st
         return ToolOutput::invalid_arguments("pages is for PDF files only");
     }
     if let Some(kind) = media {
-        return read_media(io::Cursor::new(head).chain(file), path, meta.len(), kind, pages);
+        return read_media(
+            io::Cursor::new(head).chain(file),
+            path,
+            meta.len(),
+            kind,
+            pages,
+        );
     }
     match scan(
         io::Cursor::new(head).chain(file),
