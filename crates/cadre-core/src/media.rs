@@ -190,10 +190,13 @@ pub fn prepare_image(bytes: &[u8], media_type: &str) -> Result<PreparedImage, Me
     }
 }
 
+/// An image encoded as PNG and as JPEG, each when made.
+type Encodings = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// The image as PNG when it has transparency (a screenshot's alpha is worth
 /// keeping if it is small), and as the first JPEG quality that fits
 /// [`MAX_IMAGE_BYTES`], if any.
-fn encode_small(img: &DynamicImage) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), MediaError> {
+fn encode_small(img: &DynamicImage) -> Result<Encodings, MediaError> {
     let png = if img.color().has_alpha() {
         let mut out = Cursor::new(Vec::new());
         img.write_to(&mut out, ImageFormat::Png)?;

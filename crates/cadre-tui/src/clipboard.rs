@@ -121,11 +121,14 @@ const TYPES: [(&str, &str); 4] = [
     ("image/webp", "webp"),
 ];
 
+/// Reads the clipboard's contents of one type.
+type Fetch = fn(&str) -> Option<Vec<u8>>;
+
 /// The clipboard's image saved to a private file, or what to tell the user.
 pub fn paste_image() -> Result<PathBuf, String> {
     let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some() && on_path("wl-paste");
     let x11 = std::env::var_os("DISPLAY").is_some() && on_path("xclip");
-    let (listed, fetch): (Option<Vec<u8>>, fn(&str) -> Option<Vec<u8>>) = if wayland {
+    let (listed, fetch): (Option<Vec<u8>>, Fetch) = if wayland {
         (run("wl-paste", &["--list-types"]), |t| {
             run("wl-paste", &["--no-newline", "--type", t])
         })
