@@ -370,6 +370,7 @@ fn write_record(out: &mut impl Write, r: &LogRecord) -> std::io::Result<()> {
             }
             Ok(())
         }
+        RecordBody::UserImage { image } => writeln!(out, "> [image {}]", image.media_type),
         RecordBody::ToolStart { .. } => Ok(()),
         RecordBody::ToolResult {
             content, status, ..

@@ -9,6 +9,7 @@
 //! manifest.json                      format, version, session id, cwd, cadre version, entries
 //! sessions/<id>.jsonl                the session's log
 //! sessions/<id>.agents/<child>.jsonl each subagent's log
+//! sessions/<id>.images/<sha256>.<ext> the images its logs name, as they are
 //! tasks.jsonl                        the session's task rows, one JSON object a line
 //! tasks/<task-id>/<file>             output.log, agent.json, report.txt of each task
 //! branches.bundle                    `git bundle` of the kept `cadre/<name>` branches
@@ -272,6 +273,30 @@ pub fn export(home: &Path, id: &str, out: &Path, here: &Path) -> Result<Exported
         entries.push((format!("sessions/{id}.agents/{child}.jsonl"), log));
     }
 
+    // Images travel as they are: binary, so not redacted like the logs.
+    let images = sessions_dir(home).join(format!("{id}.images"));
+    let mut image_names: Vec<String> = match std::fs::read_dir(&images) {
+        Ok(dir) => dir
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_str()?.to_string();
+                is_image_name(&name).then_some(name)
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    image_names.sort();
+    for name in image_names {
+        let path = images.join(&name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() && m.len() <= MAX_ENTRY_BYTES => {
+                let bytes = std::fs::read(&path).map_err(io(&path))?;
+                entries.push((format!("sessions/{id}.images/{name}"), bytes));
+            }
+            _ => notes.push(format!("image {name} left out: not a regular file")),
+        }
+    }
+
     // Opening the table would create it: a data directory without one has no rows.
     let mut rows = if home.join("tasks.db").is_file() {
         BlockingTaskTable::open(home)?.list(&TaskFilter {
@@ -464,9 +489,21 @@ enum Entry {
     Manifest,
     Log(String),
     ChildLog(String, String),
+    /// An image beside the logs: session id, file name.
+    Image(String, String),
     TaskRows,
     TaskFile(String, String),
     Bundle,
+}
+
+/// True for the name of a stored image: `<64 hex digits>.<known extension>`.
+fn is_image_name(name: &str) -> bool {
+    let Some((hash, ext)) = name.split_once('.') else {
+        return false;
+    };
+    hash.len() == 64
+        && hash.bytes().all(|b| b.is_ascii_hexdigit())
+        && ["png", "jpg", "gif", "webp", "pdf"].contains(&ext)
 }
 
 /// The entry a name stands for, or why the name is refused: every part of
@@ -491,13 +528,20 @@ fn classify(name: &str) -> Result<Entry, String> {
             }
             Entry::Log(id.to_string())
         }
-        ["sessions", folder, log] => {
+        ["sessions", folder, log] if folder.ends_with(".agents") => {
             let id = folder.strip_suffix(".agents").ok_or_else(unknown)?;
             let child = log.strip_suffix(".jsonl").ok_or_else(unknown)?;
             if !is_valid_session_id(id) || !is_valid_session_id(child) {
                 return Err(unknown());
             }
             Entry::ChildLog(id.to_string(), child.to_string())
+        }
+        ["sessions", folder, file] if folder.ends_with(".images") => {
+            let id = folder.strip_suffix(".images").ok_or_else(unknown)?;
+            if !is_valid_session_id(id) || !is_image_name(file) {
+                return Err(unknown());
+            }
+            Entry::Image(id.to_string(), file.to_string())
         }
         ["tasks", task, file] if is_task_id(task) && TASK_FILES.contains(file) => {
             Entry::TaskFile(task.to_string(), file.to_string())
@@ -653,7 +697,9 @@ fn check(staged: &Staged) -> Result<(Manifest, Vec<TaskRow>), String> {
     let mut tasks_with_files = BTreeSet::new();
     for what in staged.files.keys() {
         match what {
-            Entry::Log(other) | Entry::ChildLog(other, _) if other != id => {
+            Entry::Log(other) | Entry::ChildLog(other, _) | Entry::Image(other, _)
+                if other != id =>
+            {
                 return Err(format!("it holds a log of another session ({other})"));
             }
             Entry::TaskFile(task, _) => {
@@ -802,10 +848,14 @@ pub fn import(
     // Replacing: the old session's files go (the lock is ours already).
     let log_path = sessions.join(format!("{id}.jsonl"));
     let agents = sessions.join(format!("{id}.agents"));
+    let images = sessions.join(format!("{id}.images"));
     let kept_bundle = sessions.join(format!("{id}.branches.bundle"));
     if force {
         if agents.is_dir() {
             std::fs::remove_dir_all(&agents).map_err(io(&agents))?;
+        }
+        if images.is_dir() {
+            std::fs::remove_dir_all(&images).map_err(io(&images))?;
         }
         let _ = std::fs::remove_file(recovery_path(&log_path));
         let _ = std::fs::remove_file(&kept_bundle);
@@ -817,6 +867,10 @@ pub fn import(
             Entry::ChildLog(_, child) => {
                 private_dir(&agents)?;
                 place(path, &agents.join(format!("{child}.jsonl")))?;
+            }
+            Entry::Image(_, file) => {
+                private_dir(&images)?;
+                place(path, &images.join(file))?;
             }
             Entry::TaskFile(task, file) => {
                 let dir = home.join("tasks").join(task);

@@ -242,6 +242,9 @@ pub struct ModelFile {
     pub cache_read_price: Option<f64>,
     /// Input written to the prompt cache.
     pub cache_write_price: Option<f64>,
+    /// Whether the model takes images (default true); `false` sends a text
+    /// note in place of each image.
+    pub images: Option<bool>,
 }
 
 impl ModelFile {
@@ -252,6 +255,7 @@ impl ModelFile {
         }
         take!(
             context_window,
+            images,
             input_price,
             output_price,
             cache_read_price,
@@ -1235,6 +1239,7 @@ impl Settings {
                     ModelOverride {
                         context_window: m.context_window,
                         prices: m.prices(builtin_prices(provider, id)),
+                        images: m.images,
                     },
                 );
             }

@@ -103,6 +103,7 @@ pub mod frontmatter;
 pub mod hooks;
 pub mod instructions;
 pub mod mcp;
+pub mod media;
 pub mod model;
 pub mod output_styles;
 pub mod path_segment;

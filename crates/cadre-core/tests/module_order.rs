@@ -17,6 +17,7 @@ const LEVELS: &[(&str, u8)] = &[
     ("worktrees", 1),
     ("model", 1),
     ("protocol", 2),
+    ("media", 2),
     ("context", 3),
     ("tasks", 4),
     ("permissions", 4),

@@ -22,6 +22,9 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 use crate::extract::request_info;
+
+/// Largest request body taken: several images at the APIs' 5 MB each.
+const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 use crate::script::{Failure, Script, StepBy};
 use crate::wire::{self, Ctx};
 use crate::{MockError, parse_script};
@@ -251,6 +254,9 @@ impl MockServer {
             .route("/messages", post(anthropic))
             .route("/v1/chat/completions", post(openai))
             .route("/chat/completions", post(openai))
+            // Requests with images (a photo is a few MB as base64) pass
+            // axum's 2 MB default.
+            .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(shared.clone());
         let (tx, rx) = oneshot::channel::<()>();
         let listener = listener.tap_io(|tcp| {

@@ -158,6 +158,8 @@ pub struct App {
     /// Messages typed while the host was busy (a session switch waits for
     /// the old session to wind down): sent when it is done, to the session shown then.
     pub held: Vec<String>,
+    /// The image files attached to each held message, in step with `held`.
+    pub held_images: Vec<Vec<String>>,
     /// The user asked to leave.
     pub exit: bool,
     /// The skills and commands the session runs for `/name`.
@@ -240,6 +242,7 @@ impl App {
             team_focus: None,
             host_pending: 0,
             held: Vec::new(),
+            held_images: Vec::new(),
             exit: false,
             commands: Vec::new(),
             status_rows: None,
@@ -835,6 +838,7 @@ impl App {
                 .open(Box::new(TodosPane::new(self.todos.clone()))),
             (KeyCode::BackTab, _) => self.cycle_mode(),
             (KeyCode::Char('j'), true) => self.prompt.insert("\n"),
+            (KeyCode::Char('v'), true) => self.paste_clipboard_image(),
             (KeyCode::Enter, _)
                 if key
                     .modifiers
@@ -875,12 +879,30 @@ impl App {
 
     /// Pasted text goes into the prompt as one piece (newlines kept; a
     /// large paste as one block, see [`Prompt::paste`]).
+    /// A pasted (or dropped) path of an image file becomes an `[Image #N]`
+    /// chip whose image is sent with the message.
     pub fn paste(&mut self, text: &str) {
         let to_prompt =
             self.panes.is_empty() || self.panes.top().and_then(|p| p.teammate()).is_some();
         if self.open_question().is_none() && to_prompt {
-            self.prompt.paste(text);
+            match crate::clipboard::pasted_image_path(text, &self.info.root) {
+                Some(path) if self.panes.is_empty() => {
+                    self.prompt.attach_image(path.display().to_string());
+                }
+                _ => self.prompt.paste(text),
+            }
             self.refresh_completion(Instant::now());
+        }
+    }
+
+    /// Ctrl+V: the clipboard's image as an `[Image #N]` chip, or a hint
+    /// saying why not.
+    fn paste_clipboard_image(&mut self) {
+        match crate::clipboard::paste_image() {
+            Ok(path) => {
+                self.prompt.attach_image(path.display().to_string());
+            }
+            Err(why) => self.transcript.notice(Level::Warning, why),
         }
     }
 
@@ -1063,6 +1085,7 @@ impl App {
     /// Enter: a command runs here, a message goes to the session.
     fn submit(&mut self) {
         let text = self.prompt.expanded();
+        let images = self.prompt.image_paths();
         if self.team.enabled && self.team_line(&text) {
             return;
         }
@@ -1080,7 +1103,7 @@ impl App {
         self.draft.clear();
         match parse(&text) {
             Input::Empty => return,
-            Input::Message(message) => self.send(message),
+            Input::Message(message) => self.send_with_images(message, images),
             Input::Command(command) => {
                 self.transcript.notice(Level::Info, text.trim().to_string());
                 self.command(command);
@@ -1108,12 +1131,18 @@ impl App {
     /// Sends `message` to the session as if typed: shown in the transcript,
     /// held while a host command runs.
     pub fn send(&mut self, message: String) {
+        self.send_with_images(message, Vec::new());
+    }
+
+    /// [`Self::send`] with image files attached (the prompt's chips).
+    pub fn send_with_images(&mut self, message: String, images: Vec<String>) {
         self.transcript
             .push(crate::transcript::EntryKind::User(message.clone()));
         if self.host_pending > 0 {
             self.held.push(message);
+            self.held_images.push(images);
         } else {
-            self.outbox.push(Op::UserMessage { text: message });
+            self.outbox.push(message_op(message, images));
             self.messages_owed += 1;
         }
     }
@@ -1153,8 +1182,10 @@ impl App {
     pub fn host_done(&mut self) {
         self.host_pending = self.host_pending.saturating_sub(1);
         if self.host_pending == 0 {
+            let mut images = std::mem::take(&mut self.held_images).into_iter();
             for text in std::mem::take(&mut self.held) {
-                self.outbox.push(Op::UserMessage { text });
+                self.outbox
+                    .push(message_op(text, images.next().unwrap_or_default()));
                 self.messages_owed += 1;
             }
         }
@@ -1235,13 +1266,23 @@ impl App {
     }
 }
 
+/// The operation that sends `text`, with `images` when there are any.
+fn message_op(text: String, images: Vec<String>) -> Op {
+    if images.is_empty() {
+        Op::UserMessage { text }
+    } else {
+        Op::UserMessageWithImages { text, images }
+    }
+}
+
 /// The TUI's keys, after the commands in `/help`.
 pub const TUI_KEYS: &str = "\
 Keys: Enter sends · Shift+Enter or Ctrl+J new line · Esc interrupts the turn · Ctrl+B sends the
 running subagents to the background · Ctrl+O verbose tool output · Shift+Tab permission mode ·
 PgUp/PgDn scroll (the mouse wheel too with CADRE_TUI_MOUSE=1) · Ctrl+T the todo list ·
 @ completes a project path and / a command (↑/↓ choose, Tab or Enter takes, Esc closes) ·
-a large paste stays one block · Ctrl+C clears the prompt, twice leaves
+a large paste stays one block · Ctrl+V pastes an image (a pasted image path too) as [Image #N] ·
+Ctrl+C clears the prompt, twice leaves
 Teams: ↓ past the prompt selects a teammate in the panel (↑/↓ move, ↑ on the first goes back) ·
 Enter opens its transcript, where what you type goes to it · Esc interrupts its turn · x stops it ·
 Ctrl+T shows the team's task board instead of the todo list";

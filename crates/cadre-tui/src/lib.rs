@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod children;
+pub mod clipboard;
 pub mod commands;
 pub mod completion;
 pub mod diff;

@@ -1,8 +1,10 @@
 //! The multi-line prompt: a text buffer and a cursor, edited by keys and
 //! pastes. A large paste is kept as one block: the text shows a placeholder
 //! (`[Pasted text #1 +120 lines]`) that edits as one character would, and
-//! what is sent has the pasted text in its place. Laid out by the view;
-//! nothing here knows about the terminal.
+//! what is sent has the pasted text in its place. An attached image is a
+//! chip (`[Image #1]`) that edits the same way and stays in the text sent;
+//! the image file goes beside it. Laid out by the view; nothing here knows
+//! about the terminal.
 
 /// A paste with more lines than this is kept as a block.
 pub const PASTE_BLOCK_LINES: usize = 10;
@@ -20,13 +22,18 @@ pub struct Prompt {
     pastes: Vec<PastedBlock>,
     /// Blocks pasted so far (their numbers go on across messages).
     pasted: usize,
+    /// Images attached so far (their numbers go on across messages).
+    images: usize,
 }
 
-/// A large paste: its placeholder in the text and what it stands for.
+/// A large paste or an image chip: its placeholder in the text and what it
+/// stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct PastedBlock {
     placeholder: String,
     text: String,
+    /// For an image chip: the image file's path.
+    image: Option<String>,
 }
 
 /// Text made safe for the prompt: line ends as `\n`, control characters
@@ -126,7 +133,37 @@ impl Prompt {
         self.pastes.push(PastedBlock {
             placeholder,
             text: clean,
+            image: None,
         });
+    }
+
+    /// Inserts an `[Image #N]` chip at the cursor for the image file at
+    /// `path`; returns the chip.
+    pub fn attach_image(&mut self, path: String) -> String {
+        self.images += 1;
+        let placeholder = format!("[Image #{}]", self.images);
+        self.text.insert_str(self.cursor, &placeholder);
+        self.cursor += placeholder.len();
+        self.pastes.push(PastedBlock {
+            placeholder: placeholder.clone(),
+            text: placeholder.clone(),
+            image: Some(path),
+        });
+        placeholder
+    }
+
+    /// The image files of the chips in the text, in the order they appear.
+    pub fn image_paths(&self) -> Vec<String> {
+        let mut found: Vec<(usize, &String)> = self
+            .pastes
+            .iter()
+            .filter_map(|p| {
+                let path = p.image.as_ref()?;
+                self.text.find(&p.placeholder).map(|at| (at, path))
+            })
+            .collect();
+        found.sort_by_key(|(at, _)| *at);
+        found.into_iter().map(|(_, p)| p.clone()).collect()
     }
 
     /// The byte range of the placeholder that ends at `at`, if one does.

@@ -36,6 +36,7 @@ mod hardening_terminal;
 mod hardening_trust;
 mod hardening_worktrees;
 mod hooks;
+mod images;
 mod instructions;
 mod interactive;
 mod keys;

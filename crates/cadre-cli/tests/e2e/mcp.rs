@@ -174,10 +174,14 @@ async fn the_openai_wire_carries_mcp_tools_and_results_too() {
     let results = tool_results(&records[1].body);
     assert_eq!(results[0].0, "echo: wire");
     assert!(results[1].0.contains("[image image/png"), "{results:?}");
-    assert!(
-        !records[1].body.to_string().contains("iVBOR"),
-        "no image data on the OpenAI wire"
-    );
+    // A tool message holds text only: the image follows in a user message.
+    let messages = records[1].body["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user", "{last}");
+    let url = last["content"][0]["image_url"]["url"]
+        .as_str()
+        .unwrap_or("");
+    assert!(url.starts_with("data:image/png;base64,iVBOR"), "{last}");
 }
 
 #[tokio::test]

@@ -256,7 +256,11 @@ impl Agent {
             let req = ModelRequest {
                 model: self.client.config().model.clone(),
                 system: self.system.clone(),
-                messages: summary_request_messages(&source, focus.as_deref(), extra.as_deref()),
+                messages: summary_request_messages(
+                    &self.sendable(&source, &self.client.config().model),
+                    focus.as_deref(),
+                    extra.as_deref(),
+                ),
                 tools: self.tools.specs(),
                 max_tokens: self.client.config().max_tokens,
                 cache_after: if trimmed { None } else { self.cache_after },

@@ -193,6 +193,7 @@ impl Agent {
             content: output.content.clone(),
             is_error: output.is_error,
             status,
+            images: output.images.clone(),
         })
         .await?;
         let summary =

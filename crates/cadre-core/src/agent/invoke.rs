@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Agent;
+use crate::model::ToolImage;
 use crate::permissions::{Decision, ToolEffect};
 use crate::protocol::Event;
 use crate::skills::invoke::{Mention, mentions, render_for};
@@ -54,9 +55,9 @@ impl Agent {
         &self,
         text: &str,
         cancel: &CancellationToken,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<(Vec<String>, Vec<ToolImage>), String> {
         if self.is_child() || text.trim().is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let empty = SkillSet::default();
         let set = self.commands.as_deref().unwrap_or(&empty);
@@ -86,18 +87,57 @@ impl Agent {
             }
         }
         let mut seen = Vec::new();
+        let mut images = Vec::new();
         for source in std::iter::once(text).chain(blocks.clone().iter().map(String::as_str)) {
             for mention in mentions(source) {
                 if seen.contains(&mention) {
                     continue;
                 }
                 seen.push(mention.clone());
-                if let Some(block) = self.attach(&mention, cancel).await {
+                if let Some((block, found)) = self.attach(&mention, cancel).await {
                     blocks.push(block);
+                    images.extend(found);
                 }
             }
         }
-        Ok(blocks)
+        Ok((blocks, images))
+    }
+
+    /// Image files the user attached to their next message (pasted or
+    /// dropped in the full screen): the user chose them, so no permission
+    /// is asked.
+    pub fn attach_images(&mut self, paths: Vec<std::path::PathBuf>) {
+        self.pending_images.extend(paths);
+    }
+
+    /// The images attached with [`Self::attach_images`], read and fitted to
+    /// the model's limits; one that cannot be read is reported and left out.
+    pub(super) async fn take_attached_images(&mut self) -> Vec<ToolImage> {
+        let paths = std::mem::take(&mut self.pending_images);
+        if paths.is_empty() {
+            return Vec::new();
+        }
+        let read = tokio::task::spawn_blocking(move || {
+            paths
+                .into_iter()
+                .map(|path| {
+                    let shown = path.display().to_string();
+                    (shown, read_image(&path))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        let mut images = Vec::new();
+        for (shown, got) in read {
+            match got {
+                Ok(image) => images.push(image),
+                Err(why) => self.events.emit(Event::Warning {
+                    message: format!("the image {shown} was not attached: {why}"),
+                }),
+            }
+        }
+        images
     }
 
     /// An MCP server's prompt: the text of the messages it returns. Servers
@@ -177,7 +217,11 @@ impl Agent {
     /// The block a mention adds, if the policy lets this agent read it
     /// without asking; a refusal is reported, a path that is no file is
     /// left as text.
-    async fn attach(&self, mention: &Mention, cancel: &CancellationToken) -> Option<String> {
+    async fn attach(
+        &self,
+        mention: &Mention,
+        cancel: &CancellationToken,
+    ) -> Option<(String, Vec<ToolImage>)> {
         match mention {
             Mention::Path(path) => {
                 let tool = self.tools.get("Read")?;
@@ -217,9 +261,19 @@ impl Agent {
                     });
                     return None;
                 }
-                Some(format!(
-                    "<system-reminder>\nThe user mentioned @{path}; the Read tool gave:\n{}\n</system-reminder>",
-                    out.content
+                // An image goes as itself after the text; a PDF's document
+                // block stays behind (its text is here).
+                let images = out
+                    .images
+                    .into_iter()
+                    .filter(|i| !i.is_document())
+                    .collect();
+                Some((
+                    format!(
+                        "<system-reminder>\nThe user mentioned @{path}; the Read tool gave:\n{}\n</system-reminder>",
+                        out.content
+                    ),
+                    images,
                 ))
             }
             Mention::Resource { server, uri } => {
@@ -254,8 +308,11 @@ impl Agent {
                 match hub.read_resource_text(server, uri).await {
                     Ok(text) => {
                         let text = crate::tools::cap_output(text, MAX_RESOURCE_BYTES);
-                        Some(format!(
-                            "<system-reminder>\nThe user mentioned the MCP resource {uri} of the server {server}:\n{text}\n</system-reminder>"
+                        Some((
+                            format!(
+                                "<system-reminder>\nThe user mentioned the MCP resource {uri} of the server {server}:\n{text}\n</system-reminder>"
+                            ),
+                            Vec::new(),
                         ))
                     }
                     Err(e) => {
@@ -268,6 +325,25 @@ impl Agent {
             }
         }
     }
+}
+
+/// The image file at `path`, fitted to the model's limits.
+fn read_image(path: &std::path::Path) -> Result<ToolImage, String> {
+    use crate::media;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a file".into());
+    }
+    if meta.len() > media::MAX_IMAGE_FILE_BYTES {
+        return Err(format!("larger than {} bytes", media::MAX_IMAGE_FILE_BYTES));
+    }
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let Some(media::MediaKind::Image(media_type)) = media::sniff(&bytes) else {
+        return Err("not a PNG, JPEG, GIF or WebP image".into());
+    };
+    media::prepare_image(&bytes, media_type)
+        .map(|p| p.image)
+        .map_err(|e| e.to_string())
 }
 
 /// Why a decision is not a plain allow (a mention never asks).

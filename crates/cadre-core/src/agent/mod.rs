@@ -185,6 +185,8 @@ pub struct Agent {
     hooks: Option<crate::hooks::AgentHooks>,
     /// Hook context (SessionStart's) for the next turn's first message.
     pending_context: Vec<String>,
+    /// Image files the user attached to their next message (pasted, dropped).
+    pending_images: Vec<std::path::PathBuf>,
     effort: Option<String>,
     /// The session's MCP servers, whose tools this agent's list follows.
     mcp: Option<Arc<crate::mcp::McpHub>>,
@@ -262,6 +264,7 @@ impl Agent {
             bypass_allowed,
             hooks: setup.hooks,
             pending_context: Vec::new(),
+            pending_images: Vec::new(),
             effort: setup.effort,
             mcp: None,
             mcp_seen: None,

@@ -226,16 +226,43 @@ impl Agent {
         Ok(())
     }
 
+    /// `messages` as sent to `model`: as they are, or with a note in place
+    /// of each image for a model configured to take none.
+    pub(super) fn sendable(&self, messages: &[Message], model: &str) -> Vec<Message> {
+        if self.context.profile.images {
+            return messages.to_vec();
+        }
+        messages
+            .iter()
+            .map(|m| {
+                if m.has_images() {
+                    m.without_images(model)
+                } else {
+                    m.clone()
+                }
+            })
+            .collect()
+    }
+
     /// Adds user text: a new message, or joined to a pending user message (after
     /// an interrupted request) so roles keep alternating.
     pub(super) fn push_user_text(&mut self, text: String) {
+        self.push_user_block(ContentBlock::Text { text });
+    }
+
+    /// Adds a block to the user message at the end of the conversation (a
+    /// new one when the last message is the model's).
+    pub(super) fn push_user_block(&mut self, block: ContentBlock) {
         if let Some(last) = self.conversation.last_mut()
             && last.role == Role::User
         {
-            last.content.push(ContentBlock::Text { text });
+            last.content.push(block);
             return;
         }
-        self.conversation.push(Message::user_text(text));
+        self.conversation.push(Message {
+            role: Role::User,
+            content: vec![block].into(),
+        });
     }
 
     /// Runs one turn for `user_text` until the model answers without tools, a
@@ -291,8 +318,9 @@ impl Agent {
         // whose use fails (a command refused or failing) is not sent.
         let expansion = match &after {
             Some(_) => self.expand_message(&user_text, &cancel).await,
-            None => Ok(Vec::new()),
+            None => Ok((Vec::new(), Vec::new())),
         };
+        let attached = self.take_attached_images().await;
         for text in before {
             if logged.is_ok() {
                 logged = self
@@ -314,13 +342,28 @@ impl Agent {
                     .await;
             }
             self.push_user_text(user_text);
-            for text in expansion.iter().flatten() {
+            let (texts, images) = match &expansion {
+                Ok((texts, images)) => (texts.as_slice(), images.as_slice()),
+                Err(_) => (&[][..], &[][..]),
+            };
+            for text in texts {
                 if logged.is_ok() {
                     logged = self
                         .write_log(RecordBody::User { text: text.clone() })
                         .await;
                 }
                 self.push_user_text(text.clone());
+            }
+            // Images after the text: pasted ones, then mentioned ones.
+            for image in attached.iter().chain(images) {
+                if logged.is_ok() {
+                    logged = self
+                        .write_log(RecordBody::UserImage {
+                            image: image.clone(),
+                        })
+                        .await;
+                }
+                self.push_user_block(ContentBlock::Image(image.clone()));
             }
         }
         for text in after.iter().flatten().filter(|_| expansion.is_ok()) {
@@ -527,10 +570,11 @@ impl Agent {
                 Some(m) if m != self.client.config().model => self.client.with_model(&m),
                 _ => self.client.clone(),
             };
+            let messages = self.sendable(&self.conversation, &client.config().model);
             let req = ModelRequest {
                 model: client.config().model.clone(),
                 system: self.system.clone(),
-                messages: self.conversation.clone(),
+                messages,
                 tools: self.tools.specs(),
                 max_tokens: self.client.config().max_tokens,
                 cache_after: self.cache_after,

@@ -8,6 +8,20 @@ const BYTES_PER_TOKEN: u64 = 4;
 /// Tokens a message or block costs beyond its text (role, ids, framing).
 const FRAMING_TOKENS: u64 = 4;
 
+/// Tokens counted for one image: about what the APIs charge for one at the
+/// largest size cadre sends.
+const IMAGE_TOKENS: u64 = 1600;
+
+/// Estimated tokens of an image or a document.
+fn media_tokens(image: &crate::model::ToolImage) -> u64 {
+    if image.is_document() {
+        // Text and page images of a PDF: roughly its size.
+        (image.data.len() as u64).div_ceil(BYTES_PER_TOKEN * 2)
+    } else {
+        IMAGE_TOKENS
+    }
+}
+
 /// Estimated tokens of a text.
 pub fn estimate_text_tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(BYTES_PER_TOKEN)
@@ -28,8 +42,14 @@ pub fn estimate_message_tokens(message: &Message) -> u64 {
                 ContentBlock::ToolResult {
                     tool_use_id,
                     content,
+                    images,
                     ..
-                } => estimate_text_tokens(tool_use_id) + estimate_text_tokens(content),
+                } => {
+                    estimate_text_tokens(tool_use_id)
+                        + estimate_text_tokens(content)
+                        + images.iter().map(media_tokens).sum::<u64>()
+                }
+                ContentBlock::Image(image) => media_tokens(image),
                 ContentBlock::ServerBlock { block } => estimate_text_tokens(&block.to_string()),
             };
     }

@@ -38,6 +38,8 @@ pub struct ModelProfile {
     pub context_window: u64,
     /// Prices, when known (not for local models, unless configured).
     pub prices: Option<Prices>,
+    /// Whether it takes images (true unless configured otherwise).
+    pub images: bool,
 }
 
 impl ModelProfile {
@@ -47,6 +49,7 @@ impl ModelProfile {
             context_window: builtin_context_window(provider, model)
                 .unwrap_or(DEFAULT_CONTEXT_WINDOW),
             prices: builtin_prices(provider, model),
+            images: true,
         }
     }
 }
@@ -59,6 +62,8 @@ pub struct ModelOverride {
     pub context_window: Option<u64>,
     /// The prices, when any price key is given.
     pub prices: Option<Prices>,
+    /// `images`.
+    pub images: Option<bool>,
 }
 
 /// The built-in model tables with the configuration's overrides on top.
@@ -92,6 +97,7 @@ impl ModelTable {
             Some(o) => ModelProfile {
                 context_window: o.context_window.unwrap_or(builtin.context_window),
                 prices: o.prices.or(builtin.prices),
+                images: o.images.unwrap_or(builtin.images),
             },
             None => builtin,
         }

@@ -460,7 +460,8 @@ impl Session {
             if let Some(next) = ctl.queue.pop_front() {
                 ctl.publish_queue();
                 match next {
-                    Queued::Message(text) => {
+                    Queued::Message(text, images) => {
+                        agent.attach_images(images);
                         run_turn(&mut agent, &mut ctl, text).await;
                     }
                     Queued::Compact(focus) => compact(&mut agent, &mut ctl, focus).await,
@@ -537,8 +538,8 @@ impl Session {
 
 /// What waits for the main agent, in the order it was asked for.
 enum Queued {
-    /// A user message: a turn.
-    Message(String),
+    /// A user message, with the image files attached to it: a turn.
+    Message(String, Vec<std::path::PathBuf>),
     /// `/compact [focus]`.
     Compact(Option<String>),
     /// Esc twice: back to before a message.
@@ -765,7 +766,12 @@ impl Control {
     async fn apply(&mut self, op: Op) {
         match op {
             Op::UserMessage { text } => {
-                self.queue.push_back(Queued::Message(text));
+                self.queue.push_back(Queued::Message(text, Vec::new()));
+                self.publish_queue();
+            }
+            Op::UserMessageWithImages { text, images } => {
+                let images = images.into_iter().map(std::path::PathBuf::from).collect();
+                self.queue.push_back(Queued::Message(text, images));
                 self.publish_queue();
             }
             Op::Compact { focus } => {

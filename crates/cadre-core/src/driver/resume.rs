@@ -200,6 +200,7 @@ impl PendingResume {
                 content: content.to_string(),
                 is_error: true,
                 status,
+                images: Vec::new(),
             })?;
         }
         let unknown_calls: Vec<String> = self

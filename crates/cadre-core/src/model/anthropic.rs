@@ -54,6 +54,12 @@ enum BlockOut<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheMark>,
     },
+    /// An image the user attached.
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheMark>,
+    },
     /// A server tool's block, sent back exactly as it came.
     #[serde(untagged)]
     Server(&'a Value),
@@ -73,6 +79,7 @@ enum ResultContent<'a> {
 enum ResultPart<'a> {
     Text { text: &'a str },
     Image { source: ImageSource<'a> },
+    Document { source: ImageSource<'a> },
 }
 
 #[derive(Serialize)]
@@ -88,12 +95,17 @@ fn result_content<'a>(text: &'a str, images: &'a [crate::model::ToolImage]) -> R
         return ResultContent::Text(text);
     }
     let mut parts = vec![ResultPart::Text { text }];
-    parts.extend(images.iter().map(|i| ResultPart::Image {
-        source: ImageSource {
+    parts.extend(images.iter().map(|i| {
+        let source = ImageSource {
             kind: "base64",
             media_type: &i.media_type,
             data: &i.data,
-        },
+        };
+        if i.is_document() {
+            ResultPart::Document { source }
+        } else {
+            ResultPart::Image { source }
+        }
     }));
     ResultContent::Blocks(parts)
 }
@@ -103,7 +115,8 @@ impl BlockOut<'_> {
         match self {
             BlockOut::Text { cache_control, .. }
             | BlockOut::ToolUse { cache_control, .. }
-            | BlockOut::ToolResult { cache_control, .. } => *cache_control = EPHEMERAL,
+            | BlockOut::ToolResult { cache_control, .. }
+            | BlockOut::Image { cache_control, .. } => *cache_control = EPHEMERAL,
             // Left as the server made it: the breakpoint falls on the block before.
             BlockOut::Server(_) => {}
         }
@@ -213,6 +226,14 @@ fn message_out(m: &Message) -> MessageOut<'_> {
                 tool_use_id,
                 content: result_content(content, images),
                 is_error: *is_error,
+                cache_control: None,
+            }),
+            ContentBlock::Image(image) => blocks.push(BlockOut::Image {
+                source: ImageSource {
+                    kind: "base64",
+                    media_type: &image.media_type,
+                    data: &image.data,
+                },
                 cache_control: None,
             }),
             ContentBlock::ServerBlock { block } => blocks.push(BlockOut::Server(block)),
@@ -588,7 +609,42 @@ pub(crate) fn error_message(body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Message, ToolSpec};
+    use crate::model::{Message, ToolImage, ToolSpec};
+
+    #[test]
+    fn images_and_documents_are_blocks_in_results_and_user_messages() {
+        let png = ToolImage {
+            media_type: "image/png".into(),
+            data: "AAAA".into(),
+        };
+        let pdf = ToolImage {
+            media_type: "application/pdf".into(),
+            data: "BBBB".into(),
+        };
+        let m = Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: "c1".into(),
+                    content: "pages".into(),
+                    is_error: false,
+                    images: vec![pdf],
+                },
+                ContentBlock::Image(png),
+            ]
+            .into(),
+        };
+        assert_eq!(
+            message_json(&m),
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "is_error": false, "content": [
+                    {"type": "text", "text": "pages"},
+                    {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "BBBB"}},
+                ]},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+            ]})
+        );
+    }
 
     #[test]
     fn body_has_three_cache_breakpoints() {

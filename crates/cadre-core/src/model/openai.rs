@@ -33,16 +33,18 @@ fn message_values(m: &Message, messages: &mut Vec<Value>) {
         }
         Role::User => {
             // Tool results become `tool` messages, which must directly follow
-            // the assistant message; any text goes in a user message after them.
+            // the assistant message; any text goes in a user message after
+            // them. A tool message holds text only, so the results' images
+            // go in that user message too, as `image_url` parts.
             let mut text = String::new();
+            let mut images: Vec<&super::ToolImage> = Vec::new();
             for b in &m.content {
                 match b {
-                    // Images stay behind: the text names them.
                     ContentBlock::ToolResult {
                         tool_use_id,
                         content,
                         is_error,
-                        ..
+                        images: result_images,
                     } => {
                         let content = if *is_error {
                             format!("Error: {content}")
@@ -52,6 +54,8 @@ fn message_values(m: &Message, messages: &mut Vec<Value>) {
                         messages.push(
                             json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}),
                         );
+                        // Documents stay behind: their text is in the result.
+                        images.extend(result_images.iter().filter(|i| !i.is_document()));
                     }
                     ContentBlock::Text { text: t } => {
                         if !text.is_empty() {
@@ -59,10 +63,21 @@ fn message_values(m: &Message, messages: &mut Vec<Value>) {
                         }
                         text.push_str(t);
                     }
+                    ContentBlock::Image(image) => images.push(image),
                     ContentBlock::ToolUse { .. } | ContentBlock::ServerBlock { .. } => {}
                 }
             }
-            if !text.is_empty() {
+            if !images.is_empty() {
+                let mut parts = Vec::with_capacity(images.len() + 1);
+                if !text.is_empty() {
+                    parts.push(json!({"type": "text", "text": text}));
+                }
+                for image in images {
+                    let url = format!("data:{};base64,{}", image.media_type, image.data);
+                    parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+                }
+                messages.push(json!({"role": "user", "content": parts}));
+            } else if !text.is_empty() {
                 messages.push(json!({"role": "user", "content": text}));
             }
         }
@@ -406,6 +421,47 @@ pub(crate) fn error_message(body: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::model::ToolCall;
+
+    #[test]
+    fn images_follow_the_tool_messages_as_image_url_parts_and_pdfs_stay_behind() {
+        let png = crate::model::ToolImage {
+            media_type: "image/png".into(),
+            data: "AAAA".into(),
+        };
+        let pdf = crate::model::ToolImage {
+            media_type: "application/pdf".into(),
+            data: "BBBB".into(),
+        };
+        let m = Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: "c1".into(),
+                    content: "[image]".into(),
+                    is_error: false,
+                    images: vec![png.clone(), pdf],
+                },
+                ContentBlock::Text {
+                    text: "look".into(),
+                },
+                ContentBlock::Image(png),
+            ]
+            .into(),
+        };
+        let mut out = Vec::new();
+        message_values(&m, &mut out);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!(out[0]["role"], "tool");
+        assert_eq!(out[0]["content"], "[image]");
+        assert_eq!(
+            out[1],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ]})
+        );
+    }
 
     #[test]
     fn a_llama_cpp_context_error_keeps_its_context_size() {

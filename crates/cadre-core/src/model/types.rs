@@ -44,12 +44,16 @@ pub enum ContentBlock {
         content: String,
         /// Whether the call failed.
         is_error: bool,
-        /// Images the tool returned (an MCP tool's), sent beside the text
-        /// where the provider takes images in tool results (Anthropic); the
-        /// text names each one for the others.
+        /// Images the tool returned (`Read` of an image, an MCP tool's), sent
+        /// beside the text: inside the result on Anthropic, in a user message
+        /// after the results on OpenAI. A PDF (`application/pdf`) here goes
+        /// as a document block where the provider takes one; its text is in
+        /// `content` already.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<ToolImage>,
     },
+    /// An image the user attached to their message (`@shot.png`, a paste).
+    Image(ToolImage),
     /// A block the provider's server made for a tool it runs itself
     /// (Anthropic's `server_tool_use`, `web_search_tool_result`): kept
     /// verbatim, because the API wants it back as it was (its
@@ -60,13 +64,76 @@ pub enum ContentBlock {
     },
 }
 
-/// An image in a tool result.
+/// The media type of a PDF.
+pub const PDF_MEDIA_TYPE: &str = "application/pdf";
+
+/// An image (or a PDF) for the model, in a tool result or a user message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolImage {
-    /// `image/png`, `image/jpeg`, …
+    /// `image/png`, `image/jpeg`, `image/gif`, `image/webp`, `application/pdf`.
     pub media_type: String,
-    /// The image, base64-encoded.
+    /// The bytes, base64-encoded. In a session log: `sha256:<hex>`, the
+    /// name of the copy stored beside the log.
     pub data: String,
+}
+
+impl ToolImage {
+    /// True for a PDF document rather than an image.
+    pub fn is_document(&self) -> bool {
+        self.media_type == PDF_MEDIA_TYPE
+    }
+}
+
+impl Message {
+    /// True if any block holds an image or document.
+    pub fn has_images(&self) -> bool {
+        self.content.iter().any(|b| match b {
+            ContentBlock::Image(_) => true,
+            ContentBlock::ToolResult { images, .. } => !images.is_empty(),
+            _ => false,
+        })
+    }
+
+    /// This message for a model that takes no images: each image becomes a
+    /// short text note, documents are left out (their text is in the result).
+    pub fn without_images(&self, model: &str) -> Message {
+        let note = |m: &ToolImage| {
+            format!(
+                "[{} not shown: the model {model} is configured to take no images (images = false)]",
+                m.media_type
+            )
+        };
+        let blocks: Vec<ContentBlock> = self
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Image(img) => ContentBlock::Text { text: note(img) },
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                    images,
+                } if !images.is_empty() => {
+                    let mut content = content.clone();
+                    for img in images.iter().filter(|i| !i.is_document()) {
+                        content.push('\n');
+                        content.push_str(&note(img));
+                    }
+                    ContentBlock::ToolResult {
+                        tool_use_id: tool_use_id.clone(),
+                        content,
+                        is_error: *is_error,
+                        images: Vec::new(),
+                    }
+                }
+                other => other.clone(),
+            })
+            .collect();
+        Message {
+            role: self.role,
+            content: blocks.into(),
+        }
+    }
 }
 
 /// A message in the conversation.

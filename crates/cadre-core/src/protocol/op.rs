@@ -15,6 +15,15 @@ pub enum Op {
         /// The text.
         text: String,
     },
+    /// The user's next message with image files attached (pasted or
+    /// dropped in the full screen): as [`Op::UserMessage`], with each image
+    /// sent after the text. The user chose the files: no permission is asked.
+    UserMessageWithImages {
+        /// The text.
+        text: String,
+        /// Paths of the image files (PNG, JPEG, GIF, WebP).
+        images: Vec<String>,
+    },
     /// The answer to a question (questions come one at a time).
     ApprovalAnswer {
         /// The question's id (from its `approval_requested` event): an answer

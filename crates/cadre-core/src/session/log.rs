@@ -19,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::SessionError;
-use crate::model::{ContentBlock, Message, Role, Usage};
+use crate::model::{ContentBlock, Message, Role, ToolImage, Usage};
 use crate::protocol::CompactTrigger;
 
 /// Version of the record format written now. Readers accept this and older.
@@ -67,6 +67,11 @@ pub enum RecordBody {
         /// The text.
         text: String,
     },
+    /// An image the user attached, after the text of their message.
+    UserImage {
+        /// The image; its data is the name of the copy beside the log.
+        image: ToolImage,
+    },
     /// A complete assistant message.
     Assistant {
         /// The message.
@@ -98,6 +103,10 @@ pub enum RecordBody {
         is_error: bool,
         /// How the call went.
         status: CallStatus,
+        /// Images (or a PDF) the result held; their data names the copies
+        /// beside the log (absent in older logs).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ToolImage>,
     },
     /// A turn ended.
     TurnEnd {
@@ -313,8 +322,20 @@ impl SessionLog {
         }
     }
 
-    /// The record as one line of JSON, newline included.
-    fn line(&self, body: RecordBody) -> Result<Vec<u8>, SessionError> {
+    /// The record as one line of JSON, newline included. Its images are
+    /// stored beside the log first and named in the line, not inlined.
+    fn line(&self, mut body: RecordBody) -> Result<Vec<u8>, SessionError> {
+        let dir = images_dir(&self.path);
+        let mut stored = Ok(());
+        for_each_image(&mut body, &mut |image| {
+            if stored.is_ok() {
+                stored = store_image(&dir, image);
+            }
+        });
+        stored.map_err(|source| SessionError::Write {
+            path: dir.clone(),
+            source,
+        })?;
         let record = LogRecord {
             v: LOG_VERSION,
             time_ms: now_ms(),
@@ -376,7 +397,7 @@ fn message_records(messages: &[Message]) -> Vec<RecordBody> {
                             tool_use_id,
                             content,
                             is_error,
-                            ..
+                            images,
                         } => records.push(RecordBody::ToolResult {
                             call_id: tool_use_id.clone(),
                             content: content.clone(),
@@ -386,6 +407,10 @@ fn message_records(messages: &[Message]) -> Vec<RecordBody> {
                             } else {
                                 CallStatus::Ok
                             },
+                            images: images.clone(),
+                        }),
+                        ContentBlock::Image(image) => records.push(RecordBody::UserImage {
+                            image: image.clone(),
                         }),
                         ContentBlock::ToolUse { .. } | ContentBlock::ServerBlock { .. } => {}
                     }
@@ -394,6 +419,125 @@ fn message_records(messages: &[Message]) -> Vec<RecordBody> {
         }
     }
     records
+}
+
+/// Where the images of the log at `path` are kept: `<id>.images/` beside the
+/// session's log, shared by its subagents' logs (in `<id>.agents/`), so one
+/// image is stored once for the whole session.
+pub fn images_dir(path: &Path) -> PathBuf {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    if let Some(session) = parent
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".agents"))
+    {
+        let grandparent = parent.parent().unwrap_or(Path::new("."));
+        return grandparent.join(format!("{session}.images"));
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("log");
+    parent.join(format!("{stem}.images"))
+}
+
+/// What a stored image's data starts with in a log (never base64, which has no `:`).
+const STORED_PREFIX: &str = "sha256:";
+
+/// Calls `f` on every image a record holds.
+fn for_each_image(body: &mut RecordBody, f: &mut dyn FnMut(&mut ToolImage)) {
+    match body {
+        RecordBody::UserImage { image } => f(image),
+        RecordBody::ToolResult { images, .. } => images.iter_mut().for_each(f),
+        RecordBody::Assistant { message, .. } => each_image_in(message, f),
+        RecordBody::CompactBoundary { kept, .. } => {
+            for m in kept {
+                each_image_in(m, f);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Calls `f` on every image of a message (changing it only when it has any).
+fn each_image_in(m: &mut Message, f: &mut dyn FnMut(&mut ToolImage)) {
+    if !m.has_images() {
+        return;
+    }
+    for block in m.content.blocks_mut() {
+        match block {
+            ContentBlock::Image(image) => f(image),
+            ContentBlock::ToolResult { images, .. } => {
+                for image in images.iter_mut() {
+                    f(image);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Writes `image` to `dir` under its content's hash (once: a copy already
+/// there is the same bytes) and makes its data name that copy.
+fn store_image(dir: &Path, image: &mut ToolImage) -> std::io::Result<()> {
+    use sha2::Digest;
+    if image.data.starts_with(STORED_PREFIX) {
+        return Ok(());
+    }
+    let Some(bytes) = crate::media::base64_decode(&image.data) else {
+        // Not base64: kept inline, as it came.
+        return Ok(());
+    };
+    let hash: String = sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let file = dir.join(format!(
+        "{hash}.{}",
+        crate::media::extension_of(&image.media_type)
+    ));
+    if !file.is_file() {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder.create(dir)?;
+        // Written under a temporary name and renamed, so a crash never
+        // leaves a half image under the real name.
+        let tmp = dir.join(format!(".{hash}.{}.tmp", std::process::id()));
+        let mut opts = OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let mut out = opts.open(&tmp)?;
+        out.write_all(&bytes)?;
+        out.sync_all()?;
+        std::fs::rename(&tmp, &file)?;
+    }
+    image.data = format!("{STORED_PREFIX}{hash}");
+    Ok(())
+}
+
+/// Puts the bytes of every stored image of `body` back from `dir`; an
+/// image whose copy is gone is named in `missing`.
+fn load_images(dir: &Path, body: &mut RecordBody, missing: &mut Vec<String>) {
+    for_each_image(body, &mut |image| {
+        let Some(hash) = image.data.strip_prefix(STORED_PREFIX) else {
+            return;
+        };
+        let valid = hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+        let file = dir.join(format!(
+            "{hash}.{}",
+            crate::media::extension_of(&image.media_type)
+        ));
+        match std::fs::read(&file) {
+            Ok(bytes) if valid => image.data = crate::media::base64_encode(&bytes),
+            _ => missing.push(hash.to_string()),
+        }
+    });
 }
 
 fn open_private(path: &Path, create_new: bool) -> Result<File, SessionError> {
@@ -516,7 +660,20 @@ pub fn read_log(path: &Path) -> Result<LoadedLog, SessionError> {
             continue;
         }
         match serde_json::from_str::<LogRecord>(line) {
-            Ok(r) if r.v <= LOG_VERSION => out.records.push(r),
+            Ok(mut r) if r.v <= LOG_VERSION => {
+                let mut missing = Vec::new();
+                load_images(&images_dir(path), &mut r.body, &mut missing);
+                if !missing.is_empty() {
+                    // Left unsendable: dropped from the record below.
+                    out.warnings.push(format!(
+                        "line {} names {} image(s) no longer beside the log; left out",
+                        i + 1,
+                        missing.len()
+                    ));
+                    drop_stored(&mut r.body);
+                }
+                out.records.push(r)
+            }
             Ok(r) => out.warnings.push(format!(
                 "line {} has record version {} (newer than this cadre's {LOG_VERSION}); skipped",
                 i + 1,
@@ -533,6 +690,34 @@ pub fn read_log(path: &Path) -> Result<LoadedLog, SessionError> {
         }
     }
     Ok(out)
+}
+
+/// Leaves out the images of `body` whose copies could not be read.
+fn drop_stored(body: &mut RecordBody) {
+    let lost = |i: &ToolImage| i.data.starts_with(STORED_PREFIX);
+    let note = |i: &ToolImage| ContentBlock::Text {
+        text: format!("[{} no longer stored]", i.media_type),
+    };
+    let in_message = |m: &mut Message| {
+        for block in m.content.blocks_mut() {
+            match block {
+                ContentBlock::Image(i) if lost(i) => *block = note(i),
+                ContentBlock::ToolResult { images, .. } => images.retain(|i| !lost(i)),
+                _ => {}
+            }
+        }
+    };
+    match body {
+        RecordBody::UserImage { image } if lost(image) => {
+            *body = RecordBody::User {
+                text: format!("[{} no longer stored]", image.media_type),
+            };
+        }
+        RecordBody::ToolResult { images, .. } => images.retain(|i| !lost(i)),
+        RecordBody::Assistant { message, .. } => in_message(message),
+        RecordBody::CompactBoundary { kept, .. } => kept.iter_mut().for_each(in_message),
+        _ => {}
+    }
 }
 
 /// A call the log shows as started, or asked for, but never finished.
@@ -586,7 +771,7 @@ pub enum CallStatus {
 /// they were started (they may have run), `not run` otherwise.
 pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
     let mut out = Rebuilt::default();
-    let mut results: HashMap<&str, (&str, bool)> = HashMap::new();
+    let mut results: HashMap<&str, (&str, bool, &[ToolImage])> = HashMap::new();
     let mut started: HashSet<&str> = HashSet::new();
     for r in records {
         match &r.body {
@@ -594,9 +779,10 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                 call_id,
                 content,
                 is_error,
+                images,
                 ..
             } => {
-                results.insert(call_id, (content, *is_error));
+                results.insert(call_id, (content, *is_error, images));
             }
             RecordBody::ToolStart { call_id, .. } => {
                 started.insert(call_id);
@@ -618,6 +804,16 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                 }
                 _ => out.messages.push(Message::user_text(text.clone())),
             },
+            RecordBody::UserImage { image } => {
+                let block = ContentBlock::Image(image.clone());
+                match out.messages.last_mut() {
+                    Some(last) if last.role == Role::User => last.content.push(block),
+                    _ => out.messages.push(Message {
+                        role: Role::User,
+                        content: vec![block].into(),
+                    }),
+                }
+            }
             RecordBody::CompactBoundary {
                 summary,
                 kept,
@@ -664,8 +860,8 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                 }
                 let mut blocks = Vec::with_capacity(calls.len());
                 for call in calls {
-                    let (content, is_error) = match results.get(call.id.as_str()) {
-                        Some((c, e)) => ((*c).to_string(), *e),
+                    let (content, is_error, images) = match results.get(call.id.as_str()) {
+                        Some((c, e, i)) => ((*c).to_string(), *e, i.to_vec()),
                         None => {
                             let was_started = started.contains(call.id.as_str());
                             out.unfinished.push(UnfinishedCall {
@@ -679,15 +875,14 @@ pub fn rebuild(records: &[LogRecord]) -> Rebuilt {
                             } else {
                                 NOT_RUN_RESULT
                             };
-                            (text.to_string(), true)
+                            (text.to_string(), true, Vec::new())
                         }
                     };
                     blocks.push(ContentBlock::ToolResult {
                         tool_use_id: call.id,
                         content,
                         is_error,
-                        // Not logged: a resumed conversation keeps their placeholders.
-                        images: Vec::new(),
+                        images,
                     });
                 }
                 out.messages.push(Message {
@@ -737,6 +932,61 @@ mod tests {
         assert_eq!(loaded.records.len(), 1);
         assert!(loaded.warnings.is_empty());
         assert_eq!(loaded.records[0].v, LOG_VERSION);
+    }
+
+    #[test]
+    fn images_are_stored_once_beside_the_log_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let log = SessionLog::create(&path).unwrap();
+        let image = ToolImage {
+            media_type: "image/png".into(),
+            data: crate::media::base64_encode(b"\x89PNG not really"),
+        };
+        log.append_now(RecordBody::UserImage {
+            image: image.clone(),
+        })
+        .unwrap();
+        log.append_now(RecordBody::ToolResult {
+            call_id: "c".into(),
+            content: "seen".into(),
+            is_error: false,
+            status: CallStatus::Ok,
+            images: vec![image.clone()],
+        })
+        .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(&image.data), "{text}");
+        assert_eq!(text.matches("sha256:").count(), 2);
+        let stored: Vec<_> = std::fs::read_dir(images_dir(&path)).unwrap().collect();
+        assert_eq!(stored.len(), 1);
+        let loaded = read_log(&path).unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(
+            loaded.records[0].body,
+            RecordBody::UserImage {
+                image: image.clone()
+            }
+        );
+        let rebuilt = rebuild(&loaded.records);
+        assert_eq!(
+            rebuilt.messages[0].content[0],
+            ContentBlock::Image(image.clone())
+        );
+        // A subagent's log shares its session's folder.
+        assert_eq!(
+            images_dir(&dir.path().join("s.agents").join("c1.jsonl")),
+            dir.path().join("s.images")
+        );
+        // A copy gone: the image is left out, with a warning.
+        std::fs::remove_dir_all(images_dir(&path)).unwrap();
+        let loaded = read_log(&path).unwrap();
+        assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
+        assert!(matches!(&loaded.records[0].body, RecordBody::User { .. }));
+        assert!(matches!(
+            &loaded.records[1].body,
+            RecordBody::ToolResult { images, .. } if images.is_empty()
+        ));
     }
 
     #[test]

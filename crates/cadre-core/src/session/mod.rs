@@ -9,8 +9,8 @@ mod store;
 pub use lock::{SessionLock, lock_path, locks_dir};
 pub use log::{
     CallStatus, LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody,
-    RecoveredTail, SessionLog, UNKNOWN_RESULT, UnfinishedCall, now_ms, read_log, rebuild,
-    recover_torn_tail, recovery_path,
+    RecoveredTail, SessionLog, UNKNOWN_RESULT, UnfinishedCall, images_dir, now_ms, read_log,
+    rebuild, recover_torn_tail, recovery_path,
 };
 pub use store::{
     LogUsage, SessionSummary, SessionTotals, civil_from_days, is_valid_session_id, list_sessions,

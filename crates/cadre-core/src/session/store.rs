@@ -307,7 +307,7 @@ pub fn list_sessions(home: &Path) -> Vec<SessionSummary> {
     out
 }
 
-/// Deletes session `id`'s log and its `.agents/` folder; returns how many child logs went with it.
+/// Deletes session `id`'s log, its `.agents/` and `.images/` folders; returns how many child logs went with it.
 pub fn remove_session(home: &Path, id: &str) -> Result<usize, SessionError> {
     let path = session_path(home, id)?;
     // A run using the session still writes its (then unlinked) log, and with the
@@ -332,6 +332,8 @@ pub fn remove_session(home: &Path, id: &str) -> Result<usize, SessionError> {
         source,
     })?;
     let _ = std::fs::remove_file(super::recovery_path(&path));
+    // The images its records named.
+    let _ = std::fs::remove_dir_all(super::images_dir(&path));
     // An imported session's branches that could not be fetched.
     let _ = std::fs::remove_file(sessions_dir(home).join(format!("{id}.branches.bundle")));
     let _ = std::fs::remove_file(super::lock_path(&super::locks_dir(home), id));

@@ -310,6 +310,7 @@ mod tests {
             content: "src/config.rs:12: fn parse_config\nsrc/main.rs:3: parse_config()".into(),
             is_error: false,
             status: CallStatus::Ok,
+            images: Vec::new(),
         });
         write!(
             file,

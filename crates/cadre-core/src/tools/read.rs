@@ -1,5 +1,7 @@
 //! `Read`: a text file's lines, numbered like `cat -n`, streamed so a huge file
-//! is never loaded whole.
+//! is never loaded whole; an image as image content fitted to the model
+//! APIs' limits; a PDF's text page by page (and the PDF itself, for
+//! providers that take documents).
 
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
@@ -41,16 +43,21 @@ pub struct Args {
     /// Number of lines to read (default 2000)
     #[schemars(range(min = 1))]
     limit: Option<u64>,
+    /// PDF files only: the pages to read, as "3" or "1-5" (at most 20 pages a call). Required for PDFs of more than 20 pages
+    pages: Option<String>,
 }
 
 impl TypedTool for ReadTool {
     type Input = Args;
     const NAME: &'static str = "Read";
-    const DESCRIPTION: &'static str = "Read a text file. Output lines are numbered like `cat -n` (number, tab, line); the \
+    const DESCRIPTION: &'static str = "Read a file. Output lines are numbered like `cat -n` (number, tab, line); the \
          number and tab are not part of the file.\n\
          By default up to 2000 lines from the start are shown; use `offset` (1-based line to \
          start at) and `limit` (number of lines) to page through long files. Lines longer than \
          2000 characters are cut.\n\
+         Images (PNG, JPEG, GIF, WebP) are shown to you as images, scaled down when large. \
+         PDFs are returned as text page by page; use `pages` (\"1-5\", at most 20 pages a call) \
+         for long ones.\n\
          Read a file before editing or overwriting it. To list a directory use Glob.";
     const EFFECT: ToolEffect = ToolEffect::ReadOnly;
 
@@ -61,6 +68,7 @@ impl TypedTool for ReadTool {
                 return ToolOutput::invalid_arguments("limit must be at least 1");
             }
             let offset = args.offset.unwrap_or(1).max(1);
+            let pages = args.pages;
             let path = ctx.resolve(&args.file_path);
             if let Some(refused) = ctx.refusal(self, &path) {
                 return refused;
@@ -89,7 +97,10 @@ impl TypedTool for ReadTool {
                     }
                     Err(e) => ToolOutput::error(e),
                 },
-                None => util::blocking(move || read_lines(&p, offset, limit, cap)).await,
+                None => {
+                    util::blocking(move || read_file(&p, offset, limit, cap, pages.as_deref()))
+                        .await
+                }
             };
             if !out.is_error {
                 ctx.file_state.record(&path);
@@ -100,7 +111,10 @@ impl TypedTool for ReadTool {
                     let reminder =
                         util::blocking(move || ToolOutput::ok(nested_reminder(&cwd, &dirs))).await;
                     if !reminder.is_error {
-                        return ToolOutput::ok(out.content + &reminder.content);
+                        return ToolOutput {
+                            content: out.content + &reminder.content,
+                            ..out
+                        };
                     }
                 }
             }
@@ -124,8 +138,9 @@ fn nested_reminder(cwd: &Path, dirs: &[std::path::PathBuf]) -> String {
     }
 }
 
-/// The numbered lines `offset..offset+limit` of the file at `path`, or why not.
-fn read_lines(path: &Path, offset: u64, limit: u64, cap: usize) -> ToolOutput {
+/// The file at `path`: an image or PDF as media, anything else as the
+/// numbered lines `offset..offset+limit`; or why not.
+fn read_file(path: &Path, offset: u64, limit: u64, cap: usize, pages: Option<&str>) -> ToolOutput {
     let shown = path.display();
     // Opened exactly where the decision was made; the type is checked on
     // what was opened, not on a name that could change in between.
@@ -145,9 +160,98 @@ fn read_lines(path: &Path, offset: u64, limit: u64, cap: usize) -> ToolOutput {
     if !meta.is_file() {
         return ToolOutput::error(format!("{shown} is not a regular file"));
     }
-    match scan(file, path, offset, limit, cap, meta.len()) {
+    let mut file = file;
+    let mut head = Vec::with_capacity(16);
+    if let Err(e) = (&mut file).take(16).read_to_end(&mut head) {
+        return ToolOutput::error(format!("cannot read {shown}: {e}"));
+    }
+    let media = crate::media::sniff(&head);
+    if pages.is_some() && media != Some(crate::media::MediaKind::Pdf) {
+        return ToolOutput::invalid_arguments("pages is for PDF files only");
+    }
+    if let Some(kind) = media {
+        return read_media(
+            io::Cursor::new(head).chain(file),
+            path,
+            meta.len(),
+            kind,
+            pages,
+        );
+    }
+    match scan(
+        io::Cursor::new(head).chain(file),
+        path,
+        offset,
+        limit,
+        cap,
+        meta.len(),
+    ) {
         Ok(out) => out,
         Err(e) => ToolOutput::error(format!("cannot read {shown}: {e}")),
+    }
+}
+
+/// An image or PDF of `size` bytes, read whole from `file`.
+fn read_media(
+    file: impl Read,
+    path: &Path,
+    size: u64,
+    kind: crate::media::MediaKind,
+    pages: Option<&str>,
+) -> ToolOutput {
+    use crate::media::{self, MediaKind};
+    let shown = path.display();
+    let max = match kind {
+        MediaKind::Image(_) => media::MAX_IMAGE_FILE_BYTES,
+        MediaKind::Pdf => media::MAX_PDF_FILE_BYTES,
+    };
+    if size > max {
+        return ToolOutput::error(format!(
+            "{shown} is {size} bytes; Read takes images and PDFs of up to {max} bytes"
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    if let Err(e) = file.take(max + 1).read_to_end(&mut bytes) {
+        return ToolOutput::error(format!("cannot read {shown}: {e}"));
+    }
+    match kind {
+        MediaKind::Image(media_type) => match media::prepare_image(&bytes, media_type) {
+            Ok(prepared) => ToolOutput {
+                content: prepared.describe(&shown.to_string()),
+                is_error: false,
+                images: vec![prepared.image],
+            },
+            Err(e) => ToolOutput::error(format!("cannot read {shown}: {e}")),
+        },
+        MediaKind::Pdf => match media::pdf_text(&bytes, pages) {
+            Ok(text) => {
+                let (first, last) = text.shown;
+                let mut content = format!(
+                    "[PDF {shown}: {} page{}; pages {first}-{last} as text]\n",
+                    text.total_pages,
+                    if text.total_pages == 1 { "" } else { "s" }
+                );
+                content.push_str(&text.render());
+                // The whole document too, where the provider reads PDFs itself
+                // (charts, scans), when it was read whole and is small.
+                let whole = first == 1 && last == text.total_pages;
+                let images = if whole && bytes.len() <= media::MAX_DOCUMENT_BYTES {
+                    vec![crate::model::ToolImage {
+                        media_type: media::PDF_MEDIA_TYPE.to_string(),
+                        data: media::base64_encode(&bytes),
+                    }]
+                } else {
+                    Vec::new()
+                };
+                ToolOutput {
+                    content,
+                    is_error: false,
+                    images,
+                }
+            }
+            Err(media::MediaError::Pages(why)) => ToolOutput::invalid_arguments(why),
+            Err(e) => ToolOutput::error(format!("cannot read {shown}: {e}")),
+        },
     }
 }
 

@@ -103,6 +103,7 @@ impl World {
                     cadre_core::context::ModelOverride {
                         context_window: window,
                         prices: None,
+                        images: None,
                     },
                 );
                 let mut policy = cadre_core::context::ContextPolicy::new(
