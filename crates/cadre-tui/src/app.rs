@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use cadre_core::protocol::{
     ApprovalAnswer, ApprovalQuestion, CompactTrigger, Event, HookDecision, McpStatus, Op,
-    PermissionMode, TeammateState, TurnStatus,
+    PermissionMode, RewindAction, TeammateState, TurnStatus,
 };
 use cadre_core::tools::ask_user::AskedQuestion;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -286,18 +286,65 @@ impl App {
                     ),
                 );
             }
-            Event::Rewound { agent, prompt, .. } if agent == MAIN => {
+            Event::Rewound {
+                agent,
+                prompt,
+                action,
+                ..
+            } if agent == MAIN => {
                 let later_same = match self.rewinding.take() {
                     Some((p, later)) if p == *prompt => later,
                     _ => 0,
                 };
                 self.transcript.cut_before_user(prompt, later_same);
-                self.transcript.notice(
-                    Level::Info,
-                    "went back: the conversation continues from before this message (files were not changed back)",
+                let said = match action {
+                    RewindAction::Summarize => {
+                        "summarized: the conversation from this message on is now a summary"
+                    }
+                    RewindAction::Both => {
+                        "went back: the code and the conversation are as they were before this message"
+                    }
+                    _ => {
+                        "went back: the conversation continues from before this message (files were not changed back)"
+                    }
+                };
+                self.transcript.notice(Level::Info, said);
+                // A summary keeps what the message asked; otherwise it returns for editing.
+                if *action != RewindAction::Summarize {
+                    self.prompt.take();
+                    self.prompt.insert(prompt);
+                }
+            }
+            Event::CodeRestored {
+                agent,
+                restored,
+                removed,
+                skipped,
+                bash_commands,
+                ..
+            } if agent == MAIN => {
+                let lines = crate::panes::rewind::restored_lines(
+                    restored,
+                    removed,
+                    skipped,
+                    bash_commands,
                 );
-                self.prompt.take();
-                self.prompt.insert(prompt);
+                self.transcript.notice(Level::Info, lines.join("\n"));
+            }
+            Event::RewindNeedsConfirmation {
+                agent,
+                prompt,
+                later_same,
+                action,
+                files,
+            } if agent == MAIN => {
+                self.panes
+                    .open(Box::new(crate::panes::rewind::RewindConfirm::new(
+                        prompt.clone(),
+                        *later_same,
+                        *action,
+                        files.clone(),
+                    )));
             }
             Event::ModelChanged { agent, model } if agent == MAIN => {
                 self.info.model = model.clone();
@@ -973,6 +1020,11 @@ impl App {
             return;
         }
         self.last_esc = None;
+        self.open_rewind();
+    }
+
+    /// Opens the picker of messages to go back to (Esc twice, `/rewind`).
+    fn open_rewind(&mut self) {
         let sent: Vec<String> = self
             .transcript
             .entries()
@@ -1119,6 +1171,7 @@ impl App {
                 ),
             ),
             Command::Exit => self.exit = true,
+            Command::Rewind(None) => self.open_rewind(),
             Command::Compact(focus) => {
                 self.outbox.push(Op::Compact { focus });
                 self.compactions_owed += 1;
@@ -1153,7 +1206,10 @@ impl App {
     /// Applies what a pane asked for.
     fn pane_out(&mut self, out: PaneOut) {
         for op in &out.ops {
-            if let Op::Rewind { prompt, later_same } = op {
+            if let Op::Rewind {
+                prompt, later_same, ..
+            } = op
+            {
                 self.rewinding = Some((prompt.clone(), *later_same));
             }
         }
