@@ -51,7 +51,7 @@ impl Pane for RewindPicker {
         "↑/↓ choose · Enter choose what goes back · Esc cancel".into()
     }
 
-    fn key(&mut self, key: KeyEvent, out: &mut PaneOut) -> PaneStep {
+    fn key(&mut self, key: KeyEvent, _out: &mut PaneOut) -> PaneStep {
         match key.code {
             KeyCode::Esc => PaneStep::Close,
             KeyCode::Up => {
