@@ -127,6 +127,9 @@ pub struct App {
     question_shown: Option<(u64, Instant)>,
     /// A rewind asked for: (message, later sends of it skipped), until the session says it happened.
     rewinding: Option<(String, usize)>,
+    /// What a code restore did, held until the conversation goes back too
+    /// (the cut would take it off the transcript).
+    restored_note: Option<String>,
     /// What was submitted at the prompt, oldest first (this session only).
     history: Vec<String>,
     /// Entries sent since the loop last saved them (to the project's history file).
@@ -223,6 +226,7 @@ impl App {
             last_esc: None,
             question_shown: None,
             rewinding: None,
+            restored_note: None,
             history: Vec::new(),
             history_added: Vec::new(),
             history_at: None,
@@ -309,6 +313,9 @@ impl App {
                     }
                 };
                 self.transcript.notice(Level::Info, said);
+                if let Some(note) = self.restored_note.take() {
+                    self.transcript.notice(Level::Info, note);
+                }
                 // A summary keeps what the message asked; otherwise it returns for editing.
                 if *action != RewindAction::Summarize {
                     self.prompt.take();
@@ -329,7 +336,11 @@ impl App {
                     skipped,
                     bash_commands,
                 );
-                self.transcript.notice(Level::Info, lines.join("\n"));
+                if self.rewinding.is_some() {
+                    self.restored_note = Some(lines.join("\n"));
+                } else {
+                    self.transcript.notice(Level::Info, lines.join("\n"));
+                }
             }
             Event::RewindNeedsConfirmation {
                 agent,
@@ -338,6 +349,8 @@ impl App {
                 action,
                 files,
             } if agent == MAIN => {
+                // Nothing went back; the answer sends the rewind again.
+                self.rewinding = None;
                 self.panes
                     .open(Box::new(crate::panes::rewind::RewindConfirm::new(
                         prompt.clone(),
@@ -1206,9 +1219,14 @@ impl App {
     /// Applies what a pane asked for.
     fn pane_out(&mut self, out: PaneOut) {
         for op in &out.ops {
+            // Only a rewind of the conversation is followed by `rewound`.
             if let Op::Rewind {
-                prompt, later_same, ..
+                prompt,
+                later_same,
+                action,
+                ..
             } = op
+                && *action != RewindAction::Code
             {
                 self.rewinding = Some((prompt.clone(), *later_same));
             }
