@@ -306,10 +306,7 @@ impl HumanRenderer {
                 for f in files {
                     let _ = writeln!(err, "  {f}");
                 }
-                let _ = writeln!(
-                    err,
-                    "add `force` to the /rewind command to overwrite them"
-                );
+                let _ = writeln!(err, "add `force` to the /rewind command to overwrite them");
             }
             Event::CodeRestored {
                 restored,

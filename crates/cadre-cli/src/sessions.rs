@@ -10,11 +10,11 @@ use cadre_core::archive::{self, ArchiveError};
 use cadre_core::checkpoints::{
     CheckpointError, OfflineRewindError, rewind_session, session_checkpoints,
 };
-use cadre_core::protocol::RewindAction;
 use cadre_core::config::data_dir;
 use cadre_core::driver::{OpenError, OpenedLog, PendingResume, create_log};
 use cadre_core::model::ContentBlock;
 use cadre_core::protocol::EventSink;
+use cadre_core::protocol::RewindAction;
 use cadre_core::session::{
     LogRecord, RecordBody, SessionError, SessionSummary, SessionTotals, list_sessions, read_log,
     remove_session, session_path, session_totals, sessions_dir, utc_datetime,

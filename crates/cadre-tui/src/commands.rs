@@ -437,7 +437,10 @@ mod tests {
             })))
         );
         assert_eq!(parse("/rewind x"), Input::Usage(REWIND_USAGE.into()));
-        assert_eq!(parse("/rewind 1 sideways"), Input::Usage(REWIND_USAGE.into()));
+        assert_eq!(
+            parse("/rewind 1 sideways"),
+            Input::Usage(REWIND_USAGE.into())
+        );
     }
 
     #[test]

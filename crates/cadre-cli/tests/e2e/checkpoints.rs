@@ -113,15 +113,29 @@ async fn rewind_in_the_line_front_end_restores_every_file_and_the_conversation_a
         .wait_for_stderr("these files changed outside cadre", 1)
         .await;
     let said = cadre.stderr();
-    assert!(said.contains(&format!("  {}", h.path("b.txt").canonicalize().unwrap().display())), "{said}");
+    assert!(
+        said.contains(&format!(
+            "  {}",
+            h.path("b.txt").canonicalize().unwrap().display()
+        )),
+        "{said}"
+    );
     assert_eq!(h.read("b.txt"), "the user's own edit\n");
-    assert!(h.read("new1.txt").contains("turn three"), "nothing restored");
+    assert!(
+        h.read("new1.txt").contains("turn three"),
+        "nothing restored"
+    );
     // With force: every file as before the first message, and the conversation too.
     pty.type_line("/rewind 1 both force");
-    cadre.wait_for_stderr("went back to before \"first prompt\"", 1).await;
+    cadre
+        .wait_for_stderr("went back to before \"first prompt\"", 1)
+        .await;
     assert_as_before(&h);
     let said = cadre.stderr();
-    assert!(said.contains("restored the code: 2 file(s) written back, 2 removed"), "{said}");
+    assert!(
+        said.contains("restored the code: 2 file(s) written back, 2 removed"),
+        "{said}"
+    );
     pty.type_line("a new start");
     cadre.wait_for_stdout("AFTER-GOING-BACK").await;
     let records = h.records();
@@ -191,7 +205,10 @@ async fn checkpoints_survive_resume_and_cadre_sessions_rewind_restores_them() {
     let out = h.cadre(&["sessions", "rewind", &id, "1"]).await;
     assert!(!out.status.success());
     let said = stderr(&out);
-    assert!(said.contains("changed outside cadre") && said.contains("new1.txt"), "{said}");
+    assert!(
+        said.contains("changed outside cadre") && said.contains("new1.txt"),
+        "{said}"
+    );
     assert!(said.contains("--force"), "{said}");
     assert_eq!(h.read("new1.txt"), "the user's version\n");
     assert_eq!(h.read("sub/new2.txt"), "created by turn two\n");
@@ -209,7 +226,10 @@ async fn checkpoints_survive_resume_and_cadre_sessions_rewind_restores_them() {
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let said = stdout(&out);
-    assert!(said.contains("the conversation went back to before \"first prompt\""), "{said}");
+    assert!(
+        said.contains("the conversation went back to before \"first prompt\""),
+        "{said}"
+    );
     assert_as_before(&h);
     assert!(session_log(&h, &id).contains("\"type\":\"rewind\""));
 
@@ -270,8 +290,15 @@ rules:
     assert!(out.status.success(), "{}", stderr(&out));
     let said = stdout(&out);
     assert!(!h.path("plain.txt").exists(), "{said}");
-    assert!(said.contains("skipped 1 file(s)") && said.contains("target.txt (symlinked)"), "{said}");
+    assert!(
+        said.contains("skipped 1 file(s)") && said.contains("target.txt (symlinked)"),
+        "{said}"
+    );
     assert!(said.contains("$ echo from-bash > bashed.txt"), "{said}");
-    assert_eq!(h.read("target.txt"), "through the link\n", "not restored through the link");
+    assert_eq!(
+        h.read("target.txt"),
+        "through the link\n",
+        "not restored through the link"
+    );
     assert_eq!(h.read("bashed.txt"), "from-bash\n", "Bash's change stays");
 }

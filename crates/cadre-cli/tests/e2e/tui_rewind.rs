@@ -152,10 +152,15 @@ async fn slash_rewind_restores_code_and_conversation_after_asking_about_outside_
     pane.keys(&["Enter"]);
     pane.wait_text("Files changed outside cadre").await;
     pane.keys(&["y"]);
-    let screen = pane.wait_text("went back: the code and the conversation").await;
+    let screen = pane
+        .wait_text("went back: the code and the conversation")
+        .await;
     assert!(screen.contains("restored the code"), "{screen}");
     assert!(!screen.contains("REPLY-ONE"), "{screen}");
-    assert!(screen.contains("› edit one"), "the message is back to edit: {screen}");
+    assert!(
+        screen.contains("› edit one"),
+        "the message is back to edit: {screen}"
+    );
     assert_eq!(h.read("kept.txt"), "original\nsecond line\n");
     assert!(!h.path("made.txt").exists());
     assert_eq!(h.read("other.txt"), "untouched\n");

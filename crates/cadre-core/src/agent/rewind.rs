@@ -111,7 +111,9 @@ impl Agent {
             .clone()
             .and_then(|store| store.find(prompt, later_same).map(|n| (store, n)));
         match action {
-            RewindAction::Summarize => return self.summarize_from(prompt, later_same, cancel).await,
+            RewindAction::Summarize => {
+                return self.summarize_from(prompt, later_same, cancel).await;
+            }
             RewindAction::Conversation => {
                 self.cut_back(prompt, later_same, action).await?;
                 if let Some((store, n)) = checkpoint {

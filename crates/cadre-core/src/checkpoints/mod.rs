@@ -491,7 +491,9 @@ impl CheckpointStore {
                 }
                 Some(bytes) => {
                     let mode = f.mode.unwrap_or(0o644);
-                    if now.as_ref().map(|(b, m)| (b.as_slice(), *m)) != Some((bytes.as_slice(), mode)) {
+                    if now.as_ref().map(|(b, m)| (b.as_slice(), *m))
+                        != Some((bytes.as_slice(), mode))
+                    {
                         if let Some(parent) = f.path.parent() {
                             std::fs::create_dir_all(parent).map_err(io(parent))?;
                         }

@@ -51,7 +51,10 @@ fn only_the_last_checkpoints_are_kept_and_unused_contents_go() {
     assert_eq!(numbers, [3, 4, 5]);
     let objects = std::fs::read_dir(s.dir().join("objects")).unwrap().count();
     assert_eq!(objects, 3, "the contents of pruned checkpoints are removed");
-    assert!(matches!(s.restore(1, true), Err(CheckpointError::NotFound(1))));
+    assert!(matches!(
+        s.restore(1, true),
+        Err(CheckpointError::NotFound(1))
+    ));
     // A hundred by default.
     let s = store(&d.path().join("other"), KEEP);
     for i in 0..(KEEP + 5) {

@@ -469,7 +469,9 @@ impl Session {
                             && let Err(e) = store.begin(&text)
                         {
                             ctl.events.emit(Event::Warning {
-                                message: format!("{e}; this message's file changes cannot be restored"),
+                                message: format!(
+                                    "{e}; this message's file changes cannot be restored"
+                                ),
                             });
                         }
                         run_turn(&mut agent, &mut ctl, text).await;

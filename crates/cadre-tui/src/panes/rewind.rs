@@ -303,7 +303,11 @@ pub fn restored_lines(
             "restored the code, but skipped {} file(s):",
             skipped.len()
         ));
-        out.extend(skipped.iter().map(|s| format!("  {} ({})", s.path, s.reason)));
+        out.extend(
+            skipped
+                .iter()
+                .map(|s| format!("  {} ({})", s.path, s.reason)),
+        );
     }
     if !bash_commands.is_empty() {
         out.push("not restored: what these Bash commands changed (Bash is not tracked):".into());
