@@ -87,8 +87,8 @@ fn restore_brings_files_back_removes_created_ones_and_survives_reopening() {
     let done = s.restore(1, false).unwrap();
     assert_eq!(std::fs::read(&a).unwrap(), b"orig\xff\n");
     assert!(!new.exists());
-    assert_eq!(done.restored, [a.clone()]);
-    assert_eq!(done.removed, [new.clone()]);
+    assert_eq!(done.restored, std::slice::from_ref(&a));
+    assert_eq!(done.removed, std::slice::from_ref(&new));
     assert_eq!(done.bash_commands, ["rm -rf build"]);
 }
 
@@ -114,11 +114,11 @@ fn outside_changes_are_asked_about_and_links_are_skipped() {
     s.before_change(&hard, &hard);
     std::fs::write(&a, "user").unwrap();
     match s.restore(1, false) {
-        Err(CheckpointError::ChangedOutside(files)) => assert_eq!(files, [a.clone()]),
+        Err(CheckpointError::ChangedOutside(files)) => assert_eq!(files, std::slice::from_ref(&a)),
         other => panic!("{other:?}"),
     }
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "user");
-    assert_eq!(s.changed_outside(1).unwrap(), [a.clone()]);
+    assert_eq!(s.changed_outside(1).unwrap(), std::slice::from_ref(&a));
     let done = s.restore(1, true).unwrap();
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "orig");
     let reasons: Vec<SkipReason> = done.skipped.iter().map(|k| k.reason).collect();
