@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use cadre_core::driver::{Lifetime, OpenedLog, Phase, SessionHandle};
-use cadre_core::protocol::{CompactTrigger, Event, EventSink, Op};
+use cadre_core::protocol::{CompactTrigger, Event, EventSink, Op, RewindAction};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use cadre_tui::sanitize::visible_controls;
@@ -49,12 +49,21 @@ struct Owed {
     compactions: usize,
     /// `!command`s submitted that have not run yet.
     shells: usize,
+    /// Listings of checkpoints asked for and not shown yet.
+    lists: usize,
+    /// Rewinds submitted that have not ended yet, by what they restore.
+    rewinds: std::collections::VecDeque<RewindAction>,
 }
 
 impl Owed {
     /// True while the prompt should wait.
     fn busy(&self) -> bool {
-        self.running || self.messages > 0 || self.compactions > 0 || self.shells > 0
+        self.running
+            || self.messages > 0
+            || self.compactions > 0
+            || self.shells > 0
+            || self.lists > 0
+            || !self.rewinds.is_empty()
     }
 
     /// Keeps count: a submitted message's turn starts (it was owed), a turn
@@ -72,6 +81,18 @@ impl Owed {
                 ..
             } if agent == MAIN => self.compactions = self.compactions.saturating_sub(1),
             Event::ShellRan { .. } => self.shells = self.shells.saturating_sub(1),
+            Event::Checkpoints { .. } => self.lists = self.lists.saturating_sub(1),
+            // A rewind ends with its last event: asking first, the files
+            // restored (code only), the conversation gone back, or a warning.
+            Event::RewindNeedsConfirmation { .. } | Event::Rewound { .. } => {
+                self.rewinds.pop_front();
+            }
+            Event::CodeRestored { .. } if self.rewinds.front() == Some(&RewindAction::Code) => {
+                self.rewinds.pop_front();
+            }
+            Event::Warning { message } if message.starts_with("cannot go back") => {
+                self.rewinds.pop_front();
+            }
             _ => {}
         }
     }
@@ -406,10 +427,24 @@ impl Front<'_> {
                                     Action::None => prompt(),
                                     Action::Exit => break 'session,
                                     Action::Submit(op) => {
-                                        let compact = matches!(op, Op::Compact { .. });
+                                        // The prompt waits for what answers it.
+                                        let waits = match &op {
+                                            Op::Compact { .. } => {
+                                                owed.compactions += 1;
+                                                true
+                                            }
+                                            Op::ListCheckpoints => {
+                                                owed.lists += 1;
+                                                true
+                                            }
+                                            Op::Rewind { action, .. } => {
+                                                owed.rewinds.push_back(*action);
+                                                true
+                                            }
+                                            _ => false,
+                                        };
                                         handle.submit(op);
-                                        if compact {
-                                            owed.compactions += 1;
+                                        if waits {
                                             break;
                                         }
                                         prompt();

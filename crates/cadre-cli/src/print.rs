@@ -659,6 +659,9 @@ impl StreamRenderer {
             | Event::SubagentBackgrounded { .. }
             | Event::TasksNotified { .. }
             | Event::Rewound { .. }
+            | Event::CodeRestored { .. }
+            | Event::RewindNeedsConfirmation { .. }
+            | Event::Checkpoints { .. }
             | Event::ModeChanged { .. }
             | Event::Warning { .. }
             | Event::McpServerStatus { .. }

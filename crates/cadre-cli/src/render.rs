@@ -10,7 +10,9 @@ use std::io::Write;
 
 use cadre_core::agent::{Event, TurnStatus};
 use cadre_core::context::Cost;
-use cadre_core::protocol::{ChildTag, CompactTrigger, HookDecision, child_place};
+use cadre_core::protocol::{
+    CheckpointInfo, ChildTag, CompactTrigger, HookDecision, RewindAction, child_place,
+};
 use cadre_tui::children::format_tokens;
 use cadre_tui::sanitize::visible_controls;
 
@@ -42,6 +44,36 @@ struct ContextShown {
 
 /// The agent id of the top-level agent.
 use cadre_core::protocol::MAIN_AGENT as MAIN;
+
+/// `/rewind`'s listing: each checkpoint with its number, time and message,
+/// and the files a code restore to it brings back.
+pub fn checkpoint_lines(checkpoints: &[CheckpointInfo]) -> Vec<String> {
+    if checkpoints.is_empty() {
+        return vec!["no checkpoints yet: one is taken before each message".into()];
+    }
+    let mut out = Vec::new();
+    for c in checkpoints {
+        let first = c.prompt.lines().next().unwrap_or_default();
+        let files = match c.files.len() {
+            0 => "no file changes".to_string(),
+            1 => "1 file changed since".to_string(),
+            n => format!("{n} files changed since"),
+        };
+        out.push(format!(
+            "{:>3}  {}  {}  ({files})",
+            c.number,
+            cadre_core::session::utc_datetime(c.time_ms),
+            crate::sessions::one_line(first, 60)
+        ));
+    }
+    out.push(
+        "/rewind N [both|conversation|code|summarize] [force] goes back to before message N (both when not named)"
+            .into(),
+    );
+    out
+}
+
+pub use cadre_tui::panes::rewind::restored_lines;
 
 /// A team event in one line: `[team] alice (general-purpose): working`,
 /// `[team] alice → team-lead: done`, `[team] task #1 in progress (alice): Write the schema`.
@@ -260,6 +292,46 @@ impl HumanRenderer {
             }
             Event::Warning { message } => {
                 let _ = writeln!(err, "warning: {message}");
+            }
+            Event::Checkpoints { checkpoints, .. } => {
+                for line in checkpoint_lines(checkpoints) {
+                    let _ = writeln!(err, "{line}");
+                }
+            }
+            Event::RewindNeedsConfirmation { files, .. } => {
+                let _ = writeln!(
+                    err,
+                    "nothing restored: these files changed outside cadre since cadre last wrote them:"
+                );
+                for f in files {
+                    let _ = writeln!(err, "  {f}");
+                }
+                let _ = writeln!(err, "add `force` to the /rewind command to overwrite them");
+            }
+            Event::CodeRestored {
+                restored,
+                removed,
+                skipped,
+                bash_commands,
+                ..
+            } => {
+                for line in restored_lines(restored, removed, skipped, bash_commands) {
+                    let _ = writeln!(err, "{line}");
+                }
+            }
+            Event::Rewound {
+                agent,
+                prompt,
+                action,
+                ..
+            } if agent == MAIN => {
+                let what = match action {
+                    RewindAction::Summarize => "the conversation from there is now a summary",
+                    RewindAction::Both => "the conversation and the files went back",
+                    _ => "the conversation went back (files stay as they are)",
+                };
+                let first = prompt.lines().next().unwrap_or_default();
+                let _ = writeln!(err, "went back to before \"{first}\": {what}");
             }
             // What the user's own `!command` printed is the answer they
             // asked for: stdout, like a reply.

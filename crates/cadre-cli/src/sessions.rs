@@ -7,10 +7,14 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use cadre_core::archive::{self, ArchiveError};
+use cadre_core::checkpoints::{
+    CheckpointError, OfflineRewindError, rewind_session, session_checkpoints,
+};
 use cadre_core::config::data_dir;
 use cadre_core::driver::{OpenError, OpenedLog, PendingResume, create_log};
 use cadre_core::model::ContentBlock;
 use cadre_core::protocol::EventSink;
+use cadre_core::protocol::RewindAction;
 use cadre_core::session::{
     LogRecord, RecordBody, SessionError, SessionSummary, SessionTotals, list_sessions, read_log,
     remove_session, session_path, session_totals, sessions_dir, utc_datetime,
@@ -57,7 +61,33 @@ enum SessionsCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Delete a session's log and its subagent logs.
+    /// List a session's code checkpoints (one before each message): number,
+    /// time, message and the files changed from it on.
+    Checkpoints {
+        /// Session id.
+        id: String,
+    },
+    /// Go back to before checkpoint N of a session no process runs: the files
+    /// the file tools changed since, the conversation, or both (the default).
+    Rewind {
+        /// Session id.
+        id: String,
+        /// The checkpoint's number (see `cadre sessions checkpoints ID`).
+        number: u64,
+        /// Restore the files only.
+        #[arg(long, conflicts_with_all = ["conversation", "both"])]
+        code: bool,
+        /// Take the conversation back only; files stay as they are.
+        #[arg(long, conflicts_with = "both")]
+        conversation: bool,
+        /// Restore the files and take the conversation back (the default).
+        #[arg(long)]
+        both: bool,
+        /// Overwrite files changed outside cadre since cadre last wrote them.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Delete a session's log, its subagent logs and its checkpoints.
     Rm {
         /// Session id.
         id: String,
@@ -97,6 +127,24 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
         SessionsCommand::Show { id, json } => show(&home, &id, json)?,
         SessionsCommand::Export { id, output } => export(&home, &id, output)?,
         SessionsCommand::Import { file, force } => import(&home, &file, force)?,
+        SessionsCommand::Checkpoints { id } => checkpoints(&home, &id)?,
+        SessionsCommand::Rewind {
+            id,
+            number,
+            code,
+            conversation,
+            both: _,
+            force,
+        } => {
+            let action = if code {
+                RewindAction::Code
+            } else if conversation {
+                RewindAction::Conversation
+            } else {
+                RewindAction::Both
+            };
+            return rewind(&home, &id, number, action, force);
+        }
         SessionsCommand::Rm { id, yes } => {
             let path = session_path(&home, &id).map_err(session_usage)?;
             let agents = sessions_dir(&home).join(format!("{id}.agents"));
@@ -123,6 +171,83 @@ pub fn run(args: SessionsArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cadre sessions checkpoints ID`.
+fn checkpoints(home: &Path, id: &str) -> Result<()> {
+    let store = session_checkpoints(home, id).map_err(offline_usage)?;
+    let list = store.list();
+    if list.is_empty() {
+        eprintln!("session {id} has no checkpoints");
+    }
+    let mut out = std::io::stdout().lock();
+    for c in &list {
+        writeln!(
+            out,
+            "{:>3}  {}  {}",
+            c.number,
+            utc_datetime(c.time_ms),
+            one_line(&c.prompt, 60)
+        )?;
+        for f in &c.files {
+            writeln!(out, "       {f}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `cadre sessions rewind ID N [--code|--conversation|--both] [--force]`.
+fn rewind(
+    home: &Path,
+    id: &str,
+    number: u64,
+    action: RewindAction,
+    force: bool,
+) -> Result<ExitCode> {
+    match rewind_session(home, id, number, action, force) {
+        Ok(done) => {
+            let mut out = std::io::stdout().lock();
+            if let Some(code) = &done.code {
+                let shown = |v: &[PathBuf]| -> Vec<String> {
+                    v.iter().map(|p| p.display().to_string()).collect()
+                };
+                for line in crate::render::restored_lines(
+                    &shown(&code.restored),
+                    &shown(&code.removed),
+                    &code.skipped,
+                    &code.bash_commands,
+                ) {
+                    writeln!(out, "{line}")?;
+                }
+            }
+            if let Some(kept) = done.messages {
+                writeln!(
+                    out,
+                    "the conversation went back to before \"{}\" ({kept} messages kept)",
+                    one_line(&done.prompt, 60)
+                )?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(OfflineRewindError::Checkpoint(CheckpointError::ChangedOutside(files))) => {
+            eprintln!("these files changed outside cadre since cadre last wrote them:");
+            for f in &files {
+                eprintln!("  {}", f.display());
+            }
+            eprintln!("nothing was restored; pass --force to overwrite them");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e) => Err(offline_usage(e)),
+    }
+}
+
+fn offline_usage(e: OfflineRewindError) -> anyhow::Error {
+    match e {
+        OfflineRewindError::Session(e) => session_usage(e),
+        e @ (OfflineRewindError::Checkpoint(CheckpointError::NotFound(_))
+        | OfflineRewindError::Summarize) => UsageError(e.to_string()).into(),
+        other => other.into(),
+    }
 }
 
 /// `cadre sessions export ID [-o FILE]`.

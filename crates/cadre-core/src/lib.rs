@@ -96,6 +96,7 @@
 pub mod agent;
 pub mod archive;
 pub mod background;
+pub mod checkpoints;
 pub mod config;
 pub mod context;
 pub mod driver;

@@ -28,6 +28,7 @@ const LEVELS: &[(&str, u8)] = &[
     ("teams", 5),
     ("plugins", 5),
     ("archive", 5),
+    ("checkpoints", 5),
     ("tools", 6),
     ("background", 7),
     ("hooks", 7),

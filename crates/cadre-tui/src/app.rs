@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use cadre_core::protocol::{
     ApprovalAnswer, ApprovalQuestion, CompactTrigger, Event, HookDecision, McpStatus, Op,
-    PermissionMode, TeammateState, TurnStatus,
+    PermissionMode, RewindAction, TeammateState, TurnStatus,
 };
 use cadre_core::tools::ask_user::AskedQuestion;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -129,6 +129,9 @@ pub struct App {
     question_shown: Option<(u64, Instant)>,
     /// A rewind asked for: (message, later sends of it skipped), until the session says it happened.
     rewinding: Option<(String, usize)>,
+    /// What a code restore did, held until the conversation goes back too
+    /// (the cut would take it off the transcript).
+    restored_note: Option<String>,
     /// What was submitted at the prompt, oldest first (this session only).
     history: Vec<String>,
     /// Entries sent since the loop last saved them (to the project's history file).
@@ -229,6 +232,7 @@ impl App {
             last_esc: None,
             question_shown: None,
             rewinding: None,
+            restored_note: None,
             history: Vec::new(),
             history_added: Vec::new(),
             history_at: None,
@@ -299,18 +303,74 @@ impl App {
                     ),
                 );
             }
-            Event::Rewound { agent, prompt, .. } if agent == MAIN => {
+            Event::Rewound {
+                agent,
+                prompt,
+                action,
+                ..
+            } if agent == MAIN => {
                 let later_same = match self.rewinding.take() {
                     Some((p, later)) if p == *prompt => later,
                     _ => 0,
                 };
                 self.transcript.cut_before_user(prompt, later_same);
-                self.transcript.notice(
-                    Level::Info,
-                    "went back: the conversation continues from before this message (files were not changed back)",
+                let said = match action {
+                    RewindAction::Summarize => {
+                        "summarized: the conversation from this message on is now a summary"
+                    }
+                    RewindAction::Both => {
+                        "went back: the code and the conversation are as they were before this message"
+                    }
+                    _ => {
+                        "went back: the conversation continues from before this message (files were not changed back)"
+                    }
+                };
+                self.transcript.notice(Level::Info, said);
+                if let Some(note) = self.restored_note.take() {
+                    self.transcript.notice(Level::Info, note);
+                }
+                // A summary keeps what the message asked; otherwise it returns for editing.
+                if *action != RewindAction::Summarize {
+                    self.prompt.take();
+                    self.prompt.insert(prompt);
+                }
+            }
+            Event::CodeRestored {
+                agent,
+                restored,
+                removed,
+                skipped,
+                bash_commands,
+                ..
+            } if agent == MAIN => {
+                let lines = crate::panes::rewind::restored_lines(
+                    restored,
+                    removed,
+                    skipped,
+                    bash_commands,
                 );
-                self.prompt.take();
-                self.prompt.insert(prompt);
+                if self.rewinding.is_some() {
+                    self.restored_note = Some(lines.join("\n"));
+                } else {
+                    self.transcript.notice(Level::Info, lines.join("\n"));
+                }
+            }
+            Event::RewindNeedsConfirmation {
+                agent,
+                prompt,
+                later_same,
+                action,
+                files,
+            } if agent == MAIN => {
+                // Nothing went back; the answer sends the rewind again.
+                self.rewinding = None;
+                self.panes
+                    .open(Box::new(crate::panes::rewind::RewindConfirm::new(
+                        prompt.clone(),
+                        *later_same,
+                        *action,
+                        files.clone(),
+                    )));
             }
             Event::ModelChanged { agent, model } if agent == MAIN => {
                 self.info.model = model.clone();
@@ -1005,6 +1065,11 @@ impl App {
             return;
         }
         self.last_esc = None;
+        self.open_rewind();
+    }
+
+    /// Opens the picker of messages to go back to (Esc twice, `/rewind`).
+    fn open_rewind(&mut self) {
         let sent: Vec<String> = self
             .transcript
             .entries()
@@ -1158,6 +1223,7 @@ impl App {
                 ),
             ),
             Command::Exit => self.exit = true,
+            Command::Rewind(None) => self.open_rewind(),
             Command::Compact(focus) => {
                 self.outbox.push(Op::Compact { focus });
                 self.compactions_owed += 1;
@@ -1194,7 +1260,15 @@ impl App {
     /// Applies what a pane asked for.
     fn pane_out(&mut self, out: PaneOut) {
         for op in &out.ops {
-            if let Op::Rewind { prompt, later_same } = op {
+            // Only a rewind of the conversation is followed by `rewound`.
+            if let Op::Rewind {
+                prompt,
+                later_same,
+                action,
+                ..
+            } = op
+                && *action != RewindAction::Code
+            {
                 self.rewinding = Some((prompt.clone(), *later_same));
             }
         }

@@ -2,7 +2,7 @@
 //! (the binary's line front end uses this parser too). Commands are answered
 //! by the front end and never reach the model; an unknown one says so.
 
-use cadre_core::protocol::{HookDecision, HookEvent, McpStatus};
+use cadre_core::protocol::{HookDecision, HookEvent, McpStatus, RewindAction};
 
 /// What a typed line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +56,8 @@ pub enum Command {
     Doctor,
     /// `/config`, `/config set KEY VALUE`.
     Config(ConfigCommand),
+    /// `/rewind` (`/undo`, `/checkpoint`): the checkpoints, or go back to one.
+    Rewind(Option<RewindChoice>),
     /// `/exit`, `/quit`.
     Exit,
 }
@@ -76,6 +78,47 @@ pub enum TasksCommand {
     List,
     /// Stop one.
     Stop(String),
+}
+
+/// `/rewind N [ACTION] [force]`: which checkpoint, and what goes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RewindChoice {
+    /// The checkpoint's number, as listed.
+    pub number: u64,
+    /// What goes back (code and conversation when not named).
+    pub action: RewindAction,
+    /// Overwrite files changed outside cadre.
+    pub force: bool,
+}
+
+/// How `/rewind` is called.
+pub const REWIND_USAGE: &str =
+    "usage: /rewind, or /rewind N [both|conversation|code|summarize] [force]";
+
+/// Reads `/rewind`'s arguments.
+fn rewind_args(words: &[&str]) -> Input {
+    let Some((first, rest)) = words.split_first() else {
+        return Input::Command(Command::Rewind(None));
+    };
+    let Ok(number) = first.trim_start_matches('#').parse::<u64>() else {
+        return Input::Usage(REWIND_USAGE.into());
+    };
+    let mut choice = RewindChoice {
+        number,
+        action: RewindAction::Both,
+        force: false,
+    };
+    for word in rest {
+        match *word {
+            "both" | "all" => choice.action = RewindAction::Both,
+            "conversation" | "conv" => choice.action = RewindAction::Conversation,
+            "code" => choice.action = RewindAction::Code,
+            "summarize" | "summarise" => choice.action = RewindAction::Summarize,
+            "force" | "--force" => choice.force = true,
+            _ => return Input::Usage(REWIND_USAGE.into()),
+        }
+    }
+    Input::Command(Command::Rewind(Some(choice)))
 }
 
 /// What `/plugin` does.
@@ -107,6 +150,7 @@ pub const COMMANDS_HELP: &str = "\
 /usage, /cost         this session's tokens and cost, by model and by subagent
 /doctor               check settings, agents, skills, MCP servers, hooks and the sandbox (read-only)
 /config [set KEY VAL] the settings cadre honours (model, permission mode, output style, status line, theme) with where each comes from; set writes one to your user settings
+/rewind, /undo, /checkpoint  go back to before a message: the files the file tools changed since, the conversation, or both, or summarise from there
 /team                 the team's teammates (type, state, current task) and its task board (a session with --teams)
 @NAME MESSAGE         send MESSAGE to teammate NAME (wakes it if it rests)
 /exit, /quit          leave
@@ -123,6 +167,7 @@ pub const COMMAND_NAMES: &[(&str, &str)] = &[
     ("/cost", "tokens and cost (as /usage)"),
     ("/doctor", "check the setup"),
     ("/exit", "leave"),
+    ("/checkpoint", "go back to before a message (as /rewind)"),
     ("/help", "commands and keys"),
     ("/mcp", "MCP servers and their tools"),
     ("/memory", "instruction files loaded"),
@@ -131,8 +176,10 @@ pub const COMMAND_NAMES: &[(&str, &str)] = &[
     ("/plugin", "plugins, enable or disable one"),
     ("/quit", "leave"),
     ("/resume", "continue a past session"),
+    ("/rewind", "restore code and/or conversation"),
     ("/sessions", "every session"),
     ("/tasks", "subagents and background shells"),
+    ("/undo", "go back to before a message (as /rewind)"),
     ("/usage", "tokens and cost by model and subagent"),
     ("/team", "teammates and the task board"),
 ];
@@ -213,6 +260,7 @@ pub fn parse(line: &str) -> Input {
             }
             _ => Input::Usage("usage: /config, or /config set KEY VALUE".into()),
         },
+        "rewind" | "undo" | "checkpoint" => rewind_args(&words),
         "plugin" | "plugins" => match words.as_slice() {
             [] | ["list"] => Input::Command(Command::Plugin(PluginCommand::List)),
             ["enable", name] => {
@@ -423,6 +471,34 @@ mod tests {
         assert_eq!(parse("/permissions"), command(Command::Permissions));
         // Names are exact: a capital is no command.
         assert_eq!(parse("/Help"), Input::Unknown("/Help".into()));
+    }
+
+    #[test]
+    fn rewind_lists_or_names_a_checkpoint_and_what_goes_back() {
+        for name in ["/rewind", "/undo", "/checkpoint"] {
+            assert_eq!(parse(name), command(Command::Rewind(None)));
+        }
+        assert_eq!(
+            parse("/rewind 3"),
+            command(Command::Rewind(Some(RewindChoice {
+                number: 3,
+                action: RewindAction::Both,
+                force: false
+            })))
+        );
+        assert_eq!(
+            parse("/undo 2 code force"),
+            command(Command::Rewind(Some(RewindChoice {
+                number: 2,
+                action: RewindAction::Code,
+                force: true
+            })))
+        );
+        assert_eq!(parse("/rewind x"), Input::Usage(REWIND_USAGE.into()));
+        assert_eq!(
+            parse("/rewind 1 sideways"),
+            Input::Usage(REWIND_USAGE.into())
+        );
     }
 
     #[test]

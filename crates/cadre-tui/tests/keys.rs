@@ -456,15 +456,20 @@ fn esc_twice_on_an_empty_prompt_picks_a_message_to_go_back_to() {
     assert!(app.panes.is_empty());
     app.key(key(KeyCode::Esc), later + Duration::from_millis(100));
     assert_eq!(app.panes.len(), 1);
-    // ↑ to the first message, Enter goes back to before it.
+    // ↑ to the first message, Enter, then "Restore conversation".
     app.key(key(KeyCode::Up), later);
+    app.key(key(KeyCode::Enter), later);
+    assert_eq!(app.panes.len(), 2);
+    app.key(key(KeyCode::Down), later);
     app.key(key(KeyCode::Enter), later);
     assert!(app.panes.is_empty());
     assert_eq!(
         app.outbox,
         [Op::Rewind {
             prompt: "first".into(),
-            later_same: 0
+            later_same: 0,
+            action: cadre_core::protocol::RewindAction::Conversation,
+            overwrite: false,
         }]
     );
     // When the session says it went back, the transcript is cut there and
@@ -474,6 +479,7 @@ fn esc_twice_on_an_empty_prompt_picks_a_message_to_go_back_to() {
             agent: "main".into(),
             prompt: "first".into(),
             messages: 1,
+            action: cadre_core::protocol::RewindAction::Conversation,
         },
         later,
     );

@@ -83,6 +83,8 @@ pub struct SessionView {
     context: Option<context::Breakdown>,
     /// Hook runs that failed or timed out, for `/doctor`.
     hook_failures: Vec<String>,
+    /// The checkpoints last listed, for `/rewind N`.
+    checkpoints: Vec<cadre_core::protocol::CheckpointInfo>,
 }
 
 impl SessionView {
@@ -138,6 +140,7 @@ impl SessionView {
                     estimated: *estimated,
                 });
             }
+            Event::Checkpoints { checkpoints, .. } => self.checkpoints = checkpoints.clone(),
             _ => {}
         }
     }
@@ -264,6 +267,11 @@ pub async fn execute(command: Command, ctx: &CommandContext<'_>) -> Outcome {
         Command::Config(ConfigCommand::Set(key, value)) => {
             Outcome::text(config::set(ctx, &key, &value))
         }
+        Command::Rewind(None) => Outcome {
+            text: String::new(),
+            action: Action::Submit(Op::ListCheckpoints),
+        },
+        Command::Rewind(Some(choice)) => rewind(ctx, choice),
         Command::Plugin(PluginCommand::List) => Outcome::text(
             crate::plugin_cmd::list_text(&ctx.runtime.plugins)
                 .trim_end()
@@ -316,6 +324,30 @@ fn agents(ctx: &CommandContext<'_>, name: Option<&str>) -> Outcome {
         text.push_str("\n/agents NAME shows one definition as a child would get it");
     }
     Outcome::text(text)
+}
+
+/// `/rewind N [ACTION] [force]`: checkpoint N of the last listing.
+fn rewind(ctx: &CommandContext<'_>, choice: cadre_tui::commands::RewindChoice) -> Outcome {
+    let Some(c) = ctx
+        .view
+        .checkpoints
+        .iter()
+        .find(|c| c.number == choice.number)
+    else {
+        return Outcome::text(format!(
+            "no checkpoint {} in the last listing (/rewind lists them)",
+            choice.number
+        ));
+    };
+    Outcome {
+        text: String::new(),
+        action: Action::Submit(Op::Rewind {
+            prompt: c.prompt.clone(),
+            later_same: c.later_same,
+            action: choice.action,
+            overwrite: choice.force,
+        }),
+    }
 }
 
 async fn list_tasks(ctx: &CommandContext<'_>) -> Outcome {

@@ -13,6 +13,7 @@ mod attacks;
 mod attacks_keys;
 mod attacks_procs;
 mod background;
+mod checkpoints;
 mod child_runs;
 mod child_tools;
 mod commands;

@@ -590,6 +590,17 @@ impl SessionBuilder {
         ctx.editor_terminal = self.editor_terminal.clone();
         ctx.background = background.map(|w| w as Arc<dyn crate::tools::BackgroundTasks>);
         ctx.policy = Some(self.policy.clone());
+        // A logged session keeps code checkpoints beside its log.
+        if let (Some(id), Some(_)) = (session_id, &log) {
+            match crate::checkpoints::CheckpointStore::open(crate::checkpoints::checkpoints_dir(
+                &self.home, id,
+            )) {
+                Ok(store) => ctx.checkpoints = Some(Arc::new(store)),
+                Err(e) => events.emit(crate::protocol::Event::Warning {
+                    message: format!("{e}; file changes are not checkpointed in this session"),
+                }),
+            }
+        }
         let mut command_env: Vec<(String, String)> = self
             .settings
             .env

@@ -315,6 +315,8 @@ struct Control {
     last_turn: Option<TurnOutcome>,
     /// The main agent's mode switch (`Op::SetMode`).
     mode_switch: Arc<crate::permissions::ModeSwitch>,
+    /// The session's code checkpoints, when it keeps them.
+    checkpoints: Option<Arc<crate::checkpoints::CheckpointStore>>,
 }
 
 impl Session {
@@ -423,6 +425,7 @@ impl Session {
             shutdown: CancellationToken::new(),
             last_turn: None,
             mode_switch: agent.mode_switch(),
+            checkpoints: agent.checkpoints(),
         };
         Ok((Session { agent, ctl, start }, handle))
     }
@@ -462,16 +465,20 @@ impl Session {
                 match next {
                     Queued::Message(text, images) => {
                         agent.attach_images(images);
+                        // Files the turn's tools change are saved first.
+                        if let Some(store) = &ctl.checkpoints
+                            && let Err(e) = store.begin(&text)
+                        {
+                            ctl.events.emit(Event::Warning {
+                                message: format!(
+                                    "{e}; this message's file changes cannot be restored"
+                                ),
+                            });
+                        }
                         run_turn(&mut agent, &mut ctl, text).await;
                     }
                     Queued::Compact(focus) => compact(&mut agent, &mut ctl, focus).await,
-                    Queued::Rewind { prompt, later_same } => {
-                        if let Err(e) = agent.rewind(&prompt, later_same).await {
-                            ctl.events.emit(Event::Warning {
-                                message: format!("cannot go back: {e}"),
-                            });
-                        }
-                    }
+                    Queued::Rewind(rewind) => go_back(&mut agent, &mut ctl, rewind).await,
                     Queued::SetModel(model) => agent.set_model(&model),
                     Queued::Shell(command) => shell(&mut agent, &mut ctl, command).await,
                 }
@@ -542,17 +549,46 @@ enum Queued {
     Message(String, Vec<std::path::PathBuf>),
     /// `/compact [focus]`.
     Compact(Option<String>),
-    /// Esc twice: back to before a message.
-    Rewind {
-        /// The message.
-        prompt: String,
-        /// Later sends of it to skip.
-        later_same: usize,
-    },
+    /// Esc twice, `/rewind`: back to before a message.
+    Rewind(Rewind),
     /// `/model NAME`.
     SetModel(String),
     /// `!command`.
     Shell(String),
+}
+
+/// What `Op::Rewind` asked for.
+struct Rewind {
+    /// The message.
+    prompt: String,
+    /// Later sends of it to skip.
+    later_same: usize,
+    /// What goes back.
+    action: crate::protocol::RewindAction,
+    /// Overwrite files changed outside cadre.
+    overwrite: bool,
+}
+
+/// Goes back to before a message, applying operations meanwhile (an
+/// interrupt stops a summary).
+async fn go_back(agent: &mut Agent, ctl: &mut Control, r: Rewind) {
+    let cancel = ctl.shutdown.child_token();
+    ctl.current = Some(cancel.clone());
+    ctl.set_phase(Phase::Turn);
+    let run = agent.rewind_as(&r.prompt, r.later_same, r.action, r.overwrite, &cancel);
+    tokio::pin!(run);
+    let result = loop {
+        tokio::select! {
+            result = &mut run => break result,
+            op = ctl.next_op() => ctl.apply(op).await,
+        }
+    };
+    ctl.current = None;
+    if let Err(e) = result {
+        ctl.events.emit(Event::Warning {
+            message: format!("cannot go back: {e}"),
+        });
+    }
 }
 
 /// Compacts the main agent's conversation, applying operations meanwhile
@@ -801,10 +837,28 @@ impl Control {
                 }
             }
             Op::SetMode { mode } => self.mode_switch.request(mode),
-            Op::Rewind { prompt, later_same } => {
-                self.queue.push_back(Queued::Rewind { prompt, later_same });
+            Op::Rewind {
+                prompt,
+                later_same,
+                action,
+                overwrite,
+            } => {
+                self.queue.push_back(Queued::Rewind(Rewind {
+                    prompt,
+                    later_same,
+                    action,
+                    overwrite,
+                }));
                 self.publish_queue();
             }
+            Op::ListCheckpoints => self.events.emit(Event::Checkpoints {
+                agent: MAIN.into(),
+                checkpoints: self
+                    .checkpoints
+                    .as_ref()
+                    .map(|c| c.list())
+                    .unwrap_or_default(),
+            }),
             Op::SetModel { model } => {
                 self.queue.push_back(Queued::SetModel(model));
                 self.publish_queue();

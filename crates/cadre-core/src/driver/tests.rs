@@ -985,6 +985,8 @@ rules:
     f.handle.submit(Op::Rewind {
         prompt: "never sent".into(),
         later_same: 0,
+        action: Default::default(),
+        overwrite: false,
     });
     f.until(
         "the warning",
@@ -994,6 +996,8 @@ rules:
     f.handle.submit(Op::Rewind {
         prompt: "two".into(),
         later_same: 0,
+        action: Default::default(),
+        overwrite: false,
     });
     let rewound = f
         .until("rewound", |e| matches!(e, Event::Rewound { .. }))

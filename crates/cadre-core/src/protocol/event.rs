@@ -385,6 +385,48 @@ pub enum Event {
         prompt: String,
         /// Messages the conversation holds now.
         messages: usize,
+        /// What went back: the conversation alone, with the files, or
+        /// summarised from the message on.
+        #[serde(default)]
+        action: super::RewindAction,
+    },
+    /// The session's code checkpoints, oldest first (`Op::ListCheckpoints`).
+    Checkpoints {
+        /// Agent id (the main agent).
+        agent: AgentId,
+        /// The checkpoints kept (the last 100).
+        checkpoints: Vec<super::CheckpointInfo>,
+    },
+    /// A code restore would overwrite files changed outside cadre since
+    /// cadre last wrote them; nothing was changed. Sending the same
+    /// `Op::Rewind` with `overwrite` goes ahead.
+    RewindNeedsConfirmation {
+        /// Agent id.
+        agent: AgentId,
+        /// The message asked to go back before.
+        prompt: String,
+        /// Later sends of it skipped.
+        later_same: usize,
+        /// What was asked for.
+        action: super::RewindAction,
+        /// The files changed outside cadre.
+        files: Vec<String>,
+    },
+    /// Files the file tools changed were brought back to how they were
+    /// before a message.
+    CodeRestored {
+        /// Agent id.
+        agent: AgentId,
+        /// The message gone back before.
+        prompt: String,
+        /// Files written back.
+        restored: Vec<String>,
+        /// Files the tools had created, removed.
+        removed: Vec<String>,
+        /// Files left as they are (symlinked, hard-linked).
+        skipped: Vec<super::SkippedFile>,
+        /// Bash commands run since, whose changes to files are not undone.
+        bash_commands: Vec<String>,
     },
     /// What the session's own agent's context holds, by category (after
     /// each `context_usage` of the main agent): what `/context` shows.

@@ -6,6 +6,7 @@
 
 mod agent_id;
 mod approval;
+mod checkpoint;
 mod command;
 mod context_kinds;
 mod event;
@@ -17,6 +18,7 @@ mod status;
 
 pub use agent_id::AgentId;
 pub use approval::{ApprovalAnswer, ApprovalQuestion, PendingApproval};
+pub use checkpoint::{CheckpointInfo, RewindAction, SkipReason, SkippedFile};
 pub use command::CommandEntry;
 pub use context_kinds::{ContextCategory, ContextKind};
 pub use event::{Event, EventSink, child_place};

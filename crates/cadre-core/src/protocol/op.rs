@@ -58,16 +58,27 @@ pub enum Op {
         /// The new mode.
         mode: super::PermissionMode,
     },
-    /// Take the main agent's conversation back to just before the user sent
-    /// `prompt` (queued like a message while a turn runs). Files are not
-    /// changed back.
+    /// Go back to just before the user sent `prompt` (queued like a message
+    /// while a turn runs): the conversation, the files the file tools changed
+    /// since (from the checkpoint taken before it), or both, or summarise the
+    /// conversation from there. A code restore that would overwrite files
+    /// changed outside cadre since stops with `rewind_needs_confirmation`
+    /// unless `overwrite` is set.
     Rewind {
         /// The message, exactly as sent.
         prompt: String,
         /// Later sends of the same text to skip (0: the most recent send).
         #[serde(default)]
         later_same: usize,
+        /// What goes back (the conversation only when absent).
+        #[serde(default)]
+        action: super::RewindAction,
+        /// Overwrite files changed outside cadre since cadre last wrote them.
+        #[serde(default)]
+        overwrite: bool,
     },
+    /// List the session's code checkpoints (answered by a `checkpoints` event).
+    ListCheckpoints,
     /// Shell mode (`!command`): run the command as the user, through
     /// `Bash`'s deny rules and sandbox, show its output and add it to the
     /// conversation for the next turn, without asking the model anything

@@ -307,7 +307,8 @@ pub fn list_sessions(home: &Path) -> Vec<SessionSummary> {
     out
 }
 
-/// Deletes session `id`'s log, its `.agents/` and `.images/` folders; returns how many child logs went with it.
+/// Deletes session `id`'s log, its `.agents/` and `.images/` folders and its
+/// code checkpoints; returns how many child logs went with it.
 pub fn remove_session(home: &Path, id: &str) -> Result<usize, SessionError> {
     let path = session_path(home, id)?;
     // A run using the session still writes its (then unlinked) log, and with the
@@ -324,6 +325,14 @@ pub fn remove_session(home: &Path, id: &str) -> Result<usize, SessionError> {
         children = std::fs::read_dir(&agents).map(|d| d.count()).unwrap_or(0);
         std::fs::remove_dir_all(&agents).map_err(|source| SessionError::Write {
             path: agents.clone(),
+            source,
+        })?;
+    }
+    // Its code checkpoints go with it.
+    let checkpoints = sessions_dir(home).join(format!("{id}.checkpoints"));
+    if checkpoints.is_dir() {
+        std::fs::remove_dir_all(&checkpoints).map_err(|source| SessionError::Write {
+            path: checkpoints.clone(),
             source,
         })?;
     }

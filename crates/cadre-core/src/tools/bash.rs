@@ -114,6 +114,10 @@ impl TypedTool for BashTool {
 
     fn run<'a>(&'a self, ctx: &'a ToolContext, args: Args) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
+            // What a command changes is not tracked; a restore names it.
+            if let Some(c) = &ctx.checkpoints {
+                c.note_bash(&args.command);
+            }
             let timeout_ms = args.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
             // In the editor's terminal, where the user watches it run.
             if args.run_in_background != Some(true)

@@ -66,6 +66,7 @@ impl TypedTool for EditTool {
                 Ok(Some(_)) => {}
                 Ok(None) => {
                     if args.old_string.is_empty() {
+                        ctx.before_change(&args.file_path, &path);
                         return create(ctx, &path, args.new_string).await;
                     }
                     return ToolOutput::error(format!("file not found: {shown}"));
@@ -75,6 +76,7 @@ impl TypedTool for EditTool {
             if let Some(why) = ctx.file_state.check_fresh(&path) {
                 return ToolOutput::error(why);
             }
+            ctx.before_change(&args.file_path, &path);
             let p = path.clone();
             let through_editor = ctx.editor_files.is_some()
                 && (super::editor_files::reading_editor(ctx, &path).is_some()
@@ -86,6 +88,7 @@ impl TypedTool for EditTool {
             };
             if !out.is_error {
                 ctx.file_state.record_write(&path);
+                ctx.after_change(&path);
             }
             out
         })
@@ -101,6 +104,7 @@ async fn create(ctx: &ToolContext, path: &Path, content: String) -> ToolOutput {
     };
     if !out.is_error {
         ctx.file_state.record_write(path);
+        ctx.after_change(path);
     }
     out
 }

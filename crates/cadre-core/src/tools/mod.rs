@@ -152,6 +152,10 @@ pub struct ToolContext {
     /// The board's hooks as this agent fires them (set per call by the
     /// agent when `TaskCreated` or `TaskCompleted` hooks are configured).
     pub board_hooks: Option<Arc<dyn board::BoardHooks>>,
+    /// The session's code checkpoints, which the file tools save files to
+    /// before changing them; `None` where changes are not tracked
+    /// (background children, teammates, tests).
+    pub checkpoints: Option<Arc<crate::checkpoints::CheckpointStore>>,
 }
 
 impl ToolContext {
@@ -177,6 +181,28 @@ impl ToolContext {
             call_id: None,
             team: None,
             board_hooks: None,
+            checkpoints: None,
+        }
+    }
+
+    /// Before a file tool changes `path` (resolved; `given` as the model
+    /// named it): the open checkpoint saves what it holds now.
+    pub fn before_change(&self, given: &str, path: &Path) {
+        if let Some(c) = &self.checkpoints {
+            let given = Path::new(given);
+            let lexical = if given.is_absolute() {
+                given.to_path_buf()
+            } else {
+                self.cwd.join(given)
+            };
+            c.before_change(&lexical, path);
+        }
+    }
+
+    /// After a file tool changed `path`: the checkpoints remember what cadre left there.
+    pub fn after_change(&self, path: &Path) {
+        if let Some(c) = &self.checkpoints {
+            c.after_change(path);
         }
     }
 

@@ -88,10 +88,12 @@ impl TypedTool for NotebookEditTool {
             if let Some(why) = ctx.file_state.check_fresh(&path) {
                 return ToolOutput::error(why);
             }
+            ctx.before_change(&args.notebook_path, &path);
             let p = path.clone();
             let out = util::blocking(move || edit_file(&p, &args)).await;
             if !out.is_error {
                 ctx.file_state.record_write(&path);
+                ctx.after_change(&path);
             }
             out
         })

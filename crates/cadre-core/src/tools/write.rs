@@ -52,6 +52,7 @@ impl TypedTool for WriteTool {
                 return ToolOutput::error(why);
             }
             let bytes = args.content.len();
+            ctx.before_change(&args.file_path, &path);
             let out = match super::editor_files::write_text(ctx, &path, args.content, true).await {
                 Ok(()) => ToolOutput::ok(format!(
                     "Wrote {bytes} bytes to {} ({})",
@@ -66,6 +67,7 @@ impl TypedTool for WriteTool {
             };
             if !out.is_error {
                 ctx.file_state.record_write(&path);
+                ctx.after_change(&path);
             }
             out
         })

@@ -48,6 +48,8 @@ impl SubagentRuntime {
         ctx.cwd = caller.place.cwd.clone();
         ctx.sandbox = caller.place.sandbox.clone();
         ctx.agent_id = agent_id.clone();
+        // A fork runs in the background, past the turn its checkpoint covers.
+        ctx.checkpoints = None;
         ctx.file_state = Arc::new(Default::default());
         ctx.grants = Arc::default();
         ctx.todos = Arc::new(Default::default());

@@ -174,6 +174,11 @@ impl SubagentRuntime {
         let events = caller.events.for_child(tag.clone());
         // A teammate runs as a task of its own, as a background child does.
         let background = spec.background || team.is_some();
+        // Checkpoints track the turn's own changes: a background child or a
+        // teammate outlives the turn, and a worktree child writes elsewhere.
+        if background || worktree.is_some() {
+            ctx.checkpoints = None;
+        }
         if background && self.base_ctx.background.is_none() {
             return Err(ToolOutput::error(
                 "background subagents are not available in this session; call Agent without run_in_background",
