@@ -295,19 +295,7 @@ impl TuiHost<'_> {
             );
             return vec![HostReply::Open(Box::new(pane))];
         }
-        let outcome = commands::execute(
-            command,
-            &CommandContext {
-                runtime: &self.runtime,
-                perms: self.perms,
-                agents: self.agents,
-                session: &handle,
-                view: &view,
-                next_model: self.next_model.as_deref(),
-                full_screen: true,
-            },
-        )
-        .await;
+        let outcome = commands::execute(command, &ctx).await;
         let text = HostReply::Text(outcome.text);
         match outcome.action {
             Action::None => vec![text],

@@ -129,6 +129,23 @@ impl Agent {
         self.context.profile.prices.map(|p| p.cost(usage))
     }
 
+    /// Counts a request's `usage` and its cost against this agent (and the
+    /// run's budget), tells the front ends, and returns the cost.
+    pub(super) fn pay_for(&mut self, usage: Usage) -> Option<Cost> {
+        self.usage.add(&usage);
+        let cost = self.price(&usage);
+        if let Some(c) = cost {
+            self.client.record_spend(c.0);
+            self.cost.add(c);
+        }
+        self.events.emit(Event::Usage {
+            agent: self.id.clone(),
+            usage,
+            cost_usd: cost.map(|c| c.usd()),
+        });
+        cost
+    }
+
     /// Compacts the conversation now (`/compact [focus]`); see [`CompactError`]
     /// for why it may not.
     pub async fn compact(
@@ -287,17 +304,7 @@ impl Agent {
             }
         };
         // The summary request is paid for whether or not a summary came back.
-        self.usage.add(&usage);
-        let cost = self.price(&usage);
-        if let Some(c) = cost {
-            self.client.record_spend(c.0);
-            self.cost.add(c);
-        }
-        self.events.emit(Event::Usage {
-            agent: self.id.clone(),
-            usage,
-            cost_usd: cost.map(|c| c.usd()),
-        });
+        let cost = self.pay_for(usage);
         let summary = response.message.text();
         if summary.trim().is_empty() {
             return Err(CompactError::NoSummary);

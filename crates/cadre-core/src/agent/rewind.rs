@@ -193,18 +193,7 @@ impl Agent {
             }
             Err(e) => return Err(RewindError::Summary(e.to_string())),
         };
-        let usage = response.usage;
-        self.usage.add(&usage);
-        let cost = self.price(&usage);
-        if let Some(c) = cost {
-            self.client.record_spend(c.0);
-            self.cost.add(c);
-        }
-        self.events.emit(Event::Usage {
-            agent: self.id.clone(),
-            usage,
-            cost_usd: cost.map(|c| c.usd()),
-        });
+        self.pay_for(response.usage);
         let summary = response.message.text();
         if summary.trim().is_empty() {
             return Err(RewindError::Summary(

@@ -641,18 +641,10 @@ impl Agent {
             compacted_since_reply = false;
             length_retried = false;
             out.usage.add(&resp.usage);
-            self.usage.add(&resp.usage);
-            let cost = self.price(&resp.usage);
+            let cost = self.pay_for(resp.usage);
             if let Some(c) = cost {
-                self.client.record_spend(c.0);
-                self.cost.add(c);
                 out.cost.get_or_insert_default().add(c);
             }
-            self.events.emit(Event::Usage {
-                agent: self.id.clone(),
-                usage: resp.usage,
-                cost_usd: cost.map(|c| c.usd()),
-            });
             let calls = resp.message.tool_calls();
             let text = resp.message.text();
             self.events.emit(Event::AssistantMessage {
