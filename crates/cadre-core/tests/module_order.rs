@@ -27,6 +27,7 @@ const LEVELS: &[(&str, u8)] = &[
     ("instructions", 4),
     ("teams", 5),
     ("plugins", 5),
+    ("output_styles", 6),
     ("archive", 5),
     ("checkpoints", 5),
     ("tools", 6),

@@ -675,7 +675,7 @@ mod tests {
     #[test]
     fn commands_match_by_prefix_then_inside_the_name() {
         let found = command_matches("re", &[]);
-        assert_eq!(texts(&found), ["/resume"]);
+        assert_eq!(texts(&found), ["/resume", "/rewind"]);
         assert_eq!(found[0].detail, "continue a past session");
         assert_eq!(texts(&command_matches("it", &[])), ["/exit", "/quit"]);
         assert_eq!(command_matches("", &[]).len(), COMMAND_NAMES.len());

@@ -242,6 +242,23 @@ rules:
     let mut logs = 0;
     for e in std::fs::read_dir(&sessions).unwrap() {
         let p = e.unwrap().path();
+        if p.is_dir() {
+            // The session's code checkpoints: private, and no key in them.
+            assert_eq!(mode(&p), 0o700, "{}", p.display());
+            for f in std::fs::read_dir(&p).unwrap() {
+                let f = f.unwrap().path();
+                if f.is_file() {
+                    assert_eq!(mode(&f), 0o600, "{}", f.display());
+                    assert!(
+                        !std::fs::read(&f)
+                            .unwrap()
+                            .windows(secret.len())
+                            .any(|w| w == secret.as_bytes())
+                    );
+                }
+            }
+            continue;
+        }
         assert_eq!(mode(&p), 0o600, "{}", p.display());
         assert!(!std::fs::read_to_string(&p).unwrap().contains(secret));
         logs += 1;

@@ -104,6 +104,8 @@ const FREE_TEXT: &[&str] = &[
     "warning.message",
     // Ops.
     "user_message.text",
+    "user_message_with_images.images",
+    "user_message_with_images.text",
     "stop_task.task_id",
     "compact.focus",
     "rewind.prompt",
