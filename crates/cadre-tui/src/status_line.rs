@@ -360,6 +360,9 @@ async fn run_command(setup: &StatusLineSetup, input: String) -> Option<Vec<Statu
     }
     let mut child = command.spawn().ok()?;
     let pid = child.id();
+    // A run cancelled by a newer one is dropped mid-way: `kill_on_drop`
+    // ends only the shell, so the guard ends the whole group it started.
+    let mut group = GroupKill(pid.and_then(|p| i32::try_from(p).ok()));
     let run = async {
         if let Some(mut stdin) = child.stdin.take() {
             // A script that never reads its stdin must not block the run.
@@ -376,7 +379,10 @@ async fn run_command(setup: &StatusLineSetup, input: String) -> Option<Vec<Statu
         status.success().then_some(out)
     };
     let out = match tokio::time::timeout(TIMEOUT, run).await {
-        Ok(out) => out,
+        Ok(out) => {
+            group.0 = None;
+            out
+        }
         Err(_) => {
             if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
                 // SAFETY: kill(2) on the group this run started; no memory is touched.
@@ -581,6 +587,20 @@ fn apply_sgr(mut style: Style, params: &str) -> Style {
         i += 1;
     }
     style
+}
+
+/// Kills a run's process group when dropped while armed.
+struct GroupKill(Option<i32>);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            // SAFETY: kill(2) on the group this run started; no memory is touched.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
