@@ -521,7 +521,7 @@ fn status_line_setup(
             .applied_style()
             .map_or_else(|| "default".to_string(), |s| s.name.clone()),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        context_window: runtime.context.profile.context_window,
+        context_window: runtime.session_context().profile.context_window,
         agent_name: runtime.main_type.clone(),
         worktree: None,
     })

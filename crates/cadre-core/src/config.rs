@@ -245,6 +245,19 @@ pub struct ModelFile {
     /// Whether the model takes images (default true); `false` sends a text
     /// note in place of each image.
     pub images: Option<bool>,
+    /// How tool calls travel: `native`, `text` or `auto` (default `auto` on
+    /// a loopback endpoint, `native` elsewhere).
+    pub tool_calls: Option<crate::model::ToolCallMode>,
+    /// Sampling temperature (0 to 2; default the server's, 0.2 in `text` mode).
+    pub temperature: Option<f64>,
+    /// Output tokens per request (over the top-level `max_tokens`).
+    pub max_tokens: Option<u32>,
+    /// Seconds to wait for the reply's first data (default 900 on loopback,
+    /// else `[limits] stream_idle_timeout_s`).
+    pub first_byte_timeout_s: Option<u64>,
+    /// Seconds one request may take, every try included (default 1800 on
+    /// loopback, else `[limits] request_deadline_s`).
+    pub request_deadline_s: Option<u64>,
 }
 
 impl ModelFile {
@@ -256,6 +269,11 @@ impl ModelFile {
         take!(
             context_window,
             images,
+            tool_calls,
+            temperature,
+            max_tokens,
+            first_byte_timeout_s,
+            request_deadline_s,
             input_price,
             output_price,
             cache_read_price,
@@ -547,6 +565,29 @@ impl ConfigFile {
                     *CONTEXT_WINDOW_RANGE.start(),
                     *CONTEXT_WINDOW_RANGE.end(),
                 )?;
+                int(path, &key("max_tokens"), m.max_tokens, 1, any)?;
+                for (name, secs) in [
+                    ("first_byte_timeout_s", m.first_byte_timeout_s),
+                    ("request_deadline_s", m.request_deadline_s),
+                ] {
+                    int(
+                        path,
+                        &key(name),
+                        secs,
+                        *REQUEST_DEADLINE_RANGE.start(),
+                        *REQUEST_DEADLINE_RANGE.end(),
+                    )?;
+                }
+                if let Some(t) = m.temperature
+                    && !(t.is_finite() && (0.0..=2.0).contains(&t))
+                {
+                    return Err(ConfigError::Range {
+                        path: path.to_path_buf(),
+                        key: key("temperature"),
+                        value: format!("{t:?}"),
+                        expected: "0 to 2".into(),
+                    });
+                }
                 for (name, price) in [
                     ("input_price", m.input_price),
                     ("output_price", m.output_price),
@@ -1245,6 +1286,30 @@ impl Settings {
             }
         }
         table
+    }
+
+    /// Per model id of `provider`: what its requests carry beyond the
+    /// session's defaults (`tool_calls`, `temperature`, `max_tokens`, timeouts).
+    pub fn model_wire(&self, provider: Provider) -> BTreeMap<String, crate::model::ModelWire> {
+        let Some(entries) = self.file.models.get(provider.as_str()) else {
+            return BTreeMap::new();
+        };
+        entries
+            .iter()
+            .filter_map(|(id, entry)| match entry {
+                ModelEntry::Model(m) => Some((
+                    id.clone(),
+                    crate::model::ModelWire {
+                        tool_calls: m.tool_calls,
+                        temperature: m.temperature,
+                        max_tokens: m.max_tokens,
+                        first_byte_timeout_s: m.first_byte_timeout_s,
+                        request_deadline_s: m.request_deadline_s,
+                    },
+                )),
+                ModelEntry::Alias(_) => None,
+            })
+            .collect()
     }
 
     /// `[context] auto_compact_percent`, or the default.

@@ -16,6 +16,19 @@ pub const DEFAULT_ARGS_CHUNK_CHARS: usize = 16;
 pub struct Script {
     /// Rules, tried in order; the first whose `when` holds answers the request.
     pub rules: Vec<Rule>,
+    /// What the server says of itself, as local model servers do.
+    #[serde(default)]
+    pub server: ServerInfo,
+}
+
+/// A local model server's self-description endpoints.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerInfo {
+    /// Served at `GET /props` (llama.cpp's), when given; else 404.
+    pub props: Option<Value>,
+    /// Served at `POST /api/show` (Ollama's), when given; else 404.
+    pub show: Option<Value>,
 }
 
 /// One conversation script.

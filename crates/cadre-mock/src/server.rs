@@ -204,6 +204,31 @@ impl std::fmt::Debug for MockServer {
     }
 }
 
+/// llama.cpp's `GET /props`, when the script gives it.
+async fn props(State(shared): State<Arc<Shared>>) -> Response {
+    info_reply(shared.script.server.props.as_ref())
+}
+
+/// Ollama's `POST /api/show`, when the script gives it.
+async fn show(State(shared): State<Arc<Shared>>) -> Response {
+    info_reply(shared.script.server.show.as_ref())
+}
+
+fn info_reply(value: Option<&Value>) -> Response {
+    let (status, body) = match value {
+        Some(v) => (StatusCode::OK, v.to_string()),
+        None => (
+            StatusCode::NOT_FOUND,
+            "{\"error\":\"not found\"}".to_string(),
+        ),
+    };
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body))
+        .unwrap_or_default()
+}
+
 impl MockServer {
     /// Parses the script text and starts serving on 127.0.0.1:0 in the current tokio runtime.
     pub async fn start(
@@ -254,6 +279,8 @@ impl MockServer {
             .route("/messages", post(anthropic))
             .route("/v1/chat/completions", post(openai))
             .route("/chat/completions", post(openai))
+            .route("/props", axum::routing::get(props))
+            .route("/api/show", post(show))
             // Requests with images (a photo is a few MB as base64) pass
             // axum's 2 MB default.
             .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))

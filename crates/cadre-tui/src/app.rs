@@ -125,6 +125,9 @@ pub struct App {
     last_ctrl_c: Option<Instant>,
     /// When Esc was last pressed on an empty, idle prompt.
     last_esc: Option<Instant>,
+    /// When the main agent's model request went out, until its reply starts
+    /// (a local server may process a prompt for minutes, silently).
+    pub waiting_since: Option<Instant>,
     /// The question the dialog shows and since when (keys wait [`DIALOG_GRACE`]).
     question_shown: Option<(u64, Instant)>,
     /// A rewind asked for: (message, later sends of it skipped), until the session says it happened.
@@ -230,6 +233,7 @@ impl App {
             instead: None,
             last_ctrl_c: None,
             last_esc: None,
+            waiting_since: None,
             question_shown: None,
             rewinding: None,
             restored_note: None,
@@ -386,7 +390,13 @@ impl App {
                 self.turn_running = true;
                 self.messages_owed = self.messages_owed.saturating_sub(1);
             }
-            Event::TextDelta { agent, text } if agent == MAIN => self.transcript.stream(text),
+            Event::RequestStarted { agent, .. } if agent == MAIN => {
+                self.waiting_since = Some(Instant::now());
+            }
+            Event::TextDelta { agent, text } if agent == MAIN => {
+                self.waiting_since = None;
+                self.transcript.stream(text)
+            }
             Event::Retrying {
                 agent,
                 attempt,
@@ -407,6 +417,7 @@ impl App {
                 );
             }
             Event::AssistantMessage { agent, text, .. } if agent == MAIN => {
+                self.waiting_since = None;
                 self.transcript.finish_message(text)
             }
             Event::ToolCallStarted {
@@ -528,6 +539,7 @@ impl App {
                 ..
             } if agent == MAIN => {
                 self.turn_running = false;
+                self.waiting_since = None;
                 self.transcript.close_stream();
                 if let Some(usd) = cost_usd {
                     self.add_cost(*usd);

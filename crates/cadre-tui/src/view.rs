@@ -86,7 +86,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App, now: Instant, theme: &Theme) {
     if let Some(panel) = a.panel {
         render_panel(frame, app, panel, now, theme);
     }
-    render_prompt(frame, app, a.prompt, theme);
+    render_prompt(frame, app, a.prompt, now, theme);
     render_status(frame, app, a.status, theme);
     if let Some(popup) = &app.completion.popup
         && app.panes.is_empty()
@@ -406,7 +406,10 @@ fn cursor_cell(app: &App, width: u16) -> (usize, usize) {
     (row, 0)
 }
 
-fn render_prompt(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
+/// Seconds of silence from the model before the prompt's rule says it waits.
+const WAIT_SHOWN_AFTER_S: u64 = 2;
+
+fn render_prompt(frame: &mut Frame<'_>, app: &App, area: Rect, now: Instant, theme: &Theme) {
     if area.height == 0 {
         return;
     }
@@ -418,7 +421,17 @@ fn render_prompt(frame: &mut Frame<'_>, app: &App, area: Rect, theme: &Theme) {
     } else if app.scroll > 0 {
         rule.push_str(&format!(" ↑ {} rows up · Ctrl+End returns ", app.scroll));
     } else if app.busy() {
-        rule.push_str(" working… Esc to interrupt ");
+        // A silent wait for the model's first word is named, with its clock.
+        let waited = app
+            .waiting_since
+            .map(|since| now.saturating_duration_since(since).as_secs())
+            .filter(|secs| *secs >= WAIT_SHOWN_AFTER_S);
+        match waited {
+            Some(secs) => rule.push_str(&format!(
+                " waiting for the model ({secs} s) · Esc to interrupt "
+            )),
+            None => rule.push_str(" working… Esc to interrupt "),
+        }
     }
     let rule_width = rule.width();
     rule.push_str(&"─".repeat(usize::from(area.width).saturating_sub(rule_width)));

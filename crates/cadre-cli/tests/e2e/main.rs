@@ -43,6 +43,7 @@ mod interactive;
 mod keys;
 mod line_commands;
 mod line_teams;
+mod local_models;
 mod mcp;
 mod mcp_everything;
 mod mcp_extensions;

@@ -49,7 +49,7 @@ impl Agent {
         if let Some(t) = self.fixed_tokens {
             return t;
         }
-        let tools = serde_json::to_string(&self.tools.specs()).map_or(0, |s| s.len());
+        let tools = serde_json::to_string(&self.tool_specs()).map_or(0, |s| s.len());
         let t = estimate_text_tokens(&self.system) + (tools as u64).div_ceil(4);
         self.fixed_tokens = Some(t);
         t
@@ -108,7 +108,7 @@ impl Agent {
             Some(parts) => parts.clone(),
             None => {
                 let parts =
-                    super::breakdown::fixed_categories(&self.system, &self.tools.specs(), fixed);
+                    super::breakdown::fixed_categories(&self.system, &self.tool_specs(), fixed);
                 self.fixed_parts = Some(parts.clone());
                 parts
             }
@@ -257,7 +257,7 @@ impl Agent {
         // otherwise it is sent whole (the request then reads the prompt
         // cache), and trimmed only if that is refused.
         let window = self.context.profile.context_window;
-        let reserve = u64::from(self.client.config().max_tokens).min(window / 10);
+        let reserve = u64::from(self.client.max_tokens()).min(window / 10);
         let would_fit =
             tokens_before + estimate_text_tokens(context::COMPACTION_INSTRUCTIONS) + reserve
                 <= window;
@@ -278,8 +278,8 @@ impl Agent {
                     focus.as_deref(),
                     extra.as_deref(),
                 ),
-                tools: self.tools.specs(),
-                max_tokens: self.client.config().max_tokens,
+                tools: self.tool_specs(),
+                max_tokens: self.client.max_tokens(),
                 cache_after: if trimmed { None } else { self.cache_after },
                 // A summary needs no extra thinking.
                 effort: None,

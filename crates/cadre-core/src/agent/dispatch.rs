@@ -348,9 +348,15 @@ impl Agent {
         }
     }
 
-    /// What the model is told about this agent's tools, in registry order.
+    /// What the model is told about this agent's tools, in registry order:
+    /// short descriptions for a model whose window is small.
     pub fn tool_specs(&self) -> Vec<crate::model::ToolSpec> {
-        self.tools.specs()
+        let specs = self.tools.specs();
+        if self.context.profile.context_window < crate::tools::SMALL_WINDOW {
+            specs.into_iter().map(crate::tools::compact_spec).collect()
+        } else {
+            specs
+        }
     }
 
     /// The calling agent as a batch tool sees it.

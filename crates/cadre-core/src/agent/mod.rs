@@ -28,9 +28,9 @@ use std::sync::Arc;
 use crate::protocol::TeammateState;
 pub use crate::protocol::{Event, EventSink, TurnStatus};
 pub use prompt::{
-    CODING_INSTRUCTIONS, ProjectContext, SystemPromptParts, build_styled_system_prompt,
-    build_system_prompt, environment_facts, main_prompt_from, project_instructions,
-    read_project_instructions,
+    CODING_INSTRUCTIONS, COMPACT_CODING_INSTRUCTIONS, ProjectContext, SystemPromptParts,
+    build_styled_system_prompt, build_system_prompt, environment_facts, main_prompt_from,
+    project_instructions, read_project_instructions,
 };
 
 pub use compact::CompactError;

@@ -24,6 +24,10 @@ Several independent read-only calls (Read, Grep, Glob) may go in one reply; they
 
 When you are done, answer in plain text: what you found or changed, and anything the user must still do. Be brief and exact; quote file paths and line numbers where they help.";
 
+/// The coding instructions for a model with a small window (see
+/// `tools::SMALL_WINDOW`): the same rules in a few words.
+pub const COMPACT_CODING_INSTRUCTIONS: &str = "Use your tools to finish the task: read before you change, make the smallest correct change, run the project's tests when cheap. When done, answer briefly in plain text.";
+
 /// The role and working rules, as every top-level agent gets them without
 /// an output style.
 fn base_prompt(coding: bool) -> String {

@@ -525,6 +525,9 @@ impl Agent {
         let mut pauses = 0u32;
         // The same call failing the same way, reply after reply.
         let mut repeated = RepeatedFailures::default();
+        // The last reply was a call written as text that could not be read,
+        // and the model was told: the next such reply is taken as it is.
+        let mut text_call_corrected = false;
         loop {
             if out.requests >= self.limits.max_requests {
                 out.status = TurnStatus::LimitReached;
@@ -575,8 +578,8 @@ impl Agent {
                 model: client.config().model.clone(),
                 system: self.system.clone(),
                 messages,
-                tools: self.tools.specs(),
-                max_tokens: self.client.config().max_tokens,
+                tools: self.tool_specs(),
+                max_tokens: client.max_tokens(),
                 cache_after: self.cache_after,
                 effort: self.effort.clone(),
                 web_search: self.tools.web_search(),
@@ -687,6 +690,27 @@ impl Agent {
                 return out.failed_on_log(e);
             }
             if calls.is_empty() {
+                // A call written as text that cannot be read goes back once
+                // with what is wrong, rather than ending the turn as an answer.
+                if let Some(problem) = resp.text_call_problem.take()
+                    && !text_call_corrected
+                    && !cancel.is_cancelled()
+                {
+                    text_call_corrected = true;
+                    self.events.emit(Event::Warning {
+                        message: format!(
+                            "{}: the reply looks like a tool call that cannot be read ({problem}); asking the model to write it again",
+                            client.config().model
+                        ),
+                    });
+                    let text = format!(
+                        "Your reply looks like a tool call, but it could not be read: {problem}. To call a tool, write the call again exactly in the format the instructions show, with valid JSON. To answer instead, reply in plain text."
+                    );
+                    if let Err(LogFailure(e)) = self.log_user_text(text).await {
+                        return out.failed_on_log(e);
+                    }
+                    continue;
+                }
                 // The provider paused its own tool loop (a long server-side
                 // search): the reply goes back as it is, and it goes on.
                 if matches!(&resp.stop_reason, StopReason::Other(r) if r == "pause_turn")
@@ -757,6 +781,7 @@ impl Agent {
                 continue;
             }
 
+            text_call_corrected = false;
             let budget = self.limits.max_tool_calls.saturating_sub(out.tool_calls) as usize;
             let (run, refused) = calls.split_at(calls.len().min(budget));
             out.tool_calls += run.len() as u32;

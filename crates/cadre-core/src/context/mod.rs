@@ -87,6 +87,22 @@ impl ModelTable {
         self.configured.insert((provider, model.to_string()), entry);
     }
 
+    /// True when the configuration gives `model`'s window.
+    pub fn window_configured(&self, provider: Provider, model: &str) -> bool {
+        self.configured
+            .get(&(provider, model.to_string()))
+            .is_some_and(|o| o.context_window.is_some())
+    }
+
+    /// Sets `model`'s window to what its server said, unless configured.
+    pub fn set_served_window(&mut self, provider: Provider, model: &str, window: u64) {
+        let entry = self
+            .configured
+            .entry((provider, model.to_string()))
+            .or_default();
+        entry.context_window.get_or_insert(window);
+    }
+
     /// The profile of `model`: configured values first, then built-in ones.
     pub fn profile(&self, provider: Provider, model: &str) -> ModelProfile {
         let mut builtin = ModelProfile::builtin(provider, model);

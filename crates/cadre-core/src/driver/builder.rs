@@ -52,6 +52,11 @@ const DEFAULT_STREAM_IDLE_TIMEOUT_S: u64 = 300;
 /// Seconds one model request may take, every try and wait included: a dead
 /// server fails a headless run in minutes, not tries × idle timeout.
 const DEFAULT_REQUEST_DEADLINE_S: u64 = 600;
+/// Seconds a loopback server may take before its first byte (prompt
+/// processing of a small model on two CPU cores takes minutes).
+const LOOPBACK_FIRST_BYTE_TIMEOUT_S: u64 = 900;
+/// Seconds one request to a loopback server may take, every try included.
+const LOOPBACK_REQUEST_DEADLINE_S: u64 = 1800;
 /// Output tokens per request when config says nothing.
 const DEFAULT_MAX_TOKENS: u32 = 8192;
 
@@ -100,6 +105,9 @@ pub struct SessionBuilder {
     pub mcp_keep: Option<McpToolFilter>,
     /// Whether a session has started the MCP servers yet.
     mcp_started: AtomicBool,
+    /// The context window a local server said it serves the model with
+    /// (asked once, by the first session).
+    served_window: tokio::sync::OnceCell<Option<u64>>,
     /// The agent types the catalog held at start-up (print mode's `system/init`).
     pub agent_types: Vec<String>,
     /// The enabled plugins.
@@ -234,6 +242,23 @@ impl SessionBuilder {
         let model = settings.resolve_model(provider, &model_name);
         let api_key = keys.get(provider.key_env());
 
+        // A local server on a slow machine processes a long prompt for
+        // minutes before it sends a byte: loopback gets long waits by default.
+        let loopback = crate::model::is_loopback_url(&base_url);
+        // A configured idle timeout covers the first byte too, as it always did.
+        let stream_idle_timeout_s = file
+            .limits
+            .stream_idle_timeout_s
+            .unwrap_or(DEFAULT_STREAM_IDLE_TIMEOUT_S);
+        let first_byte_timeout_s = match file.limits.stream_idle_timeout_s {
+            None if loopback => LOOPBACK_FIRST_BYTE_TIMEOUT_S,
+            _ => stream_idle_timeout_s,
+        };
+        let request_deadline_s = file.limits.request_deadline_s.unwrap_or(if loopback {
+            LOOPBACK_REQUEST_DEADLINE_S
+        } else {
+            DEFAULT_REQUEST_DEADLINE_S
+        });
         let client = ModelClient::new(ClientConfig {
             provider,
             base_url,
@@ -241,16 +266,10 @@ impl SessionBuilder {
             model,
             max_tokens: file.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             max_attempts: MAX_ATTEMPTS,
-            stream_idle_timeout: Duration::from_secs(
-                file.limits
-                    .stream_idle_timeout_s
-                    .unwrap_or(DEFAULT_STREAM_IDLE_TIMEOUT_S),
-            ),
-            request_deadline: Duration::from_secs(
-                file.limits
-                    .request_deadline_s
-                    .unwrap_or(DEFAULT_REQUEST_DEADLINE_S),
-            ),
+            stream_idle_timeout: Duration::from_secs(stream_idle_timeout_s),
+            request_deadline: Duration::from_secs(request_deadline_s),
+            first_byte_timeout: Duration::from_secs(first_byte_timeout_s),
+            models: Arc::new(settings.model_wire(provider)),
         })?;
         // Every agent of the run spends against one cap, and falls back alike.
         let client = client
@@ -490,6 +509,7 @@ impl SessionBuilder {
             mcp,
             mcp_keep,
             mcp_started: AtomicBool::new(false),
+            served_window: tokio::sync::OnceCell::new(),
             hooks,
             main_type: agent,
             initial_prompt,
@@ -538,7 +558,10 @@ impl SessionBuilder {
         answers_questions: bool,
         lifetime: Lifetime,
     ) -> Result<(Session, SessionHandle), BuildError> {
-        let tasks = TaskTable::open(&self.home).await?;
+        // A local server is asked its window while the task table opens:
+        // the window decides the prompt, so it is known before the first request.
+        let (tasks, _) = tokio::join!(TaskTable::open(&self.home), self.served_window());
+        let tasks = tasks?;
         tasks.set_output_limit(self.task_output_limit);
         // The servers start with the first session, reported in its events.
         if !self.mcp_started.swap(true, Ordering::SeqCst) {
@@ -564,6 +587,39 @@ impl SessionBuilder {
             |parts: AgentParts| self.main_agent(parts, Some(log), Some(session_id), asks_user),
         )
         .await
+    }
+
+    /// The window the local server serves the model with, asked once when
+    /// no configuration gives the model's window.
+    async fn served_window(&self) -> Option<u64> {
+        *self
+            .served_window
+            .get_or_init(|| async {
+                let config = self.client.config();
+                if self
+                    .context
+                    .models
+                    .window_configured(config.provider, &config.model)
+                {
+                    return None;
+                }
+                self.client.served_context_window().await
+            })
+            .await
+    }
+
+    /// The session's context policy, with the window a local server said it
+    /// serves the model with.
+    pub fn session_context(&self) -> ContextPolicy {
+        let mut context = self.context.clone();
+        if let Some(Some(window)) = self.served_window.get() {
+            let config = self.client.config();
+            let mut table = (*context.models).clone();
+            table.set_served_window(config.provider, &config.model, *window);
+            context.models = Arc::new(table);
+            context.profile = context.models.profile(config.provider, &config.model);
+        }
+        context
     }
 
     /// The top-level agent from the session's `parts` (its events, approval
@@ -633,6 +689,16 @@ impl SessionBuilder {
             ctx.sandbox = spec.sandbox.clone();
             system = spec.system.clone();
         }
+        let context = self.session_context();
+        // A small window keeps cadre's own words short (a replaced or
+        // styled prompt is the user's, and stays as it is).
+        if context.profile.context_window < crate::tools::SMALL_WINDOW {
+            system = system.replacen(
+                crate::agent::CODING_INSTRUCTIONS,
+                crate::agent::COMPACT_CODING_INSTRUCTIONS,
+                1,
+            );
+        }
         if let Some(replaced) = &self.shape.system {
             system = replaced.clone();
         }
@@ -672,7 +738,7 @@ impl SessionBuilder {
                 events.clone(),
                 session_id.map(|id| sessions_dir(&self.home).join(format!("{id}.agents"))),
                 ctx.clone(),
-                self.context.clone(),
+                context.clone(),
             )
             .with_hooks(Some(self.hooks.clone()))
             .with_mcp(Some(self.mcp.clone()))
@@ -694,7 +760,7 @@ impl SessionBuilder {
             events,
             policy: self.policy.clone(),
             log,
-            context: self.context.clone(),
+            context,
             hooks: Some(AgentHooks::new(
                 self.hooks.clone(),
                 None,

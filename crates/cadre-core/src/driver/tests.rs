@@ -77,6 +77,8 @@ async fn start_in(
         max_attempts: 1,
         stream_idle_timeout: Duration::from_secs(60),
         request_deadline: Duration::from_secs(600),
+        first_byte_timeout: std::time::Duration::from_secs(60),
+        models: Default::default(),
     })
     .unwrap();
     let policy = Arc::new(PermissionPolicy::new(

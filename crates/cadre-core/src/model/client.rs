@@ -12,7 +12,11 @@ use tokio_util::sync::CancellationToken;
 use super::anthropic::{self, AnthropicDecoder};
 use super::openai::{self, OpenAiDecoder};
 use super::sse::{MAX_EVENT_BYTES, SseParser};
-use super::{ClientConfig, ModelError, ModelRequest, ModelResponse, Provider, StreamDelta};
+use super::text_calls::{self, StreamHold};
+use super::{
+    ClientConfig, ContentBlock, Message, ModelError, ModelRequest, ModelResponse, ModelWire,
+    Provider, Role, StopReason, StreamDelta, TEXT_MODE_TEMPERATURE, ToolCallMode,
+};
 
 /// Longest we honour a server's `retry-after`, so a bad header cannot stall a run.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
@@ -48,6 +52,9 @@ pub struct ModelClient {
     spend: Option<std::sync::Arc<SpendCap>>,
     /// Models to move to, in order, when the one in use is overloaded or gone.
     fallbacks: std::sync::Arc<[String]>,
+    /// Models in `auto` tool-call mode whose server failed to parse their
+    /// calls: they get their tools in the prompt from then on.
+    text_calls_learned: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 /// A spending cap shared by the agents of a run (`--max-budget-usd`).
@@ -121,6 +128,8 @@ struct Retry {
     streamed: bool,
     /// The connection was stale: try again at once, on a new one.
     at_once: bool,
+    /// The server failed to parse the model's tool call (or the tools).
+    tool_parse: bool,
 }
 
 impl Attempt {
@@ -131,8 +140,20 @@ impl Attempt {
             wait: None,
             streamed: false,
             at_once: false,
+            tool_parse: false,
         })
     }
+}
+
+/// True for a server's failure to parse a tool call the model wrote, or the
+/// tools it was given (llama.cpp: "Failed to parse input at pos …", "Failed
+/// to parse tool call arguments as JSON", "Failed to parse tools: …").
+fn is_tool_parse_error(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("failed to parse")
+        && ["input at pos", "tool", "arguments", "function"]
+            .iter()
+            .any(|k| m.contains(k))
 }
 
 impl ModelClient {
@@ -179,6 +200,7 @@ impl ModelClient {
             endpoint,
             spend: None,
             fallbacks: std::sync::Arc::from(Vec::new()),
+            text_calls_learned: Default::default(),
         })
     }
 
@@ -197,6 +219,11 @@ impl ModelClient {
     pub fn with_fallbacks(mut self, models: Vec<String>) -> ModelClient {
         self.fallbacks = models.into();
         self
+    }
+
+    /// The HTTP client, for questions to the same server.
+    pub(super) fn http(&self) -> &reqwest::Client {
+        &self.http
     }
 
     /// Counts a request's cost against the run's cap.
@@ -236,6 +263,76 @@ impl ModelClient {
     /// local server): built-in model aliases and prices hold only there.
     pub fn is_provider_api(&self) -> bool {
         super::is_provider_api(self.config.provider, &self.config.base_url)
+    }
+
+    /// What the configuration says of the model in use.
+    fn wire(&self) -> ModelWire {
+        self.config
+            .models
+            .get(&self.config.model)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Output tokens per request for the model in use.
+    pub fn max_tokens(&self) -> u32 {
+        self.wire().max_tokens.unwrap_or(self.config.max_tokens)
+    }
+
+    /// How the model in use is offered its tools and makes its calls:
+    /// configured, else `auto` for a loopback server on the OpenAI wire
+    /// (where small local models write calls as text), else `native`.
+    pub fn tool_call_mode(&self) -> ToolCallMode {
+        if self.config.provider != Provider::OpenAI {
+            return ToolCallMode::Native;
+        }
+        let loopback = super::url_is_loopback(&self.endpoint);
+        let mode = self.wire().tool_calls.unwrap_or(if loopback {
+            ToolCallMode::Auto
+        } else {
+            ToolCallMode::Native
+        });
+        let learned = self
+            .text_calls_learned
+            .lock()
+            .is_ok_and(|l| l.contains(&self.config.model));
+        match mode {
+            ToolCallMode::Auto if learned => ToolCallMode::Text,
+            other => other,
+        }
+    }
+
+    /// The request body: tools in the prompt when `in_text`, and the
+    /// configured (or `text` mode's) temperature.
+    fn encode(
+        &self,
+        req: &ModelRequest,
+        in_text: bool,
+        wire: &ModelWire,
+    ) -> Result<Vec<u8>, ModelError> {
+        let mut body = match self.config.provider {
+            Provider::Anthropic => anthropic::request_bytes(req, true),
+            Provider::OpenAI => openai::request_bytes_as(
+                req,
+                true,
+                self.openai_limit_key(),
+                in_text.then(|| text_calls::family_of(&req.model)),
+            ),
+        }
+        .map_err(|e| ModelError::Protocol(format!("cannot encode request: {e}")))?;
+        let temperature = wire
+            .temperature
+            .or(in_text.then_some(TEXT_MODE_TEMPERATURE));
+        if let Some(t) = temperature
+            && body.last() == Some(&b'}')
+        {
+            body.pop();
+            body.extend_from_slice(b",\"temperature\":");
+            serde_json::to_writer(&mut body, &t)
+                .map_err(|e| ModelError::Protocol(format!("cannot encode request: {e}")))?;
+            body.push(b'}');
+        }
+        Ok(body)
     }
 
     /// How the output token ceiling is named on the OpenAI wire.
@@ -358,18 +455,24 @@ impl ModelClient {
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ModelError> {
-        let body = match self.config.provider {
-            Provider::Anthropic => anthropic::request_bytes(req, true),
-            Provider::OpenAI => openai::request_bytes(req, true, self.openai_limit_key()),
-        }
-        .map_err(|e| ModelError::Protocol(format!("cannot encode request: {e}")))?;
+        let wire = self.wire();
+        let mode = self.tool_call_mode();
+        // Text is read for calls in `auto` and `text` modes alone.
+        let reads_text_calls = mode != ToolCallMode::Native && !req.tools.is_empty();
+        let mut in_text = mode == ToolCallMode::Text && !req.tools.is_empty();
+        let mut body = self.encode(req, in_text, &wire)?;
         let headers = self.headers()?;
+        let first_byte = wire
+            .first_byte_timeout_s
+            .map_or(self.config.first_byte_timeout, Duration::from_secs);
         let max = self.config.max_attempts.max(1);
         let mut attempt = 1;
         let mut retried_at_once = false;
         // Idle timeouts bound each try; this bounds them all together, so a
         // dead server cannot hold a run for tries × idle timeout.
-        let limit = self.config.request_deadline;
+        let limit = wire
+            .request_deadline_s
+            .map_or(self.config.request_deadline, Duration::from_secs);
         let deadline = tokio::time::Instant::now() + limit;
         let mut last_failure: Option<String> = None;
         let past_deadline = |attempts: u32, last: Option<String>| ModelError::DeadlineExceeded {
@@ -378,25 +481,68 @@ impl ModelClient {
             last,
         };
         loop {
+            // Text that may be a call written as text is held back until it is decided.
+            let mut hold = StreamHold::default();
+            let mut shown = |d: StreamDelta| match d {
+                StreamDelta::Text(t) if reads_text_calls => {
+                    let now = hold.push(&t);
+                    if !now.is_empty() {
+                        on_delta(StreamDelta::Text(now));
+                    }
+                }
+                other => on_delta(other),
+            };
+            let tried = self.try_once(
+                &body,
+                &headers,
+                &mut shown,
+                first_byte,
+                reads_text_calls && !in_text,
+            );
             let result = tokio::select! {
-                r = tokio::time::timeout_at(deadline, self.try_once(&body, &headers, on_delta)) => match r {
+                r = tokio::time::timeout_at(deadline, tried) => match r {
                     Ok(r) => r,
                     Err(_) => return Err(self.redact_error(past_deadline(attempt, last_failure))),
                 },
                 _ = cancel.cancelled() => return Err(ModelError::Cancelled),
             };
             let retry = match result {
-                Ok(Attempt::Done(resp)) => return Ok(self.redact_reply(resp)),
+                Ok(Attempt::Done(resp)) => {
+                    let rest = hold.finish();
+                    if !rest.is_empty() {
+                        on_delta(StreamDelta::Text(rest));
+                    }
+                    let resp = if reads_text_calls {
+                        read_text_calls(resp)
+                    } else {
+                        resp
+                    };
+                    return Ok(self.redact_reply(resp));
+                }
                 Ok(Attempt::Retry(r)) => r,
                 Err(e) => return Err(self.redact_error(e)),
             };
-            let message = self.redact(&retry.message);
-            // Only one retry at once: a server that keeps dropping requests gets the backoff.
-            let wait_hint = match (retry.at_once, retried_at_once) {
+            let mut message = self.redact(&retry.message);
+            let mut wait_hint = match (retry.at_once, retried_at_once) {
                 (true, false) => Some(Duration::ZERO),
                 (true, true) => None,
                 (false, _) => retry.wait,
             };
+            if retry.tool_parse && !in_text {
+                // The server could not parse the call the model wrote: the
+                // model gets its tools in the prompt from now on, and cadre
+                // reads its calls itself.
+                in_text = true;
+                body = self.encode(req, true, &wire)?;
+                if let Ok(mut learned) = self.text_calls_learned.lock() {
+                    learned.insert(self.config.model.clone());
+                }
+                message = format!(
+                    "{message}; the server could not parse the model's tool call, so its tools now go in the prompt and cadre reads its calls (tool_calls = \"text\")"
+                );
+                wait_hint = Some(Duration::ZERO);
+            }
+            // Only one retry at once: a server that keeps dropping requests gets the backoff.
             retried_at_once |= retry.at_once;
             if attempt >= max {
                 return Err(ModelError::RetriesExhausted {
@@ -432,11 +578,16 @@ impl ModelClient {
         }
     }
 
+    /// One try. `first_byte` bounds the wait for the headers and the first
+    /// reply event; `text_calls_read` says a server's failure to parse a tool
+    /// call is worth a try with the tools in the prompt.
     async fn try_once(
         &self,
         body: &[u8],
         headers: &HeaderMap,
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
+        first_byte: Duration,
+        text_calls_read: bool,
     ) -> Result<Attempt, ModelError> {
         let url = self.endpoint();
         let idle = self.config.stream_idle_timeout;
@@ -446,8 +597,14 @@ impl ModelClient {
                 idle.as_secs_f64()
             )
         };
+        let no_first_byte = || {
+            format!(
+                "the model server sent nothing for {} s (first_byte_timeout_s; a local server may still be processing the prompt)",
+                first_byte.as_secs_f64()
+            )
+        };
         let sent = tokio::time::timeout(
-            idle,
+            first_byte,
             self.http
                 .post(&url)
                 .headers(headers.clone())
@@ -458,7 +615,7 @@ impl ModelClient {
         let resp = match sent {
             Ok(Ok(r)) => r,
             Err(_) => {
-                return Ok(Attempt::retry(0, stalled("before the response headers")));
+                return Ok(Attempt::retry(0, no_first_byte()));
             }
             // Nothing was received: a connection failure is safe to retry.
             Ok(Err(e)) if e.is_connect() || e.is_timeout() => {
@@ -474,6 +631,7 @@ impl ModelClient {
                     wait: None,
                     streamed: false,
                     at_once: true,
+                    tool_parse: false,
                 }));
             }
             Ok(Err(e)) => {
@@ -502,13 +660,15 @@ impl ModelClient {
             }
             .unwrap_or_else(|| text.chars().take(500).collect());
             let message = redirect_note(status, resp_location.as_deref(), message);
-            if ModelError::is_retryable_status(status) {
+            let tool_parse = text_calls_read && is_tool_parse_error(&message);
+            if ModelError::is_retryable_status(status) || tool_parse {
                 return Ok(Attempt::Retry(Retry {
                     status,
                     message: format!("HTTP {status}: {message}"),
                     wait,
                     streamed: false,
                     at_once: false,
+                    tool_parse,
                 }));
             }
             return Err(ModelError::Status { status, message });
@@ -520,8 +680,9 @@ impl ModelClient {
             // Media types are case-insensitive.
             .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"));
         if !is_sse {
-            // Some servers ignore `stream: true`; accept a whole JSON reply.
-            let bytes = match read_body(resp, idle, MAX_EVENT_BYTES).await {
+            // Some servers ignore `stream: true`; accept a whole JSON reply
+            // (computed whole, so the first-byte wait holds for all of it).
+            let bytes = match read_body(resp, first_byte.max(idle), MAX_EVENT_BYTES).await {
                 Ok(b) => b,
                 Err(BodyError::Stalled) => {
                     return Ok(Attempt::retry(0, stalled("in the middle of the reply")));
@@ -560,6 +721,7 @@ impl ModelClient {
         let failed = |message: String| {
             Ok(Attempt::Retry(Retry {
                 status: 0,
+                tool_parse: text_calls_read && is_tool_parse_error(&message),
                 message,
                 wait: None,
                 streamed: streamed.load(Ordering::Relaxed),
@@ -573,9 +735,12 @@ impl ModelClient {
         // The idle clock restarts on an event that carries reply content, not
         // on any byte: a server trickling comments, blank lines, pings or one
         // endless event keeps the connection busy without ever progressing.
-        let mut deadline = tokio::time::Instant::now() + idle;
+        // Until the first such event the first-byte wait holds.
+        let mut deadline = tokio::time::Instant::now() + first_byte;
+        let mut started = false;
         loop {
             let chunk = match tokio::time::timeout_at(deadline, chunks.next()).await {
+                Err(_) if !started => return failed(no_first_byte()),
                 Err(_) => return failed(stalled("in the middle of the reply")),
                 Ok(None) => break,
                 Ok(Some(Ok(c))) => c,
@@ -601,13 +766,17 @@ impl ModelClient {
                 };
                 match result {
                     Ok(progress) => progressed |= progress,
-                    Err(e @ ModelError::Api { .. }) if e.is_transient_api_error() => {
+                    Err(e @ ModelError::Api { .. })
+                        if e.is_transient_api_error()
+                            || (text_calls_read && is_tool_parse_error(&e.to_string())) =>
+                    {
                         return failed(e.to_string());
                     }
                     Err(e) => return Err(e),
                 }
             }
             if progressed {
+                started = true;
                 deadline = tokio::time::Instant::now() + idle;
             }
         }
@@ -617,6 +786,43 @@ impl ModelClient {
             Err(e) => Err(e),
         }
     }
+}
+
+/// A reply with no call of its own, whose text holds calls written as text:
+/// the calls become tool calls (ids are given later, by `unique_call_ids`),
+/// the text around them stays the reply's text. Text that looks like a call
+/// but cannot be read is named in `text_call_problem`.
+fn read_text_calls(mut resp: ModelResponse) -> ModelResponse {
+    if !resp.message.tool_calls().is_empty() {
+        return resp;
+    }
+    let text = resp.message.text();
+    let parsed = text_calls::parse_reply(&text);
+    if parsed.calls.is_empty() {
+        resp.text_call_problem = parsed.problem;
+        return resp;
+    }
+    let mut blocks: Vec<ContentBlock> = resp
+        .message
+        .content
+        .iter()
+        .filter(|b| !matches!(b, ContentBlock::Text { .. }))
+        .cloned()
+        .collect();
+    if !parsed.text.trim().is_empty() {
+        blocks.insert(0, ContentBlock::Text { text: parsed.text });
+    }
+    blocks.extend(parsed.calls.into_iter().map(|c| ContentBlock::ToolUse {
+        id: String::new(),
+        name: c.name,
+        input: c.arguments,
+    }));
+    resp.message = Message {
+        role: Role::Assistant,
+        content: blocks.into(),
+    };
+    resp.stop_reason = StopReason::ToolUse;
+    resp
 }
 
 /// The largest error body read for its message.

@@ -25,6 +25,8 @@ fn client(server: &MockServer, provider: Provider, max_attempts: u32) -> ModelCl
         max_attempts,
         stream_idle_timeout: Duration::from_secs(30),
         request_deadline: Duration::from_secs(600),
+        first_byte_timeout: std::time::Duration::from_secs(60),
+        models: Default::default(),
     })
     .unwrap()
 }

@@ -81,6 +81,51 @@ impl FromStr for Provider {
     }
 }
 
+/// How a model's tool calls travel (`[models.<provider>.<id>] tool_calls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCallMode {
+    /// The API's own tool fields (`tools`, `tool_calls`).
+    Native,
+    /// Tools described in the system prompt, calls read out of the reply's text.
+    Text,
+    /// The API's fields, with calls also read out of a reply's text when it
+    /// holds none of its own, and a switch to `Text` after the server fails
+    /// to parse a call.
+    Auto,
+}
+
+impl ToolCallMode {
+    /// The name used in config.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ToolCallMode::Native => "native",
+            ToolCallMode::Text => "text",
+            ToolCallMode::Auto => "auto",
+        }
+    }
+}
+
+/// What one model's requests carry and may take, beyond the session's
+/// defaults (`[models.<provider>.<id>]`): each `None` keeps the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ModelWire {
+    /// How tool calls travel.
+    pub tool_calls: Option<ToolCallMode>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Output token ceiling per request.
+    pub max_tokens: Option<u32>,
+    /// Longest wait for the reply's first data (headers and first event).
+    pub first_byte_timeout_s: Option<u64>,
+    /// Longest a request may take, every try included.
+    pub request_deadline_s: Option<u64>,
+}
+
+/// Sampling temperature in `text` tool-call mode when none is configured:
+/// small models keep to the call syntax better when sampling stays near greedy.
+pub const TEXT_MODE_TEMPERATURE: f64 = 0.2;
+
 /// Everything a client needs to reach a model. `Debug` hides the key.
 #[derive(Clone)]
 pub struct ClientConfig {
@@ -100,6 +145,11 @@ pub struct ClientConfig {
     pub stream_idle_timeout: std::time::Duration,
     /// Longest a request may take, every try and wait between tries included.
     pub request_deadline: std::time::Duration,
+    /// Longest wait for a reply's first data (its headers, then its first
+    /// event): a local server processing a long prompt sends nothing for minutes.
+    pub first_byte_timeout: std::time::Duration,
+    /// Per model id: what its requests carry beyond these defaults.
+    pub models: std::sync::Arc<std::collections::BTreeMap<String, ModelWire>>,
 }
 
 impl fmt::Debug for ClientConfig {
@@ -113,6 +163,8 @@ impl fmt::Debug for ClientConfig {
             .field("max_attempts", &self.max_attempts)
             .field("stream_idle_timeout", &self.stream_idle_timeout)
             .field("request_deadline", &self.request_deadline)
+            .field("first_byte_timeout", &self.first_byte_timeout)
+            .field("models", &self.models)
             .finish()
     }
 }
@@ -272,6 +324,8 @@ mod tests {
             max_attempts: 1,
             stream_idle_timeout: std::time::Duration::from_secs(1),
             request_deadline: std::time::Duration::from_secs(1),
+            first_byte_timeout: std::time::Duration::from_secs(1),
+            models: Default::default(),
         };
         assert!(!format!("{cfg:?}").contains("sk-secret"));
     }

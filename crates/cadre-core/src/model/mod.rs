@@ -7,8 +7,10 @@ mod config;
 mod error;
 mod openai;
 mod reply;
+mod served;
 mod server_tools;
 mod sse;
+mod text_calls;
 mod types;
 
 pub use anthropic::message_json;
@@ -18,7 +20,8 @@ pub use client::{ModelClient, SpendCap};
 /// (so the result can say `error_max_budget_usd`).
 pub const BUDGET_EXHAUSTED: &str = "the run reached its spending cap";
 pub use config::{
-    ClientConfig, Provider, is_loopback_url, is_provider_api, parse_base_url, url_is_loopback,
+    ClientConfig, ModelWire, Provider, TEXT_MODE_TEMPERATURE, ToolCallMode, is_loopback_url,
+    is_provider_api, parse_base_url, url_is_loopback,
 };
 pub use error::ModelError;
 pub use reply::unique_call_ids;

@@ -3,7 +3,10 @@
 
 use serde_json::{Value, json};
 
+use std::collections::HashMap;
+
 use super::reply::ReplyBuilder;
+use super::text_calls::{self, CallFamily};
 use super::types::Encodings;
 use super::{ContentBlock, Message, ModelError, ModelRequest, Role, StopReason, StreamDelta};
 
@@ -82,6 +85,63 @@ fn message_values(m: &Message, messages: &mut Vec<Value>) {
             }
         }
     }
+}
+
+/// The one wire message a message becomes when tools travel in the prompt
+/// (`tool_calls = "text"`): calls written back in the family's syntax after
+/// the assistant's text, results as wrapped text in a user message.
+fn text_mode_value(m: &Message, family: CallFamily, names: &HashMap<&str, &str>) -> Option<Value> {
+    let mut parts: Vec<String> = Vec::new();
+    let mut images: Vec<&super::ToolImage> = Vec::new();
+    for b in &m.content {
+        match b {
+            ContentBlock::Text { text } if !text.is_empty() => parts.push(text.clone()),
+            ContentBlock::Text { .. } | ContentBlock::ServerBlock { .. } => {}
+            ContentBlock::ToolUse { name, input, .. } => {
+                parts.push(text_calls::render_call(family, name, input));
+            }
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                images: result_images,
+            } => {
+                let name = names.get(tool_use_id.as_str()).copied().unwrap_or("tool");
+                parts.push(text_calls::render_result(family, name, content, *is_error));
+                images.extend(result_images.iter().filter(|i| !i.is_document()));
+            }
+            ContentBlock::Image(image) => images.push(image),
+        }
+    }
+    let role = match m.role {
+        Role::Assistant => "assistant",
+        Role::User => "user",
+    };
+    let text = parts.join("\n\n");
+    if images.is_empty() || m.role == Role::Assistant {
+        return (!text.is_empty()).then(|| json!({"role": role, "content": text}));
+    }
+    let mut content = Vec::with_capacity(images.len() + 1);
+    if !text.is_empty() {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for image in images {
+        let url = format!("data:{};base64,{}", image.media_type, image.data);
+        content.push(json!({"type": "image_url", "image_url": {"url": url}}));
+    }
+    Some(json!({"role": role, "content": content}))
+}
+
+/// Call ids to tool names across the request, to name each result.
+fn call_names(req: &ModelRequest) -> HashMap<&str, &str> {
+    req.messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            ContentBlock::ToolUse { id, name, .. } => Some((id.as_str(), name.as_str())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One message's wire messages, comma-separated (empty when it becomes none).
@@ -178,23 +238,64 @@ pub(crate) fn request_body(req: &ModelRequest, stream: bool) -> Value {
 /// The encoded body of a Chat Completions request. Each message's encoding is
 /// made once and kept with it (see `ContentBlocks`), so a request copies the
 /// conversation's bytes. Keys in the order `body_tree` inserts them.
+#[cfg(test)]
 pub(crate) fn request_bytes(
     req: &ModelRequest,
     stream: bool,
     limit_key: TokenLimitKey,
+) -> Result<Vec<u8>, serde_json::Error> {
+    request_bytes_as(req, stream, limit_key, None)
+}
+
+/// The encoded body, with the tools in the system prompt and calls and
+/// results as text when `text_calls` names the model's call syntax.
+pub(crate) fn request_bytes_as(
+    req: &ModelRequest,
+    stream: bool,
+    limit_key: TokenLimitKey,
+    text_calls: Option<CallFamily>,
 ) -> Result<Vec<u8>, serde_json::Error> {
     let mut out: Vec<u8> = Vec::with_capacity(4096);
     out.extend_from_slice(b"{\"model\":");
     serde_json::to_writer(&mut out, &req.model)?;
     out.extend_from_slice(b",\"messages\":[");
     let mut first = true;
-    if let Some(system) = system_value(req) {
-        serde_json::to_writer(&mut out, &system)?;
-        first = false;
+    match text_calls {
+        Some(family) if !req.tools.is_empty() => {
+            let mut system = req.system.clone();
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(&text_calls::tools_prompt(&req.tools, family));
+            serde_json::to_writer(&mut out, &json!({"role": "system", "content": system}))?;
+            first = false;
+        }
+        _ => {
+            if let Some(system) = system_value(req) {
+                serde_json::to_writer(&mut out, &system)?;
+                first = false;
+            }
+        }
     }
+    let names = match text_calls {
+        Some(_) => call_names(req),
+        None => HashMap::new(),
+    };
     for m in &req.messages {
-        let cell = &m.content.encodings().openai;
-        let bytes = Encodings::get_or_encode(cell, m.role, || encode_message(m))?;
+        let bytes = match text_calls {
+            Some(family) => {
+                let cell = &m.content.encodings().openai_text;
+                Encodings::get_or_encode(cell, m.role, || {
+                    text_mode_value(m, family, &names)
+                        .map(|v| serde_json::to_vec(&v))
+                        .unwrap_or_else(|| Ok(Vec::new()))
+                })?
+            }
+            None => {
+                let cell = &m.content.encodings().openai;
+                Encodings::get_or_encode(cell, m.role, || encode_message(m))?
+            }
+        };
         if bytes.is_empty() {
             continue;
         }
@@ -205,7 +306,11 @@ pub(crate) fn request_bytes(
         first = false;
     }
     out.push(b']');
-    let tools = tool_values(req);
+    let tools = if text_calls.is_some() {
+        Vec::new()
+    } else {
+        tool_values(req)
+    };
     if !tools.is_empty() {
         out.extend_from_slice(b",\"tools\":");
         serde_json::to_writer(&mut out, &tools)?;

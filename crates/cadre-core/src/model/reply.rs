@@ -169,6 +169,7 @@ impl ReplyBuilder {
             },
             stop_reason,
             usage: self.usage,
+            text_call_problem: None,
         }
     }
 }

@@ -165,6 +165,9 @@ pub(crate) struct Encodings {
     pub(crate) anthropic: OnceLock<(Role, Box<[u8]>)>,
     /// OpenAI: the wire messages it becomes, comma-separated (possibly none).
     pub(crate) openai: OnceLock<(Role, Box<[u8]>)>,
+    /// OpenAI with tools in the prompt: the wire message it becomes, with
+    /// calls and results written as text.
+    pub(crate) openai_text: OnceLock<(Role, Box<[u8]>)>,
 }
 
 impl Encodings {
@@ -416,6 +419,9 @@ pub struct ModelResponse {
     pub stop_reason: StopReason,
     /// Tokens used.
     pub usage: Usage,
+    /// The reply's text looks like a tool call written as text that could
+    /// not be read: what is wrong with it, for the model to correct.
+    pub text_call_problem: Option<String>,
 }
 
 /// Incremental pieces of a reply as they stream in, for display.

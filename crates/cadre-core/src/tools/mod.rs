@@ -341,6 +341,59 @@ pub trait Tool: Send + Sync {
 
 pub use crate::model::ToolInput;
 
+/// Below this many tokens of context window a model gets short tool
+/// descriptions (and a short system prompt), so a small local model has
+/// room left to work.
+pub const SMALL_WINDOW: u64 = 16_000;
+
+/// Longest description a compact spec keeps, in characters.
+const COMPACT_DESCRIPTION_CHARS: usize = 200;
+
+/// `spec` for a small window: each description (the tool's and its
+/// arguments') cut to its first sentence, examples and notes left out.
+pub fn compact_spec(mut spec: crate::model::ToolSpec) -> crate::model::ToolSpec {
+    spec.description = first_sentence(&spec.description);
+    compact_schema(&mut spec.input_schema);
+    spec
+}
+
+/// The schema's nested descriptions cut to their first sentence.
+fn compact_schema(schema: &mut serde_json::Value) {
+    match schema {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                match value {
+                    serde_json::Value::String(text) if key == "description" => {
+                        *text = first_sentence(text);
+                    }
+                    other => compact_schema(other),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(compact_schema),
+        _ => {}
+    }
+}
+
+/// The first sentence (or line) of `text`, at most [`COMPACT_DESCRIPTION_CHARS`].
+fn first_sentence(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or_default();
+    let end = line
+        .match_indices(". ")
+        .map(|(i, _)| i + 1)
+        .next()
+        .unwrap_or(line.len());
+    let sentence = &line[..end];
+    if sentence.chars().count() <= COMPACT_DESCRIPTION_CHARS {
+        return sentence.to_string();
+    }
+    let cut: String = sentence
+        .chars()
+        .take(COMPACT_DESCRIPTION_CHARS - 1)
+        .collect();
+    format!("{}…", cut.trim_end())
+}
+
 /// How a reply's calls to a tool may be run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheduling {
@@ -639,6 +692,24 @@ impl ToolRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compact_spec_keeps_first_sentences() {
+        let spec = crate::model::ToolSpec {
+            name: "Read".into(),
+            description: "Reads a file. Lines are numbered.\n\nMore notes.".into(),
+            input_schema: serde_json::json!({"type": "object", "properties": {
+                "file_path": {"type": "string", "description": "The path. Absolute or relative."}
+            }}),
+        };
+        let c = compact_spec(spec);
+        assert_eq!(c.description, "Reads a file.");
+        assert_eq!(
+            c.input_schema["properties"]["file_path"]["description"],
+            "The path."
+        );
+        assert_eq!(first_sentence(&"x".repeat(500)).chars().count(), 200);
+    }
 
     #[test]
     fn cap_output_cuts_on_char_boundary_with_marker() {

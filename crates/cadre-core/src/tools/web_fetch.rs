@@ -104,7 +104,7 @@ async fn summarise(
             page.final_url
         ))],
         tools: Vec::new(),
-        max_tokens: SUMMARY_MAX_TOKENS.min(client.config().max_tokens),
+        max_tokens: SUMMARY_MAX_TOKENS.min(client.max_tokens()),
         cache_after: None,
         effort: None,
         web_search: None,

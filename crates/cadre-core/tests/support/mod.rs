@@ -77,6 +77,8 @@ impl World {
             max_attempts: 1,
             stream_idle_timeout: std::time::Duration::from_secs(60),
             request_deadline: std::time::Duration::from_secs(600),
+            first_byte_timeout: std::time::Duration::from_secs(60),
+            models: Default::default(),
         })
         .expect("client");
         let mut ctx = ToolContext::new(self.project.path().to_path_buf());
