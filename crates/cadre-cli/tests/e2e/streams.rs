@@ -435,6 +435,13 @@ async fn a_kept_alive_connection_the_server_closed_is_retried_at_once() {
     let (url, connections, requests) = stale_connection_server().await;
     let h = Harness::new("rules: []\n", Wire::OpenAi).await;
     h.write("a.txt", "alpha\n");
+    // A window of its own: cadre asks this server nothing but chats.
+    std::fs::create_dir_all(h.data_dir()).unwrap();
+    std::fs::write(
+        h.data_dir().join("config.toml"),
+        "[models.openai.\"mock-model\"]\ncontext_window = 128000\n",
+    )
+    .unwrap();
     let out = h
         .cadre_env(&["exec", "--json", "read a"], &[("CADRE_BASE_URL", &url)])
         .await;

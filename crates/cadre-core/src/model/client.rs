@@ -415,7 +415,7 @@ impl ModelClient {
         }
     }
 
-    fn headers(&self) -> Result<HeaderMap, ModelError> {
+    pub(super) fn headers(&self) -> Result<HeaderMap, ModelError> {
         let mut h = HeaderMap::new();
         h.insert("content-type", HeaderValue::from_static("application/json"));
         let bad_key = |_| {
@@ -597,7 +597,12 @@ impl ModelClient {
                 idle.as_secs_f64()
             )
         };
-        let no_first_byte = || {
+        // The wait for the first data is the idle timeout unless a longer
+        // one was given (a local server, `first_byte_timeout_s`).
+        let no_first_byte = |when: &str| {
+            if first_byte == idle {
+                return stalled(when);
+            }
             format!(
                 "the model server sent nothing for {} s (first_byte_timeout_s; a local server may still be processing the prompt)",
                 first_byte.as_secs_f64()
@@ -615,7 +620,10 @@ impl ModelClient {
         let resp = match sent {
             Ok(Ok(r)) => r,
             Err(_) => {
-                return Ok(Attempt::retry(0, no_first_byte()));
+                return Ok(Attempt::retry(
+                    0,
+                    no_first_byte("before the response headers"),
+                ));
             }
             // Nothing was received: a connection failure is safe to retry.
             Ok(Err(e)) if e.is_connect() || e.is_timeout() => {
@@ -740,7 +748,7 @@ impl ModelClient {
         let mut started = false;
         loop {
             let chunk = match tokio::time::timeout_at(deadline, chunks.next()).await {
-                Err(_) if !started => return failed(no_first_byte()),
+                Err(_) if !started => return failed(no_first_byte("in the middle of the reply")),
                 Err(_) => return failed(stalled("in the middle of the reply")),
                 Ok(None) => break,
                 Ok(Some(Ok(c))) => c,

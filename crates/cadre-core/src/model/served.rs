@@ -37,12 +37,22 @@ impl ModelClient {
             url
         };
         let http = self.http();
-        let props = http.get(at("/props")).timeout(PROBE_TIMEOUT).send().await;
+        // With the key the chat requests carry: a server started with one
+        // (`llama-server --api-key`) wants it on every route.
+        let mut headers = self.headers().ok()?;
+        headers.remove("content-type");
+        let props = http
+            .get(at("/props"))
+            .headers(headers.clone())
+            .timeout(PROBE_TIMEOUT)
+            .send()
+            .await;
         if let Some(n) = json_of(props).await.as_ref().and_then(llama_cpp_window) {
             return Some(n);
         }
         let show = http
             .post(at("/api/show"))
+            .headers(headers)
             .timeout(PROBE_TIMEOUT)
             .json(&serde_json::json!({"model": config.model}))
             .send()
