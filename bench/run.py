@@ -13,6 +13,7 @@ wall time; compare the ratios and the targets printed beside them.
     python3 bench/run.py long        # 300 turns in a 32k window: compactions, flat round trips
     python3 bench/run.py context     # one exploration inline vs in three Explore children
     python3 bench/run.py all
+    python3 bench/run.py --help     # this text; builds nothing
     python3 bench/run.py overhead --bin DIR   # binaries already built in DIR, no build
     python3 bench/run.py all --out DIR        # figures elsewhere than bench/results
 
@@ -216,13 +217,21 @@ def startup(runs=10):
     def go(work, project, home):
         mock = Mock("rules:\n  - name: one\n    replies:\n      - text: \"hi\"\n", work)
         try:
-            first, walls, rss = [], [], []
+            first, walls, rss, first_new = [], [], [], []
             for i in range(runs):
                 launch_ms, wall, code = launch_cadre(mock, project, home, "hello")
                 assert code == 0
                 rec = mock.records()[-1]
                 first.append(rec["t_start_us"] / 1000 - launch_ms)
                 walls.append(wall)
+            # A new CADRE_HOME each run, as every CI job, container and fleet
+            # of `cadre -p` starts: what a first run creates is on the clock.
+            for i in range(runs):
+                new_home = os.path.join(work, f"new-home-{i}")
+                launch_ms, _, code = launch_cadre(mock, project, new_home, "hello")
+                assert code == 0
+                rec = mock.records()[-1]
+                first_new.append(rec["t_start_us"] / 1000 - launch_ms)
             for i in range(runs):
                 r = run_cadre(mock, project, home, "hello")
                 assert r.code == 0
@@ -234,10 +243,12 @@ def startup(runs=10):
                         "wall time of a trivial one-reply exec; cadre's peak RSS in it",
             "runs": runs,
             "ms_launch_to_first_request_median": round(median(first), 2),
+            "ms_launch_to_first_request_new_home_median": round(median(first_new), 2),
             "ms_trivial_exec_median": round(median(walls) * 1000, 2),
             "peak_rss_mib_median": round(median(rss) / 1024, 2),
             "launcher_floor_mib": round(launcher_floor_kib() / 1024, 2),
-            "targets": {"ms_launch_to_first_request": 20},
+            "targets": {"ms_launch_to_first_request": 5,
+                        "ms_launch_to_first_request_new_home": 5},
         }
     return with_project(go)
 
@@ -887,6 +898,12 @@ def context_bench():
 def main():
     global BIN, RESULTS
     args = sys.argv[1:]
+    names = ["overhead", "startup", "fanout", "background", "long", "context", "all"]
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(__doc__.strip())
+        return
+    if args[0] not in names:
+        sys.exit(f"unknown benchmark {args[0]!r}; one of: {', '.join(names)} (--help)")
     if "--out" in args:
         RESULTS = os.path.abspath(args[args.index("--out") + 1])
     which = args[0] if args else "all"
@@ -902,7 +919,8 @@ def main():
                      ("background", background), ("long", long_bench), ("context", context_bench)]:
         if which in (name, "all"):
             figures = fn()
-            figures["machine"] = {"cpus": os.cpu_count()}
+            figures["machine"] = {"cpus": os.cpu_count(),
+                                  "load_average": list(os.getloadavg())}
             with open(os.path.join(RESULTS, f"{name}.json"), "w") as f:
                 json.dump(figures, f, indent=2)
                 f.write("\n")
