@@ -189,6 +189,17 @@ fn private_dir(dir: &Path) -> Result<(), CheckpointError> {
 
 /// Writes `bytes` to `path` through a temporary file beside it, mode `mode`.
 fn write_private(path: &Path, bytes: &[u8], mode: u32) -> Result<(), std::io::Error> {
+    write_private_as(path, bytes, mode, true)
+}
+
+/// As [`write_private`]; without `sync` the bytes are not flushed to disk
+/// first (the rename still replaces the file whole for every reader).
+fn write_private_as(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    sync: bool,
+) -> Result<(), std::io::Error> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -197,7 +208,9 @@ fn write_private(path: &Path, bytes: &[u8], mode: u32) -> Result<(), std::io::Er
         .mode(mode)
         .open(&tmp)?;
     f.write_all(bytes)?;
-    f.sync_all()?;
+    if sync {
+        f.sync_all()?;
+    }
     drop(f);
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
     std::fs::rename(&tmp, path)
@@ -241,10 +254,15 @@ impl CheckpointStore {
     }
 
     fn save(&self, index: &Index) -> Result<(), CheckpointError> {
+        self.save_as(index, true)
+    }
+
+    /// Writes the index; `sync` waits for the disk.
+    fn save_as(&self, index: &Index, sync: bool) -> Result<(), CheckpointError> {
         private_dir(&self.dir)?;
         let path = self.dir.join("index.json");
         let bytes = serde_json::to_vec(index).map_err(|e| io(&path)(e.into()))?;
-        write_private(&path, &bytes, 0o600).map_err(io(&path))
+        write_private_as(&path, &bytes, 0o600, sync).map_err(io(&path))
     }
 
     fn object_path(&self, hash: &str) -> PathBuf {
@@ -285,7 +303,9 @@ impl CheckpointStore {
         let excess = index.checkpoints.len().saturating_sub(self.keep);
         let pruned = excess > 0;
         index.checkpoints.drain(..excess);
-        self.save(&index)?;
+        // A checkpoint holds nothing yet: no reason to wait for the disk
+        // before the message's model request (the first saved file syncs).
+        self.save_as(&index, pruned)?;
         if pruned {
             self.collect_garbage(&index);
         }

@@ -560,7 +560,10 @@ impl SessionBuilder {
     ) -> Result<(Session, SessionHandle), BuildError> {
         // A local server is asked its window while the task table opens:
         // the window decides the prompt, so it is known before the first request.
-        let (tasks, _) = tokio::join!(TaskTable::open(&self.home), self.served_window());
+        let (tasks, _) = tokio::join!(
+            TaskTable::open_for_session(&self.home),
+            self.served_window()
+        );
         let tasks = tasks?;
         tasks.set_output_limit(self.task_output_limit);
         // The servers start with the first session, reported in its events.

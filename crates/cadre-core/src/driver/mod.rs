@@ -355,7 +355,14 @@ impl Session {
         let team_table = tasks.clone();
         let work = match tasks {
             Some(table) => {
-                for id in table.mark_lost_on_startup().await? {
+                // A table created just now holds no task of an earlier
+                // process: nothing to sweep, and no reason to wait for it.
+                let lost = if table.is_new() {
+                    Vec::new()
+                } else {
+                    table.mark_lost_on_startup().await?
+                };
+                for id in lost {
                     let mut message =
                         format!("task {id} was lost: its cadre process ended while it was active");
                     // A worktree child's worktree is settled as its end would have.
@@ -368,10 +375,13 @@ impl Session {
                     }
                     events.emit(Event::Warning { message });
                 }
+                let table_is_new = table.is_new();
                 let work = BackgroundWork::new(table, session_id.clone(), events.clone());
                 // After a resume, tasks that ended unannounced are announced now, once.
-                work.note_logged_notices(&messages).await;
-                work.requeue_unannounced(MAIN).await;
+                if !table_is_new {
+                    work.note_logged_notices(&messages).await;
+                    work.requeue_unannounced(MAIN).await;
+                }
                 Some(work)
             }
             None => None,

@@ -64,6 +64,10 @@ type Job = Box<dyn FnOnce(&mut TaskDb) + Send>;
 pub struct TaskTable {
     jobs: std::sync::mpsc::Sender<Job>,
     db_path: Arc<PathBuf>,
+    /// The database did not exist when this handle started it: it holds no task.
+    new: bool,
+    /// Why the thread could not open the database, once it knows.
+    open_error: Arc<std::sync::OnceLock<String>>,
 }
 
 /// The task table for code that runs outside the async runtime (`cadre
@@ -873,6 +877,24 @@ impl TaskTable {
         Ok(table)
     }
 
+    /// As [`TaskTable::open`], but a database that does not exist yet is
+    /// created on the table's thread without waiting for it: a first run's
+    /// model request need not wait for the file's creation and its syncs.
+    /// Calls queue behind the creation; if it fails, they fail saying why.
+    pub async fn open_for_session(data_dir: &Path) -> Result<TaskTable, TaskError> {
+        if data_dir.join("tasks.db").exists() {
+            return TaskTable::open(data_dir).await;
+        }
+        let (table, _opened) = TaskTable::start(data_dir)?;
+        Ok(table)
+    }
+
+    /// True when the database did not exist before this handle created it,
+    /// so it holds no task from an earlier process.
+    pub fn is_new(&self) -> bool {
+        self.new
+    }
+
     /// Starts the table's thread, which opens the database first; the
     /// receiver gets how that went.
     fn start(
@@ -887,6 +909,9 @@ impl TaskTable {
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         let (opened_tx, opened) = tokio::sync::oneshot::channel();
         let dir = data_dir.to_path_buf();
+        let new = !data_dir.join("tasks.db").exists();
+        let open_error = Arc::new(std::sync::OnceLock::new());
+        let failed = open_error.clone();
         std::thread::Builder::new()
             .name("cadre-tasks-db".into())
             .spawn(move || match TaskDb::open(&dir) {
@@ -900,6 +925,7 @@ impl TaskTable {
                     }
                 }
                 Err(e) => {
+                    let _ = failed.set(e.to_string());
                     let _ = opened_tx.send(Err(e));
                 }
             })
@@ -907,6 +933,8 @@ impl TaskTable {
         let table = TaskTable {
             jobs,
             db_path: Arc::new(data_dir.join("tasks.db")),
+            new,
+            open_error,
         };
         Ok((table, opened))
     }
@@ -920,9 +948,17 @@ impl TaskTable {
         let sent = self.jobs.send(Box::new(move |db: &mut TaskDb| {
             let _ = reply.send(f(db));
         }));
+        let open_error = self.open_error.clone();
+        // A thread that never opened the database says why, not only that it stopped.
+        let stopped = move || match open_error.get() {
+            Some(why) => TaskError::Sqlite(why.clone()),
+            None => TaskError::Stopped,
+        };
         async move {
-            sent.map_err(|_| TaskError::Stopped)?;
-            answer.await.map_err(|_| TaskError::Stopped)?
+            if sent.is_err() {
+                return Err(stopped());
+            }
+            answer.await.map_err(|_| stopped())?
         }
     }
 

@@ -683,3 +683,31 @@ fn output_stops_at_the_limit_with_a_marker_line_and_the_default_is_64_mib() {
         "1234567890\n[cadre: output stopped at 10 bytes; the rest was not kept]\n"
     );
 }
+
+#[tokio::test]
+async fn a_new_table_for_a_session_is_not_waited_for_and_serves_calls_made_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = TaskTable::open_for_session(dir.path()).await.unwrap();
+    assert!(table.is_new());
+    // The first call queues behind the creation on the table's thread.
+    let rows = table.list(&TaskFilter::default()).await.unwrap();
+    assert!(rows.is_empty());
+    assert_eq!(mode(&dir.path().join("tasks.db")), 0o600);
+    drop(table);
+    let again = TaskTable::open_for_session(dir.path()).await.unwrap();
+    assert!(
+        !again.is_new(),
+        "an existing table is opened and waited for"
+    );
+}
+
+#[tokio::test]
+async fn a_table_that_cannot_be_created_says_why_on_its_first_call() {
+    let dir = tempfile::tempdir().unwrap();
+    // `tasks` is a file, so the private folder beside the database cannot be made.
+    std::fs::write(dir.path().join("tasks"), "not a folder").unwrap();
+    let table = TaskTable::open_for_session(dir.path()).await.unwrap();
+    let err = table.list(&TaskFilter::default()).await.unwrap_err();
+    assert!(!matches!(err, TaskError::Stopped), "{err}");
+    assert!(err.to_string().contains("tasks"), "{err}");
+}
