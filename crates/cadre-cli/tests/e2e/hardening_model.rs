@@ -7,7 +7,6 @@
 use crate::common;
 
 use std::process::Output;
-use std::time::Duration;
 
 use common::{BOTH_WIRES, Harness, Wire, events, rule_records, stderr, tool_results};
 use serde_json::Value;
@@ -18,18 +17,9 @@ fn user_config(h: &Harness, text: &str) {
     std::fs::write(h.data_dir().join("config.toml"), text).unwrap();
 }
 
-/// Runs `cadre <args>`, killed and failing the test if it has not ended
-/// within `secs` (a generous bound: a regression here means hanging forever).
+/// Runs `cadre <args>` within `secs` (see [`Harness::cadre_bounded`]).
 async fn cadre_bounded(h: &Harness, args: &[&str], secs: u64) -> Output {
-    let run = h
-        .command(args, &[])
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    tokio::time::timeout(Duration::from_secs(secs), run)
-        .await
-        .unwrap_or_else(|_| panic!("cadre {args:?} still running after {secs} s"))
-        .expect("cadre runs")
+    h.cadre_bounded(args, secs).await
 }
 
 fn of_type<'a>(evs: &'a [Value], t: &str) -> Vec<&'a Value> {

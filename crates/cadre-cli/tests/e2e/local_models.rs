@@ -21,17 +21,28 @@ fn model_config(h: &Harness, body: &str) {
     user_config(h, &format!("[models.openai.\"mock-model\"]\n{body}\n"));
 }
 
-/// Runs `cadre <args>`, failing the test if it has not ended within `secs`.
+/// Runs `cadre <args>` within `secs` (see [`Harness::cadre_bounded`]).
 async fn run(h: &Harness, args: &[&str], secs: u64) -> Output {
-    let out = h
-        .command(args, &[])
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    tokio::time::timeout(Duration::from_secs(secs), out)
-        .await
-        .unwrap_or_else(|_| panic!("cadre {args:?} still running after {secs} s"))
-        .expect("cadre runs")
+    h.cadre_bounded(args, secs).await
+}
+
+/// A harness on `script` with `tool_calls = "text"` for the mock's model,
+/// and a `cadre exec --json <prompt>` that must succeed.
+async fn text_mode_run(script: &str, prompt: &str) -> (Harness, Output) {
+    let h = Harness::new(script, Wire::OpenAi).await;
+    model_config(&h, "tool_calls = \"text\"");
+    h.write("a.txt", "alpha-content\n");
+    let out = run(&h, &["exec", "--json", prompt], 60).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    (h, out)
+}
+
+/// The `context_breakdown` event a run reported.
+fn breakdown(out: &Output) -> Value {
+    events(out)
+        .into_iter()
+        .find(|e| e["type"] == "context_breakdown")
+        .expect("a context breakdown")
 }
 
 /// A script whose first reply is `first` (YAML-quoted text) and whose second is "done".
@@ -162,11 +173,7 @@ rules:
       - text: "<tool_call>\n{\"name\": \"Read\", \"arguments\": {\"file_path\": \"a.txt\"}}\n</tool_call>"
       - text: "done"
 "#;
-    let h = Harness::new(script, Wire::OpenAi).await;
-    model_config(&h, "tool_calls = \"text\"");
-    h.write("a.txt", "alpha-content\n");
-    let out = run(&h, &["exec", "--json", "read a.txt"], 60).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    let (h, out) = text_mode_run(script, "read a.txt").await;
     assert_eq!(started_tools(&out), ["Read"]);
     let records = h.records();
     assert_eq!(records.len(), 3);
@@ -185,10 +192,7 @@ rules:
       - text: "<tool_call>{\"name\": \"Read\", \"arguments\": {'file_path': 2}}</tool_call>"
       - text: "never asked"
 "#;
-    let h = Harness::new(script, Wire::OpenAi).await;
-    model_config(&h, "tool_calls = \"text\"");
-    let out = run(&h, &["exec", "--json", "go"], 60).await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    let (h, _) = text_mode_run(script, "go").await;
     assert_eq!(h.records().len(), 2);
 }
 
@@ -336,12 +340,8 @@ rules:
     assert_eq!(body["temperature"], 0.7);
     // The window the server reported: the context figures use it, and a
     // small window gets short tool descriptions and prompt.
-    let evs = events(&out);
-    let breakdown = evs
-        .iter()
-        .find(|e| e["type"] == "context_breakdown")
-        .expect("a context breakdown");
-    assert_eq!(breakdown["window"], 8192, "{breakdown}");
+    let seen = breakdown(&out);
+    assert_eq!(seen["window"], 8192, "{seen}");
     let system = system_text(body);
     assert!(
         !system.contains("Prefer Grep and Glob over Bash"),
@@ -370,12 +370,8 @@ rules:
     let h = Harness::new(script, Wire::OpenAi).await;
     let out = run(&h, &["exec", "--json", "hello"], 60).await;
     assert!(out.status.success(), "{}", stderr(&out));
-    let evs = events(&out);
-    let breakdown = evs
-        .iter()
-        .find(|e| e["type"] == "context_breakdown")
-        .expect("a context breakdown");
-    assert_eq!(breakdown["window"], 6144, "{breakdown}");
+    let seen = breakdown(&out);
+    assert_eq!(seen["window"], 6144, "{seen}");
 }
 
 #[tokio::test]

@@ -71,15 +71,7 @@ fn message_values(m: &Message, messages: &mut Vec<Value>) {
                 }
             }
             if !images.is_empty() {
-                let mut parts = Vec::with_capacity(images.len() + 1);
-                if !text.is_empty() {
-                    parts.push(json!({"type": "text", "text": text}));
-                }
-                for image in images {
-                    let url = format!("data:{};base64,{}", image.media_type, image.data);
-                    parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
-                }
-                messages.push(json!({"role": "user", "content": parts}));
+                messages.push(json!({"role": "user", "content": text_and_images(text, &images)}));
             } else if !text.is_empty() {
                 messages.push(json!({"role": "user", "content": text}));
             }
@@ -121,15 +113,20 @@ fn text_mode_value(m: &Message, family: CallFamily, names: &HashMap<&str, &str>)
     if images.is_empty() || m.role == Role::Assistant {
         return (!text.is_empty()).then(|| json!({"role": role, "content": text}));
     }
-    let mut content = Vec::with_capacity(images.len() + 1);
+    Some(json!({"role": role, "content": text_and_images(text, &images)}))
+}
+
+/// A user message's content parts: its text, then each image as an `image_url`.
+fn text_and_images(text: String, images: &[&super::ToolImage]) -> Value {
+    let mut parts = Vec::with_capacity(images.len() + 1);
     if !text.is_empty() {
-        content.push(json!({"type": "text", "text": text}));
+        parts.push(json!({"type": "text", "text": text}));
     }
     for image in images {
         let url = format!("data:{};base64,{}", image.media_type, image.data);
-        content.push(json!({"type": "image_url", "image_url": {"url": url}}));
+        parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
     }
-    Some(json!({"role": role, "content": content}))
+    Value::Array(parts)
 }
 
 /// Call ids to tool names across the request, to name each result.

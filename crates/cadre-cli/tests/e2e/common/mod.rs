@@ -139,6 +139,20 @@ impl Harness {
             .expect("cadre runs")
     }
 
+    /// Runs `cadre <args>`, killed and failing the test if it has not ended
+    /// within `secs` (a generous bound: a regression here means hanging forever).
+    pub async fn cadre_bounded(&self, args: &[&str], secs: u64) -> Output {
+        let run = self
+            .command(args, &[])
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        tokio::time::timeout(std::time::Duration::from_secs(secs), run)
+            .await
+            .unwrap_or_else(|_| panic!("cadre {args:?} still running after {secs} s"))
+            .expect("cadre runs")
+    }
+
     /// Runs cadre with stdin on a pseudo-terminal, pre-loaded with `answers`
     /// (one per line), as a person at a terminal would type them.
     pub async fn cadre_tty(&self, args: &[&str], answers: &[&str]) -> Output {
