@@ -10,6 +10,7 @@ wall time; compare the ratios and the targets printed beside them.
     python3 bench/run.py startup     # launch → first model request; trivial exec
     python3 bench/run.py fanout      # 1/4/10/32 children, pools 4 and 32
     python3 bench/run.py background  # 100 idle background children
+    python3 bench/run.py turns       # 500 Read turns: harness time per turn at 10 and at 500
     python3 bench/run.py long        # 300 turns in a 32k window: compactions, flat round trips
     python3 bench/run.py context     # one exploration inline vs in three Explore children
     python3 bench/run.py all
@@ -284,12 +285,14 @@ You are a bench worker.
 """
 
 
-def fanout(sizes=(1, 4, 10, 32), pools=(4, 16, 32)):
+def fanout(sizes=(1, 4, 10, 32, 64), pools=(4, 16, 32)):
     """One reply spawns n children (each two replies of 1000 ms mock latency) through a
-    pool; times come from the mock's records (µs)."""
+    pool; times come from the mock's records (µs). The 64-child batch runs at pool 32 only."""
     results = []
     for pool in pools:
         for n in sizes:
+            if n > 32 and pool != 32:
+                continue
             def go(work, project, home):
                 os.makedirs(os.path.join(project, ".cadre", "agents"), exist_ok=True)
                 with open(os.path.join(project, ".cadre", "agents", "worker.md"), "w") as f:
@@ -324,9 +327,11 @@ def fanout(sizes=(1, 4, 10, 32), pools=(4, 16, 32)):
                     "ms_spawn_reply_to_first_child_request_min": round(min(firsts), 2),
                     "ms_last_child_end_to_parent_request": round((parent[1]["t_start_us"] - last_child_end) / 1000, 2),
                     "peak_rss_mib": round(maxrss / 1024, 2),
+                    "cpu_ms_cadre": round(r.cpu_s * 1000, 1),
                     "process_wall_s": round(wall, 3),
                 }
             results.append(with_project(go))
+            print(json.dumps(results[-1]), file=sys.stderr)
     by = {(r["pool"], r["children"]): r for r in results}
     per_child = None
     if (32, 32) in by and (32, 1) in by:
@@ -895,10 +900,81 @@ def context_bench():
     return with_project(go)
 
 
+def turns_bench(n=500, runs=3, short=50):
+    """One `cadre exec` of `n` sequential `Read` turns of a small file with no window limit in
+    reach (requests grow to ~170 KB): cadre's harness time per turn, the mock's reply end ->
+    cadre's next request, around turn 10 and around turn `n` (medians over `runs` runs), with
+    cadre's CPU time and peak RSS."""
+    def go(work, project, home):
+        # The default turn limits (500 requests, 500 tool calls) stop a runaway loop
+        # just before turn 500; this session is meant to be that long.
+        os.makedirs(home, exist_ok=True)
+        with open(os.path.join(home, "config.toml"), "w") as f:
+            f.write("[limits]\nmax_requests_per_turn = 2000\nmax_tool_calls_per_turn = 2000\n")
+        mock = Mock(reads_script(n), work)
+        try:
+            load = os.getloadavg()[0]
+            done = []
+            for _ in range(runs):
+                before = len(mock.records()) if os.path.exists(mock.record) else 0
+                r = run_cadre(mock, project, home, "read it")
+                assert r.code == 0, f"cadre exited {r.code}"
+                recs = mock.records()[before:]
+                recs.sort(key=lambda x: x["t_start_us"])
+                done.append((r, recs))
+            # The same script cut short: CPU per turn past the first `short`
+            # turns is the difference, start-up excluded.
+            short_mock = Mock(reads_script(short), work, "short")
+            try:
+                shorts = [run_cadre(short_mock, project, home, "read it") for _ in range(runs)]
+                assert all(r.code == 0 for r in shorts), "cadre failed"
+            finally:
+                short_mock.stop()
+        finally:
+            mock.stop()
+        per_turn = [[(recs[i]["t_start_us"] - recs[i - 1]["t_end_us"]) / 1000
+                     for i in range(1, len(recs))] for _, recs in done]
+
+        def around(k, width=10):
+            lo, hi = max(0, k - width // 2), min(len(per_turn[0]), k + width // 2)
+            return round(median([g for gaps in per_turn for g in gaps[lo:hi]]), 3)
+        sizes = [body_bytes(x) for x in done[0][1]]
+        return {
+            "measures": f"{n} sequential Read turns of a 20-line file in one cadre exec: cadre's "
+                        "harness time per turn (the mock's reply end -> cadre's next request, which "
+                        "includes decoding the reply, running Read, logging, and encoding and "
+                        "sending the next request), the median of the 10 turns around turn 10 and "
+                        f"around turn {n} over {runs} runs; cadre's CPU time per turn (over the "
+                        f"first {short} turns, start-up included, and past them: the difference from "
+                        f"a {short}-turn run of the same script) and peak RSS. The gap includes moving "
+                        "the request through loopback TCP and the mock receiving it, which grows "
+                        "with the request",
+            "turns": n,
+            "runs": runs,
+            "load_average_1min": round(load, 2),
+            "ms_harness_per_turn_at_10": around(10),
+            "ms_harness_per_turn_at_100": around(100),
+            "ms_harness_per_turn_at_end": around(n - 5),
+            "ms_harness_per_turn_median": round(median([g for gaps in per_turn for g in gaps]), 3),
+            "request_bytes_first": sizes[0],
+            "request_bytes_last": sizes[-1],
+            "cpu_ms_cadre_per_turn": round(median([r.cpu_s for r, _ in done]) / n * 1000, 3),
+            "cpu_ms_cadre_per_turn_first_50": round(median([r.cpu_s for r in shorts]) / short * 1000, 3),
+            "cpu_ms_cadre_per_turn_after_50": round(
+                (median([r.cpu_s for r, _ in done]) - median([r.cpu_s for r in shorts]))
+                / (n - short) * 1000, 3),
+            "cpu_s_cadre_median": round(median([r.cpu_s for r, _ in done]), 3),
+            "peak_rss_mib": round(max(r.rss_kib for r, _ in done) / 1024, 2),
+            "launcher_floor_mib": round(launcher_floor_kib() / 1024, 2),
+            "targets": {"ms_harness_per_turn_at_10": 0.25, "ms_harness_per_turn_at_end": 0.5},
+        }
+    return with_project(go)
+
+
 def main():
     global BIN, RESULTS
     args = sys.argv[1:]
-    names = ["overhead", "startup", "fanout", "background", "long", "context", "all"]
+    names = ["overhead", "startup", "fanout", "background", "turns", "long", "context", "all"]
     if not args or args[0] in ("-h", "--help", "help"):
         print(__doc__.strip())
         return
@@ -916,7 +992,7 @@ def main():
     os.makedirs(RESULTS, exist_ok=True)
     print(f"load average: {os.getloadavg()}", file=sys.stderr)
     for name, fn in [("overhead", overhead), ("startup", startup), ("fanout", fanout),
-                     ("background", background), ("long", long_bench), ("context", context_bench)]:
+                     ("background", background), ("turns", turns_bench), ("long", long_bench), ("context", context_bench)]:
         if which in (name, "all"):
             figures = fn()
             figures["machine"] = {"cpus": os.cpu_count(),

@@ -188,14 +188,15 @@ impl Agent {
             is_error: output.is_error,
             images: output.images,
         };
-        self.write_log(RecordBody::ToolResult {
+        // Not waited for: the next request goes out while it is written, and
+        // the next record awaited (a call's start, the turn's end) reports a failure.
+        self.write_log_unawaited(RecordBody::ToolResult {
             call_id: call.id.clone(),
             content: output.content.clone(),
             is_error: output.is_error,
             status,
             images: output.images.clone(),
-        })
-        .await?;
+        })?;
         let summary =
             summary::argument_summary(&tool, &shown_input(call, &parse_input(&call.input)));
         self.events.emit(Event::ToolCallEnded {
@@ -350,13 +351,9 @@ impl Agent {
 
     /// What the model is told about this agent's tools, in registry order:
     /// short descriptions for a model whose window is small.
-    pub fn tool_specs(&self) -> Vec<crate::model::ToolSpec> {
-        let specs = self.tools.specs();
-        if self.context.profile.context_window < crate::tools::SMALL_WINDOW {
-            specs.into_iter().map(crate::tools::compact_spec).collect()
-        } else {
-            specs
-        }
+    pub fn tool_specs(&self) -> crate::model::ToolSpecs {
+        self.tools
+            .model_specs(self.context.profile.context_window < crate::tools::SMALL_WINDOW)
     }
 
     /// The calling agent as a batch tool sees it.
@@ -469,14 +466,13 @@ impl Agent {
             {
                 Err(reason) => outcome[k] = Some(self.denied(calls[k], tool.name(), reason)),
                 Ok(()) => {
-                    if let Err(e) = self
-                        .write_log(RecordBody::ToolStart {
-                            call_id: calls[k].id.clone(),
-                            tool: tool.name().to_string(),
-                            input: logged_input(calls[k], updated.then_some(&input)),
-                        })
-                        .await
-                    {
+                    // Handed over now, waited for together below: a batch of
+                    // 32 calls costs one wait, not 32.
+                    if let Err(e) = self.write_log_unawaited(RecordBody::ToolStart {
+                        call_id: calls[k].id.clone(),
+                        tool: tool.name().to_string(),
+                        input: logged_input(calls[k], updated.then_some(&input)),
+                    }) {
                         return calls.iter().map(|_| Err(LogFailure(e.0.clone()))).collect();
                     }
                     ready.push((k, input));
@@ -484,6 +480,10 @@ impl Agent {
             }
         }
         if !ready.is_empty() {
+            // Every call of the batch is in the log before any of them runs.
+            if let Err(e) = self.log_written().await {
+                return calls.iter().map(|_| Err(LogFailure(e.0.clone()))).collect();
+            }
             let (slots, inputs): (Vec<usize>, Vec<ToolInput>) = ready.into_iter().unzip();
             match tool.execute_batch(&ctx, position, &inputs).await {
                 Ok(outs) => {

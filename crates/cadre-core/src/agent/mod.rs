@@ -498,6 +498,26 @@ impl Agent {
         }
     }
 
+    /// Hands a record to this agent's log without waiting for it to be
+    /// written; a failure is reported by the next record written.
+    fn write_log_unawaited(&self, body: RecordBody) -> Result<(), LogFailure> {
+        match &self.log {
+            Some(log) => log
+                .append_unawaited(body)
+                .map_err(|e| LogFailure(e.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until every record handed to this agent's log so far is
+    /// written; a failure of any of them is reported.
+    async fn log_written(&self) -> Result<(), LogFailure> {
+        match &self.log {
+            Some(log) => log.written().await.map_err(|e| LogFailure(e.to_string())),
+            None => Ok(()),
+        }
+    }
+
     /// The agent's id.
     pub fn id(&self) -> &str {
         &self.id

@@ -668,13 +668,13 @@ impl Agent {
             if !text.is_empty() {
                 out.final_text = text;
             }
-            let logged = self
-                .write_log(RecordBody::Assistant {
-                    message: resp.message.clone(),
-                    usage: Some(resp.usage),
-                    cost_nanodollars: cost.map(|c| c.0),
-                })
-                .await;
+            // Not waited for: its calls' `ToolStart`, awaited before any of
+            // them runs, lands after it (or the turn's end does).
+            let logged = self.write_log_unawaited(RecordBody::Assistant {
+                message: resp.message.clone(),
+                usage: Some(resp.usage),
+                cost_nanodollars: cost.map(|c| c.0),
+            });
             if self.events.wants_transcripts() {
                 self.events.emit(Event::Message {
                     agent: self.id.clone(),

@@ -264,31 +264,57 @@ pub fn message_json(m: &Message) -> Value {
 
 /// The tool list as sent, with a breakpoint after the last client tool,
 /// then the server's web search when the request offers it.
+#[cfg(test)]
 fn tools_out(req: &ModelRequest) -> Vec<ToolEntry<'_>> {
     let n_tools = req.tools.len();
     let mut out: Vec<ToolEntry<'_>> = req
         .tools
         .iter()
         .enumerate()
-        .map(|(i, t)| {
-            ToolEntry::Client(ToolOut {
-                name: &t.name,
-                description: &t.description,
-                input_schema: &t.input_schema,
-                cache_control: if i + 1 == n_tools { EPHEMERAL } else { None },
-            })
-        })
+        .map(|(i, t)| client_tool_out(t, i + 1 == n_tools))
         .collect();
-    if let Some(search) = &req.web_search {
-        out.push(ToolEntry::WebSearch(WebSearchOut {
+    out.extend(web_search_out(req));
+    out
+}
+
+/// A client tool's entry; the last one carries the breakpoint.
+fn client_tool_out(t: &super::ToolSpec, last: bool) -> ToolEntry<'_> {
+    ToolEntry::Client(ToolOut {
+        name: &t.name,
+        description: &t.description,
+        input_schema: &t.input_schema,
+        cache_control: if last { EPHEMERAL } else { None },
+    })
+}
+
+/// The provider's web search entry, when the request offers it.
+fn web_search_out(req: &ModelRequest) -> Option<ToolEntry<'_>> {
+    req.web_search.as_ref().map(|search| {
+        ToolEntry::WebSearch(WebSearchOut {
             kind: WEB_SEARCH_TYPE,
             name: "web_search",
             max_uses: search.max_uses,
             allowed_domains: &search.allowed_domains,
             blocked_domains: &search.blocked_domains,
-        }));
+        })
+    })
+}
+
+/// The client tools' entries, comma-separated: encoded once per tool set
+/// (kept with the specs), since they are the same in every request.
+fn client_tools_bytes(tools: &super::ToolSpecs) -> Result<&[u8], serde_json::Error> {
+    let cell = &tools.encodings().anthropic;
+    if let Some(bytes) = cell.get() {
+        return Ok(bytes);
     }
-    out
+    let mut out = Vec::new();
+    for (i, t) in tools.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, &client_tool_out(t, i + 1 == tools.len()))?;
+    }
+    Ok(cell.get_or_init(|| out.into_boxed_slice()))
 }
 
 /// The system prompt as sent, with its breakpoint; none when it is empty.
@@ -348,7 +374,20 @@ pub(crate) fn request_bytes(
     stream: bool,
 ) -> Result<Vec<u8>, serde_json::Error> {
     let marked = marked(req);
-    let mut out: Vec<u8> = Vec::with_capacity(4096);
+    // Room for the conversation's kept encodings, so the body is not copied
+    // as it grows.
+    let kept: usize = req
+        .messages
+        .iter()
+        .filter_map(|m| {
+            m.content
+                .encodings()
+                .anthropic
+                .get()
+                .map(|(_, b)| b.len() + 1)
+        })
+        .sum();
+    let mut out: Vec<u8> = Vec::with_capacity(kept + req.system.len() + 8192);
     out.extend_from_slice(b"{\"model\":");
     serde_json::to_writer(&mut out, &req.model)?;
     out.extend_from_slice(b",\"max_tokens\":");
@@ -377,8 +416,15 @@ pub(crate) fn request_bytes(
         serde_json::to_writer(&mut out, &system)?;
     }
     if !req.tools.is_empty() || req.web_search.is_some() {
-        out.extend_from_slice(b",\"tools\":");
-        serde_json::to_writer(&mut out, &tools_out(req))?;
+        out.extend_from_slice(b",\"tools\":[");
+        out.extend_from_slice(client_tools_bytes(&req.tools)?);
+        if let Some(search) = web_search_out(req) {
+            if !req.tools.is_empty() {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, &search)?;
+        }
+        out.push(b']');
     }
     if let Some(config) = output_config(req) {
         out.extend_from_slice(b",\"output_config\":");
@@ -656,7 +702,8 @@ mod tests {
                 name: "Read".into(),
                 description: "d".into(),
                 input_schema: json!({"type": "object"}),
-            }],
+            }]
+            .into(),
             max_tokens: 100,
             cache_after: None,
             effort: None,
@@ -738,7 +785,8 @@ mod tests {
                     description: "e".into(),
                     input_schema: json!({"type": "object"}),
                 },
-            ],
+            ]
+            .into(),
             max_tokens: 100,
             cache_after,
             effort: None,
@@ -768,7 +816,7 @@ mod tests {
         }
         let bare = ModelRequest {
             system: String::new(),
-            tools: Vec::new(),
+            tools: Default::default(),
             ..request(Vec::new(), None)
         };
         assert_eq!(request_bytes(&bare, true).unwrap(), fresh(&bare, true));

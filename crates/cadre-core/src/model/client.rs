@@ -460,7 +460,8 @@ impl ModelClient {
         // Text is read for calls in `auto` and `text` modes alone.
         let reads_text_calls = mode != ToolCallMode::Native && !req.tools.is_empty();
         let mut in_text = mode == ToolCallMode::Text && !req.tools.is_empty();
-        let mut body = self.encode(req, in_text, &wire)?;
+        // Shared by every try: a retry does not copy the body.
+        let mut body = bytes::Bytes::from(self.encode(req, in_text, &wire)?);
         let headers = self.headers()?;
         let first_byte = wire
             .first_byte_timeout_s
@@ -533,7 +534,7 @@ impl ModelClient {
                 // model gets its tools in the prompt from now on, and cadre
                 // reads its calls itself.
                 in_text = true;
-                body = self.encode(req, true, &wire)?;
+                body = bytes::Bytes::from(self.encode(req, true, &wire)?);
                 if let Ok(mut learned) = self.text_calls_learned.lock() {
                     learned.insert(self.config.model.clone());
                 }
@@ -583,7 +584,7 @@ impl ModelClient {
     /// call is worth a try with the tools in the prompt.
     async fn try_once(
         &self,
-        body: &[u8],
+        body: &bytes::Bytes,
         headers: &HeaderMap,
         on_delta: &mut (dyn FnMut(StreamDelta) + Send),
         first_byte: Duration,
@@ -613,7 +614,7 @@ impl ModelClient {
             self.http
                 .post(&url)
                 .headers(headers.clone())
-                .body(body.to_vec())
+                .body(body.clone())
                 .send(),
         )
         .await;

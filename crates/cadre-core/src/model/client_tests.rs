@@ -36,7 +36,7 @@ fn request() -> ModelRequest {
         model: "m".into(),
         system: "sys".into(),
         messages: vec![Message::user_text("go")],
-        tools: Vec::new(),
+        tools: Default::default(),
         max_tokens: 100,
         cache_after: None,
         effort: None,

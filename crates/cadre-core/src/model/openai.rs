@@ -252,7 +252,22 @@ pub(crate) fn request_bytes_as(
     limit_key: TokenLimitKey,
     text_calls: Option<CallFamily>,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    let mut out: Vec<u8> = Vec::with_capacity(4096);
+    // Room for the conversation's kept encodings, so the body is not copied
+    // as it grows.
+    let kept: usize = req
+        .messages
+        .iter()
+        .filter_map(|m| {
+            let e = m.content.encodings();
+            let cell = if text_calls.is_some() {
+                &e.openai_text
+            } else {
+                &e.openai
+            };
+            cell.get().map(|(_, b)| b.len() + 1)
+        })
+        .sum();
+    let mut out: Vec<u8> = Vec::with_capacity(kept + req.system.len() + 8192);
     out.extend_from_slice(b"{\"model\":");
     serde_json::to_writer(&mut out, &req.model)?;
     out.extend_from_slice(b",\"messages\":[");
@@ -303,14 +318,18 @@ pub(crate) fn request_bytes_as(
         first = false;
     }
     out.push(b']');
-    let tools = if text_calls.is_some() {
-        Vec::new()
-    } else {
-        tool_values(req)
-    };
-    if !tools.is_empty() {
+    if text_calls.is_none() && !req.tools.is_empty() {
+        // The same in every request of the tool set: encoded once, kept with it.
+        let cell = &req.tools.encodings().openai;
+        let tools = match cell.get() {
+            Some(bytes) => bytes,
+            None => {
+                let fresh = serde_json::to_vec(&tool_values(req))?;
+                cell.get_or_init(|| fresh.into_boxed_slice())
+            }
+        };
         out.extend_from_slice(b",\"tools\":");
-        serde_json::to_writer(&mut out, &tools)?;
+        out.extend_from_slice(tools);
     }
     out.extend_from_slice(b",\"");
     out.extend_from_slice(limit_key.as_str().as_bytes());
@@ -610,7 +629,7 @@ mod tests {
                     .into(),
                 },
             ],
-            tools: vec![],
+            tools: Default::default(),
             max_tokens: 10,
             cache_after: None,
             effort: None,
@@ -648,7 +667,7 @@ mod tests {
                 model: "m".into(),
                 system: String::new(),
                 messages: vec![Message::user_text("go")],
-                tools: vec![],
+                tools: Default::default(),
                 max_tokens: 10,
                 cache_after: None,
                 effort: Some(effort.into()),
@@ -712,7 +731,8 @@ mod tests {
                         name: "Read".into(),
                         description: "d".into(),
                         input_schema: json!({"type": "object"}),
-                    }],
+                    }]
+                    .into(),
                     max_tokens: 10,
                     cache_after: None,
                     effort: (system == "sys").then(|| "max".to_string()),
@@ -734,7 +754,7 @@ mod tests {
             model: "m".into(),
             system: String::new(),
             messages: vec![m.clone()],
-            tools: vec![],
+            tools: Default::default(),
             max_tokens: 10,
             cache_after: None,
             effort: None,

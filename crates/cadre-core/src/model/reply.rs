@@ -14,18 +14,38 @@ fn fresh_call_id() -> String {
 /// earlier in `message`, so results and resume match calls one to one. Ids the
 /// server chose are kept when they are unique; the id recorded is the one sent back.
 pub fn unique_call_ids(message: &mut Message, history: &[Message]) {
-    let earlier: HashSet<&str> = history
+    let ids: Vec<&str> = message
+        .content
         .iter()
-        .flat_map(|m| &m.content)
         .filter_map(|b| match b {
             ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
             _ => None,
         })
         .collect();
+    if ids.is_empty() {
+        return;
+    }
+    // A reply holds a call or two and the history hundreds: each of its ids is
+    // looked for in the history, rather than the history's ids hashed every turn.
+    let used_before = |id: &str| {
+        history.iter().any(|m| {
+            m.content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolUse { id: old, .. } if old == id))
+        })
+    };
+    let clash = ids
+        .iter()
+        .enumerate()
+        .any(|(i, id)| id.is_empty() || ids[..i].contains(id) || used_before(id));
+    if !clash {
+        // Untouched: the message keeps whatever it has.
+        return;
+    }
     let mut seen: HashSet<String> = HashSet::new();
     for block in message.content.blocks_mut() {
         if let ContentBlock::ToolUse { id, .. } = block {
-            if id.is_empty() || earlier.contains(id.as_str()) || seen.contains(id.as_str()) {
+            if id.is_empty() || seen.contains(id.as_str()) || used_before(id) {
                 *id = fresh_call_id();
             }
             seen.insert(id.clone());

@@ -343,6 +343,65 @@ pub struct ToolSpec {
     pub input_schema: serde_json::Value,
 }
 
+/// The tools of a request: shared by every request of an agent (a clone is a
+/// reference), with the wire encodings of them made once, so a turn neither
+/// rebuilds nor re-encodes its tools' schemas.
+#[derive(Clone, Default)]
+pub struct ToolSpecs {
+    specs: Arc<Vec<ToolSpec>>,
+    encoded: Arc<ToolEncodings>,
+}
+
+/// The encodings of a request's tools, made on first use.
+#[derive(Debug, Default)]
+pub(crate) struct ToolEncodings {
+    /// Anthropic: the tool entries, comma-separated, the last one with its
+    /// cache breakpoint (the provider's own tools follow them).
+    pub(crate) anthropic: OnceLock<Box<[u8]>>,
+    /// OpenAI: the whole `tools` array.
+    pub(crate) openai: OnceLock<Box<[u8]>>,
+}
+
+impl ToolSpecs {
+    /// The encodings made so far.
+    pub(crate) fn encodings(&self) -> &ToolEncodings {
+        &self.encoded
+    }
+
+    /// The specs, owned.
+    pub fn to_vec(&self) -> Vec<ToolSpec> {
+        self.specs.as_ref().clone()
+    }
+}
+
+impl From<Vec<ToolSpec>> for ToolSpecs {
+    fn from(specs: Vec<ToolSpec>) -> Self {
+        ToolSpecs {
+            specs: Arc::new(specs),
+            encoded: Arc::default(),
+        }
+    }
+}
+
+impl Deref for ToolSpecs {
+    type Target = [ToolSpec];
+    fn deref(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+}
+
+impl std::fmt::Debug for ToolSpecs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.specs.iter()).finish()
+    }
+}
+
+impl Serialize for ToolSpecs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.specs.serialize(s)
+    }
+}
+
 /// One request to a model.
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
@@ -353,7 +412,7 @@ pub struct ModelRequest {
     /// Conversation so far.
     pub messages: Vec<Message>,
     /// Tools offered.
-    pub tools: Vec<ToolSpec>,
+    pub tools: ToolSpecs,
     /// Output token ceiling.
     pub max_tokens: u32,
     /// An extra prompt-cache breakpoint after this message (a fork marks the

@@ -172,6 +172,9 @@ pub struct SessionLog {
     file: Arc<File>,
     /// For a log reopened by a resume: [`Rebuilt::counted`] of it.
     counted: Option<(u64, usize)>,
+    /// Why a record handed over without a wait ([`Self::append_unawaited`])
+    /// could not be written: the next append reports it.
+    unawaited_failure: Arc<OnceLock<String>>,
 }
 
 /// Lines for the log writer: the file, the lines in order, and who waits
@@ -180,6 +183,8 @@ struct LineWrite {
     file: Arc<File>,
     lines: Vec<Vec<u8>>,
     done: Option<tokio::sync::oneshot::Sender<std::io::Result<()>>>,
+    /// Where a failure is kept when no one waits for the lines.
+    failure: Option<Arc<OnceLock<String>>>,
 }
 
 /// The thread that writes the lines of every log of this process, started on
@@ -194,6 +199,9 @@ fn log_writer() -> Option<&'static Sender<LineWrite>> {
                 .spawn(move || {
                     for job in rx {
                         let written = write_lines(&job.file, &job.lines);
+                        if let (Err(e), Some(failure)) = (&written, &job.failure) {
+                            let _ = failure.set(e.to_string());
+                        }
                         if let Some(done) = job.done {
                             let _ = done.send(written);
                         }
@@ -221,6 +229,7 @@ impl SessionLog {
             path: path.to_path_buf(),
             file: Arc::new(file),
             counted: None,
+            unawaited_failure: Arc::default(),
         })
     }
 
@@ -234,6 +243,7 @@ impl SessionLog {
             path: path.to_path_buf(),
             file: Arc::new(file),
             counted: None,
+            unawaited_failure: Arc::default(),
         })
     }
 
@@ -290,6 +300,47 @@ impl SessionLog {
         self.write(vec![line]).await
     }
 
+    /// Hands a record to the log writer without waiting for it: it lands
+    /// before any record appended after it, and an append awaited after it
+    /// returns only once it is written. A failure to write it is reported by
+    /// the next append (this one's, if an earlier record failed). For records
+    /// nothing waits on: the reply logged before its calls' `ToolStart` (which
+    /// is awaited), a call's result logged as the next request goes out.
+    pub fn append_unawaited(&self, body: RecordBody) -> Result<(), SessionError> {
+        self.earlier_failure()?;
+        let line = self.line(body)?;
+        let job = LineWrite {
+            file: self.file.clone(),
+            lines: vec![line],
+            done: None,
+            failure: Some(self.unawaited_failure.clone()),
+        };
+        let unsent = match log_writer() {
+            Some(writer) => writer.send(job).err().map(|e| e.0),
+            None => Some(job),
+        };
+        match unsent {
+            Some(job) => write_lines(&self.file, &job.lines).map_err(|e| self.write_error(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Returns once every record handed over before is written, or with the
+    /// failure of one of them.
+    pub async fn written(&self) -> Result<(), SessionError> {
+        self.write(Vec::new()).await
+    }
+
+    /// The failure of a record written without a wait, if one failed.
+    fn earlier_failure(&self) -> Result<(), SessionError> {
+        match self.unawaited_failure.get() {
+            Some(e) => Err(self.write_error(std::io::Error::other(format!(
+                "an earlier record could not be written: {e}"
+            )))),
+            None => Ok(()),
+        }
+    }
+
     /// [`Self::append`] made in place, blocking the calling thread: for code
     /// outside the async runtime (`cadre sessions`). Not to be mixed with
     /// [`Self::queue`] on one log, whose lines could still be waiting.
@@ -309,6 +360,7 @@ impl SessionLog {
             file: self.file.clone(),
             lines: vec![line],
             done: None,
+            failure: None,
         };
         match log_writer() {
             Some(writer) => {
@@ -349,11 +401,14 @@ impl SessionLog {
 
     /// Has the log writer write `lines`, in order, and waits until it has.
     async fn write(&self, lines: Vec<Vec<u8>>) -> Result<(), SessionError> {
+        // Nothing lands after a record that could not be written.
+        self.earlier_failure()?;
         let (done, written) = tokio::sync::oneshot::channel();
         let job = LineWrite {
             file: self.file.clone(),
             lines,
             done: Some(done),
+            failure: None,
         };
         let Some(writer) = log_writer() else {
             return write_lines(&self.file, &job.lines).map_err(|e| self.write_error(e));
@@ -362,7 +417,10 @@ impl SessionLog {
             return write_lines(&self.file, &unsent.0.lines).map_err(|e| self.write_error(e));
         }
         match written.await {
-            Ok(result) => result.map_err(|e| self.write_error(e)),
+            // Records handed over before this one are written by now.
+            Ok(result) => result
+                .map_err(|e| self.write_error(e))
+                .and_then(|()| self.earlier_failure()),
             Err(_) => Err(self.write_error(std::io::Error::other(
                 "the log writer stopped before writing the record",
             ))),
@@ -1029,6 +1087,63 @@ mod tests {
         assert!(!recovery_path(&path).exists());
     }
 
+    /// The texts of a log's records, each of which must be a user's.
+    fn user_texts(path: &Path) -> Vec<String> {
+        read_log(path)
+            .unwrap()
+            .records
+            .into_iter()
+            .map(|r| match r.body {
+                RecordBody::User { text } => text,
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn unawaited_records_land_in_order_before_the_next_awaited_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SessionLog::create(&dir.path().join("s.jsonl")).unwrap();
+        for n in 0..50 {
+            log.append_unawaited(RecordBody::User {
+                text: format!("{n}"),
+            })
+            .unwrap();
+        }
+        log.written().await.unwrap();
+        assert_eq!(
+            user_texts(log.path()),
+            (0..50).map(|n| n.to_string()).collect::<Vec<_>>()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_unawaited_record_is_reported_by_the_next_append() {
+        // A full disk: every write fails with ENOSPC.
+        let Ok(full) = OpenOptions::new().append(true).open("/dev/full") else {
+            return;
+        };
+        let log = SessionLog {
+            path: PathBuf::from("/dev/full"),
+            file: Arc::new(full),
+            counted: None,
+            unawaited_failure: Arc::default(),
+        };
+        // Handing over succeeds; the write itself fails on the writer's thread.
+        log.append_unawaited(RecordBody::User { text: "a".into() })
+            .unwrap();
+        let err = log.written().await.unwrap_err().to_string();
+        assert!(err.contains("/dev/full"), "{err}");
+        // And every later record is refused: nothing is written past a hole.
+        let later = log.append_unawaited(RecordBody::User { text: "b".into() });
+        assert!(later.is_err());
+        assert!(
+            log.append(RecordBody::User { text: "c".into() })
+                .await
+                .is_err()
+        );
+    }
+
     #[tokio::test]
     async fn an_awaited_append_is_in_the_file_and_each_logs_order_holds() {
         let dir = tempfile::tempdir().unwrap();
@@ -1054,15 +1169,7 @@ mod tests {
         });
         futures::future::join_all(agents).await;
         for log in &logs {
-            let texts: Vec<String> = read_log(log.path())
-                .unwrap()
-                .records
-                .into_iter()
-                .map(|r| match r.body {
-                    RecordBody::User { text } => text,
-                    other => panic!("unexpected {other:?}"),
-                })
-                .collect();
+            let texts = user_texts(log.path());
             let want: Vec<String> = (0..20).map(|n| n.to_string()).collect();
             assert_eq!(texts, want);
         }

@@ -613,6 +613,9 @@ pub(crate) fn cut_with_marker(text: &str, already_dropped: u64, cap: usize) -> S
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
+    /// The specs for the model, full and short, made once per set of tools
+    /// (every change to the set drops them).
+    shared_specs: [std::sync::OnceLock<crate::model::ToolSpecs>; 2],
 }
 
 impl ToolRegistry {
@@ -630,16 +633,21 @@ impl ToolRegistry {
                 Arc::new(TodoWriteTool),
                 Arc::new(WebFetchTool::default()),
             ],
+            shared_specs: Default::default(),
         }
     }
 
     /// A registry of exactly `tools`, in that order.
     pub fn from_tools(tools: Vec<Arc<dyn Tool>>) -> Self {
-        ToolRegistry { tools }
+        ToolRegistry {
+            tools,
+            shared_specs: Default::default(),
+        }
     }
 
     /// Adds a tool (replacing one of the same name).
     pub fn insert(&mut self, tool: Arc<dyn Tool>) {
+        self.shared_specs = Default::default();
         self.tools.retain(|t| t.name() != tool.name());
         self.tools.push(tool);
     }
@@ -651,6 +659,7 @@ impl ToolRegistry {
 
     /// Keeps only the tools for which `keep` holds.
     pub fn retain(&mut self, mut keep: impl FnMut(&dyn Tool) -> bool) {
+        self.shared_specs = Default::default();
         self.tools.retain(|t| keep(t.as_ref()));
     }
 
@@ -675,6 +684,25 @@ impl ToolRegistry {
             .collect()
     }
 
+    /// [`Self::specs`] as every request of the agent sends them, short ones
+    /// (`compact`) for a model with a small window: made once, then shared.
+    pub fn model_specs(&self, compact: bool) -> crate::model::ToolSpecs {
+        self.shared_specs[usize::from(compact)]
+            .get_or_init(|| {
+                let specs = self.specs();
+                if compact {
+                    specs
+                        .into_iter()
+                        .map(compact_spec)
+                        .collect::<Vec<_>>()
+                        .into()
+                } else {
+                    specs.into()
+                }
+            })
+            .clone()
+    }
+
     /// The provider's web search, when one of these tools is it.
     pub fn web_search(&self) -> Option<crate::model::ServerWebSearch> {
         self.tools.iter().find_map(|t| t.server_web_search())
@@ -682,6 +710,7 @@ impl ToolRegistry {
 
     /// Puts `tool` in the place of the tool of its name (at the end when there is none).
     pub fn replace(&mut self, tool: Arc<dyn Tool>) {
+        self.shared_specs = Default::default();
         match self.tools.iter_mut().find(|t| t.name() == tool.name()) {
             Some(slot) => *slot = tool,
             None => self.tools.push(tool),
@@ -692,6 +721,28 @@ impl ToolRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shared_specs_follow_every_change_to_the_set() {
+        let names = |specs: &crate::model::ToolSpecs| {
+            specs.iter().map(|s| s.name.clone()).collect::<Vec<_>>()
+        };
+        let mut reg = ToolRegistry::builtin();
+        let first = reg.model_specs(false);
+        assert_eq!(names(&first), reg.names());
+        // Made once: the next request shares them (and their encodings).
+        assert!(std::ptr::eq(&first[0], &reg.model_specs(false)[0]));
+        reg.retain(|t| t.name() != "Bash");
+        assert!(!names(&reg.model_specs(false)).contains(&"Bash".to_string()));
+        reg.insert(Arc::new(BashTool::default()));
+        assert_eq!(
+            names(&reg.model_specs(false)).last().map(String::as_str),
+            Some("Bash")
+        );
+        let short = reg.model_specs(true);
+        assert!(short.iter().all(|s| !s.description.contains("\n\n")));
+        assert_eq!(names(&short), names(&reg.model_specs(false)));
+    }
 
     #[test]
     fn a_compact_spec_keeps_first_sentences() {

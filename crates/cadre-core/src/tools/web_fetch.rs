@@ -103,7 +103,7 @@ async fn summarise(
             "The page {}:\n\n<page>\n{markdown}\n</page>\n\nQuestion about the page: {prompt}",
             page.final_url
         ))],
-        tools: Vec::new(),
+        tools: Default::default(),
         max_tokens: SUMMARY_MAX_TOKENS.min(client.max_tokens()),
         cache_after: None,
         effort: None,

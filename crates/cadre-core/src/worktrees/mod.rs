@@ -534,6 +534,17 @@ fn remove_worktree(top: &Path, path: &Path, branch: &str) -> Result<(), Worktree
 /// [`Worktree::git_writable`] for a folder in a cadre worktree (a session
 /// started with `--worktree`); empty anywhere else.
 pub fn git_writable_at(dir: &Path) -> Vec<PathBuf> {
+    // Only a folder inside `<top>/.cadre/worktrees/<name>` can be in one:
+    // anywhere else no git process is started (every session start asks).
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let in_worktrees = [dir, real.as_path()].iter().any(|d| {
+        d.ancestors()
+            .filter_map(Path::parent)
+            .any(|parent| parent.ends_with(WORKTREES_DIR))
+    });
+    if !in_worktrees {
+        return Vec::new();
+    }
     let Ok(repo) = Repository::discover(dir) else {
         return Vec::new();
     };

@@ -3,37 +3,98 @@
 
 use super::{BatchFailure, ChildRecord, Parent, Prepared, SubagentRuntime};
 use crate::subagents::report::{ChildReport, ChildStatus, render_batch};
-use crate::tasks::{TaskKind, TaskStatus};
+use crate::tasks::{TaskKind, TaskRow, TaskStatus};
+use tokio_util::sync::CancellationToken;
+
+/// A batch's rows as the task table filed them, with the children's inboxes.
+#[derive(Default)]
+pub(super) struct FiledTasks {
+    rows: Vec<(TaskRow, CancellationToken)>,
+    inboxes: Vec<tokio::sync::mpsc::UnboundedReceiver<String>>,
+}
+
+/// Writes children's saved records (0600), each file whole or not at all
+/// readable as one: a record nothing can read is simply not resumable.
+pub(super) fn write_saved_children(saves: &[(std::path::PathBuf, Vec<u8>)]) {
+    for (path, bytes) in saves {
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        if let Ok(mut f) = opts.open(path) {
+            use std::io::Write;
+            let _ = f.write_all(bytes);
+        }
+    }
+}
 
 impl SubagentRuntime {
     /// Files the batch's children in the task table, all rows in one
     /// transaction (foreground children too, so every child has an id and a
-    /// log there). If the table refuses, no child has a task.
-    pub(super) async fn open_tasks(&self, parent: &Parent<'_>, prepared: &mut [(usize, Prepared)]) {
-        let mut inboxes = Vec::with_capacity(prepared.len());
-        let mut filed = Vec::new();
-        if let Some(work) = &self.base_ctx.background {
-            let mut specs = Vec::with_capacity(prepared.len());
-            for (_, p) in prepared.iter() {
+    /// log there). If the table refuses, no child has a task. The future owns
+    /// what it needs, so the rows are filed while the children's logs open.
+    pub(super) fn file_tasks(
+        &self,
+        parent: &Parent<'_>,
+        prepared: &[(usize, Prepared)],
+    ) -> impl std::future::Future<Output = FiledTasks> + use<> {
+        let work = self.base_ctx.background.clone();
+        let owner = parent.agent_id.to_string();
+        let wanted: Vec<(String, String, Option<String>, bool)> = prepared
+            .iter()
+            .map(|(_, p)| {
+                (
+                    p.description.clone(),
+                    p.tag.agent_type.clone(),
+                    p.name.clone(),
+                    p.background,
+                )
+            })
+            .collect();
+        async move {
+            let Some(work) = work else {
+                return FiledTasks::default();
+            };
+            let mut inboxes = Vec::with_capacity(wanted.len());
+            let mut specs = Vec::with_capacity(wanted.len());
+            for (description, agent_type, name, background) in &wanted {
                 let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
                 inboxes.push(rx);
                 let spec = crate::tasks::TaskSpec {
-                    owner: parent.agent_id,
+                    owner: &owner,
                     kind: TaskKind::Subagent,
-                    description: &p.description,
-                    agent_type: Some(&p.tag.agent_type),
-                    name: p.name.as_deref(),
-                    background: p.background,
+                    description,
+                    agent_type: Some(agent_type),
+                    name: name.as_deref(),
+                    background: *background,
                 };
                 specs.push((spec, Some(tx)));
             }
-            filed = work.start_many(specs).await.unwrap_or_default();
+            FiledTasks {
+                rows: work.start_many(specs).await.unwrap_or_default(),
+                inboxes,
+            }
         }
-        let mut filed = filed.into_iter();
-        let mut inboxes = inboxes.into_iter();
+    }
+
+    /// Gives each child its filed task (its id, inbox and cancel) and
+    /// remembers it; returns the records to save beside the tasks' outputs
+    /// (written off the runtime's thread: nothing waits for them).
+    pub(super) fn open_tasks(
+        &self,
+        parent: &Parent<'_>,
+        prepared: &mut [(usize, Prepared)],
+        filed: FiledTasks,
+    ) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        let mut saves = Vec::new();
+        let mut filed_rows = filed.rows.into_iter();
+        let mut inboxes = filed.inboxes.into_iter();
         for (_, p) in prepared.iter_mut() {
             let mut output_path = None;
-            if let (Some((row, cancel)), Some(rx)) = (filed.next(), inboxes.next()) {
+            if let (Some((row, cancel)), Some(rx)) = (filed_rows.next(), inboxes.next()) {
                 p.agent.set_inbox(rx);
                 p.agent.record_progress_in(row.id.clone());
                 p.task_id = Some(row.id);
@@ -54,7 +115,9 @@ impl SubagentRuntime {
                 work_mode: p.teammate.map(|(mode, _)| mode),
             };
             if let Some(path) = &output_path {
-                self.save_child(path, &record);
+                if let Some(bytes) = self.saved_child(&record) {
+                    saves.push((super::messages::saved_child_path(path), bytes));
+                }
                 if let Some(worktree) = &p.worktree {
                     worktree.record(path);
                 }
@@ -63,6 +126,7 @@ impl SubagentRuntime {
                 children.push(record);
             }
         }
+        saves
     }
 
     /// Files a child's end in its task: its report, or why there is none.

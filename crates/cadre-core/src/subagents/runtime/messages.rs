@@ -289,7 +289,7 @@ struct SavedChild {
 }
 
 /// The file a child's `SavedChild` is kept in, in its task's folder.
-fn saved_child_path(output_path: &std::path::Path) -> std::path::PathBuf {
+pub(super) fn saved_child_path(output_path: &std::path::Path) -> std::path::PathBuf {
     output_path.with_file_name("agent.json")
 }
 
@@ -316,9 +316,9 @@ fn registry_of(names: &[String]) -> ToolRegistry {
 }
 
 impl SubagentRuntime {
-    /// Keeps what it takes to resume `record`'s child in a later process.
+    /// What it takes to resume `record`'s child in a later process, encoded.
     /// Best effort: without it the child cannot be messaged after a resume.
-    pub(super) fn save_child(&self, output_path: &std::path::Path, record: &ChildRecord) {
+    pub(super) fn saved_child(&self, record: &ChildRecord) -> Option<Vec<u8>> {
         let setup = &record.setup;
         let saved = SavedChild {
             agent_id: record.agent_id.clone(),
@@ -351,20 +351,7 @@ impl SubagentRuntime {
             effort: setup.effort.clone(),
             work_mode: record.work_mode,
         };
-        let Ok(text) = serde_json::to_vec(&saved) else {
-            return;
-        };
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        if let Ok(mut f) = opts.open(saved_child_path(output_path)) {
-            use std::io::Write;
-            let _ = f.write_all(&text);
-        }
+        serde_json::to_vec(&saved).ok()
     }
 
     /// After a resume, the children of earlier runs of this session become

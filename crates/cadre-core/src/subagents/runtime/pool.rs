@@ -64,15 +64,27 @@ impl SubagentRuntime {
 
         // Every child's log (and task row) exists before any child runs, and
         // before it is announced, so a front end can open it on the event.
-        // The logs are written at once: one hand-over to the log writer each.
-        let opened =
-            futures::future::join_all(prepared.iter_mut().map(|(_, p)| self.open_child_log(p)))
-                .await;
+        // The logs are written at once (one hand-over to the log writer
+        // each) while the task table files the batch's rows in one
+        // transaction on its own thread.
+        if let Some(dir) = &self.agents_dir {
+            crate::config::ensure_private_dir(dir).map_err(|e| BatchFailure(e.to_string()))?;
+        }
+        let filing = self.file_tasks(parent, &prepared);
+        let (opened, filed) = futures::future::join(
+            futures::future::join_all(prepared.iter_mut().map(|(_, p)| self.open_child_log(p))),
+            filing,
+        )
+        .await;
         if let Some(e) = opened.into_iter().find_map(Result::err) {
             return Err(BatchFailure(e));
         }
-        // The batch's rows are filed in one transaction.
-        self.open_tasks(parent, &mut prepared).await;
+        let saves = self.open_tasks(parent, &mut prepared, filed);
+        // What a later process needs to resume them is written beside, off
+        // this thread: no child waits for it.
+        let saving = (!saves.is_empty()).then(|| {
+            tokio::task::spawn_blocking(move || super::lifecycle::write_saved_children(&saves))
+        });
         for (_, p) in &prepared {
             self.emit_started(p);
         }
@@ -188,6 +200,9 @@ impl SubagentRuntime {
             }
         }
         drop(slots);
+        if let Some(saving) = saving {
+            let _ = saving.await;
+        }
         if finished.is_empty() {
             return Ok(outputs
                 .into_iter()

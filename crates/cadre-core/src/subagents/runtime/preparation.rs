@@ -375,7 +375,7 @@ impl SubagentRuntime {
         let Some(dir) = &self.agents_dir else {
             return Ok(());
         };
-        crate::config::ensure_private_dir(dir).map_err(|e| e.to_string())?;
+        // The folder exists: the batch made it (once for all its children).
         let log = SessionLog::create(&dir.join(format!("{}.jsonl", p.tag.agent_id)))
             .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
         let start = RecordBody::SessionStart {
