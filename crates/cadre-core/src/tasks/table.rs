@@ -300,13 +300,12 @@ fn row_to_task(r: &Row<'_>) -> rusqlite::Result<Result<TaskRow, TaskError>> {
 }
 
 fn get_row(conn: &Connection, id: &str) -> Result<TaskRow, TaskError> {
-    conn.query_row(
-        &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
-        [id],
-        row_to_task,
-    )
-    .optional()?
-    .ok_or_else(|| TaskError::NotFound(id.to_string()))?
+    // Cached: every task's start, progress and end reads its row, and
+    // parsing the statement each time cost more than the read.
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?
+        .query_row([id], row_to_task)
+        .optional()?
+        .ok_or_else(|| TaskError::NotFound(id.to_string()))?
 }
 
 fn new_task_id() -> String {
@@ -623,23 +622,23 @@ impl TaskDb {
             other => other,
         })?;
         let now = to_sql(now_ms());
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE tasks SET status = ?2, \
                started_ms = CASE WHEN ?3 AND started_ms IS NULL THEN ?4 ELSE started_ms END, \
                ended_ms = CASE WHEN ?5 THEN ?4 ELSE ended_ms END, \
                error = COALESCE(?6, error), \
                result_summary = COALESCE(?7, result_summary) \
              WHERE id = ?1",
-            params![
-                id,
-                to.as_str(),
-                to == TaskStatus::Running,
-                now,
-                to.is_final(),
-                error,
-                result_summary,
-            ],
-        )?;
+        )?
+        .execute(params![
+            id,
+            to.as_str(),
+            to == TaskStatus::Running,
+            now,
+            to.is_final(),
+            error,
+            result_summary,
+        ])?;
         let row = get_row(&tx, id)?;
         tx.commit()?;
         Ok(row)
@@ -715,9 +714,8 @@ impl TaskDb {
     fn output_path(&self, id: &str) -> Result<PathBuf, TaskError> {
         let path: Option<String> = self
             .conn
-            .query_row("SELECT output_path FROM tasks WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
+            .prepare_cached("SELECT output_path FROM tasks WHERE id = ?1")?
+            .query_row([id], |r| r.get(0))
             .optional()?;
         path.map(PathBuf::from)
             .ok_or_else(|| TaskError::NotFound(id.to_string()))
@@ -725,10 +723,12 @@ impl TaskDb {
 
     /// Records progress (tool calls, tokens so far) and the time of it.
     fn progress(&self, id: &str, tool_calls: u64, tokens: u64) -> Result<(), TaskError> {
-        let n = self.conn.execute(
-            "UPDATE tasks SET tool_calls = ?2, tokens = ?3, last_activity_ms = ?4 WHERE id = ?1",
-            params![id, to_sql(tool_calls), to_sql(tokens), to_sql(now_ms())],
-        )?;
+        let n = self
+            .conn
+            .prepare_cached(
+                "UPDATE tasks SET tool_calls = ?2, tokens = ?3, last_activity_ms = ?4 WHERE id = ?1",
+            )?
+            .execute(params![id, to_sql(tool_calls), to_sql(tokens), to_sql(now_ms())])?;
         if n == 0 {
             return Err(TaskError::NotFound(id.to_string()));
         }
@@ -768,7 +768,7 @@ impl TaskDb {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
-            let mut stmt = tx.prepare("UPDATE tasks SET notified = 1 WHERE id = ?1")?;
+            let mut stmt = tx.prepare_cached("UPDATE tasks SET notified = 1 WHERE id = ?1")?;
             for id in ids {
                 stmt.execute([id])?;
             }
