@@ -303,18 +303,16 @@ fn web_search_out(req: &ModelRequest) -> Option<ToolEntry<'_>> {
 /// The client tools' entries, comma-separated: encoded once per tool set
 /// (kept with the specs), since they are the same in every request.
 fn client_tools_bytes(tools: &super::ToolSpecs) -> Result<&[u8], serde_json::Error> {
-    let cell = &tools.encodings().anthropic;
-    if let Some(bytes) = cell.get() {
-        return Ok(bytes);
-    }
-    let mut out = Vec::new();
-    for (i, t) in tools.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+    super::types::ToolEncodings::get_or_encode(&tools.encodings().anthropic, || {
+        let mut out = Vec::new();
+        for (i, t) in tools.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, &client_tool_out(t, i + 1 == tools.len()))?;
         }
-        serde_json::to_writer(&mut out, &client_tool_out(t, i + 1 == tools.len()))?;
-    }
-    Ok(cell.get_or_init(|| out.into_boxed_slice()))
+        Ok(out)
+    })
 }
 
 /// The system prompt as sent, with its breakpoint; none when it is empty.

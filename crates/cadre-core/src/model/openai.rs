@@ -320,14 +320,10 @@ pub(crate) fn request_bytes_as(
     out.push(b']');
     if text_calls.is_none() && !req.tools.is_empty() {
         // The same in every request of the tool set: encoded once, kept with it.
-        let cell = &req.tools.encodings().openai;
-        let tools = match cell.get() {
-            Some(bytes) => bytes,
-            None => {
-                let fresh = serde_json::to_vec(&tool_values(req))?;
-                cell.get_or_init(|| fresh.into_boxed_slice())
-            }
-        };
+        let tools =
+            super::types::ToolEncodings::get_or_encode(&req.tools.encodings().openai, || {
+                serde_json::to_vec(&tool_values(req))
+            })?;
         out.extend_from_slice(b",\"tools\":");
         out.extend_from_slice(tools);
     }

@@ -362,6 +362,20 @@ pub(crate) struct ToolEncodings {
     pub(crate) openai: OnceLock<Box<[u8]>>,
 }
 
+impl ToolEncodings {
+    /// The encoding kept in `cell`, made by `encode` the first time.
+    pub(crate) fn get_or_encode<E>(
+        cell: &OnceLock<Box<[u8]>>,
+        encode: impl FnOnce() -> Result<Vec<u8>, E>,
+    ) -> Result<&[u8], E> {
+        if let Some(bytes) = cell.get() {
+            return Ok(bytes);
+        }
+        let fresh = encode()?;
+        Ok(cell.get_or_init(|| fresh.into_boxed_slice()))
+    }
+}
+
 impl ToolSpecs {
     /// The encodings made so far.
     pub(crate) fn encodings(&self) -> &ToolEncodings {

@@ -13,8 +13,8 @@ pub(super) struct FiledTasks {
     inboxes: Vec<tokio::sync::mpsc::UnboundedReceiver<String>>,
 }
 
-/// Writes children's saved records (0600), each file whole or not at all
-/// readable as one: a record nothing can read is simply not resumable.
+/// Writes children's saved records (0600). Best effort, as before: a record
+/// that cannot be written or read later only makes its child not resumable.
 pub(super) fn write_saved_children(saves: &[(std::path::PathBuf, Vec<u8>)]) {
     for (path, bytes) in saves {
         let mut opts = std::fs::OpenOptions::new();
