@@ -5,6 +5,7 @@
 use super::permission::CallToPermit;
 use super::{Agent, LogFailure, summary};
 use crate::model::{ContentBlock, ToolCall};
+use crate::permissions::ToolEffect;
 use crate::protocol::Event;
 use crate::session::{CallStatus, RecordBody};
 use crate::tools::{
@@ -281,12 +282,19 @@ impl Agent {
                         {
                             Err(reason) => self.denied(call, &tool_name, reason),
                             Ok(()) => {
-                                self.write_log(RecordBody::ToolStart {
+                                let start = RecordBody::ToolStart {
                                     call_id: call.id.clone(),
                                     tool: tool_name.clone(),
                                     input: logged_input(call, updated.then_some(&input)),
-                                })
-                                .await?;
+                                };
+                                // A call that changes something is on disk before it
+                                // runs; one that only reads is handed over and runs at
+                                // once (lost in a crash, it had no effect to account for).
+                                if tool.effect() == ToolEffect::ReadOnly {
+                                    self.write_log_unawaited(start)?;
+                                } else {
+                                    self.write_log(start).await?;
+                                }
                                 let mut ctx = self.ctx.clone();
                                 ctx.cancel = cancel.child_token();
                                 ctx.decided_path = decided;

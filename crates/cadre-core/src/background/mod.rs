@@ -39,6 +39,8 @@ struct Ending {
     report: String,
     error: Option<String>,
     announce: bool,
+    /// Recorded with the first try only.
+    last: Option<crate::tasks::LastWork>,
 }
 
 /// An in-process handle on a running task.
@@ -157,6 +159,21 @@ impl BackgroundWork {
         error: Option<&str>,
         announce: bool,
     ) {
+        self.finish_after(task_id, None, status, report, error, announce)
+            .await;
+    }
+
+    /// [`Self::finish`], recording `last` (the task's final counts and the
+    /// end of its output) in the same call to the table.
+    pub async fn finish_after(
+        &self,
+        task_id: &str,
+        last: Option<crate::tasks::LastWork>,
+        status: TaskStatus,
+        report: &str,
+        error: Option<&str>,
+        announce: bool,
+    ) {
         let (report, error) = (redact(report), error.map(redact));
         let (report, error) = (report.as_ref(), error.as_deref());
         // The whole report is kept beside the task's output, so a notice
@@ -170,6 +187,7 @@ impl BackgroundWork {
             report: report.to_string(),
             error: error.map(str::to_string),
             announce,
+            last,
         };
         self.finish_try(ending, 0).await;
     }
@@ -180,13 +198,15 @@ impl BackgroundWork {
         Box::pin(async move { self.finish_try_inner(ending, attempt).await })
     }
 
-    async fn finish_try_inner(&self, ending: Ending, attempt: usize) {
+    async fn finish_try_inner(&self, mut ending: Ending, attempt: usize) {
+        let last = ending.last.take();
         let Ending {
             task_id,
             status,
             report,
             error,
             announce,
+            ..
         } = &ending;
         let (task_id, status, report, error, announce) = (
             task_id.as_str(),
@@ -206,7 +226,7 @@ impl BackgroundWork {
             report,
             notified: !announce,
         };
-        let row = match self.table.record_end(task_id, end).await {
+        let row = match self.table.record_end_after(task_id, last, end).await {
             Ok(row) => row,
             Err(e) => {
                 self.retry_finish(ending, attempt, e).await;
@@ -640,6 +660,26 @@ impl BackgroundTasks for BackgroundWork {
     ) -> BoxFuture<'a, ()> {
         Box::pin(BackgroundWork::finish(
             self, task_id, status, report, error, announce,
+        ))
+    }
+
+    fn finish_after<'a>(
+        &'a self,
+        task_id: &'a str,
+        last: crate::tasks::LastWork,
+        status: TaskStatus,
+        report: &'a str,
+        error: Option<&'a str>,
+        announce: bool,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(BackgroundWork::finish_after(
+            self,
+            task_id,
+            Some(last),
+            status,
+            report,
+            error,
+            announce,
         ))
     }
 

@@ -16,8 +16,8 @@ pub use board::{BoardChange, BoardStatus, BoardTask, BoardUpdate, BoardUpdateSta
 pub use mailbox::{TeamMail, TeamMemberRow};
 pub use proc_id::ProcessId;
 pub use status::{
-    Finished, NewTask, TaskEnd, TaskError, TaskFilter, TaskKind, TaskRow, TaskSpec, TaskStatus,
-    check_transition,
+    Finished, LastWork, NewTask, TaskEnd, TaskError, TaskFilter, TaskKind, TaskRow, TaskSpec,
+    TaskStatus, check_transition,
 };
 pub use table::{
     BlockingTaskTable, DEFAULT_OUTPUT_LIMIT, SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable,

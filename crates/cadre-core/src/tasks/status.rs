@@ -230,6 +230,18 @@ pub struct TaskEnd<'a> {
     pub notified: bool,
 }
 
+/// What a task did last, recorded in the same call as its end: its final
+/// counts and the text that closes its output.
+#[derive(Debug, Clone)]
+pub struct LastWork {
+    /// Tool calls it made in all.
+    pub tool_calls: u64,
+    /// Tokens it used in all.
+    pub tokens: u64,
+    /// Appended to its `output.log`.
+    pub output: String,
+}
+
 /// A task that ended and has not been announced to its owner yet.
 #[derive(Debug, Clone)]
 pub struct Finished {

@@ -14,7 +14,8 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::proc_id::{self, ProcessId};
 use super::status::{
-    NewTask, TaskEnd, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus, check_transition,
+    LastWork, NewTask, TaskEnd, TaskError, TaskFilter, TaskKind, TaskRow, TaskStatus,
+    check_transition,
 };
 
 /// The schema version this build writes (`PRAGMA user_version`).
@@ -1058,6 +1059,18 @@ impl TaskTable {
     /// otherwise it moves to `end.status`. With `end.notified` its notice
     /// counts as delivered. Returns the row as it ended.
     pub async fn record_end(&self, id: &str, end: TaskEnd<'_>) -> Result<TaskRow, TaskError> {
+        self.record_end_after(id, None, end).await
+    }
+
+    /// [`Self::record_end`], first recording `last` (its final progress and
+    /// the end of its output; their failures are not reported), all in one
+    /// call to the table's thread.
+    pub async fn record_end_after(
+        &self,
+        id: &str,
+        last: Option<LastWork>,
+        end: TaskEnd<'_>,
+    ) -> Result<TaskRow, TaskError> {
         let id = id.to_string();
         let error = end.error.map(str::to_string);
         let (summary, report) = (end.summary.to_string(), end.report.to_string());
@@ -1070,6 +1083,10 @@ impl TaskTable {
                 report: &report,
                 notified,
             };
+            if let Some(last) = &last {
+                let _ = db.progress(&id, last.tool_calls, last.tokens);
+                let _ = db.append_output(&id, &last.output);
+            }
             db.record_end(&id, &end)
         })
         .await

@@ -7,7 +7,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::TaskStatus;
-use crate::tasks::{Finished, TaskError, TaskRow, TaskSpec, TaskTable};
+use crate::tasks::{Finished, LastWork, TaskError, TaskRow, TaskSpec, TaskTable};
 
 /// The session's background work as a tool context reaches it.
 pub trait BackgroundTasks: Send + Sync {
@@ -38,6 +38,18 @@ pub trait BackgroundTasks: Send + Sync {
     fn finish<'a>(
         &'a self,
         task_id: &'a str,
+        status: TaskStatus,
+        report: &'a str,
+        error: Option<&'a str>,
+        announce: bool,
+    ) -> BoxFuture<'a, ()>;
+
+    /// [`Self::finish`], recording `last` (the task's final counts and the
+    /// end of its output) in the same call to the task table.
+    fn finish_after<'a>(
+        &'a self,
+        task_id: &'a str,
+        last: LastWork,
         status: TaskStatus,
         report: &'a str,
         error: Option<&'a str>,

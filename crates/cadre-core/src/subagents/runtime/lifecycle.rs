@@ -6,11 +6,10 @@ use crate::subagents::report::{ChildReport, ChildStatus, render_batch};
 use crate::tasks::{TaskKind, TaskRow, TaskStatus};
 use tokio_util::sync::CancellationToken;
 
-/// A batch's rows as the task table filed them, with the children's inboxes.
-#[derive(Default)]
-pub(super) struct FiledTasks {
-    rows: Vec<(TaskRow, CancellationToken)>,
-    inboxes: Vec<tokio::sync::mpsc::UnboundedReceiver<String>>,
+/// A child's row as the task table filed it, with the child's inbox.
+pub(super) struct FiledTask {
+    row: Option<(TaskRow, CancellationToken)>,
+    inbox: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
 /// Writes children's saved records (0600). Best effort, as before: a record
@@ -32,101 +31,97 @@ pub(super) fn write_saved_children(saves: &[(std::path::PathBuf, Vec<u8>)]) {
 }
 
 impl SubagentRuntime {
-    /// Files the batch's children in the task table, all rows in one
-    /// transaction (foreground children too, so every child has an id and a
-    /// log there). If the table refuses, no child has a task. The future owns
-    /// what it needs, so the rows are filed while the children's logs open.
-    pub(super) fn file_tasks(
+    /// Files a child in the task table (foreground children too, so every
+    /// child has an id and a log there). If the table refuses, the child has
+    /// no task. The future owns what it needs, so the row is filed on the
+    /// table's thread while the child's log opens.
+    pub(super) fn file_task(
         &self,
         parent: &Parent<'_>,
-        prepared: &[(usize, Prepared)],
-    ) -> impl std::future::Future<Output = FiledTasks> + use<> {
+        p: &Prepared,
+    ) -> impl std::future::Future<Output = FiledTask> + use<> {
         let work = self.base_ctx.background.clone();
         let owner = parent.agent_id.to_string();
-        let wanted: Vec<(String, String, Option<String>, bool)> = prepared
-            .iter()
-            .map(|(_, p)| {
-                (
-                    p.description.clone(),
-                    p.tag.agent_type.clone(),
-                    p.name.clone(),
-                    p.background,
-                )
-            })
-            .collect();
+        let (description, agent_type, name, background) = (
+            p.description.clone(),
+            p.tag.agent_type.clone(),
+            p.name.clone(),
+            p.background,
+        );
         async move {
+            let (tx, inbox) = tokio::sync::mpsc::unbounded_channel();
             let Some(work) = work else {
-                return FiledTasks::default();
+                return FiledTask { row: None, inbox };
             };
-            let mut inboxes = Vec::with_capacity(wanted.len());
-            let mut specs = Vec::with_capacity(wanted.len());
-            for (description, agent_type, name, background) in &wanted {
-                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-                inboxes.push(rx);
-                let spec = crate::tasks::TaskSpec {
-                    owner: &owner,
-                    kind: TaskKind::Subagent,
-                    description,
-                    agent_type: Some(agent_type),
-                    name: name.as_deref(),
-                    background: *background,
-                };
-                specs.push((spec, Some(tx)));
-            }
-            FiledTasks {
-                rows: work.start_many(specs).await.unwrap_or_default(),
-                inboxes,
-            }
+            let spec = crate::tasks::TaskSpec {
+                owner: &owner,
+                kind: TaskKind::Subagent,
+                description: &description,
+                agent_type: Some(&agent_type),
+                name: name.as_deref(),
+                background,
+            };
+            let row = work
+                .start_many(vec![(spec, Some(tx))])
+                .await
+                .ok()
+                .and_then(|mut rows| rows.pop());
+            FiledTask { row, inbox }
         }
     }
 
-    /// Gives each child its filed task (its id, inbox and cancel) and
-    /// remembers it; returns the records to save beside the tasks' outputs
-    /// (written off the runtime's thread: nothing waits for them).
-    pub(super) fn open_tasks(
+    /// Gives a child its filed task (its id, inbox and cancel) and
+    /// remembers it; returns the record to save beside the task's output
+    /// (written off the runtime's thread: nothing waits for it).
+    pub(super) fn open_task(
         &self,
         parent: &Parent<'_>,
-        prepared: &mut [(usize, Prepared)],
-        filed: FiledTasks,
-    ) -> Vec<(std::path::PathBuf, Vec<u8>)> {
-        let mut saves = Vec::new();
-        let mut filed_rows = filed.rows.into_iter();
-        let mut inboxes = filed.inboxes.into_iter();
-        for (_, p) in prepared.iter_mut() {
-            let mut output_path = None;
-            if let (Some((row, cancel)), Some(rx)) = (filed_rows.next(), inboxes.next()) {
-                p.agent.set_inbox(rx);
-                p.agent.record_progress_in(row.id.clone());
-                p.task_id = Some(row.id);
-                p.task_cancel = Some(cancel);
-                output_path = Some(row.output_path);
+        p: &mut Prepared,
+        filed: FiledTask,
+    ) -> Option<(std::path::PathBuf, Vec<u8>)> {
+        let mut save = None;
+        let mut output_path = None;
+        if let Some((row, cancel)) = filed.row {
+            p.agent.set_inbox(filed.inbox);
+            p.agent.record_progress_in(row.id.clone());
+            p.task_id = Some(row.id);
+            p.task_cancel = Some(cancel);
+            output_path = Some(row.output_path);
+        }
+        let record = ChildRecord {
+            agent_id: p.tag.agent_id.to_string(),
+            owner: parent.agent_id.to_string(),
+            name: p.name.clone(),
+            agent_type: p.tag.agent_type.clone(),
+            setup: p.setup.clone(),
+            spawner: p.spawner.clone(),
+            task_id: p.task_id.clone(),
+            resumable: p.resumable,
+            verdict: p.verification,
+            servers: p.mcp_servers.handles(),
+            work_mode: p.teammate.map(|(mode, _)| mode),
+        };
+        if let Some(path) = &output_path {
+            if let Some(bytes) = self.saved_child(&record) {
+                save = Some((super::messages::saved_child_path(path), bytes));
             }
-            let record = ChildRecord {
-                agent_id: p.tag.agent_id.to_string(),
-                owner: parent.agent_id.to_string(),
-                name: p.name.clone(),
-                agent_type: p.tag.agent_type.clone(),
-                setup: p.setup.clone(),
-                spawner: p.spawner.clone(),
-                task_id: p.task_id.clone(),
-                resumable: p.resumable,
-                verdict: p.verification,
-                servers: p.mcp_servers.handles(),
-                work_mode: p.teammate.map(|(mode, _)| mode),
-            };
-            if let Some(path) = &output_path {
-                if let Some(bytes) = self.saved_child(&record) {
-                    saves.push((super::messages::saved_child_path(path), bytes));
-                }
-                if let Some(worktree) = &p.worktree {
-                    worktree.record(path);
-                }
-            }
-            if let Ok(mut children) = self.children.lock() {
-                children.push(record);
+            if let Some(worktree) = &p.worktree {
+                worktree.record(path);
             }
         }
-        saves
+        if let Ok(mut children) = self.children.lock() {
+            children.push(record);
+        }
+        save
+    }
+
+    /// Ends the task of a child that was filed but never ran (its batch
+    /// stopped first), so no row is left running.
+    pub(super) async fn end_unstarted(&self, p: &Prepared, why: &str) {
+        if let (Some(work), Some(task)) = (&self.base_ctx.background, &p.task_id) {
+            work.finish(task, TaskStatus::Failed, why, Some(why), false)
+                .await;
+        }
     }
 
     /// Files a child's end in its task: its report, or why there is none.
@@ -176,12 +171,14 @@ impl SubagentRuntime {
             ChildStatus::Failed => TaskStatus::Failed,
             ChildStatus::Cancelled => TaskStatus::Cancelled,
         };
-        let _ = work
-            .table()
-            .progress(task_id, u64::from(r.tool_calls), r.tokens)
-            .await;
-        let _ = work.table().append_output(task_id, report).await;
-        work.finish(task_id, status, report, r.error.as_deref(), announce)
+        // One call to the table for the child's last counts, its report in
+        // its output and its end: the parent's next request waits on it.
+        let last = crate::tasks::LastWork {
+            tool_calls: u64::from(r.tool_calls),
+            tokens: r.tokens,
+            output: report.to_string(),
+        };
+        work.finish_after(task_id, last, status, report, r.error.as_deref(), announce)
             .await;
     }
 }

@@ -41,81 +41,65 @@ impl SubagentRuntime {
         };
         // The project's instructions and facts, read once for the batch.
         let project = crate::agent::ProjectContext::read(&parent.caller.place.cwd).await;
-        let mut prepared: Vec<(usize, Prepared)> = Vec::new();
-        for (slot, call) in calls.into_iter().enumerate() {
-            match self.prepare(parent, &catalog, &project, call, total).await {
-                Ok(p) => prepared.push((slot, p)),
-                Err(out) => outputs[slot] = Some(out),
-            }
-        }
-
-        // The session's running cap: past it a spawn fails and says not to
-        // retry. Teammates have a cap of their own (`max_teammates`).
-        let (mut prepared, teammates): (Vec<_>, Vec<_>) = prepared
-            .into_iter()
-            .partition(|(_, p)| p.teammate.is_none());
-        let mut slots = self.reserve_slots(prepared.len());
-        if prepared.len() > slots.len() {
-            for (slot, _) in prepared.drain(slots.len()..) {
-                outputs[slot] = Some(ToolOutput::error(self.running_cap_reached()));
-            }
-        }
-        prepared.extend(teammates);
-
-        // Every child's log (and task row) exists before any child runs, and
-        // before it is announced, so a front end can open it on the event.
-        // The logs are written at once (one hand-over to the log writer
-        // each) while the task table files the batch's rows in one
-        // transaction on its own thread.
         if let Some(dir) = &self.agents_dir {
             crate::config::ensure_private_dir(dir).map_err(|e| BatchFailure(e.to_string()))?;
-        }
-        let filing = self.file_tasks(parent, &prepared);
-        let (opened, filed) = futures::future::join(
-            futures::future::join_all(prepared.iter_mut().map(|(_, p)| self.open_child_log(p))),
-            filing,
-        )
-        .await;
-        if let Some(e) = opened.into_iter().find_map(Result::err) {
-            return Err(BatchFailure(e));
-        }
-        let saves = self.open_tasks(parent, &mut prepared, filed);
-        // What a later process needs to resume them is written beside, off
-        // this thread: no child waits for it.
-        let saving = (!saves.is_empty()).then(|| {
-            tokio::task::spawn_blocking(move || super::lifecycle::write_saved_children(&saves))
-        });
-        for (_, p) in &prepared {
-            self.emit_started(p);
-        }
-        parent
-            .spawner
-            .started_this_turn
-            .fetch_add(prepared.len(), Ordering::SeqCst);
-
-        // Teammates and background children go their own way now; the
-        // parent gets their names and ids.
-        let (teammates, prepared): (Vec<_>, Vec<_>) = prepared
-            .into_iter()
-            .partition(|(_, p)| p.teammate.is_some());
-        for (slot, p) in teammates {
-            outputs[slot] = Some(self.launch_teammate(p).await);
-        }
-        let (background, foreground): (Vec<_>, Vec<_>) =
-            prepared.into_iter().partition(|(_, p)| p.background);
-        for (slot, p) in background {
-            let slot_guard = slots.pop();
-            outputs[slot] = Some(self.launch_background(p, slot_guard));
         }
 
         let pool = Arc::new(Semaphore::new(self.settings.max_concurrent.clamp(1, 32)));
         let batch_cancel = cancel.child_token();
-        // Each foreground child runs as its own task so that it can be moved to
-        // the background mid-run (after `auto_background_after` or on request)
-        // without a restart: it keeps its progress and reports by notice.
         let mut waiting: Vec<ForegroundChild> = Vec::new();
-        let mut slots = slots.into_iter();
-        for (slot, p) in foreground {
+        // Teammates and background children are launched once the batch's
+        // foreground children run; the parent gets their names and ids.
+        let mut later: Vec<(usize, Prepared, Option<RunningSlot>)> = Vec::new();
+        let mut saves = Vec::new();
+        let mut startup_failure = None;
+        // Each child starts as soon as it is ready, not after its siblings:
+        // resolved, its task row filed (on the table's thread while its log
+        // opens), announced, then running while the next one is prepared.
+        // Its log and task row exist before it is announced or runs.
+        for (slot, call) in calls.into_iter().enumerate() {
+            let mut p = match self.prepare(parent, &catalog, &project, call, total).await {
+                Ok(p) => p,
+                Err(out) => {
+                    outputs[slot] = Some(out);
+                    continue;
+                }
+            };
+            // The session's running cap: past it a spawn fails and says not
+            // to retry. Teammates have a cap of their own (`max_teammates`).
+            let running_slot = if p.teammate.is_none() {
+                match self.reserve_slots(1).pop() {
+                    Some(s) => Some(s),
+                    None => {
+                        outputs[slot] = Some(ToolOutput::error(self.running_cap_reached()));
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            let filing = self.file_task(parent, &p);
+            // The row's job is handed to the table first, then the log opens.
+            let (filed, opened) = futures::future::join(filing, self.open_child_log(&mut p)).await;
+            saves.extend(self.open_task(parent, &mut p, filed));
+            if let Err(e) = opened {
+                self.end_unstarted(&p, &e).await;
+                startup_failure = Some(BatchFailure(e));
+                break;
+            }
+            self.emit_started(&p);
+            parent
+                .spawner
+                .started_this_turn
+                .fetch_add(1, Ordering::SeqCst);
+            if p.teammate.is_some() || p.background {
+                later.push((slot, p, running_slot));
+                continue;
+            }
+            // Each foreground child runs as its own task so that it can be
+            // moved to the background mid-run (after `auto_background_after`
+            // or on request) without a restart: it keeps its progress and
+            // reports by notice.
             let (tx, rx) = tokio::sync::oneshot::channel();
             let detached = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let child_cancel = p
@@ -132,7 +116,6 @@ impl SubagentRuntime {
             });
             let rt = self.clone();
             let pool = pool.clone();
-            let running_slot = slots.next();
             tokio::spawn(async move {
                 let _running_slot = running_slot;
                 let permit = tokio::select! {
@@ -153,6 +136,32 @@ impl SubagentRuntime {
                 if attached {
                     let _ = tx.send(result);
                 }
+            });
+            // The child sends its first request before the next is prepared.
+            tokio::task::yield_now().await;
+        }
+        // What a later process needs to resume them is written beside, off
+        // this thread: no child waits for it.
+        let saving = (!saves.is_empty()).then(|| {
+            tokio::task::spawn_blocking(move || super::lifecycle::write_saved_children(&saves))
+        });
+        if startup_failure.is_some() {
+            // A child whose log cannot open stops the batch: the siblings
+            // already running are cancelled (their reports still come in
+            // below), the ones not launched end unstarted.
+            for c in &waiting {
+                c.cancel.cancel();
+            }
+            for (_, p, _) in later.drain(..) {
+                self.end_unstarted(&p, "the batch stopped before it started")
+                    .await;
+            }
+        }
+        for (slot, p, running_slot) in later {
+            outputs[slot] = Some(if p.teammate.is_some() {
+                self.launch_teammate(p).await
+            } else {
+                self.launch_background(p, running_slot)
             });
         }
 
@@ -199,9 +208,11 @@ impl SubagentRuntime {
                 }
             }
         }
-        drop(slots);
         if let Some(saving) = saving {
             let _ = saving.await;
+        }
+        if let Some(f) = startup_failure {
+            return Err(f);
         }
         if finished.is_empty() {
             return Ok(outputs
