@@ -650,36 +650,17 @@ impl BackgroundTasks for BackgroundWork {
         Box::pin(BackgroundWork::start_many(self, specs))
     }
 
-    fn finish<'a>(
-        &'a self,
-        task_id: &'a str,
-        status: TaskStatus,
-        report: &'a str,
-        error: Option<&'a str>,
-        announce: bool,
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(BackgroundWork::finish(
-            self, task_id, status, report, error, announce,
-        ))
-    }
-
     fn finish_after<'a>(
         &'a self,
         task_id: &'a str,
-        last: crate::tasks::LastWork,
+        last: Option<crate::tasks::LastWork>,
         status: TaskStatus,
         report: &'a str,
         error: Option<&'a str>,
         announce: bool,
     ) -> BoxFuture<'a, ()> {
         Box::pin(BackgroundWork::finish_after(
-            self,
-            task_id,
-            Some(last),
-            status,
-            report,
-            error,
-            announce,
+            self, task_id, last, status, report, error, announce,
         ))
     }
 

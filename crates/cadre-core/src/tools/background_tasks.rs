@@ -42,14 +42,16 @@ pub trait BackgroundTasks: Send + Sync {
         report: &'a str,
         error: Option<&'a str>,
         announce: bool,
-    ) -> BoxFuture<'a, ()>;
+    ) -> BoxFuture<'a, ()> {
+        self.finish_after(task_id, None, status, report, error, announce)
+    }
 
     /// [`Self::finish`], recording `last` (the task's final counts and the
     /// end of its output) in the same call to the task table.
     fn finish_after<'a>(
         &'a self,
         task_id: &'a str,
-        last: LastWork,
+        last: Option<LastWork>,
         status: TaskStatus,
         report: &'a str,
         error: Option<&'a str>,

@@ -178,7 +178,14 @@ impl SubagentRuntime {
             tokens: r.tokens,
             output: report.to_string(),
         };
-        work.finish_after(task_id, last, status, report, r.error.as_deref(), announce)
-            .await;
+        work.finish_after(
+            task_id,
+            Some(last),
+            status,
+            report,
+            r.error.as_deref(),
+            announce,
+        )
+        .await;
     }
 }
