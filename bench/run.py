@@ -72,8 +72,17 @@ class Mock:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def records(self):
-        with open(self.record) as f:
-            return [json.loads(l) for l in f if l.strip()]
+        """The record file's lines. A request's line is written just after its reply's last
+        event, and cadre may be gone by then: read until two reads 20 ms apart agree."""
+        last = None
+        for _ in range(50):
+            with open(self.record) as f:
+                lines = [l for l in f if l.strip()]
+            if last is not None and len(lines) == len(last):
+                break
+            last = lines
+            time.sleep(0.02)
+        return [json.loads(l) for l in lines]
 
     def stop(self):
         self.proc.kill()

@@ -111,58 +111,92 @@ struct Shared {
 }
 
 impl Shared {
-    /// Keeps `rec` and appends it to the record file. `raw` is the body as
-    /// received when it parsed as JSON: written as it came, it spares
-    /// re-serialising a whole conversation on every request.
-    fn push(&self, mut rec: Record, raw: Option<Bytes>) {
-        let mut inner = lock(&self.recorder);
-        if let Some(file) = inner.file.as_mut() {
-            match record_line(&mut rec, raw.as_deref()) {
-                Ok(line) => {
-                    if let Err(e) = file.write_all(&line).and_then(|()| file.flush()) {
-                        eprintln!("cadre-mock: cannot write record: {e}");
-                    }
-                }
-                Err(e) => eprintln!("cadre-mock: cannot serialize record: {e}"),
-            }
-        }
+    /// Keeps `rec` (`raw` is the body as received when it parsed as JSON),
+    /// readable at once; returns its index for `close`.
+    fn keep(&self, mut rec: Record, raw: Option<Bytes>) -> usize {
         if raw.is_some() {
             rec.body = Value::Null;
         }
+        let mut inner = lock(&self.recorder);
         inner.records.push(Kept { rec, raw });
+        inner.records.len() - 1
+    }
+
+    /// The kept record `at` ends now: its end time is set and its line
+    /// appended to the record file.
+    fn close(&self, at: usize) {
+        let mut inner = lock(&self.recorder);
+        let has_file = inner.file.is_some();
+        let Some(kept) = inner.records.get_mut(at) else {
+            return;
+        };
+        kept.rec.t_end_us = now_us();
+        kept.rec.t_end_ms = kept.rec.t_end_us / 1000;
+        if has_file {
+            let (mut rec, raw) = (kept.rec.clone(), kept.raw.clone());
+            inner.write(&mut rec, raw.as_deref());
+        }
     }
 }
 
-/// One line of the record file, newline included. With `raw` (JSON on one
-/// line), the body is those bytes, spliced where the serialised `body` is.
-fn record_line(rec: &mut Record, raw: Option<&[u8]>) -> Result<Vec<u8>, serde_json::Error> {
+impl RecorderInner {
+    /// Appends `rec`'s line to the record file.
+    fn write(&mut self, rec: &mut Record, raw: Option<&[u8]>) {
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        match record_line(rec, raw) {
+            Ok((head, body, tail)) => {
+                let written = file
+                    .write_all(&head)
+                    .and_then(|()| file.write_all(body))
+                    .and_then(|()| file.write_all(&tail));
+                if let Err(e) = written {
+                    eprintln!("cadre-mock: cannot write record: {e}");
+                }
+            }
+            Err(e) => eprintln!("cadre-mock: cannot serialize record: {e}"),
+        }
+    }
+}
+
+/// One line of the record file in three parts (head, body, tail; the
+/// newline ends the tail). With `raw` (the body as received, which parsed as
+/// JSON) on one line, the body part is those bytes, so a large conversation
+/// is neither re-serialised nor copied; otherwise the line is the head alone.
+fn record_line<'a>(
+    rec: &mut Record,
+    raw: Option<&'a [u8]>,
+) -> Result<(Vec<u8>, &'a [u8], Vec<u8>), serde_json::Error> {
     const BODY: &[u8] = b",\"body\":null,\"user_agent\":";
     let one_line = raw.filter(|r| !r.iter().any(|b| matches!(b, b'\n' | b'\r')));
-    let mut line = match one_line {
+    if let Some(raw) = one_line {
+        let body = std::mem::take(&mut rec.body);
+        let text = serde_json::to_vec(&*rec);
+        rec.body = body;
+        let text = text?;
+        // Quotes inside `rule` and `user_agent` are escaped, so the
+        // unescaped key sequence occurs exactly once.
+        if let Some(at) = text.windows(BODY.len()).position(|w| w == BODY) {
+            let mut head = text[..at].to_vec();
+            head.extend_from_slice(b",\"body\":");
+            let mut tail = b",\"user_agent\":".to_vec();
+            tail.extend_from_slice(&text[at + BODY.len()..]);
+            tail.push(b'\n');
+            return Ok((head, raw, tail));
+        }
+    }
+    let mut line = match raw {
         Some(raw) => {
-            let body = std::mem::take(&mut rec.body);
+            let body = std::mem::replace(&mut rec.body, serde_json::from_slice(raw)?);
             let text = serde_json::to_vec(&*rec);
             rec.body = body;
-            let text = text?;
-            // Quotes inside `rule` and `user_agent` are escaped, so the
-            // unescaped key sequence occurs exactly once.
-            match text.windows(BODY.len()).position(|w| w == BODY) {
-                Some(at) => {
-                    let mut out = Vec::with_capacity(text.len() + raw.len());
-                    out.extend_from_slice(&text[..at]);
-                    out.extend_from_slice(b",\"body\":");
-                    out.extend_from_slice(raw);
-                    out.extend_from_slice(b",\"user_agent\":");
-                    out.extend_from_slice(&text[at + BODY.len()..]);
-                    out
-                }
-                None => serde_json::to_vec(&*rec)?,
-            }
+            text?
         }
         None => serde_json::to_vec(&*rec)?,
     };
     line.push(b'\n');
-    Ok(line)
+    Ok((line, &[], Vec::new()))
 }
 
 /// Writes its record when finished or dropped (e.g. when the client goes away mid-stream).
@@ -171,14 +205,28 @@ struct RecordGuard {
     rec: Option<Record>,
     /// The body as received, once it parsed as JSON.
     raw: Option<Bytes>,
+    /// Where the record was kept at the reply's last piece, until `finish`.
+    kept: Option<usize>,
 }
 
 impl RecordGuard {
+    /// The reply is over: its end time is now and its record is in the file.
     fn finish(&mut self) {
+        self.end();
+        if let Some(at) = self.kept.take() {
+            self.shared.close(at);
+        }
+    }
+
+    /// The reply's last piece is being handed out: the record is readable
+    /// from now, so a client gone right after it finds it. Its end time and
+    /// its line in the record file (a copy of the whole request) come at
+    /// `finish`, once the piece is out.
+    fn end(&mut self) {
         if let Some(mut rec) = self.rec.take() {
             rec.t_end_us = now_us();
             rec.t_end_ms = rec.t_end_us / 1000;
-            self.shared.push(rec, self.raw.take());
+            self.kept = Some(self.shared.keep(rec, self.raw.take()));
         }
     }
 }
@@ -396,6 +444,7 @@ async fn handle(
             user_agent,
         }),
         raw: None,
+        kept: None,
     };
     let set_rec = |guard: &mut RecordGuard, f: &dyn Fn(&mut Record)| {
         if let Some(r) = guard.rec.as_mut() {
@@ -423,8 +472,10 @@ async fn handle(
     // large conversation on every request would make the mock the bottleneck.
     let step = info.step;
     set_rec(&mut guard, &|r| r.step = step);
+    // With the raw body kept, the parsed one is dropped here, before the
+    // reply starts, rather than when the record is kept at its end.
     let keep_body = |guard: &mut RecordGuard, body: Value| {
-        if let Some(r) = guard.rec.as_mut() {
+        if let (Some(r), None) = (guard.rec.as_mut(), guard.raw.as_ref()) {
             r.body = body;
         }
     };
@@ -672,7 +723,12 @@ fn body_stream(
         }
         st.first = false;
         match st.pieces.pop_front() {
-            Some(p) => Some((Ok(p), st)),
+            Some(p) => {
+                if st.pieces.is_empty() && st.pings.is_none() && !st.stall && !st.abort {
+                    st.guard.end();
+                }
+                Some((Ok(p), st))
+            }
             None if st.pings.is_some() => {
                 // The record is written when the client goes away.
                 let every = st.pings.unwrap_or_default();
@@ -783,19 +839,23 @@ mod tests {
             user_agent: Some("ua".into()),
         };
         let want = serde_json::to_value(&rec).unwrap();
-        // A raw body on several lines is serialised from the value instead.
-        for raw in [Some(&raw[..]), None, Some(&b"{\n}"[..])] {
-            let line = record_line(&mut rec, raw).unwrap();
+        let pretty = serde_json::to_vec_pretty(&rec.body).unwrap();
+        // Without a raw body the value is serialised; a raw body on several
+        // lines is parsed again, as the record keeps no value beside it.
+        for raw in [Some(&raw[..]), None, Some(&pretty[..])] {
+            let mut rec = rec.clone();
+            if raw.is_some() {
+                rec.body = Value::Null;
+            }
+            let (head, body, tail) = record_line(&mut rec, raw).unwrap();
+            let line = [head.as_slice(), body, tail.as_slice()].concat();
             assert_eq!(line.last(), Some(&b'\n'));
             assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
             let got: Value = serde_json::from_slice(&line).unwrap();
             assert_eq!(got, want);
         }
-        let line = record_line(&mut rec, Some(raw)).unwrap();
-        assert!(
-            line.windows(raw.len()).any(|w| w == raw),
-            "the raw body is spliced in"
-        );
+        let (_, body, _) = record_line(&mut rec, Some(raw)).unwrap();
+        assert_eq!(body, raw, "the raw body is written as it came");
     }
 
     #[test]

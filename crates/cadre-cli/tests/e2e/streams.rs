@@ -115,6 +115,38 @@ rules:
 }
 
 #[tokio::test]
+async fn a_reply_whose_last_event_came_is_used_though_the_body_never_ends() {
+    // Every event of each reply is sent, then the connection stays open with
+    // the body unfinished: the reply is whole at its last event
+    // (`message_stop`, or `[DONE]` after a finish reason), so the turn goes on
+    // at once instead of waiting out the idle timeout and retrying.
+    let script = r#"
+rules:
+  - name: open
+    replies:
+      - tool_calls: [{ name: Read, input: { file_path: "notes.txt" } }]
+        fail: { stall_after_events: 1000 }
+      - text: "Read it."
+        fail: { stall_after_events: 1000 }
+"#;
+    for wire in BOTH_WIRES {
+        let h = Harness::new(script, wire).await;
+        short_idle_timeout(&h);
+        h.write("notes.txt", "a note\n");
+        let out = h.cadre(&["exec", "--json", "read the notes"]).await;
+        assert!(out.status.success(), "{wire:?}: {}", stderr(&out));
+        let evs = events(&out);
+        assert!(of_type(&evs, "retrying").is_empty(), "{wire:?}: {evs:?}");
+        let end = of_type(&evs, "turn_ended")[0];
+        assert_eq!(end["status"], "completed", "{wire:?}");
+        assert_eq!(end["final_text"], "Read it.", "{wire:?}");
+        assert_eq!(h.mock.records().len(), 2, "{wire:?}: one request per reply");
+        let results = tool_results(&common::last_body(&h));
+        assert!(results[0].0.contains("a note"), "{wire:?}: {results:?}");
+    }
+}
+
+#[tokio::test]
 async fn when_every_try_stalls_exec_ends_with_a_clear_error() {
     let script = r#"
 rules:

@@ -583,6 +583,11 @@ impl AnthropicDecoder {
         }
     }
 
+    /// Whether `message_stop` arrived: nothing after it belongs to the reply.
+    pub(crate) fn is_complete(&self) -> bool {
+        self.stopped
+    }
+
     /// The complete reply, or the reason the stream was not complete.
     pub(crate) fn finish(self) -> Result<super::ModelResponse, ModelError> {
         if !self.stopped {

@@ -102,6 +102,13 @@ impl Decoder {
             Decoder::OpenAi(d) => d.on_event(data, emit),
         }
     }
+    /// Whether the wire's last event arrived.
+    fn is_complete(&self) -> bool {
+        match self {
+            Decoder::Anthropic(d) => d.is_complete(),
+            Decoder::OpenAi(d) => d.is_complete(),
+        }
+    }
     fn finish(self) -> Result<ModelResponse, ModelError> {
         match self {
             Decoder::Anthropic(d) => d.finish(),
@@ -788,6 +795,13 @@ impl ModelClient {
                 started = true;
                 deadline = tokio::time::Instant::now() + idle;
             }
+            if decoder.is_complete() {
+                // The reply is whole at its last event; the body's end (the
+                // chunked terminator) is read off the turn's path so the
+                // connection still goes back to the pool.
+                drain_body(chunks, idle);
+                break;
+            }
         }
         match decoder.finish() {
             Ok(r) => Ok(Attempt::Done(r)),
@@ -832,6 +846,21 @@ fn read_text_calls(mut resp: ModelResponse) -> ModelResponse {
     };
     resp.stop_reason = StopReason::ToolUse;
     resp
+}
+
+/// Reads what is left of a streamed body after the reply's last event, in
+/// the background and for at most `idle`: a fully read body returns its
+/// connection to the pool, a body that never ends is dropped with it.
+fn drain_body<S>(mut chunks: S, idle: Duration)
+where
+    S: futures::Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send + Unpin + 'static,
+{
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(idle, async {
+            while let Some(Ok(_)) = chunks.next().await {}
+        })
+        .await;
+    });
 }
 
 /// The largest error body read for its message.

@@ -467,6 +467,12 @@ impl OpenAiDecoder {
         Ok(progress)
     }
 
+    /// Whether `[DONE]` arrived after a finish reason: nothing after it belongs
+    /// to the reply.
+    pub(crate) fn is_complete(&self) -> bool {
+        self.finished && self.done
+    }
+
     /// The complete reply, or the reason the stream was not complete. A stream
     /// is complete once a finish reason arrived; `[DONE]` alone without one is not.
     pub(crate) fn finish(self) -> Result<super::ModelResponse, ModelError> {
