@@ -169,7 +169,7 @@ pub fn now_ms() -> u64 {
 #[derive(Debug)]
 pub struct SessionLog {
     path: PathBuf,
-    file: Arc<File>,
+    file: Arc<LogFile>,
     /// For a log reopened by a resume: [`Rebuilt::counted`] of it.
     counted: Option<(u64, usize)>,
     /// Why a record handed over without a wait ([`Self::append_unawaited`])
@@ -180,7 +180,7 @@ pub struct SessionLog {
 /// Lines for the log writer: the file, the lines in order, and who waits
 /// for them to be written (no one, for diagnostics).
 struct LineWrite {
-    file: Arc<File>,
+    file: Arc<LogFile>,
     lines: Vec<Vec<u8>>,
     done: Option<tokio::sync::oneshot::Sender<std::io::Result<()>>>,
     /// Where a failure is kept when no one waits for the lines.
@@ -213,8 +213,64 @@ fn log_writer() -> Option<&'static Sender<LineWrite>> {
         .as_ref()
 }
 
+/// A log's file: open from the start, or created (0600, new) by its first
+/// write, on the writer's thread, so that a file system slow to make a file
+/// does not hold up the async runtime's thread.
+struct LogFile {
+    path: PathBuf,
+    file: OnceLock<File>,
+    /// Held while the file is being created, so it is created once.
+    creating: std::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for LogFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogFile")
+            .field("path", &self.path)
+            .field("open", &self.file.get().is_some())
+            .finish()
+    }
+}
+
+impl LogFile {
+    fn opened(path: &Path, file: File) -> LogFile {
+        LogFile {
+            path: path.to_path_buf(),
+            file: OnceLock::from(file),
+            creating: std::sync::Mutex::new(()),
+        }
+    }
+
+    fn on_first_write(path: &Path) -> LogFile {
+        LogFile {
+            path: path.to_path_buf(),
+            file: OnceLock::new(),
+            creating: std::sync::Mutex::new(()),
+        }
+    }
+
+    fn get(&self) -> std::io::Result<&File> {
+        if let Some(f) = self.file.get() {
+            return Ok(f);
+        }
+        let _creating = self
+            .creating
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(f) = self.file.get() {
+            return Ok(f);
+        }
+        let file = open_private(&self.path, true).map_err(|e| match e {
+            SessionError::Write { source, .. } => source,
+            other => std::io::Error::other(other.to_string()),
+        })?;
+        Ok(self.file.get_or_init(|| file))
+    }
+}
+
 /// Writes each line in one `write` (`O_APPEND`: it lands whole at the end).
-fn write_lines(mut file: &File, lines: &[Vec<u8>]) -> std::io::Result<()> {
+fn write_lines(file: &LogFile, lines: &[Vec<u8>]) -> std::io::Result<()> {
+    let mut file = file.get()?;
     for line in lines {
         file.write_all(line)?;
     }
@@ -227,10 +283,23 @@ impl SessionLog {
         let file = open_private(path, true)?;
         Ok(SessionLog {
             path: path.to_path_buf(),
-            file: Arc::new(file),
+            file: Arc::new(LogFile::opened(path, file)),
             counted: None,
             unawaited_failure: Arc::default(),
         })
+    }
+
+    /// A new log at `path` whose file (0600) is created by its first write,
+    /// on the log writer's thread: the first append, awaited, reports a file
+    /// that cannot be created as [`Self::create`] would. For a batch's
+    /// children, whose logs are made one after another on the runtime's thread.
+    pub fn create_on_first_write(path: &Path) -> SessionLog {
+        SessionLog {
+            path: path.to_path_buf(),
+            file: Arc::new(LogFile::on_first_write(path)),
+            counted: None,
+            unawaited_failure: Arc::default(),
+        }
     }
 
     /// Reopens an existing log for appending. A torn last line is moved to
@@ -241,7 +310,7 @@ impl SessionLog {
         let file = open_private(path, false)?;
         Ok(SessionLog {
             path: path.to_path_buf(),
-            file: Arc::new(file),
+            file: Arc::new(LogFile::opened(path, file)),
             counted: None,
             unawaited_failure: Arc::default(),
         })

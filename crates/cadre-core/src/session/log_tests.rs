@@ -167,7 +167,7 @@ async fn a_failed_unawaited_record_is_reported_by_the_next_append() {
     };
     let log = SessionLog {
         path: PathBuf::from("/dev/full"),
-        file: Arc::new(full),
+        file: Arc::new(LogFile::opened(Path::new("/dev/full"), full)),
         counted: None,
         unawaited_failure: Arc::default(),
     };
@@ -184,6 +184,44 @@ async fn a_failed_unawaited_record_is_reported_by_the_next_append() {
             .await
             .is_err()
     );
+}
+
+#[tokio::test]
+async fn a_log_made_on_first_write_is_created_by_it_or_reports_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("child.jsonl");
+    let log = SessionLog::create_on_first_write(&path);
+    assert!(!path.exists(), "nothing is created before the first write");
+    log.append(RecordBody::User { text: "a".into() })
+        .await
+        .unwrap();
+    log.append_unawaited(RecordBody::User { text: "b".into() })
+        .unwrap();
+    log.written().await.unwrap();
+    assert_eq!(user_texts(&path), ["a", "b"]);
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions())
+            & 0o777,
+        0o600
+    );
+    // A file already there is not taken over, as with `create`.
+    let again = SessionLog::create_on_first_write(&path);
+    let err = again
+        .append(RecordBody::User { text: "c".into() })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("child.jsonl"), "{err}");
+    assert_eq!(user_texts(&path), ["a", "b"]);
+    // Nor is a folder that does not exist made.
+    let missing = dir.path().join("gone").join("child.jsonl");
+    let err = SessionLog::create_on_first_write(&missing)
+        .append(RecordBody::User { text: "d".into() })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("gone"), "{err}");
+    assert!(!dir.path().join("gone").exists());
 }
 
 #[tokio::test]

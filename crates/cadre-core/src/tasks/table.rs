@@ -561,8 +561,9 @@ impl TaskDb {
         Ok(())
     }
 
-    /// A new task's directory `tasks/<id>/` (0700, under a fresh id) with an
-    /// empty `output.log` (0600), whose path is returned.
+    /// A new task's directory `tasks/<id>/` (0700, under a fresh id) and the
+    /// path of its `output.log`, which is created (0600) at the task's first
+    /// output: filing a task costs one new inode, not two.
     fn new_output_log(&self) -> Result<PathBuf, TaskError> {
         let mut attempts = 0;
         let dir = loop {
@@ -578,14 +579,7 @@ impl TaskDb {
         };
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
             .map_err(io_err(&dir))?;
-        let output_path = dir.join("output.log");
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&output_path)
-            .map_err(io_err(&output_path))?;
-        Ok(output_path)
+        Ok(dir.join("output.log"))
     }
 
     /// Moves a task to `to` if [`check_transition`] allows it, in one write
@@ -830,7 +824,17 @@ impl TaskDb {
         max: usize,
     ) -> Result<(String, u64, u64), TaskError> {
         let path = self.output_path(id)?;
-        let mut file = std::fs::File::open(&path).map_err(io_err(&path))?;
+        let mut file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            // No output yet: the log is created at the first.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && path.parent().is_some_and(Path::is_dir) =>
+            {
+                return Ok((String::new(), 0, 0));
+            }
+            Err(e) => return Err(io_err(&path)(e)),
+        };
         let total = file.metadata().map_err(io_err(&path))?.len();
         let start = offset.min(total);
         if max == 0 || start == total {

@@ -376,8 +376,8 @@ impl SubagentRuntime {
             return Ok(());
         };
         // The folder exists: the batch made it (once for all its children).
-        let log = SessionLog::create(&dir.join(format!("{}.jsonl", p.tag.agent_id)))
-            .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
+        // The file is made by the awaited first write below, off this thread.
+        let log = SessionLog::create_on_first_write(&dir.join(format!("{}.jsonl", p.tag.agent_id)));
         let start = RecordBody::SessionStart {
             session_id: p.tag.agent_id.to_string(),
             cwd: p.ctx.cwd.display().to_string(),
