@@ -160,6 +160,9 @@ impl RecorderInner {
     }
 }
 
+/// A record file line as head, body as received, and tail.
+type LineParts<'a> = (Vec<u8>, &'a [u8], Vec<u8>);
+
 /// One line of the record file in three parts (head, body, tail; the
 /// newline ends the tail). With `raw` (the body as received, which parsed as
 /// JSON) on one line, the body part is those bytes, so a large conversation
@@ -167,7 +170,7 @@ impl RecorderInner {
 fn record_line<'a>(
     rec: &mut Record,
     raw: Option<&'a [u8]>,
-) -> Result<(Vec<u8>, &'a [u8], Vec<u8>), serde_json::Error> {
+) -> Result<LineParts<'a>, serde_json::Error> {
     const BODY: &[u8] = b",\"body\":null,\"user_agent\":";
     let one_line = raw.filter(|r| !r.iter().any(|b| matches!(b, b'\n' | b'\r')));
     if let Some(raw) = one_line {

@@ -561,9 +561,10 @@ impl TaskDb {
         Ok(())
     }
 
-    /// A new task's directory `tasks/<id>/` (0700, under a fresh id) and the
-    /// path of its `output.log`, which is created (0600) at the task's first
-    /// output: filing a task costs one new inode, not two.
+    /// A new task's directory `tasks/<id>/` (0700, under a fresh id) with an
+    /// empty `output.log` (0600), whose path is returned. Made here, when the
+    /// task is filed, rather than at its first output: that is often its end,
+    /// whose report the parent waits for.
     fn new_output_log(&self) -> Result<PathBuf, TaskError> {
         let mut attempts = 0;
         let dir = loop {
@@ -579,7 +580,14 @@ impl TaskDb {
         };
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
             .map_err(io_err(&dir))?;
-        Ok(dir.join("output.log"))
+        let output_path = dir.join("output.log");
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&output_path)
+            .map_err(io_err(&output_path))?;
+        Ok(output_path)
     }
 
     /// Moves a task to `to` if [`check_transition`] allows it, in one write
@@ -826,7 +834,8 @@ impl TaskDb {
         let path = self.output_path(id)?;
         let mut file = match std::fs::File::open(&path) {
             Ok(f) => f,
-            // No output yet: the log is created at the first.
+            // A log removed by hand reads as empty while its folder is there;
+            // the next output makes it again.
             Err(e)
                 if e.kind() == std::io::ErrorKind::NotFound
                     && path.parent().is_some_and(Path::is_dir) =>

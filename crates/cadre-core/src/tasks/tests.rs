@@ -76,12 +76,14 @@ fn files_are_private() {
     assert_eq!(mode(t.path()), 0o600);
     assert_eq!(mode(&dir.path().join("tasks")), 0o700);
     assert_eq!(mode(row.output_path.parent().unwrap()), 0o700);
+    assert_eq!(mode(&row.output_path), 0o600);
     assert_eq!(
         row.output_path,
         dir.path().join("tasks").join(&row.id).join("output.log")
     );
-    // The log is created at the task's first output; until then it reads as empty.
-    assert!(!row.output_path.exists());
+    assert_eq!(std::fs::metadata(&row.output_path).unwrap().len(), 0);
+    // A log removed by hand reads as empty, and the next output makes it again.
+    std::fs::remove_file(&row.output_path).unwrap();
     assert_eq!(
         t.read_output(&row.id, 0, 100).unwrap(),
         (String::new(), 0, 0)
