@@ -113,10 +113,7 @@ struct Shared {
 impl Shared {
     /// Keeps `rec` (`raw` is the body as received when it parsed as JSON),
     /// readable at once; returns its index for `close`.
-    fn keep(&self, mut rec: Record, raw: Option<Bytes>) -> usize {
-        if raw.is_some() {
-            rec.body = Value::Null;
-        }
+    fn keep(&self, rec: Record, raw: Option<Bytes>) -> usize {
         let mut inner = lock(&self.recorder);
         inner.records.push(Kept { rec, raw });
         inner.records.len() - 1
@@ -471,17 +468,11 @@ async fn handle(
     };
     guard.raw = Some(raw.clone());
     let info = request_info(wire, &body);
-    // The body moves into the record once it is no longer read: cloning a
-    // large conversation on every request would make the mock the bottleneck.
+    // The record keeps the raw body, not the parsed one: cloning or
+    // re-serialising a large conversation on every request would make the
+    // mock the bottleneck.
     let step = info.step;
     set_rec(&mut guard, &|r| r.step = step);
-    // With the raw body kept, the parsed one is dropped here, before the
-    // reply starts, rather than when the record is kept at its end.
-    let keep_body = |guard: &mut RecordGuard, body: Value| {
-        if let (Some(r), None) = (guard.rec.as_mut(), guard.raw.as_ref()) {
-            r.body = body;
-        }
-    };
 
     let script = &shared.script;
     let Some(ri) = info.find_rule(script) else {
@@ -490,7 +481,6 @@ async fn handle(
             preview(&info.system),
             preview(&info.first_user)
         );
-        keep_body(&mut guard, body);
         return error_response(guard, wire, n, 400, &msg);
     };
     let rule = &script.rules[ri];
@@ -522,7 +512,6 @@ async fn handle(
             rule.replies.len(),
             step
         );
-        keep_body(&mut guard, body);
         return error_response(guard, wire, n, 400, &msg);
     };
     let reply = &reply;
@@ -540,14 +529,13 @@ async fn handle(
         && f.stall
     {
         // Never answer; the record is written when the client goes away.
-        keep_body(&mut guard, body);
+        drop(body);
         set_rec(&mut guard, &|r| r.status = 0);
         return std::future::pending::<Response>().await;
     }
     if let Some(f) = failure
         && !f.in_body()
     {
-        keep_body(&mut guard, body);
         return failure_response(guard, wire, n, f);
     }
 
@@ -571,7 +559,7 @@ async fn handle(
             .and_then(Value::as_bool)
             == Some(true),
     };
-    keep_body(&mut guard, body);
+    drop(body);
 
     let mut pieces: Vec<Bytes> = if streaming {
         wire::stream_events(wire, reply, &ctx)

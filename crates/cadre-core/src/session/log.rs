@@ -12,13 +12,13 @@ use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
 use super::SessionError;
+use super::log_writer::{LineWrite, LogFile, log_writer, open_private, write_lines};
 use crate::model::{ContentBlock, Message, Role, ToolImage, Usage};
 use crate::protocol::CompactTrigger;
 
@@ -175,106 +175,6 @@ pub struct SessionLog {
     /// Why a record handed over without a wait ([`Self::append_unawaited`])
     /// could not be written: the next append reports it.
     unawaited_failure: Arc<OnceLock<String>>,
-}
-
-/// Lines for the log writer: the file, the lines in order, and who waits
-/// for them to be written (no one, for diagnostics).
-struct LineWrite {
-    file: Arc<LogFile>,
-    lines: Vec<Vec<u8>>,
-    done: Option<tokio::sync::oneshot::Sender<std::io::Result<()>>>,
-    /// Where a failure is kept when no one waits for the lines.
-    failure: Option<Arc<OnceLock<String>>>,
-}
-
-/// The thread that writes the lines of every log of this process, started on
-/// first use; `None` if it could not be started (lines are then written in place).
-fn log_writer() -> Option<&'static Sender<LineWrite>> {
-    static WRITER: OnceLock<Option<Sender<LineWrite>>> = OnceLock::new();
-    WRITER
-        .get_or_init(|| {
-            let (tx, rx) = std::sync::mpsc::channel::<LineWrite>();
-            std::thread::Builder::new()
-                .name("cadre-log-writer".into())
-                .spawn(move || {
-                    for job in rx {
-                        let written = write_lines(&job.file, &job.lines);
-                        if let (Err(e), Some(failure)) = (&written, &job.failure) {
-                            let _ = failure.set(e.to_string());
-                        }
-                        if let Some(done) = job.done {
-                            let _ = done.send(written);
-                        }
-                    }
-                })
-                .ok()
-                .map(|_| tx)
-        })
-        .as_ref()
-}
-
-/// A log's file: open from the start, or created (0600, new) by its first
-/// write, on the writer's thread, so that a file system slow to make a file
-/// does not hold up the async runtime's thread.
-struct LogFile {
-    path: PathBuf,
-    file: OnceLock<File>,
-    /// Held while the file is being created, so it is created once.
-    creating: std::sync::Mutex<()>,
-}
-
-impl std::fmt::Debug for LogFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LogFile")
-            .field("path", &self.path)
-            .field("open", &self.file.get().is_some())
-            .finish()
-    }
-}
-
-impl LogFile {
-    fn opened(path: &Path, file: File) -> LogFile {
-        LogFile {
-            path: path.to_path_buf(),
-            file: OnceLock::from(file),
-            creating: std::sync::Mutex::new(()),
-        }
-    }
-
-    fn on_first_write(path: &Path) -> LogFile {
-        LogFile {
-            path: path.to_path_buf(),
-            file: OnceLock::new(),
-            creating: std::sync::Mutex::new(()),
-        }
-    }
-
-    fn get(&self) -> std::io::Result<&File> {
-        if let Some(f) = self.file.get() {
-            return Ok(f);
-        }
-        let _creating = self
-            .creating
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(f) = self.file.get() {
-            return Ok(f);
-        }
-        let file = open_private(&self.path, true).map_err(|e| match e {
-            SessionError::Write { source, .. } => source,
-            other => std::io::Error::other(other.to_string()),
-        })?;
-        Ok(self.file.get_or_init(|| file))
-    }
-}
-
-/// Writes each line in one `write` (`O_APPEND`: it lands whole at the end).
-fn write_lines(file: &LogFile, lines: &[Vec<u8>]) -> std::io::Result<()> {
-    let mut file = file.get()?;
-    for line in lines {
-        file.write_all(line)?;
-    }
-    file.flush()
 }
 
 impl SessionLog {
@@ -665,23 +565,6 @@ fn load_images(dir: &Path, body: &mut RecordBody, missing: &mut Vec<String>) {
             _ => missing.push(hash.to_string()),
         }
     });
-}
-
-fn open_private(path: &Path, create_new: bool) -> Result<File, SessionError> {
-    let mut opts = OpenOptions::new();
-    opts.append(true);
-    if create_new {
-        opts.create_new(true);
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    opts.open(path).map_err(|source| SessionError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 /// Where the torn last line of the log at `path` is kept: beside it, with

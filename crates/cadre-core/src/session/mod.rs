@@ -4,6 +4,7 @@
 
 mod lock;
 mod log;
+mod log_writer;
 mod store;
 
 pub use lock::{SessionLock, lock_path, locks_dir};

@@ -832,18 +832,7 @@ impl TaskDb {
         max: usize,
     ) -> Result<(String, u64, u64), TaskError> {
         let path = self.output_path(id)?;
-        let mut file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            // A log removed by hand reads as empty while its folder is there;
-            // the next output makes it again.
-            Err(e)
-                if e.kind() == std::io::ErrorKind::NotFound
-                    && path.parent().is_some_and(Path::is_dir) =>
-            {
-                return Ok((String::new(), 0, 0));
-            }
-            Err(e) => return Err(io_err(&path)(e)),
-        };
+        let mut file = std::fs::File::open(&path).map_err(io_err(&path))?;
         let total = file.metadata().map_err(io_err(&path))?.len();
         let start = offset.min(total);
         if max == 0 || start == total {
