@@ -140,6 +140,12 @@ rules:
         let end = of_type(&evs, "turn_ended")[0];
         assert_eq!(end["status"], "completed", "{wire:?}");
         assert_eq!(end["final_text"], "Read it.", "{wire:?}");
+        // A stalled reply's record is kept once cadre has gone and the mock
+        // sees the connection close, which may come just after cadre exits.
+        common::wait_until("the mock keeps both records", || {
+            h.mock.records().len() >= 2
+        })
+        .await;
         assert_eq!(h.mock.records().len(), 2, "{wire:?}: one request per reply");
         let results = tool_results(&common::last_body(&h));
         assert!(results[0].0.contains("a note"), "{wire:?}: {results:?}");

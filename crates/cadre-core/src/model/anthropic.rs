@@ -1,8 +1,9 @@
 //! The Anthropic Messages wire format: request bodies with prompt-cache
 //! breakpoints, and the streamed event sequence.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 use super::reply::ReplyBuilder;
 use super::types::Encodings;
@@ -385,7 +386,8 @@ pub(crate) fn request_bytes(
                 .map(|(_, b)| b.len() + 1)
         })
         .sum();
-    let mut out: Vec<u8> = Vec::with_capacity(kept + req.system.len() + 8192);
+    let tools = client_tools_bytes(&req.tools)?;
+    let mut out: Vec<u8> = Vec::with_capacity(kept + tools.len() + req.system.len() + 8192);
     out.extend_from_slice(b"{\"model\":");
     serde_json::to_writer(&mut out, &req.model)?;
     out.extend_from_slice(b",\"max_tokens\":");
@@ -415,7 +417,7 @@ pub(crate) fn request_bytes(
     }
     if !req.tools.is_empty() || req.web_search.is_some() {
         out.extend_from_slice(b",\"tools\":[");
-        out.extend_from_slice(client_tools_bytes(&req.tools)?);
+        out.extend_from_slice(tools);
         if let Some(search) = web_search_out(req) {
             if !req.tools.is_empty() {
                 out.push(b',');
@@ -448,6 +450,103 @@ fn u64_at(v: &Value, key: &str) -> Option<u64> {
     v.get(key).and_then(Value::as_u64)
 }
 
+/// A stream event as sent, read without building a tree: the fields cadre
+/// uses, its strings borrowed where they hold no escapes; others ignored.
+/// An event this shape does not fit is read as a tree instead.
+#[derive(Deserialize)]
+struct StreamEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    index: Option<u64>,
+    #[serde(borrow)]
+    delta: Option<EventPart<'a>>,
+    #[serde(borrow)]
+    content_block: Option<EventPart<'a>>,
+    message: Option<EventMessage>,
+    usage: Option<EventUsage>,
+}
+
+impl<'a> StreamEvent<'a> {
+    /// The event read leniently from its tree: a field of another type
+    /// than expected is left out.
+    fn from_tree(v: &'a Value) -> StreamEvent<'a> {
+        StreamEvent {
+            kind: v
+                .get("type")
+                .and_then(Value::as_str)
+                .map(Cow::Borrowed)
+                .unwrap_or_default(),
+            index: u64_at(v, "index"),
+            delta: v.get("delta").map(EventPart::from_tree),
+            content_block: v.get("content_block").map(EventPart::from_tree),
+            message: v.get("message").map(|m| EventMessage {
+                usage: m.get("usage").map(EventUsage::from_tree),
+            }),
+            usage: v.get("usage").map(EventUsage::from_tree),
+        }
+    }
+}
+
+impl<'a> EventPart<'a> {
+    /// The part read leniently from a tree.
+    fn from_tree(v: &'a Value) -> EventPart<'a> {
+        let text = |key: &str| v.get(key).and_then(Value::as_str).map(Cow::Borrowed);
+        EventPart {
+            kind: text("type"),
+            text: text("text"),
+            partial_json: text("partial_json"),
+            stop_reason: text("stop_reason"),
+            id: text("id"),
+            name: text("name"),
+        }
+    }
+}
+
+impl EventUsage {
+    /// The counts read leniently from a tree.
+    fn from_tree(u: &Value) -> EventUsage {
+        EventUsage {
+            input_tokens: u64_at(u, "input_tokens"),
+            output_tokens: u64_at(u, "output_tokens"),
+            cache_read_input_tokens: u64_at(u, "cache_read_input_tokens"),
+            cache_creation_input_tokens: u64_at(u, "cache_creation_input_tokens"),
+        }
+    }
+}
+
+/// The `delta` of a block delta or of `message_delta`, or the
+/// `content_block` of `content_block_start`: each uses some of these.
+#[derive(Deserialize)]
+struct EventPart<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    stop_reason: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
+/// The `message` of `message_start`: only its usage is read.
+#[derive(Deserialize)]
+struct EventMessage {
+    usage: Option<EventUsage>,
+}
+
+/// Token counts as the wire names them.
+#[derive(Deserialize)]
+struct EventUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+}
+
 /// Decodes the Messages event stream.
 #[derive(Debug, Default)]
 pub(crate) struct AnthropicDecoder {
@@ -467,64 +566,100 @@ impl AnthropicDecoder {
         emit: &mut (dyn FnMut(StreamDelta) + Send),
     ) -> Result<bool, ModelError> {
         self.events += 1;
+        // Events are read into a typed shape, without building a tree; one
+        // it does not fit (a server tool's block, an error) is read as a tree.
+        if let Ok(event) = serde_json::from_str::<StreamEvent<'_>>(data)
+            && let Some(progress) = self.on_typed(&event, emit)
+        {
+            return Ok(progress);
+        }
         let v: Value = serde_json::from_str(data)
             .map_err(|e| ModelError::Protocol(format!("event is not JSON ({e})")))?;
         let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
-        let progress = match kind {
+        if kind == "error" {
+            let field = |name: &str| v.pointer(&format!("/error/{name}")).and_then(Value::as_str);
+            return Err(ModelError::Api {
+                kind: field("type").unwrap_or("error").to_string(),
+                message: field("message").unwrap_or("").to_string(),
+            });
+        }
+        // A server tool's call (its input follows as JSON deltas) or its
+        // result (whole here): kept as sent, not run here.
+        if kind == "content_block_start"
+            && let Some(block) = v.get("content_block")
+            && block
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(is_server_block)
+        {
+            self.reply
+                .start_server(u64_at(&v, "index").unwrap_or(0), block.clone());
+            return Ok(true);
+        }
+        // Anything else the typed shape did not fit (a count sent as a
+        // float, say) is read leniently from the tree.
+        Ok(self
+            .on_typed(&StreamEvent::from_tree(&v), emit)
+            .unwrap_or(false))
+    }
+
+    /// [`Self::on_event`] for an event read into its typed shape; `None`
+    /// when it must be read as a tree.
+    fn on_typed(
+        &mut self,
+        event: &StreamEvent<'_>,
+        emit: &mut (dyn FnMut(StreamDelta) + Send),
+    ) -> Option<bool> {
+        let index = event.index.unwrap_or(0);
+        Some(match event.kind.as_ref() {
             "message_start" => {
                 // Only the first one starts anything.
                 let first = !self.started;
                 self.started = true;
-                if let Some(u) = v.pointer("/message/usage") {
-                    self.apply_usage(u);
+                if let Some(u) = event.message.as_ref().and_then(|m| m.usage.as_ref()) {
+                    self.apply_typed_usage(u);
                 }
                 first
             }
             "content_block_start" => {
-                let index = u64_at(&v, "index").unwrap_or(0);
-                let block = v.get("content_block").cloned().unwrap_or(Value::Null);
-                match block.get("type").and_then(Value::as_str) {
-                    Some("tool_use") => {
-                        let id = block.get("id").and_then(Value::as_str).unwrap_or("");
-                        let name = block.get("name").and_then(Value::as_str).unwrap_or("");
+                let block = event.content_block.as_ref()?;
+                match block.kind.as_deref().unwrap_or("") {
+                    "tool_use" => {
+                        let id = block.id.as_deref().unwrap_or("");
+                        let name = block.name.as_deref().unwrap_or("");
                         self.reply.start_tool(index, id, name);
                         emit(StreamDelta::ToolCallStarted {
                             id: id.to_string(),
                             name: name.to_string(),
                         });
                     }
-                    Some("text") => {
-                        let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+                    "text" => {
+                        let text = block.text.as_deref().unwrap_or("");
                         self.reply.push_text(index, text);
                         if !text.is_empty() {
                             emit(StreamDelta::Text(text.to_string()));
                         }
                     }
-                    // A server tool's call (its input follows as JSON deltas)
-                    // or its result (whole here): kept as sent, not run here.
-                    Some(kind) if is_server_block(kind) => {
-                        self.reply.start_server(index, block.clone())
-                    }
+                    // A server tool's block is kept whole, as sent: the tree.
+                    kind if is_server_block(kind) => return None,
                     // Thinking and other block kinds are not part of the conversation we keep.
                     _ => {}
                 }
                 true
             }
             "content_block_delta" => {
-                let index = u64_at(&v, "index").unwrap_or(0);
-                let delta = v.get("delta").cloned().unwrap_or(Value::Null);
-                match delta.get("type").and_then(Value::as_str) {
+                let Some(delta) = &event.delta else {
+                    return Some(false);
+                };
+                match delta.kind.as_deref() {
                     Some("text_delta") => {
-                        let text = delta.get("text").and_then(Value::as_str).unwrap_or("");
+                        let text = delta.text.as_deref().unwrap_or("");
                         self.reply.push_text(index, text);
                         emit(StreamDelta::Text(text.to_string()));
                         !text.is_empty()
                     }
                     Some("input_json_delta") => {
-                        let frag = delta
-                            .get("partial_json")
-                            .and_then(Value::as_str)
-                            .unwrap_or("");
+                        let frag = delta.partial_json.as_deref().unwrap_or("");
                         self.reply.push_tool_args(index, frag);
                         !frag.is_empty()
                     }
@@ -535,11 +670,11 @@ impl AnthropicDecoder {
             }
             "content_block_stop" => true,
             "message_delta" => {
-                if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                if let Some(reason) = event.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
                     self.reply.stop_reason = Some(stop_reason(reason));
                 }
-                if let Some(u) = v.get("usage") {
-                    self.apply_usage(u);
+                if let Some(u) = &event.usage {
+                    self.apply_typed_usage(u);
                 }
                 true
             }
@@ -547,40 +682,30 @@ impl AnthropicDecoder {
                 self.stopped = true;
                 true
             }
-            "error" => {
-                let kind = v
-                    .pointer("/error/type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("error");
-                let message = v
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                return Err(ModelError::Api {
-                    kind: kind.to_string(),
-                    message: message.to_string(),
-                });
-            }
-            // `ping` and anything unknown: no reply content.
-            _ => false,
-        };
-        Ok(progress)
+            "ping" => false,
+            // An error and anything unknown: the tree.
+            _ => return None,
+        })
+    }
+
+    fn apply_typed_usage(&mut self, u: &EventUsage) {
+        let usage = &mut self.reply.usage;
+        if let Some(n) = u.input_tokens {
+            usage.input_tokens = n;
+        }
+        if let Some(n) = u.output_tokens {
+            usage.output_tokens = n;
+        }
+        if let Some(n) = u.cache_read_input_tokens {
+            usage.cache_read_tokens = n;
+        }
+        if let Some(n) = u.cache_creation_input_tokens {
+            usage.cache_write_tokens = n;
+        }
     }
 
     fn apply_usage(&mut self, u: &Value) {
-        let usage = &mut self.reply.usage;
-        if let Some(n) = u64_at(u, "input_tokens") {
-            usage.input_tokens = n;
-        }
-        if let Some(n) = u64_at(u, "output_tokens") {
-            usage.output_tokens = n;
-        }
-        if let Some(n) = u64_at(u, "cache_read_input_tokens") {
-            usage.cache_read_tokens = n;
-        }
-        if let Some(n) = u64_at(u, "cache_creation_input_tokens") {
-            usage.cache_write_tokens = n;
-        }
+        self.apply_typed_usage(&EventUsage::from_tree(u));
     }
 
     /// Whether `message_stop` arrived: nothing after it belongs to the reply.
@@ -893,5 +1018,50 @@ mod tests {
         assert_eq!(r.stop_reason, StopReason::ToolUse);
         assert_eq!(r.usage.output_tokens, 7);
         assert_eq!(r.message.tool_calls()[0].input, r#"{"file_path":"é"}"#);
+    }
+
+    #[test]
+    fn events_outside_the_typed_shape_are_read_from_the_tree() {
+        let mut d = AnthropicDecoder::default();
+        let mut texts = Vec::new();
+        let mut sink = |delta: StreamDelta| {
+            if let StreamDelta::Text(t) = delta {
+                texts.push(t);
+            }
+        };
+        for ev in [
+            // A count sent as a float: the typed shape does not fit it.
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":10.0,"output_tokens":1}}}"#,
+            r#"{"type":"ping"}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"line\n\"quoted\""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"s1","name":"web_search","input":{}}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9.0,"input_tokens":12}}"#,
+            r#"{"type":"message_stop"}"#,
+        ] {
+            d.on_event(ev, &mut sink).unwrap();
+        }
+        assert_eq!(texts, ["line\n\"quoted\""]);
+        let r = d.finish().unwrap();
+        assert_eq!(r.stop_reason, StopReason::EndTurn);
+        // The float counts are left out; the others are read.
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (12, 1));
+        let json = serde_json::to_string(&r.message).unwrap();
+        assert!(json.contains("server_tool_use"), "{json}");
+
+        let mut e = AnthropicDecoder::default();
+        let err = e
+            .on_event(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"busy"}}"#,
+                &mut |_| {},
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&err, ModelError::Api { kind, message } if kind == "overloaded_error" && message == "busy"),
+            "{err:?}"
+        );
     }
 }

@@ -597,7 +597,6 @@ impl ModelClient {
         first_byte: Duration,
         text_calls_read: bool,
     ) -> Result<Attempt, ModelError> {
-        let url = self.endpoint();
         let idle = self.config.stream_idle_timeout;
         let stalled = |when: &str| {
             format!(
@@ -619,7 +618,8 @@ impl ModelClient {
         let sent = tokio::time::timeout(
             first_byte,
             self.http
-                .post(&url)
+                // The parsed URL, not its text: nothing parsed again per request.
+                .post(self.endpoint.clone())
                 .headers(headers.clone())
                 .body(body.clone())
                 .send(),
@@ -635,7 +635,10 @@ impl ModelClient {
             }
             // Nothing was received: a connection failure is safe to retry.
             Ok(Err(e)) if e.is_connect() || e.is_timeout() => {
-                return Ok(Attempt::retry(0, format!("{url}: {}", error_chain(&e))));
+                return Ok(Attempt::retry(
+                    0,
+                    format!("{}: {}", self.endpoint, error_chain(&e)),
+                ));
             }
             // The request went out on a connection that broke before any response:
             // typically a kept-alive connection the server had already closed.
@@ -643,7 +646,7 @@ impl ModelClient {
             Ok(Err(e)) if !e.is_builder() && !e.is_redirect() && !e.is_status() => {
                 return Ok(Attempt::Retry(Retry {
                     status: 0,
-                    message: format!("{url}: {}", error_chain(&e)),
+                    message: format!("{}: {}", self.endpoint, error_chain(&e)),
                     wait: None,
                     streamed: false,
                     at_once: true,
@@ -652,7 +655,7 @@ impl ModelClient {
             }
             Ok(Err(e)) => {
                 return Err(ModelError::Connect {
-                    url,
+                    url: self.endpoint(),
                     detail: error_chain(&e),
                 });
             }

@@ -346,15 +346,17 @@ impl SessionLog {
     /// The record as one line of JSON, newline included. Its images are
     /// stored beside the log first and named in the line, not inlined.
     fn line(&self, mut body: RecordBody) -> Result<Vec<u8>, SessionError> {
-        let dir = images_dir(&self.path);
+        // The folder's name is made only for a record that holds an image.
+        let mut dir = None;
         let mut stored = Ok(());
         for_each_image(&mut body, &mut |image| {
             if stored.is_ok() {
-                stored = store_image(&dir, image);
+                let dir = dir.get_or_insert_with(|| images_dir(&self.path));
+                stored = store_image(dir, image);
             }
         });
         stored.map_err(|source| SessionError::Write {
-            path: dir.clone(),
+            path: dir.unwrap_or_else(|| images_dir(&self.path)),
             source,
         })?;
         let record = LogRecord {

@@ -128,6 +128,9 @@ pub struct SubagentRuntime {
     running: Arc<AtomicUsize>,
     background_now: latch::BackgroundRequests,
     children: std::sync::Mutex<Vec<ChildRecord>>,
+    /// The last roster reminder made, with the catalog and the allowed types
+    /// it was made for: an agent with `Agent` compares it every request.
+    roster_made: std::sync::Mutex<Option<RosterMade>>,
     /// Whether the children of earlier runs of this session were loaded.
     earlier_loaded: std::sync::atomic::AtomicBool,
     /// Whether the team's teammates of earlier runs were started again.
@@ -246,6 +249,13 @@ struct ForegroundChild {
 #[derive(Debug)]
 pub struct BatchFailure(pub String);
 
+/// A roster reminder and what it was made from.
+struct RosterMade {
+    catalog: Arc<DefinitionCatalog>,
+    allowed: Option<Vec<String>>,
+    text: String,
+}
+
 /// Holds a slot of the session's running cap until dropped.
 struct RunningSlot(Arc<AtomicUsize>);
 
@@ -304,6 +314,7 @@ impl SubagentRuntime {
             running: Arc::new(AtomicUsize::new(0)),
             background_now: latch::BackgroundRequests::default(),
             children: std::sync::Mutex::new(Vec::new()),
+            roster_made: std::sync::Mutex::new(None),
             earlier_loaded: std::sync::atomic::AtomicBool::new(false),
             team_resumed: std::sync::atomic::AtomicBool::new(false),
             warned: std::sync::Mutex::new(Default::default()),
@@ -375,14 +386,32 @@ impl SubagentRuntime {
         self.definitions.get()
     }
 
-    /// The roster reminder for an agent that has the `Agent` tool.
+    /// The roster reminder for an agent that has the `Agent` tool: made
+    /// again only when the definitions or the allowed types differ from the
+    /// last one's.
     pub fn roster(&self, allowed: Option<&[String]>) -> Option<String> {
         let catalog = self.catalog().ok()?;
+        let mut made = self
+            .roster_made
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(m) = made.as_ref()
+            && Arc::ptr_eq(&m.catalog, &catalog)
+            && m.allowed.as_deref() == allowed
+        {
+            return Some(m.text.clone());
+        }
         let roster: Vec<(String, String)> = catalog
             .roster()
             .into_iter()
             .filter(|(name, _)| allowed.is_none_or(|a| a.iter().any(|t| t == name)))
             .collect();
-        Some(roster_reminder(&roster))
+        let text = roster_reminder(&roster);
+        *made = Some(RosterMade {
+            catalog,
+            allowed: allowed.map(<[String]>::to_vec),
+            text: text.clone(),
+        });
+        Some(text)
     }
 }

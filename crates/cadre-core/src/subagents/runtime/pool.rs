@@ -31,16 +31,21 @@ impl SubagentRuntime {
         let n = calls.len();
         let mut outputs: Vec<Option<ToolOutput>> = vec![None; n];
 
-        // Resolve every call before anything runs.
-        let catalog = match self.catalog() {
+        // Resolve every call before anything runs. The project's
+        // instructions and facts, read once for the batch, are read on the
+        // blocking pool while the definitions are checked here.
+        let (project, catalog) = futures::future::join(
+            crate::agent::ProjectContext::read(&parent.caller.place.cwd),
+            async { self.catalog() },
+        )
+        .await;
+        let catalog = match catalog {
             Ok(c) => c,
             Err(e) => {
                 let out = ToolOutput::error(format!("cannot load agent definitions: {e}"));
                 return Ok(vec![out; n]);
             }
         };
-        // The project's instructions and facts, read once for the batch.
-        let project = crate::agent::ProjectContext::read(&parent.caller.place.cwd).await;
         if let Some(dir) = &self.agents_dir {
             crate::config::ensure_private_dir(dir).map_err(|e| BatchFailure(e.to_string()))?;
         }
