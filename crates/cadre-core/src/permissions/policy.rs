@@ -305,19 +305,19 @@ impl PermissionPolicy {
                 || self.additional_dirs.iter().any(|d| p.starts_with(d)))
                 && !p.starts_with(&self.data_dir)
         });
-        let session_rule = match &domain {
-            Some(host) => format!("WebFetch(domain:{host})"),
-            None => self.session_rule(tool, effect, path.as_deref(), command, inside),
-        };
         let ask = |reason: String| -> Decision {
             match self.mode {
                 // dontAsk turns every question into a denial; plan never asks either.
                 PermissionMode::DontAsk | PermissionMode::Plan => {
                     Decision::Deny(format!("{reason}, and the {} mode does not ask", self.mode))
                 }
+                // The rule a "yes for the session" would add, made only when asked.
                 _ => Decision::Ask {
                     reason,
-                    session_rule: session_rule.clone(),
+                    session_rule: match &domain {
+                        Some(host) => format!("WebFetch(domain:{host})"),
+                        None => self.session_rule(tool, effect, path.as_deref(), command, inside),
+                    },
                 },
             }
         };

@@ -169,6 +169,10 @@ impl RuleSet {
         facts: &CallFacts<'_>,
         project_dir: &Path,
     ) -> (Option<(RuleKind, String)>, Option<String>) {
+        // No rule can match: the call is not prepared (its paths normalised) for nothing.
+        if self.is_empty() {
+            return (None, None);
+        }
         let call = Call::new(facts, project_dir);
         (self.evaluate_call(&call), self.hidden_name_rule(&call))
     }
@@ -192,6 +196,9 @@ impl RuleSet {
         facts: &CallFacts<'_>,
         project_dir: &Path,
     ) -> Option<(RuleKind, String)> {
+        if self.is_empty() {
+            return None;
+        }
         self.evaluate_call(&Call::new(facts, project_dir))
     }
 

@@ -466,6 +466,12 @@ pub fn validate_path(path: &Path) -> (Vec<AgentDefinition>, Vec<DefinitionIssue>
 /// system clocks), so such a load is not trusted and the next check re-reads.
 const RACY_WINDOW: Duration = Duration::from_secs(2);
 
+/// The same window where every stamp has a sub-second part: such a file
+/// system's tick is the kernel's clock tick (a few milliseconds at most), so
+/// a definition written just before a run is trusted after this, not re-read
+/// by every check for two seconds.
+const FINE_RACY_WINDOW: Duration = Duration::from_millis(50);
+
 /// What a directory or file looked like: enough to see an edit, a rename or a
 /// replacement (a change of any kind moves `ctime`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -514,6 +520,9 @@ struct Probes {
     list: Vec<Probe>,
     /// The latest modification time among the stamps.
     newest: Option<SystemTime>,
+    /// A stamp without a sub-second part was seen: its file system's clock
+    /// may be coarse.
+    coarse: bool,
 }
 
 impl Probes {
@@ -521,14 +530,21 @@ impl Probes {
         if let Some(modified) = meta.and_then(|m| m.modified().ok()) {
             self.newest = self.newest.max(Some(modified));
         }
+        if let Some(m) = meta {
+            self.coarse |= m.mtime_nsec() == 0 || m.ctime_nsec() == 0;
+        }
         self.list
             .push(Probe::Stamp(path.to_path_buf(), meta.map(Stamp::of)));
     }
 
     /// Whether every stamp was older than the racy window when the load began.
     fn settled_before(&self, started: SystemTime) -> bool {
-        self.newest
-            .is_none_or(|newest| newest + RACY_WINDOW <= started)
+        let window = if self.coarse {
+            RACY_WINDOW
+        } else {
+            FINE_RACY_WINDOW
+        };
+        self.newest.is_none_or(|newest| newest + window <= started)
     }
 }
 
@@ -986,6 +1002,45 @@ mod tests {
         assert_eq!(cache.loads(), 8);
         cache.get().unwrap();
         assert_eq!(cache.loads(), 8, "unchanged again");
+    }
+
+    #[test]
+    fn a_file_just_written_is_trusted_after_its_clock_tick() {
+        let e = env();
+        let file = e.root.join("repo/.claude/agents/a.md");
+        write(&file, &agent("a", "fresh"));
+        let cache = CatalogCache::new(e.sources.clone());
+        cache.get().unwrap();
+        cache.get().unwrap();
+        assert_eq!(cache.loads(), 2, "just written: re-read");
+        // A stamp with nanoseconds: its file system's tick is short, so a
+        // load begun past the fine window is trusted.
+        std::thread::sleep(FINE_RACY_WINDOW + Duration::from_millis(20));
+        cache.get().unwrap();
+        cache.get().unwrap();
+        cache.get().unwrap();
+        assert_eq!(cache.loads(), 3, "settled once past the fine window");
+
+        // A whole-second stamp may come from a coarse clock: two seconds.
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap();
+        let whole = SystemTime::UNIX_EPOCH + Duration::from_secs(now.as_secs());
+        fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(whole)
+            .unwrap();
+        cache.get().unwrap();
+        assert_eq!(cache.loads(), 4, "the stamp changed");
+        std::thread::sleep(FINE_RACY_WINDOW + Duration::from_millis(20));
+        cache.get().unwrap();
+        assert_eq!(
+            cache.loads(),
+            5,
+            "a coarse stamp stays racy past the fine window"
+        );
     }
 
     #[test]

@@ -43,6 +43,18 @@ pub(super) struct TaskDb {
     tasks_dir: PathBuf,
     /// Most bytes of output a task's `output.log` keeps.
     output_limit: u64,
+    /// `output.log` paths of rows filed whose folder and log are made once
+    /// the filing job has replied, before the thread's next job.
+    unmade: Vec<PathBuf>,
+}
+
+/// When a filed row's folder and `output.log` are made.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Folders {
+    /// Before the row comes back.
+    First,
+    /// Just after, before the thread's next job.
+    After,
 }
 
 /// Work for the table's thread.
@@ -349,6 +361,7 @@ impl TaskDb {
             db_path,
             tasks_dir,
             output_limit: DEFAULT_OUTPUT_LIMIT,
+            unmade: Vec::new(),
         })
     }
 
@@ -411,21 +424,29 @@ impl TaskDb {
     /// Adds rows owned by this process, all with status `status`, in one
     /// write transaction: all of them or, on an error, none (the output
     /// directories made for them are removed again). Each gets its output
-    /// directory (0700) and an empty `output.log` (0600).
+    /// directory (0700) and an empty `output.log` (0600): before the rows
+    /// come back with [`Folders::First`], right after with [`Folders::After`].
     fn insert_many(
         &mut self,
         news: Vec<NewTask>,
         status: TaskStatus,
+        folders: Folders,
     ) -> Result<Vec<TaskRow>, TaskError> {
         let mut rows = Vec::with_capacity(news.len());
-        let done = self.try_insert_many(news, status, &mut rows);
+        let done = self.try_insert_many(news, status, folders, &mut rows);
         if let Err(e) = done {
-            for row in &rows {
-                if let Some(dir) = row.output_path.parent() {
-                    let _ = std::fs::remove_dir_all(dir);
+            if folders == Folders::First {
+                for row in &rows {
+                    if let Some(dir) = row.output_path.parent() {
+                        let _ = std::fs::remove_dir_all(dir);
+                    }
                 }
             }
             return Err(self.named(e));
+        }
+        if folders == Folders::After {
+            self.unmade
+                .extend(rows.iter().map(|r| r.output_path.clone()));
         }
         Ok(rows)
     }
@@ -434,12 +455,16 @@ impl TaskDb {
         &mut self,
         news: Vec<NewTask>,
         status: TaskStatus,
+        folders: Folders,
         rows: &mut Vec<TaskRow>,
     ) -> Result<(), TaskError> {
         let me = ProcessId::current();
         let now = now_ms();
         for new in news {
-            let output_path = self.new_output_log()?;
+            let output_path = match folders {
+                Folders::First => self.new_output_log()?,
+                Folders::After => self.unused_output_path(),
+            };
             rows.push(TaskRow {
                 id: output_path
                     .parent()
@@ -588,6 +613,46 @@ impl TaskDb {
             .open(&output_path)
             .map_err(io_err(&output_path))?;
         Ok(output_path)
+    }
+
+    /// A fresh task id's `output.log` path, its folder not made yet. The id
+    /// is the table's primary key, so a clash with a row fails the insert;
+    /// one with a folder left by a lost row is avoided here.
+    fn unused_output_path(&self) -> PathBuf {
+        let mut dir = self.tasks_dir.join(new_task_id());
+        for _ in 0..8 {
+            if std::fs::symlink_metadata(&dir).is_err() {
+                break;
+            }
+            dir = self.tasks_dir.join(new_task_id());
+        }
+        dir.join("output.log")
+    }
+
+    /// Makes the folders (0700) and empty `output.log`s (0600) of the rows
+    /// filed with [`Folders::After`]. A folder that cannot be made is left
+    /// out: what is later written there fails and says why, as it would if
+    /// the folder had been removed.
+    fn make_unmade_folders(&mut self) {
+        for output_path in std::mem::take(&mut self.unmade) {
+            let Some(dir) = output_path.parent() else {
+                continue;
+            };
+            let made = match DirBuilder::new().mode(0o700).create(dir) {
+                Ok(()) => {
+                    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).is_ok()
+                }
+                Err(e) => e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir(),
+            };
+            if made {
+                // Opened to append, as every write of the log is: one there is kept.
+                let _ = OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .mode(0o600)
+                    .open(&output_path);
+            }
+        }
     }
 
     /// Moves a task to `to` if [`check_transition`] allows it, in one write
@@ -925,6 +990,12 @@ impl TaskTable {
                         // transaction rolls back); the thread serves the next.
                         let _ =
                             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut db)));
+                        // Folders of rows just filed, after the filing replied.
+                        if !db.unmade.is_empty() {
+                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                db.make_unmade_folders()
+                            }));
+                        }
                     }
                 }
                 Err(e) => {
@@ -1025,16 +1096,47 @@ impl TaskTable {
     /// every row is added, or on an error none is. Rows come back in the
     /// order of `news`.
     pub async fn create_many(&self, news: Vec<NewTask>) -> Result<Vec<TaskRow>, TaskError> {
-        self.call(move |db| db.insert_many(news, TaskStatus::Queued))
+        self.call(move |db| db.insert_many(news, TaskStatus::Queued, Folders::First))
             .await
     }
 
     /// Adds rows that start `running` at once (a batch of children starting
     /// together), all in one transaction like [`Self::create_many`]: the same
     /// rows as creating each and moving it to running, in one write.
+    ///
+    /// The rows come back before their folders and `output.log`s are made
+    /// (what starts them waits for the database alone): every later call
+    /// of the table finds them made; anything else written beside a log
+    /// goes through [`Self::write_beside`].
     pub async fn start_many(&self, news: Vec<NewTask>) -> Result<Vec<TaskRow>, TaskError> {
-        self.call(move |db| db.insert_many(news, TaskStatus::Running))
+        self.call(move |db| db.insert_many(news, TaskStatus::Running, Folders::After))
             .await
+    }
+
+    /// Writes each `(path, bytes)` (0600, replacing what was there) on the
+    /// table's thread after every call made before this one (so the folders
+    /// of the rows filed so far exist); the future tells when. The job is
+    /// handed over by this call: dropping the future does not cancel it.
+    /// Best effort: a file that cannot be written is left out.
+    pub fn write_beside(
+        &self,
+        files: Vec<(PathBuf, Vec<u8>)>,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let written = self.call(move |_| {
+            for (path, bytes) in files {
+                let _ = OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .mode(0o600)
+                    .open(&path)
+                    .and_then(|mut f| f.write_all(&bytes));
+            }
+            Ok(())
+        });
+        async move {
+            let _ = written.await;
+        }
     }
 
     /// Moves a task to `to` if [`check_transition`] allows it, in one write

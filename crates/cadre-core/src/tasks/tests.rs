@@ -84,6 +84,42 @@ fn files_are_private() {
     assert_eq!(std::fs::metadata(&row.output_path).unwrap().len(), 0);
 }
 
+#[tokio::test]
+async fn started_rows_have_their_files_before_the_next_call_and_files_beside() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = TaskTable::open(dir.path()).await.unwrap();
+    let rows = t
+        .start_many(vec![new_task("a"), new_task("b")])
+        .await
+        .unwrap();
+    // The rows come back first; their folders are made before the table's
+    // next call runs, so whatever asks next finds them.
+    let beside: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.output_path.with_file_name("agent.json"),
+                r.id.clone().into_bytes(),
+            )
+        })
+        .collect();
+    t.write_beside(beside).await;
+    for row in &rows {
+        assert_eq!(
+            row.output_path,
+            dir.path().join("tasks").join(&row.id).join("output.log")
+        );
+        assert_eq!(mode(row.output_path.parent().unwrap()), 0o700);
+        assert_eq!(mode(&row.output_path), 0o600);
+        let saved = row.output_path.with_file_name("agent.json");
+        assert_eq!(mode(&saved), 0o600);
+        assert_eq!(std::fs::read(&saved).unwrap(), row.id.as_bytes());
+        t.append_output(&row.id, "out\n").await.unwrap();
+        let (text, _, _) = t.read_output(&row.id, 0, 100).await.unwrap();
+        assert_eq!(text, "out\n");
+    }
+}
+
 #[test]
 fn create_get_and_list_newest_first_with_filters() {
     let dir = tempfile::tempdir().unwrap();

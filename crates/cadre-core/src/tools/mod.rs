@@ -275,7 +275,7 @@ pub trait Tool: Send + Sync {
     /// typed arguments (a tool that implements this trait itself can with
     /// [`validate_as`]).
     fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        check_bounds(&self.input_schema(), input)
+        check_bounds_with(|| self.input_schema(), input)
     }
 
     /// How a reply's calls to this tool may run beside its other calls.
@@ -457,8 +457,20 @@ pub fn validate_as<T: DeserializeOwned>(
     tool: &dyn Tool,
     input: &ToolInput,
 ) -> Result<(), ToolOutput> {
-    check_bounds(&tool.input_schema(), input)?;
+    check_bounds_with(|| tool.input_schema(), input)?;
     parse_args::<T>(input).map(|_: T| ())
+}
+
+/// [`check_bounds`] against the schema `schema` makes, made only when the
+/// call holds a number: bounds are on numbers, and most calls have none.
+pub fn check_bounds_with(
+    schema: impl FnOnce() -> Value,
+    input: &ToolInput,
+) -> Result<(), ToolOutput> {
+    if input.values().any(Value::is_number) {
+        check_bounds(&schema(), input)?;
+    }
+    Ok(())
 }
 
 /// Every top-level number of `input` inside the `minimum`/`maximum` its
@@ -760,6 +772,23 @@ mod tests {
             "The path."
         );
         assert_eq!(first_sentence(&"x".repeat(500)).chars().count(), 200);
+    }
+
+    #[test]
+    fn bounds_are_read_from_the_schema_only_for_a_call_with_a_number() {
+        let schema = || serde_json::json!({"properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 5}}});
+        let call = |v: serde_json::Value| v.as_object().cloned().unwrap();
+        let unused = || -> Value { panic!("the schema was made for a call without numbers") };
+        assert!(check_bounds_with(unused, &call(serde_json::json!({"path": "a"}))).is_ok());
+        assert!(check_bounds_with(schema, &call(serde_json::json!({"limit": 3}))).is_ok());
+        let out = check_bounds_with(schema, &call(serde_json::json!({"path": "a", "limit": 9})))
+            .unwrap_err();
+        assert!(
+            out.content
+                .contains("limit must be between 1 and 5 (got 9)"),
+            "{}",
+            out.content
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Tool, ToolContext, ToolInput, ToolOutput, check_bounds, input_schema, parse_args};
+use super::{
+    Tool, ToolContext, ToolInput, ToolOutput, check_bounds_with, input_schema, parse_args,
+};
 use crate::model::ServerWebSearch;
 use crate::permissions::ToolEffect;
 
@@ -114,7 +116,7 @@ impl<T: TypedTool> Tool for T {
     }
 
     fn validate(&self, input: &ToolInput) -> Result<(), ToolOutput> {
-        check_bounds(&self.input_schema(), input)?;
+        check_bounds_with(|| self.input_schema(), input)?;
         self.check(&parse_args::<T::Input>(input)?)
     }
 

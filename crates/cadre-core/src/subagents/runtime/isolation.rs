@@ -2,7 +2,7 @@
 //! folder, project root and sandbox move there; its worktree ends with it
 //! (removed without changes, kept with them) whichever way it ends.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::permissions::PermissionPolicy;
@@ -126,9 +126,18 @@ impl ChildWorktree {
     /// `output_path`), so that the start-up sweep of a later process can
     /// settle it if this one dies. Best effort.
     pub(super) fn record(&self, output_path: &Path) {
-        if let (Some(wt), Some(dir)) = (&self.worktree, output_path.parent()) {
-            let _ = std::fs::write(dir.join(RECORD_FILE), format!("{}\n", wt.path.display()));
+        if let Some((path, bytes)) = self.record_file(output_path) {
+            let _ = std::fs::write(path, bytes);
         }
+    }
+
+    /// The file [`Self::record`] writes, as path and bytes.
+    pub(super) fn record_file(&self, output_path: &Path) -> Option<(PathBuf, Vec<u8>)> {
+        let (wt, dir) = (self.worktree.as_ref()?, output_path.parent()?);
+        Some((
+            dir.join(RECORD_FILE),
+            format!("{}\n", wt.path.display()).into_bytes(),
+        ))
     }
 
     /// Moves a child's folder, project and sandbox into the worktree.

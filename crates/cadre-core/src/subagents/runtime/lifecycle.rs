@@ -12,24 +12,6 @@ pub(super) struct FiledTask {
     inbox: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
-/// Writes children's saved records (0600). Best effort, as before: a record
-/// that cannot be written or read later only makes its child not resumable.
-pub(super) fn write_saved_children(saves: &[(std::path::PathBuf, Vec<u8>)]) {
-    for (path, bytes) in saves {
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        if let Ok(mut f) = opts.open(path) {
-            use std::io::Write;
-            let _ = f.write_all(bytes);
-        }
-    }
-}
-
 impl SubagentRuntime {
     /// Files a child in the task table (foreground children too, so every
     /// child has an id and a log there). If the table refuses, the child has
@@ -71,8 +53,12 @@ impl SubagentRuntime {
     }
 
     /// Gives a child its filed task (its id, inbox and cancel) and
-    /// remembers it; returns the record to save beside the task's output
-    /// (written off the runtime's thread: nothing waits for it).
+    /// remembers it; returns its saved record to write beside the task's
+    /// output once its folder is made (nothing waits for it). A worktree
+    /// child's worktree is named there at once, on the table's thread right
+    /// after the folder, so a later process can settle it if this one dies.
+    /// Best effort: without them the child only cannot be resumed or its
+    /// worktree settled after a crash.
     pub(super) fn open_task(
         &self,
         parent: &Parent<'_>,
@@ -105,8 +91,12 @@ impl SubagentRuntime {
             if let Some(bytes) = self.saved_child(&record) {
                 save = Some((super::messages::saved_child_path(path), bytes));
             }
-            if let Some(worktree) = &p.worktree {
-                worktree.record(path);
+            if let (Some(named), Some(work)) = (
+                p.worktree.as_ref().and_then(|w| w.record_file(path)),
+                &self.base_ctx.background,
+            ) {
+                // Handed over now, in order after the folder; not waited for.
+                drop(work.table().write_beside(vec![named]));
             }
         }
         if let Ok(mut children) = self.children.lock() {

@@ -145,11 +145,13 @@ impl SubagentRuntime {
             // The child sends its first request before the next is prepared.
             tokio::task::yield_now().await;
         }
-        // What a later process needs to resume them is written beside, off
-        // this thread: no child waits for it.
-        let saving = (!saves.is_empty()).then(|| {
-            tokio::task::spawn_blocking(move || super::lifecycle::write_saved_children(&saves))
-        });
+        // What a later process needs to resume them is written beside their
+        // logs on the table's thread, after their folders are made there: no
+        // child waits for it.
+        let saving = match &self.base_ctx.background {
+            Some(work) if !saves.is_empty() => Some(work.table().write_beside(saves)),
+            _ => None,
+        };
         if startup_failure.is_some() {
             // A child whose log cannot open stops the batch: the siblings
             // already running are cancelled (their reports still come in
@@ -214,7 +216,7 @@ impl SubagentRuntime {
             }
         }
         if let Some(saving) = saving {
-            let _ = saving.await;
+            saving.await;
         }
         if let Some(f) = startup_failure {
             return Err(f);
