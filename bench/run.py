@@ -221,19 +221,91 @@ def overhead(runs=5, n=200):
     return with_project(go)
 
 
+# The smallest client there is: connect to the mock, send one request, read the reply.
+# Launched the way cadre is, its launch -> first request is what this machine costs
+# any program (exec, loading libc, a socket) before it can ask anything.
+FLOOR_CLIENT = r"""
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    const char *body = "{\"model\":\"bench\",\"max_tokens\":10,\"stream\":true,"
+                       "\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}";
+    char req[1024], buf[4096];
+    if (argc < 2)
+        return 1;
+    int n = snprintf(req, sizeof req, "POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+                     "content-type: application/json\r\ncontent-length: %zu\r\n"
+                     "connection: close\r\n\r\n%s", strlen(body), body);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(atoi(argv[1]));
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(s, (struct sockaddr *)&a, sizeof a) != 0 || write(s, req, n) != n)
+        return 1;
+    while (read(s, buf, sizeof buf) > 0) {}
+    return 0;
+}
+"""
+
+
+def floor_client(work):
+    """The floor client built with the machine's C compiler, or None without one."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None
+    src, exe = os.path.join(work, "floor.c"), os.path.join(work, "floor-client")
+    with open(src, "w") as f:
+        f.write(FLOOR_CLIENT)
+    done = subprocess.run([cc, "-O2", "-o", exe, src], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    return exe if done.returncode == 0 else None
+
+
+def hot_symbols_found():
+    """The share of `link/hot-symbols.txt` the binary under test defines: the link order
+    keeps a trivial run's memory down only while its names match the build (a moved
+    module renames every function in it), so a low share says to run
+    `scripts/hot-symbols` again. None without `nm` or the list."""
+    listed = os.path.join(ROOT, "crates", "cadre-cli", "link", "hot-symbols.txt")
+    nm = shutil.which("nm")
+    if not nm or not os.path.exists(listed):
+        return None
+    with open(listed) as f:
+        names = f.read().split()
+    out = subprocess.run([nm, "--defined-only", os.path.join(BIN, "cadre")],
+                         capture_output=True, text=True)
+    defined = {line.rsplit(" ", 1)[-1] for line in out.stdout.splitlines()}
+    return round(sum(n in defined for n in names) / len(names), 3) if names else None
+
+
 def startup(runs=10):
     """Launch → the mock receiving the first request, with cadre started directly; a
-    trivial exec's wall time; and its peak RSS in separate runs under GNU time."""
+    trivial exec's wall time; and its peak RSS in separate runs under GNU time. Beside
+    them, the same launch → first request of the smallest C client (when a C compiler
+    is there), interleaved with cadre's runs: the machine's floor."""
     def go(work, project, home):
         mock = Mock("rules:\n  - name: one\n    replies:\n      - text: \"hi\"\n", work)
+        client = floor_client(work)
         try:
-            first, walls, rss, first_new = [], [], [], []
+            first, walls, rss, first_new, floor = [], [], [], [], []
+            port = mock.url.rstrip("/").rsplit(":", 1)[-1]
             for i in range(runs):
                 launch_ms, wall, code = launch_cadre(mock, project, home, "hello")
                 assert code == 0
                 rec = mock.records()[-1]
                 first.append(rec["t_start_us"] / 1000 - launch_ms)
                 walls.append(wall)
+                if client:
+                    launch_ms = time.time() * 1000
+                    code = subprocess.run([client, port], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL).returncode
+                    assert code == 0, "the floor client failed"
+                    floor.append(mock.records()[-1]["t_start_us"] / 1000 - launch_ms)
             # A new CADRE_HOME each run, as every CI job, container and fleet
             # of `cadre -p` starts: what a first run creates is on the clock.
             for i in range(runs):
@@ -250,13 +322,17 @@ def startup(runs=10):
             mock.stop()
         return {
             "measures": "ms from launching cadre exec to the mock receiving its first request; "
-                        "wall time of a trivial one-reply exec; cadre's peak RSS in it",
+                        "wall time of a trivial one-reply exec; cadre's peak RSS in it; the same "
+                        "launch -> first request of the smallest C client (connect, send, read), "
+                        "started the same way: what any program costs on this machine",
             "runs": runs,
             "ms_launch_to_first_request_median": round(median(first), 2),
             "ms_launch_to_first_request_new_home_median": round(median(first_new), 2),
+            "ms_launch_to_first_request_c_client_median": round(median(floor), 2) if floor else None,
             "ms_trivial_exec_median": round(median(walls) * 1000, 2),
             "peak_rss_mib_median": round(median(rss) / 1024, 2),
             "launcher_floor_mib": round(launcher_floor_kib() / 1024, 2),
+            "hot_symbols_found": hot_symbols_found(),
             "targets": {"ms_launch_to_first_request": 5,
                         "ms_launch_to_first_request_new_home": 5},
         }
