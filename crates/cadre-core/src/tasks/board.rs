@@ -13,8 +13,9 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::db::{TaskDb, now_ms, to_sql};
 use super::status::TaskError;
-use super::table::{BlockingTaskTable, TaskDb, TaskTable, now_ms, to_sql};
+use super::table::{BlockingTaskTable, TaskTable};
 
 /// Where a board task stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

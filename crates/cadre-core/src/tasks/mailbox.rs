@@ -4,8 +4,9 @@
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
+use super::db::{now_ms, to_sql};
 use super::status::TaskError;
-use super::table::{TaskTable, now_ms, to_sql};
+use super::table::TaskTable;
 
 /// One message of a team's mailbox.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,12 +7,15 @@
 //! ([`TaskTable::record_late_result`]).
 
 mod board;
+mod db;
 mod mailbox;
 pub(crate) mod proc_id;
+mod schema;
 mod status;
 mod table;
 
 pub use board::{BoardChange, BoardStatus, BoardTask, BoardUpdate, BoardUpdateStatus};
+pub use db::process_alive;
 pub use mailbox::{TeamMail, TeamMemberRow};
 pub use proc_id::ProcessId;
 pub use status::{
@@ -21,7 +24,6 @@ pub use status::{
 };
 pub use table::{
     BlockingTaskTable, DEFAULT_OUTPUT_LIMIT, SCHEMA_VERSION, TASK_LOST_ON_STARTUP, TaskTable,
-    process_alive,
 };
 
 #[cfg(test)]
