@@ -7,6 +7,7 @@ mod approve;
 mod child_calls;
 mod commands;
 mod config_cmd;
+mod descriptors;
 mod doctor;
 mod eval;
 mod exec;
@@ -264,8 +265,10 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new("__sandbox-exec")) {
         return sandbox_exec();
     }
-    // First, while there is one thread: the keys leave the environment.
+    // First, while there is one thread: the keys leave the environment,
+    // and the descriptor table is grown (later, that stalls every thread).
     keys::take_from_environment();
+    descriptors::reserve_table();
     let mut cli = Cli::parse();
     if let Err(e) = cli
         .permissions

@@ -6,6 +6,11 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Parser;
 
+// One source with cadre's own: the mock's runtime serves many connections
+// at once too, and would stall as cadre did when they pass 64.
+#[path = "../../cadre-cli/src/descriptors.rs"]
+mod descriptors;
+
 /// Scripted Anthropic/OpenAI-compatible model server for tests and demos.
 #[derive(Debug, Parser)]
 #[command(name = "cadre-mock", version)]
@@ -21,8 +26,17 @@ struct Args {
     record: Option<PathBuf>,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // While there is one thread (before the runtime's workers start).
+    descriptors::reserve_table();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?
+        .block_on(serve())
+}
+
+async fn serve() -> anyhow::Result<()> {
     let args = Args::parse();
     let text = match std::fs::read_to_string(&args.script) {
         Ok(t) => t,

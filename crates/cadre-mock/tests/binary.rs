@@ -42,6 +42,17 @@ async fn binary_serves_and_records() {
         .expect("first line")
         .to_string();
     assert!(url.starts_with("http://127.0.0.1:"));
+    // Its descriptor table is grown before its runtime's threads start, so
+    // passing 64 connections does not stall them (see cadre's own test).
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let size: usize = status
+        .lines()
+        .find_map(|l| l.strip_prefix("FDSize:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(size >= 1024, "FDSize {size}");
 
     let _ = rustls::crypto::ring::default_provider().install_default();
     let v: Value = reqwest::Client::new()

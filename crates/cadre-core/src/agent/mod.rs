@@ -164,6 +164,9 @@ pub struct Agent {
     tracker: PermissionTracker,
     gate: Arc<ApprovalGate>,
     log: Option<Arc<SessionLog>>,
+    /// The next turn's opening records go to the log writer without a wait
+    /// (a batch child's first turn: its log file is still being made).
+    opening_unawaited: bool,
     source: QuerySource,
     cache_after: Option<usize>,
     last_request: Option<Arc<ModelRequest>>,
@@ -249,6 +252,7 @@ impl Agent {
             tracker: PermissionTracker::default(),
             gate: setup.gate,
             log: setup.log,
+            opening_unawaited: false,
             source: QuerySource::Main,
             cache_after: None,
             last_request: None,
@@ -428,6 +432,15 @@ impl Agent {
         self.log = Some(log);
     }
 
+    /// Sets a new child's log, whose file the log writer makes while the
+    /// child sends its first request: that turn's opening records (its
+    /// prompt) are handed over without a wait, and its first awaited write
+    /// reports a file that could not be made.
+    pub fn set_log_being_made(&mut self, log: Arc<SessionLog>) {
+        self.log = Some(log);
+        self.opening_unawaited = true;
+    }
+
     /// True when finished background tasks of this agent wait to be announced.
     pub fn has_notices(&self) -> bool {
         self.ctx
@@ -495,6 +508,16 @@ impl Agent {
                 .await
                 .map_err(|e| LogFailure(e.to_string())),
             None => Ok(()),
+        }
+    }
+
+    /// A turn's opening record (before its first request): awaited, or
+    /// handed over without a wait when `unawaited`.
+    async fn log_opening(&self, body: RecordBody, unawaited: bool) -> Result<(), LogFailure> {
+        if unawaited {
+            self.write_log_unawaited(body)
+        } else {
+            self.write_log(body).await
         }
     }
 

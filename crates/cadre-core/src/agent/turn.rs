@@ -270,6 +270,7 @@ impl Agent {
     /// turn on the waiting task notices alone.
     pub async fn run_turn(&mut self, user_text: String, cancel: CancellationToken) -> TurnOutcome {
         let mut logged = Ok(());
+        let unawaited = std::mem::take(&mut self.opening_unawaited);
         let user_text_was_empty = user_text.is_empty();
         if let Some(delegation) = &self.ctx.delegation {
             delegation.turn_started();
@@ -291,7 +292,7 @@ impl Agent {
             for text in reminders {
                 if logged.is_ok() {
                     logged = self
-                        .write_log(RecordBody::User { text: text.clone() })
+                        .log_opening(RecordBody::User { text: text.clone() }, unawaited)
                         .await;
                 }
                 self.push_user_text(text);
@@ -324,7 +325,7 @@ impl Agent {
         for text in before {
             if logged.is_ok() {
                 logged = self
-                    .write_log(RecordBody::User { text: text.clone() })
+                    .log_opening(RecordBody::User { text: text.clone() }, unawaited)
                     .await;
             }
             self.push_user_text(text);
@@ -336,9 +337,12 @@ impl Agent {
         if !user_text.is_empty() && after.is_some() && expansion.is_ok() {
             if logged.is_ok() {
                 logged = self
-                    .write_log(RecordBody::User {
-                        text: user_text.clone(),
-                    })
+                    .log_opening(
+                        RecordBody::User {
+                            text: user_text.clone(),
+                        },
+                        unawaited,
+                    )
                     .await;
             }
             self.push_user_text(user_text);
@@ -349,7 +353,7 @@ impl Agent {
             for text in texts {
                 if logged.is_ok() {
                     logged = self
-                        .write_log(RecordBody::User { text: text.clone() })
+                        .log_opening(RecordBody::User { text: text.clone() }, unawaited)
                         .await;
                 }
                 self.push_user_text(text.clone());
@@ -358,9 +362,12 @@ impl Agent {
             for image in attached.iter().chain(images) {
                 if logged.is_ok() {
                     logged = self
-                        .write_log(RecordBody::UserImage {
-                            image: image.clone(),
-                        })
+                        .log_opening(
+                            RecordBody::UserImage {
+                                image: image.clone(),
+                            },
+                            unawaited,
+                        )
                         .await;
                 }
                 self.push_user_block(ContentBlock::Image(image.clone()));
@@ -369,7 +376,7 @@ impl Agent {
         for text in after.iter().flatten().filter(|_| expansion.is_ok()) {
             if logged.is_ok() {
                 logged = self
-                    .write_log(RecordBody::User { text: text.clone() })
+                    .log_opening(RecordBody::User { text: text.clone() }, unawaited)
                     .await;
             }
             self.push_user_text(text.clone());

@@ -190,9 +190,10 @@ impl SessionLog {
     }
 
     /// A new log at `path` whose file (0600) is created by its first write,
-    /// on the log writer's thread: the first append, awaited, reports a file
-    /// that cannot be created as [`Self::create`] would. For a batch's
-    /// children, whose logs are made one after another on the runtime's thread.
+    /// on the log writer's thread: the append that writes it (or, for one
+    /// not awaited, the next append) reports a file that cannot be created
+    /// as [`Self::create`] would. For a batch's children, whose logs are
+    /// made while they send their first requests.
     pub fn create_on_first_write(path: &Path) -> SessionLog {
         SessionLog {
             path: path.to_path_buf(),
@@ -241,19 +242,6 @@ impl SessionLog {
         self.append_all(message_records(messages)).await
     }
 
-    /// Appends `first` and then the records that rebuild `messages`, in one
-    /// hand-over to the log writer (a new child's whole start), and returns
-    /// once the OS has them all.
-    pub async fn append_with_messages(
-        &self,
-        first: RecordBody,
-        messages: &[Message],
-    ) -> Result<(), SessionError> {
-        let mut records = vec![first];
-        records.extend(message_records(messages));
-        self.append_all(records).await
-    }
-
     async fn append_all(&self, records: Vec<RecordBody>) -> Result<(), SessionError> {
         let mut lines = Vec::with_capacity(records.len());
         for body in records {
@@ -278,9 +266,33 @@ impl SessionLog {
     pub fn append_unawaited(&self, body: RecordBody) -> Result<(), SessionError> {
         self.earlier_failure()?;
         let line = self.line(body)?;
+        self.hand_over(vec![line])
+    }
+
+    /// Hands `first` and then the records that rebuild `messages` to the log
+    /// writer without waiting, as [`Self::append_unawaited`] does: a new
+    /// child's whole start, whose file (made by this first write) a slow
+    /// disk may take milliseconds to create while the child sends its first
+    /// request. A failure to create or write it is reported by the next
+    /// append.
+    pub fn append_with_messages_unawaited(
+        &self,
+        first: RecordBody,
+        messages: &[Message],
+    ) -> Result<(), SessionError> {
+        self.earlier_failure()?;
+        let mut lines = vec![self.line(first)?];
+        for body in message_records(messages) {
+            lines.push(self.line(body)?);
+        }
+        self.hand_over(lines)
+    }
+
+    /// Gives `lines` to the log writer; a failure is kept for the next append.
+    fn hand_over(&self, lines: Vec<Vec<u8>>) -> Result<(), SessionError> {
         let job = LineWrite {
             file: self.file.clone(),
-            lines: vec![line],
+            lines,
             done: None,
             failure: Some(self.unawaited_failure.clone()),
         };

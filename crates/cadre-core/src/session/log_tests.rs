@@ -225,6 +225,57 @@ async fn a_log_made_on_first_write_is_created_by_it_or_reports_why_not() {
 }
 
 #[tokio::test]
+async fn a_child_start_handed_over_unawaited_makes_the_file_or_fails_the_next_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("child.jsonl");
+    let log = SessionLog::create_on_first_write(&path);
+    let prompt = Message {
+        role: Role::User,
+        content: vec![ContentBlock::Text {
+            text: "the prompt".into(),
+        }]
+        .into(),
+    };
+    let start = |id: &str| RecordBody::SessionStart {
+        session_id: id.into(),
+        cwd: "/".into(),
+        provider: "anthropic".into(),
+        model: "m".into(),
+    };
+    // Handed over, not waited for: the file is the writer's to make.
+    log.append_with_messages_unawaited(start("c1"), std::slice::from_ref(&prompt))
+        .unwrap();
+    log.append_unawaited(RecordBody::User {
+        text: "next".into(),
+    })
+    .unwrap();
+    log.written().await.unwrap();
+    assert_eq!(user_texts(&path), ["the prompt", "next"]);
+    let first = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        first.lines().next().unwrap().contains("session_start"),
+        "{first}"
+    );
+
+    // A file that cannot be made (its folder is gone): handing over still
+    // succeeds, the next append says why, and nothing is written after it.
+    let missing = dir.path().join("gone").join("child.jsonl");
+    let broken = SessionLog::create_on_first_write(&missing);
+    broken
+        .append_with_messages_unawaited(start("c2"), std::slice::from_ref(&prompt))
+        .unwrap();
+    let err = broken
+        .append(RecordBody::User {
+            text: "after".into(),
+        })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("gone"), "{err}");
+    assert!(!dir.path().join("gone").exists());
+}
+
+#[tokio::test]
 async fn an_awaited_append_is_in_the_file_and_each_logs_order_holds() {
     let dir = tempfile::tempdir().unwrap();
     let logs: Vec<SessionLog> = (0..8)

@@ -32,7 +32,8 @@ pub(super) struct TaskDb {
     /// Most bytes of output a task's `output.log` keeps.
     pub(super) output_limit: u64,
     /// `output.log` paths of rows filed whose folder and log are made once
-    /// the filing job has replied, before the thread's next job.
+    /// the filing job has replied, off the table's thread, before any later
+    /// job that is not a filing.
     pub(super) unmade: Vec<PathBuf>,
 }
 
@@ -41,7 +42,8 @@ pub(super) struct TaskDb {
 pub(super) enum Folders {
     /// Before the row comes back.
     First,
-    /// Just after, before the thread's next job.
+    /// Just after, on the folder thread ([`super::table`]), before the
+    /// table's next job that is not a filing.
     After,
 }
 
@@ -456,32 +458,6 @@ impl TaskDb {
         dir.join("output.log")
     }
 
-    /// Makes the folders (0700) and empty `output.log`s (0600) of the rows
-    /// filed with [`Folders::After`]. A folder that cannot be made is left
-    /// out: what is later written there fails and says why, as it would if
-    /// the folder had been removed.
-    pub(super) fn make_unmade_folders(&mut self) {
-        for output_path in std::mem::take(&mut self.unmade) {
-            let Some(dir) = output_path.parent() else {
-                continue;
-            };
-            let made = match DirBuilder::new().mode(0o700).create(dir) {
-                Ok(()) => {
-                    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).is_ok()
-                }
-                Err(e) => e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir(),
-            };
-            if made {
-                // Opened to append, as every write of the log is: one there is kept.
-                let _ = OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .mode(0o600)
-                    .open(&output_path);
-            }
-        }
-    }
-
     /// Moves a task to `to` if [`check_transition`] allows it, in one write
     /// transaction (read, check, write) so processes can't race. Sets
     /// `started_ms` on the first move to running and `ended_ms` on a final
@@ -809,4 +785,28 @@ fn append_to(path: &Path, text: &str) -> Result<(), TaskError> {
         .open(path)
         .map_err(io_err(path))?;
     f.write_all(text.as_bytes()).map_err(io_err(path))
+}
+
+/// Makes the folders (0700) and empty `output.log`s (0600) of rows filed
+/// with [`Folders::After`]. A folder that cannot be made is left out: what
+/// is later written there fails and says why, as it would if the folder had
+/// been removed.
+pub(super) fn make_folders(output_paths: Vec<PathBuf>) {
+    for output_path in output_paths {
+        let Some(dir) = output_path.parent() else {
+            continue;
+        };
+        let made = match DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).is_ok(),
+            Err(e) => e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir(),
+        };
+        if made {
+            // Opened to append, as every write of the log is: one there is kept.
+            let _ = OpenOptions::new()
+                .append(true)
+                .create(true)
+                .mode(0o600)
+                .open(&output_path);
+        }
+    }
 }

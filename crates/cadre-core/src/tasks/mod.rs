@@ -8,6 +8,7 @@
 
 mod board;
 mod db;
+mod folders;
 mod mailbox;
 pub(crate) mod proc_id;
 mod schema;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::db::{Folders, TaskDb, io_err};
+use super::folders::FolderThread;
 use super::status::{LastWork, NewTask, TaskEnd, TaskError, TaskFilter, TaskRow, TaskStatus};
 
 /// The schema version this build writes (`PRAGMA user_version`).
@@ -24,7 +25,12 @@ pub const TASK_LOST_ON_STARTUP: &str =
 pub const DEFAULT_OUTPUT_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// Work for the table's thread.
-type Job = Box<dyn FnOnce(&mut TaskDb) + Send>;
+struct Job {
+    run: Box<dyn FnOnce(&mut TaskDb) + Send>,
+    /// It files rows and touches no task's files: it need not wait for the
+    /// folders of rows filed before it.
+    filing: bool,
+}
 
 /// A handle on `tasks.db` for async code; cheap to clone, `Send + Sync`.
 ///
@@ -114,17 +120,18 @@ impl TaskTable {
             .spawn(move || match TaskDb::open(&dir) {
                 Ok(mut db) => {
                     let _ = opened_tx.send(Ok(()));
+                    let mut folders = FolderThread::start();
                     for job in queue {
+                        if !job.filing {
+                            folders.wait();
+                        }
                         // A panicking call loses only its own reply (its
                         // transaction rolls back); the thread serves the next.
+                        let run = job.run;
                         let _ =
-                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut db)));
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut db)));
                         // Folders of rows just filed, after the filing replied.
-                        if !db.unmade.is_empty() {
-                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                db.make_unmade_folders()
-                            }));
-                        }
+                        folders.hand(std::mem::take(&mut db.unmade));
                     }
                 }
                 Err(e) => {
@@ -147,10 +154,23 @@ impl TaskTable {
         &self,
         f: impl FnOnce(&mut TaskDb) -> Result<R, TaskError> + Send + 'static,
     ) -> impl Future<Output = Result<R, TaskError>> + Send + 'static {
+        self.call_as(false, f)
+    }
+
+    /// [`Self::call`]; a `filing` runs without waiting for the folders of
+    /// rows filed before it.
+    fn call_as<R: Send + 'static>(
+        &self,
+        filing: bool,
+        f: impl FnOnce(&mut TaskDb) -> Result<R, TaskError> + Send + 'static,
+    ) -> impl Future<Output = Result<R, TaskError>> + Send + 'static {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let sent = self.jobs.send(Box::new(move |db: &mut TaskDb| {
-            let _ = reply.send(f(db));
-        }));
+        let sent = self.jobs.send(Job {
+            run: Box::new(move |db: &mut TaskDb| {
+                let _ = reply.send(f(db));
+            }),
+            filing,
+        });
         let open_error = self.open_error.clone();
         // A thread that never opened the database says why, not only that it stopped.
         let stopped = move || match open_error.get() {
@@ -168,7 +188,10 @@ impl TaskTable {
     /// Hands `f` to the table's thread without waiting: it runs after every
     /// call made before it and before every call made after it.
     fn queue(&self, f: impl FnOnce(&mut TaskDb) + Send + 'static) {
-        let _ = self.jobs.send(Box::new(f));
+        let _ = self.jobs.send(Job {
+            run: Box::new(f),
+            filing: false,
+        });
     }
 
     /// Caps what each task's `output.log` keeps at `bytes` from now on
@@ -234,12 +257,16 @@ impl TaskTable {
     /// rows as creating each and moving it to running, in one write.
     ///
     /// The rows come back before their folders and `output.log`s are made
-    /// (what starts them waits for the database alone): every later call
-    /// of the table finds them made; anything else written beside a log
-    /// goes through [`Self::write_beside`].
+    /// (what starts them waits for the database alone, not for a slow
+    /// disk's inodes: a thread of their own makes them, and later filings
+    /// do not wait for it). Every later call of the table that is not a
+    /// filing finds them made; anything else written beside a log goes
+    /// through [`Self::write_beside`].
     pub async fn start_many(&self, news: Vec<NewTask>) -> Result<Vec<TaskRow>, TaskError> {
-        self.call(move |db| db.insert_many(news, TaskStatus::Running, Folders::After))
-            .await
+        self.call_as(true, move |db| {
+            db.insert_many(news, TaskStatus::Running, Folders::After)
+        })
+        .await
     }
 
     /// Writes each `(path, bytes)` (0600, replacing what was there) on the

@@ -59,9 +59,10 @@ impl SubagentRuntime {
         let mut saves = Vec::new();
         let mut startup_failure = None;
         // Each child starts as soon as it is ready, not after its siblings:
-        // resolved, its task row filed (on the table's thread while its log
-        // opens), announced, then running while the next one is prepared.
-        // Its log and task row exist before it is announced or runs.
+        // resolved, its task row filed (on the table's thread) and its log
+        // handed to the log writer, announced, then running while the next
+        // one is prepared. Its task row exists before it is announced or
+        // runs; its log file is made before any later record of it.
         for (slot, call) in calls.into_iter().enumerate() {
             let mut p = match self.prepare(parent, &catalog, &project, call, total).await {
                 Ok(p) => p,
@@ -84,8 +85,10 @@ impl SubagentRuntime {
                 None
             };
             let filing = self.file_task(parent, &p);
-            // The row's job is handed to the table first, then the log opens.
-            let (filed, opened) = futures::future::join(filing, self.open_child_log(&mut p)).await;
+            // The row's job is handed to the table first, then the log's
+            // start to its writer, which makes the file while the child runs.
+            let opened = self.open_child_log(&mut p);
+            let filed = filing.await;
             saves.extend(self.open_task(parent, &mut p, filed));
             if let Err(e) = opened {
                 self.end_unstarted(&p, &e).await;

@@ -371,12 +371,15 @@ impl SubagentRuntime {
         });
     }
 
-    pub(super) async fn open_child_log(&self, p: &mut Prepared) -> Result<(), String> {
+    /// Gives a child its log. The file is made by the log writer while the
+    /// child sends its first request (a slow disk's inode allocation would
+    /// otherwise hold up every child after it); a file that cannot be made
+    /// fails the child's first awaited write, which stops its batch.
+    pub(super) fn open_child_log(&self, p: &mut Prepared) -> Result<(), String> {
         let Some(dir) = &self.agents_dir else {
             return Ok(());
         };
         // The folder exists: the batch made it (once for all its children).
-        // The file is made by the awaited first write below, off this thread.
         let log = SessionLog::create_on_first_write(&dir.join(format!("{}.jsonl", p.tag.agent_id)));
         let start = RecordBody::SessionStart {
             session_id: p.tag.agent_id.to_string(),
@@ -385,10 +388,9 @@ impl SubagentRuntime {
             model: p.agent.model().to_string(),
         };
         // One hand-over to the log writer for the child's whole start.
-        log.append_with_messages(start, p.agent.conversation())
-            .await
+        log.append_with_messages_unawaited(start, p.agent.conversation())
             .map_err(|e| format!("subagent {} log: {e}", p.tag.agent_id))?;
-        p.agent.set_log(Arc::new(log));
+        p.agent.set_log_being_made(Arc::new(log));
         Ok(())
     }
 }
