@@ -410,6 +410,10 @@ def fanout(sizes=(1, 4, 10, 32, 64), pools=(4, 16, 32)):
                     "ms_spawn_reply_to_first_child_request_max": round(max(firsts), 2) if pool >= n else None,
                     "ms_spawn_reply_to_first_child_request_median": round(median(firsts), 2) if pool >= n else None,
                     "ms_spawn_reply_to_first_child_request_min": round(min(firsts), 2),
+                    # A stall shows as one gap between children far above the rest.
+                    "ms_largest_gap_between_first_requests": round(max(
+                        (b - a for a, b in zip(sorted(firsts), sorted(firsts)[1:])), default=0), 2)
+                    if pool >= n else None,
                     "ms_last_child_end_to_parent_request": round((parent[1]["t_start_us"] - last_child_end) / 1000, 2),
                     "peak_rss_mib": round(maxrss / 1024, 2),
                     "cpu_ms_cadre": round(r.cpu_s * 1000, 1),
@@ -423,7 +427,8 @@ def fanout(sizes=(1, 4, 10, 32, 64), pools=(4, 16, 32)):
         per_child = round((by[(32, 32)]["peak_rss_mib"] - by[(32, 1)]["peak_rss_mib"]) / 31 * 1024, 1)
     return {
         "measures": "batch wall time against the ideal (ceil(n/pool) x 2 s); spawning reply's end "
-                    "-> each child's first request (only when the pool holds the whole batch); "
+                    "-> each child's first request (only when the pool holds the whole batch), and "
+                    "the largest gap between two children's first requests (a stall shows there); "
                     "last child's reply end -> parent's next request; cadre's peak RSS, and per "
                     "child = (peak at 32 children - peak at 1) / 31 at pool 32",
         "runs": results,

@@ -406,6 +406,10 @@ impl Agent {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
+        // The children it started have their ends filed before it ends.
+        if let Some(delegation) = &self.ctx.delegation {
+            delegation.turn_ending().await;
+        }
         // A turn that did not complete says why in the log too.
         let reason = outcome.error.clone();
         if let Err(LogFailure(e)) = self.write_log(RecordBody::TurnEnd { status, reason }).await

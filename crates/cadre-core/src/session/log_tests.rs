@@ -250,12 +250,14 @@ async fn a_child_start_handed_over_unawaited_makes_the_file_or_fails_the_next_ap
     })
     .unwrap();
     log.written().await.unwrap();
-    assert_eq!(user_texts(&path), ["the prompt", "next"]);
-    let first = std::fs::read_to_string(&path).unwrap();
+    let records = read_log(&path).unwrap().records;
     assert!(
-        first.lines().next().unwrap().contains("session_start"),
-        "{first}"
+        matches!(&records[0].body, RecordBody::SessionStart { session_id, .. } if session_id == "c1"),
+        "{records:?}"
     );
+    let rest: Vec<&RecordBody> = records[1..].iter().map(|r| &r.body).collect();
+    let user = |text: &str| RecordBody::User { text: text.into() };
+    assert_eq!(rest, [&user("the prompt"), &user("next")]);
 
     // A file that cannot be made (its folder is gone): handing over still
     // succeeds, the next append says why, and nothing is written after it.

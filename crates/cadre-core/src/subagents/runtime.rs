@@ -243,6 +243,8 @@ struct ForegroundChild {
     cancel: CancellationToken,
     task_id: Option<String>,
     tag: ChildTag,
+    /// Its task: once its report is back, it files the child's end.
+    run: tokio::task::JoinHandle<()>,
 }
 
 /// The log of a child could not be written: the batch and the turn stop.

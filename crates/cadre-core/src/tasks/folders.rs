@@ -23,13 +23,23 @@ pub(super) struct FolderThread {
 }
 
 impl FolderThread {
+    /// The table thread's side; the thread itself starts with the first
+    /// folders handed over (a run that starts no child has none).
+    pub(super) fn new() -> FolderThread {
+        FolderThread {
+            work: None,
+            progress: Arc::default(),
+            handed: 0,
+            thread: None,
+        }
+    }
+
     /// Starts the thread; without one (the system refused it) folders are
     /// made in place, on the caller's thread.
-    pub(super) fn start() -> FolderThread {
+    fn start(&mut self) {
         let (work, queue) = std::sync::mpsc::channel::<Vec<PathBuf>>();
-        let progress: Progress = Arc::default();
-        let done = progress.clone();
-        let thread = std::thread::Builder::new()
+        let done = self.progress.clone();
+        self.thread = std::thread::Builder::new()
             .name("cadre-task-folders".into())
             .spawn(move || {
                 for paths in queue {
@@ -43,11 +53,8 @@ impl FolderThread {
                 }
             })
             .ok();
-        FolderThread {
-            work: thread.is_some().then_some(work),
-            progress,
-            handed: 0,
-            thread,
+        if self.thread.is_some() {
+            self.work = Some(work);
         }
     }
 
@@ -55,6 +62,9 @@ impl FolderThread {
     pub(super) fn hand(&mut self, output_paths: Vec<PathBuf>) {
         if output_paths.is_empty() {
             return;
+        }
+        if self.thread.is_none() {
+            self.start();
         }
         let unsent = match &self.work {
             Some(work) => work.send(output_paths).err().map(|e| e.0),
@@ -101,7 +111,7 @@ mod tests {
         let logs: Vec<PathBuf> = (0..40)
             .map(|i| dir.path().join(format!("t-{i}")).join("output.log"))
             .collect();
-        let mut folders = FolderThread::start();
+        let mut folders = FolderThread::new();
         for chunk in logs.chunks(7) {
             folders.hand(chunk.to_vec());
         }

@@ -120,7 +120,7 @@ impl TaskTable {
             .spawn(move || match TaskDb::open(&dir) {
                 Ok(mut db) => {
                     let _ = opened_tx.send(Ok(()));
-                    let mut folders = FolderThread::start();
+                    let mut folders = FolderThread::new();
                     for job in queue {
                         if !job.filing {
                             folders.wait();

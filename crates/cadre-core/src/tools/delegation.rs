@@ -87,6 +87,11 @@ pub trait Delegation: Send + Sync {
     fn roster(&self) -> Option<String>;
     /// A new turn of this agent begins (the per-turn count restarts).
     fn turn_started(&self);
+    /// This agent's turn is about to end: returns once the ends of the
+    /// children it started are filed, so their tasks end before the turn.
+    fn turn_ending(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
     /// Moves the foreground batch now running (if any) to the background.
     fn background_now(&self);
     /// Starts again the teammates a resumed session had (nothing without a team).

@@ -701,16 +701,18 @@ impl ToolRegistry {
     pub fn model_specs(&self, compact: bool) -> crate::model::ToolSpecs {
         self.shared_specs[usize::from(compact)]
             .get_or_init(|| {
-                let specs = self.specs();
-                if compact {
-                    specs
-                        .into_iter()
-                        .map(compact_spec)
-                        .collect::<Vec<_>>()
-                        .into()
-                } else {
-                    specs.into()
-                }
+                spec_sets::shared(&self.tools, compact, || {
+                    let specs = self.specs();
+                    if compact {
+                        specs
+                            .into_iter()
+                            .map(compact_spec)
+                            .collect::<Vec<_>>()
+                            .into()
+                    } else {
+                        specs.into()
+                    }
+                })
             })
             .clone()
     }
@@ -729,6 +731,8 @@ impl ToolRegistry {
         }
     }
 }
+
+mod spec_sets;
 
 #[cfg(test)]
 mod tests;

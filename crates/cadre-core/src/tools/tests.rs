@@ -22,6 +22,30 @@ fn the_shared_specs_follow_every_change_to_the_set() {
 }
 
 #[test]
+fn registries_of_the_same_tool_objects_share_one_spec_set() {
+    // A batch's children: each a registry of the parent's own objects.
+    let parent = ToolRegistry::builtin();
+    let kept: Vec<Arc<dyn Tool>> = parent.tools()[..2].to_vec();
+    let a = ToolRegistry::from_tools(kept.clone()).model_specs(false);
+    let b = ToolRegistry::from_tools(kept.clone()).model_specs(false);
+    assert!(std::ptr::eq(&a[0], &b[0]), "made once, shared");
+    // The short set is a set of its own.
+    let short = ToolRegistry::from_tools(kept.clone()).model_specs(true);
+    assert!(!std::ptr::eq(&a[0], &short[0]));
+    // Objects of the same names but not the same objects get their own,
+    // even once the first ones are gone (their addresses stay reserved).
+    drop(parent);
+    drop(kept);
+    let fresh = ToolRegistry::builtin();
+    let c = ToolRegistry::from_tools(fresh.tools()[..2].to_vec()).model_specs(false);
+    assert!(!std::ptr::eq(&a[0], &c[0]));
+    assert_eq!(
+        a.iter().map(|s| &s.name).collect::<Vec<_>>(),
+        c.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn a_compact_spec_keeps_first_sentences() {
     let spec = crate::model::ToolSpec {
         name: "Read".into(),

@@ -20,6 +20,9 @@ pub struct Spawner {
     pub allowed_types: Option<Vec<String>>,
     /// Children started in the parent's current turn.
     pub started_this_turn: AtomicUsize,
+    /// Tasks of children whose reports went back to the parent before their
+    /// ends were filed: the parent's turn waits for them before it ends.
+    pub closings: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Spawner {
@@ -30,6 +33,7 @@ impl Spawner {
             depth: 0,
             allowed_types,
             started_this_turn: AtomicUsize::new(0),
+            closings: Default::default(),
         }
     }
 
@@ -44,6 +48,16 @@ impl Spawner {
             depth,
             allowed_types,
             started_this_turn: AtomicUsize::new(0),
+            closings: Default::default(),
+        }
+    }
+
+    /// Keeps the task of a child whose report is back, filing its end, for
+    /// the parent's turn to wait on before it ends.
+    pub(super) fn keep_closing(&self, run: tokio::task::JoinHandle<()>) {
+        match self.closings.lock() {
+            Ok(mut c) => c.push(run),
+            Err(poisoned) => poisoned.into_inner().push(run),
         }
     }
 }
@@ -123,6 +137,18 @@ impl Delegation for Spawner {
 
     fn turn_started(&self) {
         self.started_this_turn.store(0, Ordering::SeqCst);
+    }
+
+    fn turn_ending(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let closings = match self.closings.lock() {
+                Ok(mut c) => std::mem::take(&mut *c),
+                Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+            };
+            for closing in closings {
+                let _ = closing.await;
+            }
+        })
     }
 
     fn background_now(&self) {

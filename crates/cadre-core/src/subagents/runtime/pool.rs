@@ -114,36 +114,46 @@ impl SubagentRuntime {
                 .task_cancel
                 .clone()
                 .unwrap_or_else(|| batch_cancel.child_token());
-            waiting.push(ForegroundChild {
-                slot,
-                rx,
-                detached: detached.clone(),
-                cancel: child_cancel.clone(),
-                task_id: p.task_id.clone(),
-                tag: p.tag.clone(),
-            });
+            let (task_id, tag) = (p.task_id.clone(), p.tag.clone());
             let rt = self.clone();
             let pool = pool.clone();
-            tokio::spawn(async move {
-                let _running_slot = running_slot;
+            let (moved_away, cancel_child) = (detached.clone(), child_cancel.clone());
+            let run = tokio::spawn(async move {
+                let running_slot = running_slot;
                 let permit = tokio::select! {
                     p = pool.acquire_owned() => p.ok(),
-                    _ = child_cancel.cancelled() => None,
+                    _ = cancel_child.cancelled() => None,
                 };
                 let task = p.task_id.clone();
                 let result = match permit {
-                    Some(_permit) => rt.run_guarded(p, &child_cancel).await,
+                    Some(_permit) => rt.run_guarded(p, &cancel_child).await,
                     None => Ok(rt.cancelled_before_start(p)),
                 };
-                let attached = !detached.load(Ordering::SeqCst);
-                if let Some(task) = &task {
-                    // Attached, the report goes back as the call's result;
-                    // moved to the background, it is announced by notice.
-                    rt.file_result(task, &result, !attached).await;
+                if moved_away.load(Ordering::SeqCst) {
+                    // Moved to the background: its end is announced by notice.
+                    if let Some(task) = &task {
+                        rt.file_result(task, &result, true).await;
+                    }
+                    return;
                 }
-                if attached {
-                    let _ = tx.send(result);
+                // Attached, the report goes back as the call's result at
+                // once, and its end is filed after: the parent's next request
+                // does not wait for the table; its turn waits before it ends.
+                let ended = result.as_ref().ok().cloned();
+                drop(running_slot);
+                let _ = tx.send(result);
+                if let (Some(task), Some(report)) = (&task, ended) {
+                    rt.file_result(task, &Ok(report), false).await;
                 }
+            });
+            waiting.push(ForegroundChild {
+                slot,
+                rx,
+                detached,
+                cancel: child_cancel,
+                task_id,
+                tag,
+                run,
             });
             // The child sends its first request before the next is prepared.
             tokio::task::yield_now().await;
@@ -183,6 +193,7 @@ impl SubagentRuntime {
             tokio::select! {
                 (result, k, _) = next => {
                     let child = waiting.swap_remove(k);
+                    parent.spawner.keep_closing(child.run);
                     let result = result.unwrap_or_else(|_| Err(BatchFailure("the subagent ended without a report".into())));
                     // A child whose log broke stops its siblings too.
                     if result.is_err() {
@@ -203,6 +214,7 @@ impl SubagentRuntime {
                         match tokio::time::timeout_at(grace, next).await {
                             Ok((result, k, _)) => {
                                 let child = waiting.swap_remove(k);
+                                parent.spawner.keep_closing(child.run);
                                 finished.push((child.slot, result.unwrap_or_else(|_| Err(BatchFailure("the subagent ended without a report".into())))));
                             }
                             Err(_) => break,
