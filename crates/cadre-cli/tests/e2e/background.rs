@@ -556,7 +556,10 @@ rules:
   - name: fork
     when: { any_user: "<fork_boilerplate>" }
     replies:
-      - text: "Scope: first pass. Result: ok."
+      # Slow enough that its notice comes after the parent's "forked", in a
+      # turn of its own, not joined to the parent's second request.
+      - latency_ms: 300
+        text: "Scope: first pass. Result: ok."
       - tool_calls:
           - { name: Agent, input: { description: "nested", prompt: "again", subagent_type: "fork" } }
       - text: "Scope: second pass. Result: ok."

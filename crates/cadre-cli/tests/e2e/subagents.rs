@@ -672,3 +672,60 @@ rules:
         "no child ran"
     );
 }
+
+/// A foreground child's report goes back to its parent before its end is
+/// filed in the task table (the parent's next request does not wait for the
+/// table), and the parent's turn waits for the filing: every child's task
+/// ends, succeeded, before the turn does, and its row says so afterwards.
+#[tokio::test]
+async fn foreground_children_end_their_tasks_before_their_parents_turn_ends() {
+    let tasks = ["task-a", "task-b", "task-c"];
+    let mut script = String::from("rules:\n");
+    script.push_str(&parent_rule(&tasks, "finder"));
+    for t in tasks {
+        script.push_str(&reading_child(t, "notes.txt", 0, &format!("{t} done")));
+    }
+    let h = Harness::new(&script, Wire::Anthropic).await;
+    h.write(".cadre/agents/finder.md", FINDER);
+    h.write("notes.txt", "notes\n");
+    let out = h.cadre(&["exec", "--json", "find"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let evs = events(&out);
+    // The parent's turn is the last to end.
+    let turn_ended = evs
+        .iter()
+        .rposition(|e| e["type"] == "turn_ended")
+        .expect("the parent's turn ends");
+    let ended: Vec<usize> = evs
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "task_ended")
+        .map(|(i, e)| {
+            assert_eq!(e["status"], "succeeded", "{e}");
+            i
+        })
+        .collect();
+    assert_eq!(ended.len(), 3, "{evs:?}");
+    assert!(ended.iter().all(|&i| i < turn_ended), "{evs:?}");
+    // The parent's next request held every report.
+    let last = h
+        .records()
+        .into_iter()
+        .rfind(|r| r.rule.as_deref() == Some("parent"))
+        .unwrap();
+    let results = tool_results(&last.body);
+    assert_eq!(results.len(), 3, "{results:?}");
+    for t in tasks {
+        assert!(
+            results
+                .iter()
+                .any(|(text, _)| text.contains(&format!("{t} done")))
+        );
+    }
+    let rows = common::tasks(&h);
+    assert_eq!(rows.len(), 3);
+    assert!(
+        rows.iter()
+            .all(|r| r.status == cadre_core::tasks::TaskStatus::Succeeded)
+    );
+}

@@ -141,9 +141,15 @@ impl SubagentRuntime {
                 // does not wait for the table; its turn waits before it ends.
                 let ended = result.as_ref().ok().cloned();
                 drop(running_slot);
-                let _ = tx.send(result);
-                if let (Some(task), Some(report)) = (&task, ended) {
-                    rt.file_result(task, &Ok(report), false).await;
+                match (tx.send(result), &task) {
+                    (Ok(()), Some(task)) => {
+                        if let Some(report) = ended {
+                            rt.file_result(task, &Ok(report), false).await;
+                        }
+                    }
+                    // Moved to the background just now: announced instead.
+                    (Err(result), Some(task)) => rt.file_result(task, &result, true).await,
+                    (_, None) => {}
                 }
             });
             waiting.push(ForegroundChild {
