@@ -1,4 +1,5 @@
 use super::*;
+use crate::session::rebuild;
 
 fn assistant_with_call(id: &str) -> Message {
     Message {

@@ -5,14 +5,15 @@
 mod lock;
 mod log;
 mod log_writer;
+mod rebuild;
 mod store;
 
 pub use lock::{SessionLock, lock_path, locks_dir};
 pub use log::{
-    CallStatus, LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, Rebuilt, RecordBody,
-    RecoveredTail, SessionLog, UNKNOWN_RESULT, UnfinishedCall, images_dir, now_ms, read_log,
-    rebuild, recover_torn_tail, recovery_path,
+    CallStatus, LOG_VERSION, LoadedLog, LogRecord, NOT_RUN_RESULT, RecordBody, RecoveredTail,
+    SessionLog, UNKNOWN_RESULT, images_dir, now_ms, read_log, recover_torn_tail, recovery_path,
 };
+pub use rebuild::{Rebuilt, UnfinishedCall, rebuild};
 pub use store::{
     LogUsage, SessionSummary, SessionTotals, civil_from_days, is_valid_session_id, list_sessions,
     log_usage, remove_session, session_path, session_totals, sessions_dir, utc_datetime,

@@ -23,6 +23,40 @@ const COLUMNS: &str = "id, kind, session_id, parent_agent, description, agent_ty
      error, owner_pid, tool_calls, tokens, last_activity_ms, notified, owner_start, owner_boot, \
      pgid, pgid_start";
 
+/// The placeholders for every one of [`COLUMNS`], in its order.
+const VALUES: &str = "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, \
+     ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)";
+
+/// Inserts `row` whole with `insert`, a statement of [`COLUMNS`] and [`VALUES`].
+fn insert_row(insert: &mut rusqlite::Statement<'_>, row: &TaskRow) -> rusqlite::Result<usize> {
+    insert.execute(params![
+        row.id,
+        row.kind.as_str(),
+        row.session_id,
+        row.parent_agent,
+        row.description,
+        row.agent_type,
+        row.name,
+        row.status.as_str(),
+        row.background,
+        to_sql(row.created_ms),
+        row.started_ms.map(to_sql),
+        row.ended_ms.map(to_sql),
+        row.output_path.to_string_lossy(),
+        row.result_summary,
+        row.error,
+        i64::from(row.owner_pid),
+        to_sql(row.tool_calls),
+        to_sql(row.tokens),
+        row.last_activity_ms.map(to_sql),
+        row.notified,
+        row.owner_start.map(to_sql),
+        row.owner_boot,
+        row.pgid.map(i64::from),
+        row.pgid_start.map(to_sql),
+    ])
+}
+
 /// The connection and the directories, owned by the table's thread: every
 /// statement runs there, never on the async runtime's thread.
 pub(super) struct TaskDb {
@@ -325,30 +359,10 @@ impl TaskDb {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO tasks (id, kind, session_id, parent_agent, description, agent_type, \
-                 name, status, background, created_ms, started_ms, output_path, owner_pid, \
-                 owner_start, owner_boot) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-            )?;
+            let mut insert =
+                tx.prepare_cached(&format!("INSERT INTO tasks ({COLUMNS}) {VALUES}"))?;
             for row in rows.iter() {
-                insert.execute(params![
-                    row.id,
-                    row.kind.as_str(),
-                    row.session_id,
-                    row.parent_agent,
-                    row.description,
-                    row.agent_type,
-                    row.name,
-                    row.status.as_str(),
-                    row.background,
-                    to_sql(row.created_ms),
-                    row.started_ms.map(to_sql),
-                    row.output_path.to_string_lossy(),
-                    i64::from(row.owner_pid),
-                    row.owner_start.map(to_sql),
-                    row.owner_boot,
-                ])?;
+                insert_row(&mut insert, row)?;
             }
         }
         tx.commit()?;
@@ -369,8 +383,7 @@ impl TaskDb {
         {
             let mut existing = tx.prepare("SELECT session_id FROM tasks WHERE id = ?1")?;
             let mut insert = tx.prepare(&format!(
-                "INSERT OR REPLACE INTO tasks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
-                 ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+                "INSERT OR REPLACE INTO tasks ({COLUMNS}) {VALUES}"
             ))?;
             for row in &rows {
                 let taken: Option<String> =
@@ -383,32 +396,7 @@ impl TaskDb {
                         row.id
                     )));
                 }
-                insert.execute(params![
-                    row.id,
-                    row.kind.as_str(),
-                    row.session_id,
-                    row.parent_agent,
-                    row.description,
-                    row.agent_type,
-                    row.name,
-                    row.status.as_str(),
-                    row.background,
-                    to_sql(row.created_ms),
-                    row.started_ms.map(to_sql),
-                    row.ended_ms.map(to_sql),
-                    row.output_path.to_string_lossy(),
-                    row.result_summary,
-                    row.error,
-                    i64::from(row.owner_pid),
-                    to_sql(row.tool_calls),
-                    to_sql(row.tokens),
-                    row.last_activity_ms.map(to_sql),
-                    row.notified,
-                    row.owner_start.map(to_sql),
-                    row.owner_boot,
-                    row.pgid.map(i64::from),
-                    row.pgid_start.map(to_sql),
-                ])?;
+                insert_row(&mut insert, row)?;
             }
         }
         tx.commit()?;
